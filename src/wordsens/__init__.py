@@ -1,0 +1,8 @@
+"""wordsens: word sensitivity of attention layers vs. random features.
+
+Numerics live in small modules: ``maps`` (the four feature maps and their weight samplers),
+``ws`` (word-sensitivity search and certificates), ``preprocess`` (the data assumption),
+``resources`` (memory estimates), ``seeds`` (stable seeds), ``io`` (files).
+"""
+
+__version__ = "0.1.0"

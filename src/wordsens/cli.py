@@ -1,0 +1,129 @@
+"""Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout).
+
+Heavy modules (pandas, transformers) are imported only by the subcommands that need them, so a
+synthetic RF estimate runs in a process of a few hundred MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_DTYPES = {"float32": "float32", "float64": "float64"}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _position(text: str) -> int | str:
+    if text == "all":
+        return "all"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"position must be a 0-based token index or 'all', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"position must be >= 0, got {value}")
+    return value
+
+
+def _add_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default="synthetic", metavar="synthetic|PATH",
+                   help="'synthetic' (i.i.d. Gaussian rows rescaled to norm sqrt(d), the default) or an embedding "
+                        "store written by the workflow (a directory with hidden.npy, index.parquet, meta.json)")
+    p.add_argument("--min-tokens", action="store_true",
+                   help="with --data PATH: draw only reviews with at least n real tokens")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wordsens",
+        description="Word sensitivity of attention layers vs. random features (Bombari & Mondelli, ICML 2024).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ws = sub.add_parser(
+        "ws", help="estimate the word sensitivity of one random feature map on one sample",
+        description="Estimate the word sensitivity sup ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)|| over "
+                    "||Delta|| <= sqrt(d) and print one JSON line: lower (the relative change reached), upper "
+                    "(an RF certificate, else null), steps, seconds, peak memory and every setting.",
+    )
+    ws.add_argument("--map", required=True, choices=["rf", "drf", "raf", "relu_raf"], help="the feature map")
+    ws.add_argument("--d", required=True, type=_positive_int, help="embedding dimension (coordinates kept per token)")
+    ws.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
+    ws.add_argument("--L", type=_positive_int, default=2, help="DRF depth (default 2)")
+    ws.add_argument("--k", type=_positive_int, default=None, help="RF width (default n*d, as in the paper)")
+    ws.add_argument("--seed", type=int, default=0, help="seeds the sample, the weights and the search (default 0)")
+    ws.add_argument("--method", choices=["default", "reference"], default="default",
+                    help="'default': the fast search; 'reference': the authors' algorithm (slow, dense float64)")
+    ws.add_argument("--position", type=_position, default=0,
+                    help="0-based index of the perturbed token, or 'all' for the sup over every position (default 0)")
+    ws.add_argument("--sampler", choices=["auto", "exact", "dense", "blockwise"], default="auto",
+                    help="RF/DRF weights: 'exact' (exact in law, only the perturbed block), 'blockwise', 'dense'; "
+                         "'auto' picks exact for one position, blockwise for 'all'")
+    ws.add_argument("--device", default="auto", help="'auto' (CUDA when available), 'cpu' or 'cuda'")
+    ws.add_argument("--dtype", choices=sorted(_DTYPES), default=None,
+                    help="working dtype of the default search (default float32 for RF/DRF, float64 for attention)")
+    ws.add_argument("--restarts", type=_positive_int, default=None, help="starts searched as one batch")
+    ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
+    _add_data_args(ws)
+    return parser
+
+
+def _run_ws(args: argparse.Namespace) -> dict:
+    import torch
+
+    from . import __version__, preprocess, ws
+    from .resources import peak_rss_bytes
+    from .seeds import derive_seed
+
+    source: object = "synthetic"
+    if args.data != "synthetic":
+        from .io import load_embeddings
+
+        source = load_embeddings(args.data)
+    X, info = preprocess.draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"),
+                                     min_tokens=args.min_tokens)
+    dtype = getattr(torch, args.dtype) if args.dtype else None
+    result = ws.estimate(args.map, X, seed=args.seed, position=args.position, method=args.method, L=args.L, k=args.k,
+                         dtype=dtype, device=args.device, sampler=args.sampler, restarts=args.restarts,
+                         max_steps=args.max_steps)
+    out = result.as_dict()
+    out.update(data=args.data, seed=args.seed, review_id=info["review_id"], label=info["label"],
+               peak_memory_mb=round(peak_rss_bytes() / 1024**2, 1), version=__version__)
+    if torch.cuda.is_available() and result.device.startswith("cuda"):
+        out["peak_cuda_memory_mb"] = round(torch.cuda.max_memory_allocated() / 1024**2, 1)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    from .io import CorruptCache
+    from .resources import InsufficientResources
+
+    try:
+        if args.command == "ws":
+            out = _run_ws(args)
+        else:  # pragma: no cover - argparse rejects unknown commands
+            parser.error(f"unknown command {args.command}")
+    except (ValueError, FileNotFoundError, CorruptCache, InsufficientResources) as err:
+        print(f"wordsens {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Files: atomic writes, the embedding store, result tables.
+
+Every output is written to a temporary name beside its target and renamed into place, so a killed
+job never leaves a file that looks finished. The embedding store records a checksum of its array
+so that a corrupt or truncated cache is detected instead of used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "EmbeddingStore",
+    "CorruptCache",
+    "atomic_path",
+    "file_digest",
+    "load_embeddings",
+    "read_json",
+    "save_embeddings",
+    "write_json",
+    "write_table",
+]
+
+
+class CorruptCache(ValueError):
+    """A cached file is missing, truncated or does not match its recorded checksum."""
+
+
+def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        write(tmp_path)
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json(target: str | os.PathLike, obj: Any) -> Path:
+    return atomic_path(target, lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise CorruptCache(f"{path} is missing; re-run the rule that writes it") from None
+    except json.JSONDecodeError as err:
+        raise CorruptCache(f"{path} is not valid JSON ({err}); delete it and re-run") from None
+
+
+def write_table(target: str | os.PathLike, frame) -> Path:
+    """Write a pandas DataFrame as Parquet, atomically."""
+    return atomic_path(target, lambda p: frame.to_parquet(p, index=False))
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(8 * 1024**2), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- embedding store
+
+
+@dataclass
+class EmbeddingStore:
+    """Hidden states of a pool of reviews: ``hidden`` (reviews, max_length, width), memory-mapped.
+
+    ``index`` has one row per review: ``review_id``, ``label`` (0/1), ``length`` (tokens including
+    ``[CLS]`` and ``[SEP]``). ``meta`` records the model, layer, max_length and the checksum.
+    """
+
+    hidden: np.ndarray
+    index: Any  # pandas.DataFrame
+    meta: dict[str, Any]
+    path: Path
+
+    def __len__(self) -> int:
+        return int(self.hidden.shape[0])
+
+    @property
+    def max_length(self) -> int:
+        return int(self.hidden.shape[1])
+
+    @property
+    def width(self) -> int:
+        return int(self.hidden.shape[2])
+
+
+_FILES = ("hidden.npy", "index.parquet", "meta.json")
+
+
+def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, meta: dict[str, Any]) -> Path:
+    """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum)."""
+    directory = Path(directory)
+    if hidden.ndim != 3 or hidden.shape[0] != len(index):
+        raise ValueError(f"hidden must be (reviews, max_length, width) with one index row per review, "
+                         f"got {hidden.shape} and {len(index)} index rows")
+    atomic_path(directory / "hidden.npy", lambda p: np.save(open(p, "wb"), hidden))
+    write_table(directory / "index.parquet", index)
+    meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype),
+                digest=file_digest(directory / "hidden.npy"))
+    write_json(directory / "meta.json", meta)
+    return directory
+
+
+def load_embeddings(path: str | os.PathLike, *, verify: bool = True) -> EmbeddingStore:
+    """Open a store (its directory, or any file in it); raise ``CorruptCache`` when it is damaged."""
+    import pandas as pd
+
+    path = Path(path)
+    directory = path.parent if path.is_file() else path
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no embedding store at {path}: expected a directory with {', '.join(_FILES)}")
+    missing = [name for name in _FILES if not (directory / name).exists()]
+    if missing:
+        raise CorruptCache(f"embedding store {directory} lacks {', '.join(missing)}; re-run the embedding rule")
+    meta = read_json(directory / "meta.json")
+    if verify and file_digest(directory / "hidden.npy") != meta.get("digest"):
+        raise CorruptCache(f"{directory / 'hidden.npy'} does not match its recorded checksum (corrupt or truncated); "
+                           "delete the store and re-run the embedding rule")
+    try:
+        hidden = np.load(directory / "hidden.npy", mmap_mode="r")
+    except ValueError as err:
+        raise CorruptCache(f"{directory / 'hidden.npy'} cannot be read ({err}); delete it and re-run") from None
+    if list(hidden.shape) != list(meta.get("shape", [])):
+        raise CorruptCache(f"{directory / 'hidden.npy'} has shape {hidden.shape}, meta.json says {meta.get('shape')}")
+    index = pd.read_parquet(directory / "index.parquet")
+    if len(index) != hidden.shape[0]:
+        raise CorruptCache(f"{directory} index has {len(index)} rows for {hidden.shape[0]} reviews")
+    return EmbeddingStore(hidden=hidden, index=index, meta=meta, path=directory)

@@ -1,0 +1,277 @@
+"""The four random feature maps of Bombari & Mondelli (2024) and their weight samplers.
+
+Shapes: a sample ``X`` is ``(n, d)`` (``n`` token embeddings of dimension ``d``), optionally with
+leading batch dimensions ``(..., n, d)``; ``D = n * d``; ``flat(X)`` is the row-major flattening.
+
+=========  ================================================  ==================================
+map        formula                                           weights
+=========  ================================================  ==================================
+RF         ``relu(V flat(X))``, in R^k                         ``V`` (k, D), i.i.d. N(0, 1/D)
+DRF        ``h_l = relu(V_l h_{l-1})``, ``h_0 = flat(X)``      ``V_l`` (D, D), i.i.d. N(0, 2/D)
+RAF        ``softmax(X W X^T / sqrt(d)) X``, (n, d)            ``W`` (d, d), i.i.d. N(0, 1/d)
+ReLU-RAF   ``A X``, ``A`` = row-normalised ``relu(X W X^T / sqrt(d))``  same as RAF
+=========  ================================================  ==================================
+
+Weight samplers draw on a CPU ``torch.Generator`` (float32) and then move to the requested
+device and dtype, so CPU and CUDA runs of one seed use the same weights. RF and DRF matrices are
+drawn as column blocks of width ``d`` (block ``j`` multiplies token ``j`` in the first layer),
+each from its own derived seed: a single block can be drawn without the rest, and a matrix built
+block by block equals the one built at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+
+from .seeds import derive_seed, generator
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "MAP_NAMES",
+    "attention_weights",
+    "check_sample",
+    "drf",
+    "drf_block",
+    "drf_layer",
+    "drf_weights",
+    "feature_map",
+    "raf",
+    "relu_raf",
+    "rf",
+    "rf_block",
+    "rf_weights",
+    "sample_weights",
+]
+
+MAP_NAMES = ("rf", "drf", "raf", "relu_raf")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_sample(X: Tensor, name: str = "X") -> tuple[int, int]:
+    """Validate a sample of shape ``(..., n, d)``; return ``(n, d)``.
+
+    Raises ``ValueError`` naming the problem for non-tensors, wrong rank, empty dimensions,
+    integer dtypes and NaN/Inf entries.
+    """
+    if not isinstance(X, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of shape (n, d), got {type(X).__name__}")
+    if X.ndim < 2:
+        raise ValueError(f"{name} must have shape (n, d) (n tokens, d coordinates), got {tuple(X.shape)}")
+    n, d = int(X.shape[-2]), int(X.shape[-1])
+    if n <= 0 or d <= 0:
+        raise ValueError(f"{name} needs n >= 1 tokens and d >= 1 coordinates, got shape {tuple(X.shape)}")
+    if not X.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {X.dtype}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{name} contains NaN or Inf entries; clean or re-normalise the input")
+    return n, d
+
+
+def _check_positive(**values: int) -> None:
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+
+
+def _check_matrix(M: Tensor, shape: tuple[int, int], name: str, hint: str) -> None:
+    if not isinstance(M, Tensor) or M.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D tensor of shape {shape} ({hint})")
+    if tuple(M.shape) != shape:
+        raise ValueError(f"{name} has shape {tuple(M.shape)}, expected {shape} ({hint})")
+    if not bool(torch.isfinite(M).all()):
+        raise ValueError(f"{name} contains NaN or Inf entries")
+
+
+# --------------------------------------------------------------------------- maps
+
+
+def rf(X: Tensor, V: Tensor) -> Tensor:
+    """Random features ``relu(V flat(X))``: ``X`` (..., n, d), ``V`` (k, n*d) -> (..., k)."""
+    n, d = check_sample(X)
+    if not isinstance(V, Tensor) or V.ndim != 2 or V.shape[1] != n * d:
+        shape = tuple(V.shape) if isinstance(V, Tensor) else type(V).__name__
+        raise ValueError(f"V must have shape (k, n*d) = (k, {n * d}) for X of shape (n, d) = ({n}, {d}), got {shape}")
+    return _rf(X, V)
+
+
+def _rf(X: Tensor, V: Tensor) -> Tensor:
+    return torch.relu(X.reshape(*X.shape[:-2], -1) @ V.T)
+
+
+def drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
+    """Deep random features ``h_L``: ``h_0 = flat(X)``, ``h_l = relu(V_l h_{l-1})``; ``V_l`` (D, D)."""
+    n, d = check_sample(X)
+    if isinstance(Vs, Tensor) or len(Vs) == 0:
+        raise ValueError("Vs must be a non-empty sequence of (D, D) matrices, one per layer")
+    D = n * d
+    for layer, V in enumerate(Vs, start=1):
+        _check_matrix(V, (D, D), f"Vs[{layer - 1}]", f"layer {layer} of a DRF on D = n*d = {D}")
+    return _drf(X, Vs)
+
+
+def _drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
+    h = X.reshape(*X.shape[:-2], -1)
+    for V in Vs:
+        h = torch.relu(h @ V.T)
+    return h
+
+
+def _scores(X: Tensor, W: Tensor) -> Tensor:
+    d = X.shape[-1]
+    return (X @ W) @ X.transpose(-1, -2) / math.sqrt(d)
+
+
+def _check_attention(X: Tensor, W: Tensor) -> None:
+    _, d = check_sample(X)
+    _check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
+
+
+def raf(X: Tensor, W: Tensor) -> Tensor:
+    """Random attention features ``softmax(X W X^T / sqrt(d)) X``: (..., n, d) -> (..., n, d)."""
+    _check_attention(X, W)
+    return _raf(X, W)
+
+
+def _raf(X: Tensor, W: Tensor) -> Tensor:
+    return torch.softmax(_scores(X, W), dim=-1) @ X  # torch's softmax subtracts the row maximum
+
+
+def relu_raf(X: Tensor, W: Tensor) -> Tensor:
+    """ReLU attention: ``A = relu(X W X^T / sqrt(d))`` with each row divided by its sum, ``A X``.
+
+    A row whose ReLU scores are all zero stays zero (its token attends to nothing).
+    """
+    _check_attention(X, W)
+    return _relu_raf(X, W)
+
+
+def _relu_raf(X: Tensor, W: Tensor) -> Tensor:
+    A = torch.relu(_scores(X, W))
+    total = A.sum(dim=-1, keepdim=True)
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    return (A / safe) @ X
+
+
+_MAPS: dict[str, Callable[..., Tensor]] = {"rf": rf, "drf": drf, "raf": raf, "relu_raf": relu_raf}
+
+
+def feature_map(name: str) -> Callable[..., Tensor]:
+    """The validated map called ``name`` (one of ``MAP_NAMES``)."""
+    try:
+        return _MAPS[name]
+    except KeyError:
+        raise ValueError(f"unknown map {name!r}; choose one of {', '.join(MAP_NAMES)}") from None
+
+
+# --------------------------------------------------------------------------- samplers
+
+# Weights are drawn in float32 on the CPU, then cast: the same seed gives the same weights in
+# every dtype and on every device.
+_DRAW_DTYPE = torch.float32
+
+
+def _base_seed(seed: int | torch.Generator) -> int:
+    if isinstance(seed, torch.Generator):
+        return int(torch.randint(0, 2**62, (1,), generator=seed))
+    generator(seed)  # validates
+    return int(seed)
+
+
+def _draw(shape: tuple[int, ...], std: float, seed: int, dtype: torch.dtype, device: str | torch.device) -> Tensor:
+    sample = torch.randn(shape, generator=generator(seed), dtype=_DRAW_DTYPE)
+    sample.mul_(std)
+    return sample.to(device=device, dtype=dtype)
+
+
+def rf_block(
+    seed: int, position: int, n: int, d: int, k: int | None = None, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor:
+    """Column block ``V[:, position*d:(position+1)*d]`` (k, d) of the RF matrix of ``seed``."""
+    _check_positive(n=n, d=d)
+    k = n * d if k is None else k
+    _check_positive(k=k)
+    if not 0 <= position < n:
+        raise ValueError(f"position {position} is outside the n = {n} tokens")
+    return _draw((k, d), math.sqrt(1.0 / (n * d)), derive_seed(seed, "rf", position), dtype, device)
+
+
+def rf_weights(
+    seed: int | torch.Generator, n: int, d: int, k: int | None = None, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor:
+    """The dense RF matrix ``V`` (k, n*d), i.i.d. N(0, 1/D); ``k`` defaults to ``D = n*d``."""
+    _check_positive(n=n, d=d)
+    base = _base_seed(seed)
+    k = n * d if k is None else k
+    _check_positive(k=k)
+    V = torch.empty((k, n * d), dtype=dtype, device=device)
+    for j in range(n):
+        V[:, j * d:(j + 1) * d] = rf_block(base, j, n, d, k, dtype=dtype, device=device)
+    return V
+
+
+def drf_block(
+    seed: int, layer: int, block: int, n: int, d: int, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor:
+    """Column block ``block`` (D, d) of layer ``layer`` (1-based) of the DRF of ``seed``: N(0, 2/D)."""
+    _check_positive(n=n, d=d, layer=layer)
+    if not 0 <= block < n:
+        raise ValueError(f"block {block} is outside the n = {n} column blocks")
+    D = n * d
+    return _draw((D, d), math.sqrt(2.0 / D), derive_seed(seed, "drf", layer, block), dtype, device)
+
+
+def drf_layer(
+    seed: int, layer: int, n: int, d: int, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor:
+    """Layer ``layer`` (D, D) of the DRF of ``seed``, filled block by block on ``device``.
+
+    Only one (D, d) block lives on the CPU at a time: the matrix exists once, on its device.
+    """
+    D = n * d
+    V = torch.empty((D, D), dtype=dtype, device=device)
+    for j in range(n):
+        V[:, j * d:(j + 1) * d] = drf_block(seed, layer, j, n, d, dtype=dtype, device=device)
+    return V
+
+
+def drf_weights(
+    seed: int | torch.Generator, n: int, d: int, L: int, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> list[Tensor]:
+    """The ``L`` DRF matrices (D, D), i.i.d. N(0, 2/D) (He initialisation), first layer included."""
+    _check_positive(n=n, d=d, L=L)
+    base = _base_seed(seed)
+    return [drf_layer(base, layer, n, d, dtype=dtype, device=device) for layer in range(1, L + 1)]
+
+
+def attention_weights(
+    seed: int | torch.Generator, d: int, *,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor:
+    """The attention matrix ``W`` (d, d), i.i.d. N(0, 1/d), shared by RAF and ReLU-RAF."""
+    _check_positive(d=d)
+    return _draw((d, d), math.sqrt(1.0 / d), derive_seed(_base_seed(seed), "attention"), dtype, device)
+
+
+def sample_weights(
+    map_name: str, seed: int | torch.Generator, n: int, d: int, *,
+    L: int = 2, k: int | None = None,
+    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+) -> Tensor | list[Tensor]:
+    """Dense weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W)."""
+    feature_map(map_name)
+    if map_name == "rf":
+        return rf_weights(seed, n, d, k, dtype=dtype, device=device)
+    if map_name == "drf":
+        return drf_weights(seed, n, d, L, dtype=dtype, device=device)
+    return attention_weights(seed, d, dtype=dtype, device=device)

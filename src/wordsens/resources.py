@@ -1,0 +1,168 @@
+"""Memory estimates, measured limits and the refusal of jobs that cannot fit.
+
+The same estimates serve two purposes: the numerical code checks them before allocating (and
+refuses with the ways out rather than swapping or dying), and the workflow turns them into the
+``mem_mb`` it requests from a scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "InsufficientResources",
+    "MemoryEstimate",
+    "available_bytes",
+    "check_fits",
+    "peak_rss_bytes",
+    "resolve_device",
+    "ws_memory",
+]
+
+MB = 1024**2
+GB = 1024**3
+# Resident memory of a Python process that has imported torch (measured here: about 220 MB).
+PROCESS_OVERHEAD = 320 * MB
+
+
+class InsufficientResources(RuntimeError):
+    """A job needs more memory than its device offers."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak bytes of the arrays a job allocates (process overhead not included)."""
+
+    bytes: int
+    detail: str
+
+    @property
+    def total(self) -> int:
+        """Estimate including the interpreter and torch (what a scheduler should grant)."""
+        return self.bytes + PROCESS_OVERHEAD
+
+    @property
+    def mb(self) -> int:
+        return -(-self.total // MB)
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``"auto"``/None -> CUDA when available, else CPU; otherwise the named device, validated."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda'") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but no CUDA device is available; use 'cpu' or 'auto'")
+    return dev
+
+
+def ws_memory(
+    map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
+    sampler: str = "exact", dtype: torch.dtype = torch.float32, restarts: int = 8,
+) -> MemoryEstimate:
+    """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``)."""
+    D = n * d
+    k = D if k is None else k
+    b = 8 if method == "reference" else _itemsize(dtype)
+    R = 1 if method == "reference" else restarts
+    chunk = 3 * 16 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.ws)
+    if map_name == "rf":
+        if method == "reference" or sampler == "dense":
+            weights = k * D * b
+            detail = f"RF matrix V {k} x {D}"
+        else:
+            weights = k * d * b
+            detail = f"RF block {k} x {d}"
+        work = 12 * R * k * max(b, 4) + chunk + k * d * 4
+        return MemoryEstimate(weights + work, detail)
+    if map_name == "drf":
+        if method == "reference" or sampler == "dense":
+            weights = L * D * D * b
+            detail = f"{L} DRF matrices {D} x {D}"
+        else:
+            weights = (L - 1) * D * D * b + D * d * b
+            detail = f"{L - 1} DRF matrices {D} x {D} and one {D} x {d} block"
+        work = (6 * L + 8) * R * D * max(b, 4) + D * d * 4 + chunk
+        return MemoryEstimate(weights + work, detail)
+    # attention maps: a few (n, n), (n, d), (d, d) arrays, per restart (n, d) at most
+    work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
+    if method == "reference":
+        work += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
+    return MemoryEstimate(work, f"attention arrays for n = {n}, d = {d}")
+
+
+def _cgroup_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+    return None
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory a job may use on ``device``.
+
+    CUDA: free device memory. CPU: the smallest of MemAvailable, the cgroup limit, the SLURM
+    allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and ``WORDSENS_MAX_MEMORY_MB``.
+    """
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    limits: list[int] = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    cg = _cgroup_limit()
+    if cg is not None:
+        limits.append(cg)
+    env = os.environ
+    if env.get("SLURM_MEM_PER_NODE", "").isdigit():
+        limits.append(int(env["SLURM_MEM_PER_NODE"]) * MB)
+    elif env.get("SLURM_MEM_PER_CPU", "").isdigit() and env.get("SLURM_CPUS_ON_NODE", "").isdigit():
+        limits.append(int(env["SLURM_MEM_PER_CPU"]) * int(env["SLURM_CPUS_ON_NODE"]) * MB)
+    if env.get("WORDSENS_MAX_MEMORY_MB", "").strip():
+        try:
+            limits.append(int(float(env["WORDSENS_MAX_MEMORY_MB"]) * MB))
+        except ValueError:
+            raise ValueError(
+                f"WORDSENS_MAX_MEMORY_MB must be a number of megabytes, got {env['WORDSENS_MAX_MEMORY_MB']!r}"
+            ) from None
+    return min(limits) if limits else 2**62
+
+
+def check_fits(estimate: MemoryEstimate, device: torch.device, what: str) -> None:
+    """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has."""
+    need = estimate.bytes if device.type == "cuda" else estimate.total
+    have = available_bytes(device)
+    if need <= have:
+        return
+    raise InsufficientResources(
+        f"{what} needs about {need / GB:.1f} GB ({estimate.detail}) but {device} has {have / GB:.1f} GB available. "
+        "Ways out: run it on a GPU with enough memory (device 'cuda'), submit it to a cluster node with "
+        "more memory (snakemake --profile profiles/slurm), or choose a smaller d or n."
+    )
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far (bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
