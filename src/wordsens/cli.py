@@ -1,4 +1,5 @@
-"""Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout).
+"""Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout) and
+``wordsens plan`` (the planned grid of a workflow configuration).
 
 Heavy modules (pandas, transformers) are imported only by the subcommands that need them, so a
 synthetic RF estimate runs in a process of a few hundred MB.
@@ -78,6 +79,15 @@ def _build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--restarts", type=_positive_int, default=None, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
     _add_data_args(ws)
+
+    plan = sub.add_parser(
+        "plan", help="print the planned word-sensitivity grid: job count, CPU-hours, peak memory, what cannot fit",
+        description="Read config.yaml (and --configfile files merged over it, as snakemake does) and print, "
+                    "before anything runs, the number of word-sensitivity jobs per map, their estimated CPU-hours "
+                    "and peak memory, and the jobs that cannot fit this machine (limits.memory_gb).",
+    )
+    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
+    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
     return parser
 
 
@@ -114,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .resources import InsufficientResources
 
     try:
+        if args.command == "plan":
+            from .plan import describe, load_config
+
+            print(describe(load_config(args.base, *args.configfile)))
+            return 0
         if args.command == "ws":
             out = _run_ws(args)
         else:  # pragma: no cover - argparse rejects unknown commands

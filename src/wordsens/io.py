@@ -147,3 +147,15 @@ def load_embeddings(path: str | os.PathLike, *, verify: bool = True) -> Embeddin
     if len(index) != hidden.shape[0]:
         raise CorruptCache(f"{directory} index has {len(index)} rows for {hidden.shape[0]} reviews")
     return EmbeddingStore(hidden=hidden, index=index, meta=meta, path=directory)
+
+
+def log_to(path: str | os.PathLike | None) -> None:
+    """Send this process's stdout/stderr (warnings, progress, tracebacks) to a job's log file."""
+    import sys
+
+    if not path:
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a", buffering=1)
+    sys.stderr = handle
+    sys.stdout = handle

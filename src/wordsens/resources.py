@@ -77,7 +77,7 @@ def ws_memory(
     k = D if k is None else k
     b = 8 if method == "reference" else _itemsize(dtype)
     R = 1 if method == "reference" else restarts
-    chunk = 3 * 16 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.ws)
+    chunk = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.ws)
     if map_name == "rf":
         if method == "reference" or sampler == "dense":
             weights = k * D * b
@@ -166,3 +166,36 @@ def peak_rss_bytes() -> int:
     """Peak resident memory of this process so far (bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+# Throughputs of a 2-core laptop-class CPU, measured on this project's CI machine; estimates are
+# deliberately on the generous side (they size scheduler requests).
+_RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
+_GEMM_FLOPS = 4.0e10  # float64 matrix products
+_STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
+
+
+def ws_seconds(
+    map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
+    sampler: str = "exact", steps: int | None = None, device: str = "cpu",
+) -> float:
+    """Rough CPU wall time of one word-sensitivity estimate (seconds); a GPU divides it by ~20."""
+    D = n * d
+    k = D if k is None else k
+    if map_name == "rf":
+        if method == "reference":
+            t = k * D / _RANDN_PER_S + (steps or 300) * 2 * k * D * 8 / _STREAM_BYTES
+        else:
+            block = k * D if sampler in ("dense", "blockwise") else k * d
+            t = block / _RANDN_PER_S + 2 * k * d * d * 2 / _GEMM_FLOPS + (steps or 100) * 2 * k * d * 4 / _STREAM_BYTES
+    elif map_name == "drf":
+        layers = L if method == "reference" or sampler == "dense" else L - 1
+        b = 8 if method == "reference" else 4
+        t = layers * D * D / _RANDN_PER_S + (steps or (300 if method == "reference" else 150)) * max(layers, 1) \
+            * 2 * D * D * b / _STREAM_BYTES
+    else:
+        if method == "reference":
+            t = (steps or 50 * n) * (6 * n * n * d * 2 / _GEMM_FLOPS + 1e-3)
+        else:
+            t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / _GEMM_FLOPS
+    return t / 20 if device == "cuda" else t

@@ -1,0 +1,8 @@
+"""Snakemake adapter: concatenate per-job tables (Parquet and CSV)."""
+from wordsens.io import log_to
+from wordsens.tables import concatenate, write_both
+
+log_to(snakemake.log[0])
+frame = concatenate(snakemake.input)
+write_both(frame, snakemake.output.parquet, snakemake.output.csv)
+print(f"{len(frame)} rows from {len(snakemake.input)} files")

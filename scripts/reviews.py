@@ -1,0 +1,9 @@
+"""Snakemake adapter: read the IMDb reviews from the configured source into one Parquet file."""
+from wordsens.data import load_reviews
+from wordsens.io import log_to, write_table
+
+log_to(snakemake.log[0])
+p = snakemake.params
+reviews = load_reviews(p.source, path=p.path, split=p.split, hub_name=p.hub_name)
+write_table(snakemake.output[0], reviews)
+print(f"{len(reviews)} reviews ({int(reviews['label'].sum())} positive) from {p.source}")

@@ -1,0 +1,98 @@
+"""Experiment runners: one workflow job's worth of trials as tidy result rows.
+
+The Snakemake scripts are thin adapters around these functions; everything they need arrives as
+plain values (the ``params`` slices of the configuration).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from . import __version__, preprocess, ws
+from .resources import peak_rss_bytes
+from .seeds import derive_seed
+
+__all__ = ["NUMERICS_VERSION", "config_hash", "provenance", "ws_rows"]
+
+# Bump when a change of the numerics changes results: it is part of every experiment's params,
+# so Snakemake re-runs the affected jobs (it does not see edits to imported modules).
+NUMERICS_VERSION = "ws-1"
+
+
+def config_hash(params: Any) -> str:
+    """Short stable hash of a job's parameters (recorded in every row)."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def _git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def provenance() -> dict[str, str]:
+    """Versions and the machine, for every row."""
+    return {
+        "version": __version__,
+        "numerics_version": NUMERICS_VERSION,
+        "git_commit": _git_commit(),
+        "torch": torch.__version__,
+        "host": platform.node(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+    }
+
+
+def ws_rows(
+    *, map_name: str, d: int, n: int, L: int | None, trials: list[int], seed: int, source: Any,
+    data_label: str, settings: dict[str, Any], threads: int = 1,
+) -> pd.DataFrame:
+    """Run the word-sensitivity trials of one job; one row per trial.
+
+    ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. ``settings`` holds ``position``,
+    ``method``, ``device``, ``min_tokens`` and the ``search`` options. Trial ``t`` draws its review
+    (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
+    trial's numbers do not depend on the chunking or the order of jobs.
+    """
+    torch.set_num_threads(threads)
+    search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
+    chash = config_hash({"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label,
+                         "settings": settings})
+    prov = provenance()
+    rows = []
+    for trial in trials:
+        key = (seed, "ws", map_name, d, n, L, trial)
+        X, info = preprocess.draw_sample(source, n, d, derive_seed(*key, "sample"),
+                                         min_tokens=bool(settings.get("min_tokens", False)))
+        weight_seed = derive_seed(*key, "weights")
+        started = time.perf_counter()
+        res = ws.estimate(map_name, X, seed=weight_seed, position=settings.get("position", 0),
+                          method=settings.get("method", "default"), L=L or 2,
+                          device=settings.get("device", "auto"), **search)
+        rows.append({
+            "experiment": "ws", "map": map_name, "data": data_label, "d": d, "n": n, "L": L, "trial": trial,
+            "seed": weight_seed, "review_id": info["review_id"], "label": info["label"],
+            "review_tokens": info["length"], "position": res.position, "lower": res.lower, "upper": res.upper,
+            "phi_norm": res.phi_norm, "delta_norm": res.delta_norm, "steps": res.steps,
+            "search_seconds": res.seconds, "wall_seconds": time.perf_counter() - started,
+            "peak_memory_mb": peak_rss_bytes() / 1024**2, "method": res.method, "sampler": res.sampler,
+            "device": res.device, "dtype": res.dtype, "threads": threads, "config_hash": chash, **prov,
+        })
+    frame = pd.DataFrame(rows)
+    frame["L"] = frame["L"].astype("Int64")
+    frame["upper"] = frame["upper"].astype("float64")
+    return frame

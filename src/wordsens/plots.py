@@ -1,0 +1,85 @@
+"""Seaborn figures of the paper, from the aggregated result tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+__all__ = ["rf_law", "save", "ws_figure"]
+
+MAP_TITLES = {"rf": "RF (k = D)", "drf": "deep RF", "raf": "RAF (softmax attention)", "relu_raf": "ReLU-RAF"}
+
+
+def rf_law(n: np.ndarray) -> np.ndarray:
+    """Back-of-envelope RF word sensitivity (1 + sqrt(2/n)) / sqrt(n) (paper.md, section 2)."""
+    n = np.asarray(n, dtype=float)
+    return (1 + np.sqrt(2 / n)) / np.sqrt(n)
+
+
+def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int) -> None:
+    """Write ``fig`` to every path (format from the suffix), atomically."""
+    for path in paths:
+        fmt = Path(path).suffix.lstrip(".")
+        atomic_path(path, lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=dpi, bbox_inches="tight"))
+    plt.close(fig)
+
+
+def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, palette: str) -> None:
+    frame = frame.copy()
+    factor = np.sqrt(frame["n"].astype(float)) if scaled else 1.0
+    frame["value"] = frame["lower"] * factor
+    hue = "L" if map_name == "drf" else "d"
+    frame[hue] = frame[hue].astype(int)
+    levels = sorted(frame[hue].unique())
+    colors = dict(zip(levels, sns.color_palette(palette, len(levels))))
+    sns.lineplot(data=frame, x="n", y="value", hue=hue, hue_order=levels, palette=colors, errorbar="sd",
+                 marker="o", ax=ax, legend=False)
+    handles = [plt.Line2D([], [], color=colors[v], marker="o", label=f"{hue} = {v}") for v in levels]
+    if map_name == "rf" and frame["upper"].notna().any():
+        upper = frame.assign(up=frame["upper"] * factor).groupby([hue, "n"], as_index=False)["up"].mean()
+        for level in levels:
+            part = upper[upper[hue] == level]
+            ax.plot(part["n"], part["up"], ls="--", color=colors[level], lw=1)
+        handles.append(plt.Line2D([], [], color="gray", ls="--", label="certified upper bound"))
+    if map_name == "rf":
+        grid = np.linspace(frame["n"].min(), frame["n"].max(), 200)
+        law = rf_law(grid) * (np.sqrt(grid) if scaled else 1.0)
+        ax.plot(grid, law, color="black", ls=":", lw=1.5)
+        handles.append(plt.Line2D([], [], color="black", ls=":", label=r"$(1+\sqrt{2/n})/\sqrt{n}$"
+                                  + (r"$\;\times\sqrt{n}$" if scaled else "")))
+    if map_name == "drf" and frame["d"].nunique() == 1:
+        title = f"{MAP_TITLES[map_name]} (d = {int(frame['d'].iloc[0])})"
+    else:
+        title = MAP_TITLES[map_name]
+    ax.set_title(title)
+    ax.set_xlabel("context length n")
+    ax.set_ylabel(r"word sensitivity $\times\sqrt{n}$" if scaled else "word sensitivity (lower bound)")
+    ax.legend(handles=handles, fontsize="small", frameon=False)
+    ax.set_ylim(bottom=0)
+
+
+def ws_figure(tables: dict[str, pd.DataFrame], maps: Sequence[str], paths: Sequence[str | Path], *,
+              scaled: bool = False, settings: dict[str, Any] | None = None) -> None:
+    """One panel per map of ``maps`` present in ``tables``: mean WS vs n with a 1-sd band."""
+    settings = settings or {}
+    present = [m for m in maps if m in tables and not tables[m].empty]
+    if not present:
+        raise ValueError(f"no results for any of {list(maps)}")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    fig, axes = plt.subplots(1, len(present), figsize=(4.6 * len(present), 3.6), squeeze=False)
+    for ax, map_name in zip(axes[0], present):
+        _panel(ax, tables[map_name], map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
+    fig.tight_layout()
+    save(fig, paths, int(settings.get("dpi", 150)))

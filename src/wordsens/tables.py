@@ -1,0 +1,40 @@
+"""Result tables: concatenation with checks, atomic Parquet + CSV output."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .io import CorruptCache, atomic_path, write_table
+
+__all__ = ["concatenate", "write_both"]
+
+# Metric columns that must be present and finite in every word-sensitivity row.
+_FINITE = ("lower", "phi_norm", "delta_norm")
+
+
+def concatenate(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error."""
+    frames = []
+    for path in paths:
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for damaged files
+            raise CorruptCache(f"{path} cannot be read ({type(err).__name__}: {err}); delete it and re-run") from err
+        if frame.empty:
+            raise CorruptCache(f"{path} holds no rows; delete it and re-run")
+        for column in _FINITE:
+            if column in frame and not np.isfinite(frame[column].to_numpy(dtype=float)).all():
+                raise ValueError(f"{path} has non-finite values in column {column!r}")
+        frames.append(frame)
+    if not frames:
+        raise ValueError("no result files to aggregate: the grid selected no job")
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_both(frame: pd.DataFrame, parquet: str | Path, csv: str | Path) -> None:
+    write_table(parquet, frame)
+    atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))
