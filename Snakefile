@@ -3,6 +3,7 @@
 #   snakemake --cores all --configfile config/demo.yaml    # offline demo, a few minutes
 #   snakemake --profile profiles/slurm                     # the same on a SLURM cluster
 #   snakemake --report report.html                         # every figure with its caption
+import os
 import sys
 
 from snakemake.utils import min_version, validate
@@ -17,6 +18,15 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"
+
+
+# The package in src/ is importable by the workflow and its jobs even where it is not installed
+# (for example inside --software-deployment-method conda environments): the checkout's own code.
+_SRC = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, _SRC)
+from wordsens.io import prepend_pythonpath
+
+prepend_pythonpath(_SRC)
 
 
 include: "workflow/rules/common.smk"
@@ -34,15 +44,6 @@ localrules:
     ws_table,
     fig2,
     fig3,
-
-
-def final_outputs():
-    out = [f"{RES}/tables/ws_{m}.parquet" for m in ws_maps()]
-    if {"rf", "drf"} & set(ws_maps()):
-        out += figure_files("fig2_rf_drf") + figure_files("fig2_rf_drf_scaled")
-    if {"raf", "relu_raf"} & set(ws_maps()):
-        out += figure_files("fig3_raf_relu_raf") + figure_files("fig3_raf_relu_raf_scaled")
-    return out
 
 
 rule all:

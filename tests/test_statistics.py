@@ -40,9 +40,9 @@ def test_power_computations_are_what_the_tests_use():
     """The sample sizes below, recomputed from their formulas."""
     # variance ratio: log(s1^2 / s2^2) ~ N(log r, 4 / m) for two Gaussian samples of size m
     m = _variance_test_size(1.05)
-    assert m == 40_388
+    assert m == 40_381
     # mean of ||phi||^2 with k = 32 i.i.d. relu(g)^2 terms: coefficient of variation sqrt(5)/sqrt(k)
-    assert _mean_test_size(cv=math.sqrt(5 / 32), shift=0.05) == 2_999
+    assert _mean_test_size(cv=math.sqrt(5 / 32), shift=0.05) == 3_004
 
 
 def _variance_test_size(ratio: float) -> int:
@@ -62,7 +62,7 @@ def test_exact_sampler_preactivations_have_the_dense_law():
 
     A 5% error in the variance (e.g. ``||X||^2`` instead of ``||X_rest||^2`` for the rest term at
     n = 20, or a wrong 1/D scale) gives a log variance ratio of 0.049; with m samples per group
-    the log ratio has standard deviation 2/sqrt(m), so m = 40,388 rows detect it at the 1% level
+    the log ratio has standard deviation 2/sqrt(m), so m = 40,381 rows detect it at the 1% level
     with 99% power (``_variance_test_size``). We use k = 50,000 rows of one draw (rows are
     i.i.d. given X).
     """
@@ -89,7 +89,7 @@ def test_exact_sampler_preactivations_have_the_dense_law():
 def test_exact_sampler_phi_norm_has_the_dense_law():
     """||phi(X)||^2 over independent draws, k = D = 32: each of the k terms relu(g)^2 has
     coefficient of variation sqrt(5) (E = 1/2, Var = 5/4 for g ~ N(0, 1)), so ||phi||^2 has
-    sqrt(5/32); m = 2,999 draws per sampler detect a 5% mean shift (what a 5% variance error of
+    sqrt(5/32); m = 3,004 draws per sampler detect a 5% mean shift (what a 5% variance error of
     the weights gives) at the 1% level with 99% power (``_mean_test_size``)."""
     n, d = 4, 8
     k = n * d
@@ -107,15 +107,15 @@ def test_exact_sampler_phi_norm_has_the_dense_law():
 @pytest.mark.slow
 def test_exact_sampler_ws_estimates_have_the_dense_law():
     """WS estimates of the exact-in-law path (weights drawn by ``estimate``) and of the dense path
-    (explicit dense weights), over independent seeds, at n = 8, d = 4, k = D = 32.
+    (explicit dense weights), over independent seeds, at n = 32, d = 4, k = D = 128.
 
-    Measured here, the estimate has a coefficient of variation of about 0.12 across seeds; with
+    Measured here, the estimate has a coefficient of variation of about 0.10 across seeds; with
     m = 400 seeds per path a 5% shift of the mean WS (a 10% error in the variance of the rest term
     moves it by about that much) is detected at the 1% level with 99% power when cv <= 0.125
     (``_mean_test_size(0.125, 0.05) = 376``). The test checks the measured cv too, so the power
     claim cannot silently fail.
     """
-    n, d, m = 8, 4, 400
+    n, d, m = 32, 4, 400
     assert _mean_test_size(0.125, 0.05) <= m
     exact, dense = [], []
     for s in range(m):

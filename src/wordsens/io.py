@@ -159,3 +159,10 @@ def log_to(path: str | os.PathLike | None) -> None:
     handle = open(path, "a", buffering=1)
     sys.stderr = handle
     sys.stdout = handle
+
+
+def prepend_pythonpath(path: str | os.PathLike) -> None:
+    """Put ``path`` first on PYTHONPATH, so that processes started from here (workflow jobs,
+    local or on SLURM with ``--export=ALL``) import this checkout's package."""
+    current = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), current) if p)

@@ -27,10 +27,9 @@ def model_tag():
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def model_source():
-    """What from_pretrained is given: the built demo folder, a local folder or a Hub name."""
-    name = config["model"]["name"]
-    return f"{RSRC}/demo/tiny-bert" if name == DEMO_MODEL else name
+def model_dir_or_name(wildcards, input):
+    """from_pretrained's argument: the folder of a local (or demo) model's files, else the Hub name."""
+    return str(Path(input.model[0]).parent) if input.model else config["model"]["name"]
 
 
 def model_files():
@@ -94,7 +93,8 @@ def check_config():
             elif position >= min(grid["n"]):
                 problems.append(f"ws.position {position} is beyond the smallest n = {min(grid['n'])} of ws.maps.{map_name}")
     if problems:
-        raise WorkflowError("invalid configuration:\n  " + "\n  ".join(problems))
+        listing = "\n  ".join(problems)
+        raise WorkflowError(f"invalid configuration:\n  {listing}")
 
 
 check_config()
@@ -106,7 +106,7 @@ _FIT, _UNFIT = wsplan.split_fit(_ALL_WS_JOBS, _LIMIT)
 if _UNFIT:
     if config["limits"]["unfit"] == "fail":
         raise WorkflowError(wsplan.unfit_message(_UNFIT, _LIMIT))
-    print("leaving out (limits.unfit = skip):\n" + wsplan.unfit_message(_UNFIT, _LIMIT), file=sys.stderr)
+    print(f"leaving out (limits.unfit = skip):\n{wsplan.unfit_message(_UNFIT, _LIMIT)}", file=sys.stderr)
 WS_JOBS = {(job.map, job.setting, job.chunk): job for job in _FIT}
 
 
@@ -126,17 +126,27 @@ def ws_job(wildcards):
                             "in this configuration") from None
 
 
+def canonical(obj):
+    """Params with sorted keys: Snakemake compares params as text, and the order of keys in a
+    config file (or after a --configfile merge) must not trigger re-runs."""
+    if isinstance(obj, dict):
+        return {key: canonical(obj[key]) for key in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [canonical(value) for value in obj]
+    return obj
+
+
 def ws_params(wildcards):
     """The configuration slice one WS job depends on (its params: a change re-runs exactly it)."""
     job = ws_job(wildcards)
     ws = config["ws"]
-    return {
+    return canonical({
         "map": job.map, "d": job.d, "n": job.n, "L": job.L, "trials": list(job.trials), "seed": config["seed"],
         "data": ws["data"], "threads": ws["threads"],
         "settings": {"position": ws["position"], "method": ws["method"], "device": ws["device"],
                      "min_tokens": ws["min_tokens"], "search": dict(ws["search"])},
         "numerics_version": NUMERICS_VERSION,
-    }
+    })
 
 
 def ws_mem_mb(wildcards):
@@ -154,3 +164,33 @@ def ws_inputs(wildcards):
 
 def figure_files(stem):
     return [f"{RES}/figures/{stem}.{ext}" for ext in config["plots"]["formats"]]
+
+
+def reviews_inputs(wildcards):
+    data = config["data"]
+    if data["source"] == "demo":
+        return [f"{RSRC}/demo/aclImdb"]
+    if data.get("path") and Path(data["path"]).expanduser().exists():
+        return [str(Path(data["path"]).expanduser())]
+    return []
+
+
+def embed_mem_mb(wildcards):
+    m, d = config["model"], config["data"]
+    width = model_width() or 1024
+    store = d["pool_size"] * m["max_length"] * width * (2 if m["dtype"] == "float16" else 4)
+    batch = m["batch_size"] * m["max_length"] * width * 4 * 40  # activations of one forward pass
+    return int((2 * store + batch) / 1024**2) + 2048  # + the model and the interpreter
+
+
+def tables_for(maps):
+    return {m: f"{RES}/tables/ws_{m}.parquet" for m in maps if m in ws_maps()}
+
+
+def final_outputs():
+    out = [f"{RES}/tables/ws_{m}.parquet" for m in ws_maps()]
+    if {"rf", "drf"} & set(ws_maps()):
+        out += figure_files("fig2_rf_drf") + figure_files("fig2_rf_drf_scaled")
+    if {"raf", "relu_raf"} & set(ws_maps()):
+        out += figure_files("fig3_raf_relu_raf") + figure_files("fig3_raf_relu_raf_scaled")
+    return out

@@ -8,6 +8,8 @@ rule demo_corpus:
         seed=config["seed"],
     log:
         f"{RSRC}/logs/demo_corpus.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/demo_corpus.py"
 
@@ -19,17 +21,10 @@ rule demo_model:
         seed=config["seed"],
     log:
         f"{RSRC}/logs/demo_model.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/demo_model.py"
-
-
-def reviews_inputs(wildcards):
-    data = config["data"]
-    if data["source"] == "demo":
-        return [f"{RSRC}/demo/aclImdb"]
-    if data.get("path") and Path(data["path"]).expanduser().exists():
-        return [str(Path(data["path"]).expanduser())]
-    return []
 
 
 rule reviews:
@@ -44,6 +39,8 @@ rule reviews:
         split=config["data"]["split"],
     log:
         f"{RSRC}/logs/reviews.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/reviews.py"
 
@@ -55,11 +52,13 @@ rule pool:
     output:
         f"{RSRC}/pools/{model_tag()}/pool.parquet",
     params:
-        model=model_source(),
+        model=model_dir_or_name,
         pool_size=config["data"]["pool_size"],
         max_tokens=config["data"]["max_tokens"],
         seed=config["seed"],
     log:
         f"{RSRC}/logs/pool-{model_tag()}.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/pool.py"

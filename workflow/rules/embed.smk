@@ -1,14 +1,6 @@
 # Hidden states of the encoder for the review pool: one checksummed store per model and layer.
 
 
-def embed_mem_mb(wildcards):
-    m, d = config["model"], config["data"]
-    width = model_width() or 1024
-    store = d["pool_size"] * m["max_length"] * width * (2 if m["dtype"] == "float16" else 4)
-    batch = m["batch_size"] * m["max_length"] * width * 4 * 40  # activations of one forward pass
-    return int((2 * store + batch) / 1024**2) + 2048  # + the model and the interpreter
-
-
 rule embed:
     input:
         pool=f"{RSRC}/pools/{model_tag()}/pool.parquet",
@@ -16,7 +8,7 @@ rule embed:
     output:
         EMB_FILES,
     params:
-        model=model_source(),
+        model=model_dir_or_name,
         layer=config["model"]["layer"],
         max_length=config["model"]["max_length"],
         batch_size=config["model"]["batch_size"],
@@ -31,5 +23,7 @@ rule embed:
         f"{EMB}/embed.log",
     benchmark:
         f"{EMB}/embed.benchmark.tsv"
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/embed.py"

@@ -1,10 +1,6 @@
 # Figures of the paper, drawn from the aggregated tables (changing plots.* re-runs only these).
 
 
-def tables_for(maps):
-    return {m: f"{RES}/tables/ws_{m}.parquet" for m in maps if m in ws_maps()}
-
-
 rule fig2:
     input:
         unpack(lambda wc: tables_for(["rf", "drf"])),
@@ -15,9 +11,11 @@ rule fig2:
             for p in figure_files("fig2_rf_drf_scaled")
         ],
     params:
-        plots=config["plots"],
+        plots=canonical(config["plots"]),
     log:
         f"{RES}/logs/fig2.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/plot_ws.py"
 
@@ -32,8 +30,10 @@ rule fig3:
             for p in figure_files("fig3_raf_relu_raf_scaled")
         ],
     params:
-        plots=config["plots"],
+        plots=canonical(config["plots"]),
     log:
         f"{RES}/logs/fig3.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/plot_ws.py"

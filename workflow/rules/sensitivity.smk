@@ -26,6 +26,8 @@ rule ws:
         f"{RES}/logs/ws/{{map}}/{{setting}}/chunk{{chunk}}.log",
     benchmark:
         f"{RES}/benchmarks/ws/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/ws.py"
 
@@ -38,5 +40,7 @@ rule ws_table:
         csv=f"{RES}/tables/ws_{{map}}.csv",
     log:
         f"{RES}/logs/ws_table_{{map}}.log",
+    conda:
+        "../envs/wordsens.yaml"
     script:
         "../../scripts/aggregate.py"

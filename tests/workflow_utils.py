@@ -1,0 +1,68 @@
+"""Helpers to run the Snakemake workflow for real in a temporary copy of the project."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ("Snakefile", "config.yaml", "workflow", "scripts", "config", "profiles")
+
+
+def copy_workflow(target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, target / name, dirs_exist_ok=True)
+        elif src.exists():
+            shutil.copy2(src, target / name)
+    return target
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    return out
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
+           *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=workdir)
+    if check and out.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-6000:]}")
+    return out
+
+
+def planned_jobs(workdir: Path, *configfiles: str, extra: tuple[str, ...] = ()) -> dict[str, int]:
+    """Rule -> job count of a dry run (empty when nothing is to be done)."""
+    args = ["-n", "--quiet", "rules"]
+    for cf in configfiles:
+        args += ["--configfile", cf]
+    out = snakemake(workdir, *args, *extra)
+    text = out.stdout + out.stderr
+    counts: dict[str, int] = {}
+    match = re.search(r"Job stats:\n(.*?)\n\n", text + "\n\n", re.S)
+    if not match:
+        return counts
+    for line in match.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job"):
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def write_config(workdir: Path, name: str, base: str, changes: dict) -> str:
+    """A copy of config file ``base`` with ``changes`` merged in; returns its relative path."""
+    from wordsens.plan import merge
+
+    config = yaml.safe_load((workdir / base).read_text())
+    (workdir / name).write_text(yaml.safe_dump(merge(config, changes)))
+    return name
