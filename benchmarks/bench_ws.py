@@ -135,7 +135,7 @@ def main() -> None:
                   f"over {len(ratios)} seeds ({verdict})")
             if same:
                 law = [a["lower"] / b["lower"] for a, b in zip(default, same)]
-                print(f"estimate default (exact in law)/default-same-w: " + ", ".join(f"{x:.4f}" for x in law))
+                print("estimate default (exact in law)/default-same-w: " + ", ".join(f"{x:.4f}" for x in law))
 
 
 if __name__ == "__main__":

@@ -9,3 +9,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The demo workflow, run once per test session in a temporary copy of the project."""
+    from workflow_utils import copy_workflow, snakemake
+
+    workdir = copy_workflow(tmp_path_factory.mktemp("demo"))
+    snakemake(workdir, "--cores", "2", "--configfile", "config/demo.yaml")
+    return workdir

@@ -11,17 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from workflow_utils import ROOT, copy_workflow, planned_jobs, snakemake, write_config
+from workflow_utils import ROOT, planned_jobs, snakemake, write_config
 
 DEMO = "config/demo.yaml"
-
-
-@pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
-    """The demo workflow, run once per test session in a temporary copy of the project."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("demo"))
-    snakemake(workdir, "--cores", "2", "--configfile", DEMO)
-    return workdir
 
 
 def _demo_config() -> dict:
@@ -122,7 +114,7 @@ def test_numerics_version_bump_reruns_experiments(demo_run, monkeypatch):
     """The numerics version is part of every WS job's params: a bump re-runs them."""
     common = demo_run / "workflow" / "rules" / "common.smk"
     text = common.read_text()
-    common.write_text(text.replace("from wordsens.experiments import NUMERICS_VERSION",
+    common.write_text(text.replace("from wordsens import NUMERICS_VERSION",
                                    "NUMERICS_VERSION = 'bumped-for-test'"))
     try:
         assert planned_jobs(demo_run, DEMO).get("ws") == 26

@@ -17,7 +17,15 @@ import torch
 
 from .resources import resolve_device
 
-__all__ = ["encode", "hidden_states", "load_encoder"]
+__all__ = ["encode", "hidden_states", "load_encoder", "model_source"]
+
+
+def model_source(name: str, files: Sequence[str]) -> str:
+    """What ``from_pretrained`` gets in a workflow job: the folder of the model's files when the
+    rule has them as inputs (a local or demo model), else the Hub name."""
+    from pathlib import Path
+
+    return str(Path(files[0]).parent) if files else name
 
 
 def _offline_hint(name: str) -> str:

@@ -18,16 +18,11 @@ from typing import Any
 import pandas as pd
 import torch
 
-from . import __version__, preprocess, ws
-from .resources import peak_rss_bytes
+from . import NUMERICS_VERSION, __version__, preprocess, ws
+from .resources import job_peak_bytes, job_processes, peak_rss_bytes
 from .seeds import derive_seed
 
 __all__ = ["NUMERICS_VERSION", "config_hash", "provenance", "ws_rows"]
-
-# Bump when a change of the numerics changes results: it is part of every experiment's params,
-# so Snakemake re-runs the affected jobs (it does not see edits to imported modules).
-NUMERICS_VERSION = "ws-1"
-
 
 def config_hash(params: Any) -> str:
     """Short stable hash of a job's parameters (recorded in every row)."""
@@ -57,6 +52,10 @@ def provenance() -> dict[str, str]:
     }
 
 
+def _mb(value: int | None) -> float | None:
+    return None if value is None else value / 1024**2
+
+
 def ws_rows(
     *, map_name: str, d: int, n: int, L: int | None, trials: list[int], seed: int, source: Any,
     data_label: str, settings: dict[str, Any], threads: int = 1,
@@ -75,6 +74,8 @@ def ws_rows(
     prov = provenance()
     rows = []
     for trial in trials:
+        print(f"started trial {trial} of {map_name} d={d} n={n}" + (f" L={L}" if L else "")
+              + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
         key = (seed, "ws", map_name, d, n, L, trial)
         X, info = preprocess.draw_sample(source, n, d, derive_seed(*key, "sample"),
                                          min_tokens=bool(settings.get("min_tokens", False)))
@@ -89,10 +90,14 @@ def ws_rows(
             "review_tokens": info["length"], "position": res.position, "lower": res.lower, "upper": res.upper,
             "phi_norm": res.phi_norm, "delta_norm": res.delta_norm, "steps": res.steps,
             "search_seconds": res.seconds, "wall_seconds": time.perf_counter() - started,
-            "peak_memory_mb": peak_rss_bytes() / 1024**2, "method": res.method, "sampler": res.sampler,
+            "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
+            "method": res.method, "sampler": res.sampler,
             "device": res.device, "dtype": res.dtype, "threads": threads, "config_hash": chash, **prov,
         })
+    for pid, name, hwm in job_processes():
+        print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
     frame = pd.DataFrame(rows)
     frame["L"] = frame["L"].astype("Int64")
     frame["upper"] = frame["upper"].astype("float64")
+    frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
     return frame

@@ -155,10 +155,16 @@ def log_to(path: str | os.PathLike | None) -> None:
 
     if not path:
         return
+    import platform
+    import time
+
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "a", buffering=1)
     sys.stderr = handle
     sys.stdout = handle
+    # which machine and scheduler job ran this attempt (a retried job appends a second header)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} host={platform.node()} pid={os.getpid()} "
+          f"slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
 
 
 def prepend_pythonpath(path: str | os.PathLike) -> None:

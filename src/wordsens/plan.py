@@ -54,7 +54,7 @@ class WSJob:
     L: int | None
     chunk: int
     trials: tuple[int, ...]
-    memory_bytes: int  # including the interpreter
+    memory_bytes: int  # what the job needs: arrays, its Python process and the Snakemake job process
     seconds: float  # estimated wall time of the whole chunk
 
     @property
@@ -103,7 +103,7 @@ def ws_jobs(config: dict) -> list[WSJob]:
             for n in grid.get("n", []):
                 for L in Ls:
                     sampler = "dense" if method == "reference" else "exact"
-                    mem = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler).total
+                    mem = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler).job
                     secs = resources.ws_seconds(map_name, n, d, L=L or 2, method=method, sampler=sampler, device=device)
                     for chunk in range(math.ceil(trials / per_job)):
                         chunk_trials = tuple(range(chunk * per_job, min(trials, (chunk + 1) * per_job)))
@@ -116,9 +116,7 @@ def memory_limit_bytes(config: dict) -> int:
     """``limits.memory_gb`` in bytes; ``auto`` = the memory available on this machine now."""
     limit = (config.get("limits") or {}).get("memory_gb", "auto")
     if limit in (None, "auto"):
-        import torch
-
-        return resources.available_bytes(torch.device("cpu"))
+        return resources.available_bytes("cpu")
     return int(float(limit) * resources.GB)
 
 

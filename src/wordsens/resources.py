@@ -11,8 +11,10 @@ import os
 import resource
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported lazily: the Snakefile plans jobs without loading it
+    import torch
 
 __all__ = [
     "InsufficientResources",
@@ -26,8 +28,11 @@ __all__ = [
 
 MB = 1024**2
 GB = 1024**3
-# Resident memory of a Python process that has imported torch (measured here: about 220 MB).
-PROCESS_OVERHEAD = 320 * MB
+# Resident memory of the processes around a job's arrays: the Python process that has imported
+# torch, pandas and wordsens (measured here in SLURM jobs: 325 MB for small arrays) and, on a
+# cluster, the Snakemake process that runs the job (measured here: 169 MB).
+PROCESS_OVERHEAD = 340 * MB
+JOBSTEP_OVERHEAD = 200 * MB
 
 
 class InsufficientResources(RuntimeError):
@@ -43,20 +48,31 @@ class MemoryEstimate:
 
     @property
     def total(self) -> int:
-        """Estimate including the interpreter and torch (what a scheduler should grant)."""
+        """Estimate including the interpreter and torch (what this process will reach)."""
         return self.bytes + PROCESS_OVERHEAD
+
+    @property
+    def job(self) -> int:
+        """What a scheduler should grant a workflow job: ``total`` plus the Snakemake job process."""
+        return self.total + JOBSTEP_OVERHEAD
 
     @property
     def mb(self) -> int:
         return -(-self.total // MB)
 
 
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+def _itemsize(dtype: Any) -> int:
+    name = str(dtype).replace("torch.", "")
+    sizes = {"float64": 8, "double": 8, "float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
+    if name not in sizes:
+        raise ValueError(f"unsupported dtype {dtype!r}; use float32 or float64")
+    return sizes[name]
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
+def resolve_device(device: "str | torch.device | None") -> "torch.device":
     """``"auto"``/None -> CUDA when available, else CPU; otherwise the named device, validated."""
+    import torch
+
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -70,7 +86,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 def ws_memory(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
-    sampler: str = "exact", dtype: torch.dtype = torch.float32, restarts: int = 8,
+    sampler: str = "exact", dtype: Any = "float32", restarts: int = 8,
 ) -> MemoryEstimate:
     """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``)."""
     D = n * d
@@ -114,13 +130,15 @@ def _cgroup_limit() -> int | None:
     return None
 
 
-def available_bytes(device: torch.device) -> int:
+def available_bytes(device: "torch.device | str") -> int:
     """Memory a job may use on ``device``.
 
     CUDA: free device memory. CPU: the smallest of MemAvailable, the cgroup limit, the SLURM
     allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and ``WORDSENS_MAX_MEMORY_MB``.
     """
-    if device.type == "cuda":
+    if str(device).startswith("cuda"):
+        import torch
+
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
     limits: list[int] = []
@@ -149,7 +167,7 @@ def available_bytes(device: torch.device) -> int:
     return min(limits) if limits else 2**62
 
 
-def check_fits(estimate: MemoryEstimate, device: torch.device, what: str) -> None:
+def check_fits(estimate: MemoryEstimate, device: "torch.device", what: str) -> None:
     """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has."""
     need = estimate.bytes if device.type == "cuda" else estimate.total
     have = available_bytes(device)
@@ -166,6 +184,32 @@ def peak_rss_bytes() -> int:
     """Peak resident memory of this process so far (bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def job_processes() -> list[tuple[int, str, int]]:
+    """``(pid, name, peak RSS bytes)`` of this process and its ancestors inside a SLURM job step
+    (the Snakemake job process, shells, srun); empty outside SLURM or without /proc."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        return []
+    out, pid = [], os.getpid()
+    try:
+        while pid > 1:
+            fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+            name = fields.get("Name", "").strip()
+            if name.startswith("slurmstepd"):
+                break
+            out.append((pid, name, int(fields.get("VmHWM", "0 kB").split()[0]) * 1024))
+            pid = int(fields["PPid"])
+    except (OSError, KeyError, ValueError):
+        return []
+    return out
+
+
+def job_peak_bytes() -> int | None:
+    """Peak resident memory of this process plus its ancestors inside a SLURM job step: what the
+    job's memory request must cover. None outside SLURM or where /proc is unavailable."""
+    processes = job_processes()
+    return sum(hwm for _, _, hwm in processes) if processes else None
 
 
 # Throughputs of a 2-core laptop-class CPU, measured on this project's CI machine; estimates are

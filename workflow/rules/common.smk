@@ -7,7 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from wordsens import plan as wsplan
-from wordsens.experiments import NUMERICS_VERSION
+from wordsens import NUMERICS_VERSION
 
 RES = config["results"].rstrip("/")
 RSRC = config["resources"].rstrip("/")
@@ -25,11 +25,6 @@ def model_tag():
         digest = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
         return f"{re.sub(r'[^A-Za-z0-9._-]+', '_', path.name)}-{digest}"
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-
-
-def model_dir_or_name(wildcards, input):
-    """from_pretrained's argument: the folder of a local (or demo) model's files, else the Hub name."""
-    return str(Path(input.model[0]).parent) if input.model else config["model"]["name"]
 
 
 def model_files():

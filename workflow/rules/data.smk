@@ -52,7 +52,7 @@ rule pool:
     output:
         f"{RSRC}/pools/{model_tag()}/pool.parquet",
     params:
-        model=model_dir_or_name,
+        model_name=config["model"]["name"],
         pool_size=config["data"]["pool_size"],
         max_tokens=config["data"]["max_tokens"],
         seed=config["seed"],

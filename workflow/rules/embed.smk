@@ -8,7 +8,7 @@ rule embed:
     output:
         EMB_FILES,
     params:
-        model=model_dir_or_name,
+        model_name=config["model"]["name"],
         layer=config["model"]["layer"],
         max_length=config["model"]["max_length"],
         batch_size=config["model"]["batch_size"],

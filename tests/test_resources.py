@@ -1,0 +1,59 @@
+"""Memory estimates against measured peaks; runtime estimates; the refusal message."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from wordsens import resources
+from wordsens.plan import describe, ws_jobs
+
+
+@pytest.mark.parametrize(
+    "map_name,n,d,L",
+    [("rf", 90, 192, 2), ("rf", 150, 256, 2), ("drf", 40, 64, 2), ("drf", 20, 64, 3), ("raf", 200, 256, 2),
+     ("relu_raf", 50, 768, 2)],
+)
+def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
+    """A fresh process runs one estimate (what a workflow job's Python process does): its peak
+    RSS is below the estimate, and the estimate stays within 2 x peak + 256 MB."""
+    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", map_name, "--n", str(n), "--d", str(d),
+                          "--L", str(L), "--device", "cpu", "--max-steps", "30"],
+                         capture_output=True, text=True, check=True)
+    peak = json.loads(out.stdout)["peak_memory_mb"]
+    estimate = resources.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
+    assert peak <= estimate <= 2 * peak + 256, (peak, estimate)
+
+
+def test_runtime_estimates_are_positive_and_grow():
+    small = resources.ws_seconds("rf", 20, 64)
+    big = resources.ws_seconds("rf", 150, 768)
+    assert 0 < small < big
+    assert resources.ws_seconds("drf", 50, 192, device="cuda") < resources.ws_seconds("drf", 50, 192)
+    assert resources.ws_seconds("raf", 50, 768, method="reference") > resources.ws_seconds("raf", 50, 768)
+
+
+def test_plan_lists_unfit_jobs_with_the_ways_out():
+    config = {"ws": {"trials": 10, "trials_per_job": 5, "maps": {"drf": {"d": [768], "n": [80], "L": [8]},
+                                                                  "raf": {"d": [64], "n": [10]}}},
+              "limits": {"memory_gb": 16}}
+    jobs = ws_jobs(config)
+    assert len(jobs) == 4 and {job.chunk for job in jobs} == {0, 1}
+    text = describe(config)
+    assert "drf d768_n80_L8" in text and "profiles/slurm" in text and "unfit: skip" in text
+    assert "raf" in text and "CPU-hours" in text
+
+
+def test_available_memory_respects_limits(monkeypatch):
+    monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "123")
+    assert resources.available_bytes(torch.device("cpu")) == 123 * 1024**2
+    monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "lots")
+    with pytest.raises(ValueError, match="WORDSENS_MAX_MEMORY_MB"):
+        resources.available_bytes("cpu")
+    monkeypatch.delenv("WORDSENS_MAX_MEMORY_MB")
+    monkeypatch.setenv("SLURM_MEM_PER_NODE", "456")
+    assert resources.available_bytes("cpu") <= 456 * 1024**2
