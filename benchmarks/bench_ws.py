@@ -48,12 +48,11 @@ TIE = 1e-9
 
 def worker(args: argparse.Namespace) -> None:
     """Run one method on one instance and print one JSON line (runs in its own process)."""
-    import resource
-
     import torch
 
     from wordsens import maps, ws
     from wordsens.preprocess import synthetic_sample
+    from wordsens.resources import peak_rss_bytes
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))
@@ -64,7 +63,7 @@ def worker(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     res = ws.estimate(args.map, X, seed=args.seed, weights=weights, method=method, L=args.L, device="cpu")
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_bytes() / 1024**2
     print(json.dumps({"lower": res.lower, "upper": res.upper, "seconds": res.seconds, "wall": wall,
                       "steps": res.steps, "peak_mb": peak, "sampler": res.sampler, "threads": torch.get_num_threads()}))
 

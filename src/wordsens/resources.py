@@ -181,7 +181,18 @@ def check_fits(estimate: MemoryEstimate, device: "torch.device", what: str) -> N
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident memory of this process so far (bytes)."""
+    """Peak resident memory of this process so far (bytes).
+
+    Linux: ``VmHWM`` of /proc/self/status. (``ru_maxrss`` is not used there: after fork + exec it
+    keeps the parent's peak, so a small job started from a big process would report the parent's.)
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 

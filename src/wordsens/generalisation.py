@@ -1,0 +1,458 @@
+"""Generalisation after changing one word (paper.md, section 3), without p x p matrices.
+
+A simulation: a training set (N samples, labels +-1), a new sample (X, y), a map and its weights.
+The min-norm interpolator ``theta* = pinv(Phi) Y`` learns the training set; the new sample is then
+learned by fine-tuning (``theta_f``) or re-training (``theta_r``). The modified sentence
+``X^i(Delta)`` carries the opposite label; its test error is ``Err = (phi(X^i(Delta))^T theta + y)^2``.
+
+Everything the Delta search needs reduces to three linear functionals of the perturbed features
+``phi' = phi(X^i(Delta))``: ``phi'.theta*`` (= D0), ``phi'.phi`` and ``phi'.P phi`` with
+``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
+(float64), so neither P nor, for RF, the k x D weight matrix is ever formed:
+
+    theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
+    D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
+    D1 (re-train)  = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
+
+RF weights are drawn only on the span they act on (design.md idea 1): with
+``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
+``N(0, Z^T Z / D)``, drawn as ``G R`` with ``Z = Q R`` and ``G`` (k x m) i.i.d. ``N(0, 1/D)``,
+which is exact in law even when ``Z^T Z`` is singular.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from . import maps
+from .resources import resolve_device
+from .seeds import derive_seed, generator
+from .ws import _AttentionProblem, _FirstLayer, _Problem, _ascend, _feasible
+
+Tensor = torch.Tensor
+
+__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "prepare", "search", "simulate", "synthetic_task"]
+
+TRAININGS = ("fine_tune", "retrain")
+LOSSES = ("surrogate", "direct", "penalised")
+
+
+# --------------------------------------------------------------------------- the setup
+
+
+@dataclass
+class Setup:
+    """One simulation, ready for Delta searches: the new sample's features and the functionals."""
+
+    map_name: str
+    n: int
+    d: int
+    N: int
+    position: int
+    y: float
+    t0: float  # phi(X)^T theta*
+    phi2: float  # ||phi(X)||^2
+    pphi2: float  # ||P phi(X)||^2
+    sampler: str
+    seconds: float
+    functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
+
+    def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
+        """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
+        D0 = f[..., 0]
+        if training == "fine_tune":
+            D1 = D0 + f[..., 1] * (self.y - self.t0) / self.phi2
+        else:
+            D1 = D0 + f[..., 2] * (self.y - self.t0) / self.pphi2
+        return D0, D1, (D1 + self.y) ** 2
+
+    def loss(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
+        if loss == "surrogate":
+            ratio = f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
+            return (ratio + 1) ** 2
+        D0, _, err = self.outcome(f, training)
+        return err + penalty * D0 * D0 if loss == "penalised" else err
+
+
+class _RFFunctionals:
+    """``relu(u + B Delta) . v`` for the three vectors ``v`` (rows of ``V3``)."""
+
+    def __init__(self, B: Tensor, u64: Tensor, V3: Tensor) -> None:
+        self.layer = _FirstLayer(B, u64, with_gram=False)
+        self.V3 = V3.to(B.dtype).T.contiguous()  # (k, 3)
+        self.V3_64 = V3.to(torch.float64)
+        self.d = B.shape[1]
+        self.dtype = B.dtype
+
+    def __call__(self, D: Tensor) -> Tensor:
+        return self.layer.forward(D) @ self.V3
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        return self.layer.forward64(deltas) @ self.V3_64.T
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.layer.singular_starts(restarts, math.sqrt(self.d), gen)
+
+
+class _AttentionFunctionals:
+    """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i``
+    (one row and one column of the scores change; see ``wordsens.ws._AttentionProblem``)."""
+
+    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str, V3: Tensor) -> None:
+        self.p = _AttentionProblem(X, W, position, kind)
+        n, d = X.shape
+        V = V3.reshape(3, n, d).to(X.dtype)
+        self.V_rows = V.reshape(3 * n, d).T.contiguous()  # (d, 3n)
+        self.MV = (self.p.M[None] * V).sum(-1) * self.p.mask  # (3, n): M_j . v_j
+        self.V_i = V[:, position].T.contiguous()  # (d, 3)
+        self.V3_64 = V3.to(torch.float64)
+        self.n, self.d = n, d
+        self.dtype = X.dtype
+
+    def __call__(self, D: Tensor) -> Tensor:
+        p = self.p
+        xi = p.xi + D
+        w = p._weights(xi @ p.P.T) * p.mask  # (R, n)
+        xV = (xi @ self.V_rows).reshape(-1, 3, self.n)  # (R, 3, n)
+        others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * p.mask
+        row = xi @ p._Q
+        row = row + p.onehot * (0.5 * ((xi @ p._Wsym) * xi).sum(-1, keepdim=True) - row)
+        i = p.i
+        if p.kind == "softmax":
+            att = torch.softmax(row, dim=-1)
+            out_i = att @ p.X + att[:, i:i + 1] * D
+        else:
+            a = torch.relu(row)
+            den = a.sum(-1, keepdim=True)
+            num = a @ p.X + a[:, i:i + 1] * D
+            out_i = torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+        return others.sum(-1) + out_i @ self.V_i
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        f = maps._raf if self.p.kind == "softmax" else maps._relu_raf
+        X = self.p._X64.expand(deltas.shape[0], -1, -1).clone()
+        X[:, self.p.i] += deltas
+        return f(X, self.p._W64).flatten(1) @ self.V3_64.T
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.p.starts(restarts, gen)
+
+
+def _check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
+    if not isinstance(X_train, Tensor) or X_train.ndim != 3:
+        raise ValueError(f"X_train must have shape (N, n, d), got {getattr(X_train, 'shape', type(X_train))}")
+    N, n, d = X_train.shape
+    if N < 1:
+        raise ValueError("the training set needs N >= 1 samples")
+    maps.check_sample(X_train, "X_train")
+    maps.check_sample(X, "X")
+    if tuple(X.shape) != (n, d):
+        raise ValueError(f"X has shape {tuple(X.shape)} but the training samples are ({n}, {d})")
+    y_train = torch.as_tensor(y_train, dtype=torch.float64)
+    if y_train.shape != (N,):
+        raise ValueError(f"y_train must have shape (N,) = ({N},), got {tuple(y_train.shape)}")
+    if not bool(((y_train == 1) | (y_train == -1)).all()) or y not in (1, -1, 1.0, -1.0):
+        raise ValueError("labels must be +1 or -1")
+    return N, n, d
+
+
+def _interpolator(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor]:
+    """``theta* = Phi^T K^-1 Y`` and ``P phi`` (float64) through the Cholesky factor of ``K``."""
+    K = Phi @ Phi.T
+    scale = float(K.diagonal().mean())
+    L, info = torch.linalg.cholesky_ex(K)
+    cond_ok = info == 0
+    if cond_ok:
+        eig = torch.linalg.eigvalsh(K)
+        cond_ok = float(eig[0]) > 1e-10 * float(eig[-1])
+    if not cond_ok:
+        raise ValueError(
+            f"the training set cannot be interpolated: its N = {Phi.shape[0]} feature vectors are linearly "
+            f"dependent (Gram matrix singular at scale {scale:.3g}); use distinct samples, a smaller N, or a "
+            f"larger feature dimension (p = {Phi.shape[1]})")
+    theta = Phi.T @ torch.cholesky_solve(Y[:, None], L)[:, 0]
+
+    def project(v: Tensor) -> Tensor:
+        return v - Phi.T @ torch.cholesky_solve((Phi @ v)[:, None], L)[:, 0]
+
+    pphi = project(project(phi))  # the second pass removes what rounding left in the span
+    return theta, pphi
+
+
+def prepare(
+    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int, position: int = 0,
+    weights: Any = None, sampler: str = "auto", dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "cpu", k: int | None = None,
+) -> Setup:
+    """Features, interpolator and functionals of one simulation (see the module docstring).
+
+    ``sampler`` (RF): ``"span"`` (exact in law on the span of the samples and the perturbed block;
+    default), ``"dense"`` (the whole k x D matrix; also used with explicit ``weights``).
+    """
+    maps.feature_map(map_name)
+    if map_name == "drf":
+        raise ValueError("the generalisation experiment covers rf, raf and relu_raf (as in the paper)")
+    N, n, d = _check_task(X_train, y_train, X, y)
+    if not 0 <= position < n:
+        raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
+    dev = resolve_device(device)
+    dtype = dtype or (torch.float32 if map_name == "rf" else torch.float64)
+    started = time.perf_counter()
+    Xt64 = X_train.detach().to(device=dev, dtype=torch.float64)
+    X64 = X.detach().to(device=dev, dtype=torch.float64)
+    Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
+    if map_name == "rf":
+        D = n * d
+        k = D if k is None else k
+        if sampler == "auto":
+            sampler = "dense" if weights is not None else "span"
+        if sampler not in ("span", "dense"):
+            raise ValueError(f"unknown sampler {sampler!r} for RF; use 'span' or 'dense'")
+        if weights is not None or sampler == "dense":
+            V = weights if weights is not None else maps.rf_weights(seed, n, d, k, dtype=torch.float64, device=dev)
+            V = V.to(device=dev, dtype=torch.float64)
+            pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
+            u = V @ X64.reshape(-1)
+            B = V[:, position * d:(position + 1) * d]
+        else:
+            pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
+        Phi = torch.relu(pre_train)
+        phi = torch.relu(u)
+        theta, pphi = _interpolator(Phi, Y, phi)
+        del Phi, pre_train
+        functionals: Any = _RFFunctionals(B.to(dtype), u, torch.stack([theta, phi, pphi]))
+    else:
+        sampler = "dense"
+        W = weights if weights is not None else maps.attention_weights(seed, d)
+        maps._check_attention(X64, W)
+        W64 = W.to(device=dev, dtype=torch.float64)
+        f = maps._raf if map_name == "raf" else maps._relu_raf
+        Phi = torch.cat([f(Xt64[s:s + 256], W64).reshape(-1, n * d) for s in range(0, N, 256)])
+        phi = f(X64, W64).reshape(-1)
+        theta, pphi = _interpolator(Phi, Y, phi)
+        del Phi
+        functionals = _AttentionFunctionals(X64.to(dtype), W64.to(dtype), position,
+                                            "softmax" if map_name == "raf" else "relu",
+                                            torch.stack([theta, phi, pphi]))
+    phi2 = float(phi @ phi)
+    if phi2 == 0:
+        raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
+    pphi2 = float(pphi @ pphi)
+    if pphi2 <= 1e-24 * phi2:
+        raise ValueError("phi(X) lies in the span of the training features: re-training cannot learn it")
+    return Setup(map_name=map_name, n=n, d=d, N=N, position=position, y=float(y), t0=float(phi @ theta),
+                 phi2=phi2, pphi2=pphi2, sampler=sampler, seconds=time.perf_counter() - started,
+                 functionals=functionals)
+
+
+def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks."""
+    N, n, d = Xt64.shape
+    D = n * d
+    Z = torch.zeros((D, N + 1 + d), dtype=torch.float64, device=Xt64.device)
+    Z[:, :N] = Xt64.reshape(N, D).T
+    Z[:, N] = X64.reshape(D)
+    Z[position * d:(position + 1) * d, N + 1:] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    R = torch.linalg.qr(Z, mode="r").R  # (m, m): Z^T Z = R^T R, singular or not
+    del Z
+    m = R.shape[0]
+    gen = generator(derive_seed(seed, "rf-span", position))
+    pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
+    u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
+    B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
+    step = max(1, (64 * 1024**2) // (8 * m))
+    for start in range(0, k, step):
+        rows = min(step, k - start)
+        G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
+        VZ = (G @ R) / math.sqrt(D)
+        pre_train[:, start:start + rows] = VZ[:, :N].T
+        u[start:start + rows] = VZ[:, N]
+        B[start:start + rows] = VZ[:, N + 1:]
+    return pre_train, u, B
+
+
+# --------------------------------------------------------------------------- the Delta search
+
+
+@dataclass
+class GenResult:
+    """One Delta search of a simulation."""
+
+    map: str
+    training: str
+    loss: str
+    penalty: float
+    method: str
+    y: float
+    t0: float
+    t1: float
+    D0: float
+    D1: float
+    err: float
+    gamma_min: float
+    delta_norm: float
+    steps: int
+    seconds: float
+    delta: Tensor = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("delta")
+        return out
+
+
+class _GenProblem(_Problem):
+    def __init__(self, setup: Setup, training: str, loss: str, penalty: float) -> None:
+        self.setup, self.training, self.loss, self.penalty = setup, training, loss, penalty
+        self.d = setup.d
+        self.radius = math.sqrt(setup.d)
+        self.phi_norm = 1.0
+
+    def value(self, D: Tensor) -> Tensor:  # ascent maximises: minus the loss
+        return -self.setup.loss(self.setup.functionals(D), self.training, self.loss, self.penalty)
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        f = self.setup.functionals.exact(deltas.to(torch.float64))
+        return -self.setup.loss(f, self.training, self.loss, self.penalty)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.setup.functionals.starts(restarts, gen)
+
+
+def search(
+    setup: Setup, training: str, loss: str, *, penalty: float = 0.0, seed: int = 0, restarts: int = 16,
+    max_steps: int = 500, tol: float = 1e-6, patience: int = 30,
+) -> GenResult:
+    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, token ``setup.position``) minimising ``loss``.
+
+    ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
+    (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
+    uncertain). The outcome (t0, t1, D0, D1, Err, gamma_min) is re-evaluated in float64 with the
+    plain map at the Delta found.
+    """
+    if training not in TRAININGS:
+        raise ValueError(f"unknown training {training!r}; choose one of {', '.join(TRAININGS)}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
+    started = time.perf_counter()
+    problem = _GenProblem(setup, training, loss, float(penalty))
+    gen = generator(derive_seed(seed, "gen-search", training, loss, float(penalty)))
+    starts = problem.starts(restarts, gen).to(setup.functionals.dtype)
+    found, steps = _ascend(problem, starts, max_steps=max_steps, tol=tol, patience=patience,
+                           keep=min(8, restarts), momentum=0.5 if setup.map_name != "rf" else 0.0)
+    deltas = torch.stack([_feasible(D, problem.radius) for D in found])
+    with torch.no_grad():
+        values = problem.exact(deltas)
+    best = int(torch.argmax(values))
+    delta = deltas[best]
+    with torch.no_grad():
+        f = setup.functionals.exact(delta[None])[0]
+    D0, D1, err = setup.outcome(f, training)
+    t1 = setup.y  # theta_f and theta_r interpolate the new sample (checked in the tests)
+    return GenResult(map=setup.map_name, training=training, loss=loss, penalty=float(penalty), method="default",
+                     y=setup.y, t0=setup.t0, t1=t1, D0=float(D0), D1=float(D1), err=float(err),
+                     gamma_min=max(abs(setup.t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
+                     steps=steps, seconds=time.perf_counter() - started, delta=delta.cpu())
+
+
+def simulate(
+    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int,
+    searches: Sequence[tuple[str, str, float]], position: int = 0, **kwargs: Any,
+) -> list[GenResult]:
+    """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
+    Gram matrix are computed once."""
+    setup = prepare(map_name, X_train, y_train, X, y, seed=seed, position=position, **kwargs)
+    out = []
+    for training, loss, penalty in searches:
+        res = search(setup, training, loss, penalty=penalty, seed=seed)
+        res.seconds += setup.seconds / len(searches)
+        out.append(res)
+    return out
+
+
+def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, Tensor, float]:
+    """Synthetic data: Gaussian rows rescaled to norm sqrt(d), labels ``sign(<flat(X), u>)`` with
+    a random unit teacher ``u`` per simulation. Returns ``(X_train, y_train, X, y)``."""
+    from .preprocess import synthetic_sample
+
+    if N < 1:
+        raise ValueError(f"N must be >= 1, got {N}")
+    samples = synthetic_sample(n, d, derive_seed(seed, "gen-samples"), batch=(N + 1,))
+    teacher = torch.randn(n * d, generator=generator(derive_seed(seed, "gen-teacher")), dtype=torch.float64)
+    teacher /= torch.linalg.vector_norm(teacher)
+    labels = torch.sign(samples.reshape(N + 1, -1) @ teacher)
+    labels[labels == 0] = 1
+    return samples[:N], labels[:N], samples[N], float(labels[N])
+
+
+def reference_search(
+    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int, training: str, loss: str,
+    penalty: float = 0.0, position: int = 0, weights: Any = None,
+) -> GenResult:
+    """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
+    p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
+    map each step (RF: step 100, 300 steps; attention maps: step 1, ``50 n`` steps), projection on
+    the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i + 0.1 N(0, I)``."""
+    if training not in TRAININGS or loss not in LOSSES:
+        raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
+    N, n, d = _check_task(X_train, y_train, X, y)
+    started = time.perf_counter()
+    Xt = X_train.to(torch.float64)
+    X64 = X.to(torch.float64)
+    Y = torch.as_tensor(y_train, dtype=torch.float64)
+    if weights is None:
+        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64)
+    weights = weights.to(torch.float64)
+    f = {"rf": maps._rf, "raf": maps._raf, "relu_raf": maps._relu_raf}[map_name]
+    Phi = f(Xt, weights).reshape(N, -1)
+    pinv = torch.linalg.pinv(Phi)
+    theta = pinv @ Y
+    P = torch.eye(Phi.shape[1], dtype=torch.float64) - pinv @ Phi
+    phi = f(X64, weights).reshape(-1)
+    t0 = float(phi @ theta)
+    pphi = P @ phi
+    lr, steps = (100.0, 300) if map_name == "rf" else (1.0, 50 * n)
+    onehot = torch.zeros((n, 1), dtype=torch.float64)
+    onehot[position] = 1.0
+    gen = generator(derive_seed(seed, "gen-reference-start", position))
+    delta = 0.1 * torch.randn(d, generator=gen, dtype=torch.float64)
+
+    def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        phi_p = f(X64 + onehot * delta, weights).reshape(-1)
+        D0 = phi_p @ theta
+        if training == "fine_tune":
+            D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)
+            ratio = (phi_p @ phi) / (phi @ phi)
+        else:
+            D1 = D0 + (phi_p @ pphi) * (y - t0) / (pphi @ pphi)
+            ratio = (phi_p @ pphi) / (pphi @ pphi)
+        err = (D1 + y) ** 2
+        value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
+        return value, D0, D1
+
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        value, _, _ = objective(delta)
+        (grad,) = torch.autograd.grad(value, delta)
+        with torch.no_grad():
+            delta = _project_ball(delta.detach() - lr * grad, math.sqrt(d))
+    with torch.no_grad():
+        _, D0, D1 = objective(delta)
+    err = float((D1 + y) ** 2)
+    return GenResult(map=map_name, training=training, loss=loss, penalty=float(penalty), method="reference",
+                     y=float(y), t0=t0, t1=float(y), D0=float(D0), D1=float(D1), err=err,
+                     gamma_min=max(abs(t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
+                     steps=steps, seconds=time.perf_counter() - started, delta=delta)
+
+
+def _project_ball(delta: Tensor, radius: float) -> Tensor:
+    norm = float(torch.linalg.vector_norm(delta))
+    return delta * (radius / norm) if norm > radius else delta

@@ -1,0 +1,166 @@
+"""Generalisation after changing one word: closed forms, the span sampler's law, the science."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from wordsens import generalisation as G
+from wordsens import maps
+from wordsens.seeds import derive_seed
+
+Z_ALPHA = stats.norm.ppf(1 - 0.01 / 2)
+Z_POWER = stats.norm.ppf(0.99)
+
+
+def _explicit(map_name, Xt, yt, X, y, W, delta, position=0):
+    """Independent float64 computation with pinv and explicit parameter vectors."""
+    f = maps.feature_map(map_name)
+    N = Xt.shape[0]
+    Phi = f(Xt, W).reshape(N, -1)
+    phi = f(X, W).reshape(-1)
+    theta = torch.linalg.pinv(Phi) @ yt
+    theta_f = theta + phi * (y - phi @ theta) / (phi @ phi)
+    theta_r = torch.linalg.pinv(torch.cat([Phi, phi[None]])) @ torch.cat([yt, torch.tensor([y], dtype=torch.float64)])
+    Xp = X.clone()
+    Xp[position] += delta
+    phi_p = f(Xp, W).reshape(-1)
+    return {"t0": phi @ theta, "t1_f": phi @ theta_f, "t1_r": phi @ theta_r, "D0": phi_p @ theta,
+            "D1_f": phi_p @ theta_f, "D1_r": phi_p @ theta_r}
+
+
+@pytest.mark.parametrize("map_name", ["rf", "raf", "relu_raf"])
+def test_closed_forms_match_pinv(map_name):
+    n, d, N = 4, 5, 5
+    Xt, yt, X, y = G.synthetic_task(N, n, d, seed=3)
+    W = maps.sample_weights(map_name, 1, n, d, k=40, dtype=torch.float64)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=1, weights=W)
+    delta = torch.tensor([0.5, -1.0, 0.3, 0.2, 0.1], dtype=torch.float64)
+    ref = _explicit(map_name, Xt, yt, X, y, W, delta)
+    f0 = setup.functionals.exact(torch.zeros((1, d), dtype=torch.float64))
+    f = setup.functionals.exact(delta[None])
+    assert setup.t0 == pytest.approx(float(ref["t0"]), abs=1e-9)
+    for training, key in (("fine_tune", "f"), ("retrain", "r")):
+        _, t1, _ = setup.outcome(f0, training)
+        assert float(t1) == pytest.approx(y, abs=1e-9)  # the new sample is interpolated
+        assert float(ref[f"t1_{key}"]) == pytest.approx(y, abs=1e-8)
+        D0, D1, err = setup.outcome(f, training)
+        assert float(D0) == pytest.approx(float(ref["D0"]), abs=1e-8)
+        assert float(D1) == pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7)
+        assert float(err) == pytest.approx(float((ref[f"D1_{key}"] + y) ** 2), abs=1e-7)
+    # the search's working functionals equal the exact ones
+    torch.testing.assert_close(setup.functionals(delta[None].to(setup.functionals.dtype)).double(), f,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_search_results_match_their_definitions():
+    Xt, yt, X, y = G.synthetic_task(20, 6, 8, seed=0)
+    setup = G.prepare("raf", Xt, yt, X, y, seed=0)
+    for training in G.TRAININGS:
+        for loss, penalty in (("surrogate", 0.0), ("direct", 0.0), ("penalised", 0.1)):
+            res = G.search(setup, training, loss, penalty=penalty, seed=0)
+            W = maps.attention_weights(0, 8, dtype=torch.float64)
+            ref = _explicit("raf", Xt, yt, X, y, W, res.delta)
+            key = "f" if training == "fine_tune" else "r"
+            assert res.D1 == pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7)
+            assert res.err == pytest.approx((res.D1 + res.y) ** 2, rel=1e-12)
+            assert res.gamma_min == pytest.approx(max(abs(res.t0), abs(res.D0)))
+            assert res.t1 == res.y and res.delta_norm <= math.sqrt(8) * (1 + 1e-12)
+
+
+def test_span_sampler_has_the_dense_law():
+    """Span-restricted RF (V drawn only on span{samples, perturbed block}) against the dense matrix.
+
+    ||phi(X)||^2 is a sum of k = 128 i.i.d. relu(g)^2 terms times ||X||^2/D: coefficient of variation
+    sqrt(5/128); m = 751 simulations per sampler detect a 5% shift of its mean (a 5% variance error
+    of the weights) at the 1% level with 99% power. t0 (which couples training and test features)
+    and the fine-tuned D1 at a fixed Delta (which couples the block B with the rest) get two-sample
+    Kolmogorov-Smirnov tests at the 1% level on the same draws.
+    """
+    n, d, N, k = 2, 4, 3, 128
+    m = math.ceil(2 * ((Z_ALPHA + Z_POWER) * math.sqrt(5 / k) / 0.05) ** 2)
+    assert m == 751
+    Xt, yt, X, y = G.synthetic_task(N, n, d, seed=5)
+    delta = torch.tensor([[1.0, -1.0, 0.5, 0.0]], dtype=torch.float64)
+    stats_by = {}
+    for sampler in ("span", "dense"):
+        phi2, t0, d1 = [], [], []
+        for s in range(m):
+            setup = G.prepare("rf", Xt, yt, X, y, seed=derive_seed(sampler, s), sampler=sampler, k=k)
+            phi2.append(setup.phi2)
+            t0.append(setup.t0)
+            d1.append(float(setup.outcome(setup.functionals.exact(delta), "fine_tune")[1][0]))
+        stats_by[sampler] = (np.array(phi2), np.array(t0), np.array(d1))
+    (a2, at, ad), (b2, bt, bd) = stats_by["span"], stats_by["dense"]
+    z = (a2.mean() - b2.mean()) / math.sqrt(a2.var() / m + b2.var() / m)
+    assert abs(z) < Z_ALPHA, z
+    assert stats.ks_2samp(at, bt).pvalue > 0.01
+    assert stats.ks_2samp(ad, bd).pvalue > 0.01
+
+
+def test_science_on_synthetic_data():
+    """n = 40, d = 192, N = 100, 10 simulations: RF cannot flip its prediction (Err >= 2 in 90%,
+    both losses); RAF can with the direct loss (Err <= 0.5 in 70%); the penalised loss lowers the
+    median gamma_min compared with the direct loss."""
+    sims = 10
+    rf = {"surrogate": [], "direct": []}
+    raf_direct, gamma_direct, gamma_pen = [], [], []
+    for s in range(sims):
+        Xt, yt, X, y = G.synthetic_task(100, 40, 192, seed=derive_seed("science", s))
+        for res in G.simulate("rf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "surrogate", 0.0),
+                                                                        ("fine_tune", "direct", 0.0)]):
+            rf[res.loss].append(res.err)
+        direct, pen = G.simulate("raf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "direct", 0.0),
+                                                                         ("fine_tune", "penalised", 1.0)])
+        raf_direct.append(direct.err)
+        gamma_direct.append(direct.gamma_min)
+        gamma_pen.append(pen.gamma_min)
+    for loss, errs in rf.items():
+        assert np.mean(np.array(errs) >= 2) >= 0.9, (loss, errs)
+    assert np.mean(np.array(raf_direct) <= 0.5) >= 0.7, raf_direct
+    assert np.median(gamma_pen) < np.median(gamma_direct), (gamma_pen, gamma_direct)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(X_train=torch.zeros(0, 3, 4, dtype=torch.float64)), "N >= 1"),
+        (dict(y_train=torch.tensor([1.0, 0.0, 1.0, -1.0, 1.0], dtype=torch.float64)), "\\+1 or -1"),
+        (dict(y=0.5), "\\+1 or -1"),
+        (dict(X=torch.ones(3, 5, dtype=torch.float64)), "training samples are"),
+        (dict(y_train=torch.ones(4, dtype=torch.float64)), "shape \\(N,\\)"),
+        (dict(position=3), "position"),
+        (dict(map_name="drf"), "rf, raf and relu_raf"),
+    ],
+)
+def test_bad_input(change, message):
+    Xt, yt, X, y = G.synthetic_task(5, 3, 4, seed=0)
+    args = dict(map_name="raf", X_train=Xt, y_train=yt, X=X, y=y)
+    args.update(change)
+    position = args.pop("position", 0)
+    with pytest.raises(ValueError, match=message):
+        G.prepare(args.pop("map_name"), args["X_train"], args["y_train"], args["X"], args["y"], seed=0,
+                  position=position)
+
+
+def test_duplicate_samples_cannot_be_interpolated():
+    Xt, yt, X, y = G.synthetic_task(4, 3, 4, seed=0)
+    Xt[1] = Xt[0]
+    yt[1] = -yt[0]
+    with pytest.raises(ValueError, match="cannot be interpolated"):
+        G.prepare("raf", Xt, yt, X, y, seed=0)
+
+
+def test_bad_search_options():
+    Xt, yt, X, y = G.synthetic_task(5, 3, 4, seed=0)
+    setup = G.prepare("raf", Xt, yt, X, y, seed=0)
+    with pytest.raises(ValueError, match="unknown training"):
+        G.search(setup, "finetune", "direct")
+    with pytest.raises(ValueError, match="unknown loss"):
+        G.search(setup, "retrain", "mse")
+    with pytest.raises(ValueError, match="penalty"):
+        G.search(setup, "retrain", "penalised", penalty=-1)
