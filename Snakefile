@@ -33,6 +33,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/sensitivity.smk"
+include: "workflow/rules/generalisation.smk"
 include: "workflow/rules/plots.smk"
 
 
@@ -44,6 +45,9 @@ localrules:
     ws_table,
     fig2,
     fig3,
+    gen_table,
+    fig4,
+    fig5,
 
 
 rule all:

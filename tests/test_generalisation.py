@@ -164,3 +164,20 @@ def test_bad_search_options():
         G.search(setup, "retrain", "mse")
     with pytest.raises(ValueError, match="penalty"):
         G.search(setup, "retrain", "penalised", penalty=-1)
+
+
+def test_cli_gen_prints_one_json_line():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d", "8",
+                          "--training", "retrain", "--loss", "penalised", "--penalty", "0.5", "--seed", "3"],
+                         capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    for key in ("t0", "t1", "D0", "D1", "err", "gamma_min", "steps", "seconds", "peak_memory_mb", "N", "penalty"):
+        assert key in row
+    assert row["err"] == pytest.approx((row["D1"] + row["y"]) ** 2)
+    bad = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d", "8",
+                          "--training", "retrain", "--loss", "direct", "--penalty", "0.5"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "penalised" in bad.stderr

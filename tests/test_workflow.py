@@ -39,6 +39,22 @@ def test_demo_produces_every_table_and_figure(demo_run):
             assert table[column].notna().all(), column
         assert (table["review_id"] >= 0).all()
         assert (results / "tables" / f"ws_{map_name}.csv").stat().st_size > 0
+    gen = config["gen"]
+    for data in gen["data"]:
+        for figure, per_sim in (("fig4", len(gen["fig4"]["trainings"]) * len(gen["fig4"]["losses"])),
+                                ("fig5", len(gen["fig5"]["trainings"]) * len(gen["fig5"]["penalties"]))):
+            table = pd.read_parquet(results / "tables" / f"gen_{figure}_{data}.parquet")
+            points = sum(len(ns) for ns in gen[figure]["maps"].values()) * len(gen[figure]["N"])
+            assert len(table) == points * gen["simulations"] * per_sim, (figure, data)
+            assert np.isfinite(table[["t0", "t1", "D0", "D1", "err", "gamma_min"]].to_numpy()).all()
+            np.testing.assert_allclose(table["t1"], table["y"])
+            np.testing.assert_allclose(table["err"], (table["D1"] + table["y"]) ** 2, rtol=1e-9, atol=1e-12)
+            assert (table["delta_norm"] <= np.sqrt(table["d"]) * (1 + 1e-12)).all()
+            if data == "imdb":
+                assert (table["review_id"] >= 0).all()
+        for stem in ("fig4_generalisation", "fig5_penalised"):
+            for ext in config["plots"]["formats"]:
+                assert (results / "figures" / f"{stem}_{data}.{ext}").stat().st_size > 5000
     for stem in ("fig2_rf_drf", "fig2_rf_drf_scaled", "fig3_raf_relu_raf", "fig3_raf_relu_raf_scaled"):
         for ext in config["plots"]["formats"]:
             path = results / "figures" / f"{stem}.{ext}"
@@ -81,7 +97,16 @@ def test_changing_a_search_setting_reruns_ws_jobs_and_dependents_only(demo_run):
 
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
-    assert planned_jobs(demo_run, cf) == {"fig2": 1, "fig3": 1, "all": 1}
+    assert planned_jobs(demo_run, cf) == {"fig2": 1, "fig3": 1, "fig4": 2, "fig5": 2, "all": 1}
+
+
+def test_adding_a_penalty_reruns_only_figure_5(demo_run):
+    config = _demo_config()
+    fig5 = dict(config["gen"]["fig5"], penalties=config["gen"]["fig5"]["penalties"] + [0.01])
+    cf = write_config(demo_run, "penalty.yaml", DEMO, {"gen": {"fig5": fig5}})
+    jobs = planned_jobs(demo_run, cf)
+    points = sum(len(ns) for ns in fig5["maps"].values()) * len(fig5["N"]) * len(config["gen"]["data"])
+    assert jobs == {"gen": points, "gen_table": 2, "fig5": 2, "all": 1}
 
 
 def test_changing_the_layer_makes_new_embeddings(demo_run):
@@ -141,7 +166,11 @@ def test_lint_is_clean(demo_run):
         ({"ws": {"trials": "ten"}}, "trials"),
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, "max_length"),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, "model width"),
-        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}}}, "ws.maps is empty"),
+        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}}, "gen": {"fig4": None, "fig5": None}},
+         "ws.maps is empty"),
+        ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
+        ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, "max_length"),
+        ({"gen": {"d": 128}}, "model width"),
         ({"ws": {"position": 9}}, "ws.position"),
         ({"data": {"pool_size": 41}}, "pool_size"),
         ({"data": {"source": "parquet", "path": None}}, "data.path"),

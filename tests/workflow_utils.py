@@ -64,5 +64,5 @@ def write_config(workdir: Path, name: str, base: str, changes: dict) -> str:
     from wordsens.plan import merge
 
     config = yaml.safe_load((workdir / base).read_text())
-    (workdir / name).write_text(yaml.safe_dump(merge(config, changes)))
+    (workdir / name).write_text(yaml.safe_dump(merge(config, changes), sort_keys=False))
     return name

@@ -80,6 +80,30 @@ def _build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
     _add_data_args(ws)
 
+    gen = sub.add_parser(
+        "gen", help="one generalisation simulation: learn a new sample, then flip its label by changing one word",
+        description="Train the min-norm interpolator on N samples, learn a new sample (X, y) by fine-tuning or "
+                    "re-training, then search the change Delta of one token (||Delta|| <= sqrt(d)) that makes the "
+                    "modified sentence, labelled -y, fit badly or well; print one JSON line: t0, t1, D0, D1, Err "
+                    "(the test error (D1 + y)^2), gamma_min, steps, seconds, peak memory and every setting.",
+    )
+    gen.add_argument("--map", required=True, choices=["rf", "raf", "relu_raf"], help="the feature map")
+    gen.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
+    gen.add_argument("--N", required=True, type=_positive_int, dest="N_train", help="training set size")
+    gen.add_argument("--d", required=True, type=_positive_int, help="embedding dimension")
+    gen.add_argument("--training", required=True, choices=["fine_tune", "retrain"], help="how the new sample is learned")
+    gen.add_argument("--loss", required=True, choices=["surrogate", "direct", "penalised"],
+                     help="what the Delta search minimises: the surrogate, Err itself, or Err + penalty * D0^2")
+    gen.add_argument("--penalty", type=float, default=0.0, help="weight of D0^2 in the penalised loss (default 0)")
+    gen.add_argument("--seed", type=int, default=0, help="seeds the data, the weights and the search (default 0)")
+    gen.add_argument("--position", type=int, default=0, help="0-based index of the changed token (default 0)")
+    gen.add_argument("--method", choices=["default", "reference"], default="default",
+                     help="'default' (Gram matrix, span sampling) or 'reference' (the authors' dense algorithm)")
+    gen.add_argument("--sampler", choices=["auto", "span", "dense"], default="auto",
+                     help="RF weights: 'span' (exact in law, default) or 'dense' (the whole k x D matrix)")
+    gen.add_argument("--device", default="cpu", help="'cpu', 'cuda' or 'auto' (default cpu)")
+    _add_data_args(gen)
+
     plan = sub.add_parser(
         "plan", help="print the planned word-sensitivity grid: job count, CPU-hours, peak memory, what cannot fit",
         description="Read config.yaml (and --configfile files merged over it, as snakemake does) and print, "
@@ -117,6 +141,35 @@ def _run_ws(args: argparse.Namespace) -> dict:
     return out
 
 
+def _run_gen(args: argparse.Namespace) -> dict:
+    from . import __version__
+    from . import generalisation as G
+    from .resources import peak_rss_bytes
+
+    source: object = "synthetic"
+    if args.data != "synthetic":
+        from .io import load_embeddings
+
+        source = load_embeddings(args.data)
+    Xt, yt, X, y, info = G.draw_task(source, args.N_train, args.n, args.d, args.seed, min_tokens=args.min_tokens)
+    if args.loss != "penalised" and args.penalty:
+        raise ValueError("--penalty only applies to --loss penalised")
+    if args.method == "reference":
+        res = G.reference_search(args.map, Xt, yt, X, y, seed=args.seed, training=args.training, loss=args.loss,
+                                 penalty=args.penalty, position=args.position)
+        prepare_s = 0.0
+    else:
+        setup = G.prepare(args.map, Xt, yt, X, y, seed=args.seed, position=args.position, sampler=args.sampler,
+                          device=args.device)
+        res = G.search(setup, args.training, args.loss, penalty=args.penalty, seed=args.seed)
+        prepare_s = setup.seconds
+    out = res.as_dict()
+    out.update(n=args.n, N=args.N_train, d=args.d, seed=args.seed, position=args.position, data=args.data,
+               review_id=info["review_id"], prepare_seconds=prepare_s, total_seconds=prepare_s + res.seconds,
+               peak_memory_mb=round(peak_rss_bytes() / 1024**2, 1), version=__version__)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
@@ -131,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "ws":
             out = _run_ws(args)
+        elif args.command == "gen":
+            out = _run_gen(args)
         else:  # pragma: no cover - argparse rejects unknown commands
             parser.error(f"unknown command {args.command}")
     except (ValueError, FileNotFoundError, CorruptCache, InsufficientResources) as err:

@@ -22,7 +22,7 @@ from . import NUMERICS_VERSION, __version__, preprocess, ws
 from .resources import job_peak_bytes, job_processes, peak_rss_bytes
 from .seeds import derive_seed
 
-__all__ = ["NUMERICS_VERSION", "config_hash", "provenance", "ws_rows"]
+__all__ = ["NUMERICS_VERSION", "config_hash", "gen_rows", "provenance", "ws_rows"]
 
 def config_hash(params: Any) -> str:
     """Short stable hash of a job's parameters (recorded in every row)."""
@@ -99,5 +99,46 @@ def ws_rows(
     frame = pd.DataFrame(rows)
     frame["L"] = frame["L"].astype("Int64")
     frame["upper"] = frame["upper"].astype("float64")
+    frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
+    return frame
+
+
+def gen_rows(
+    *, figure: str, map_name: str, n: int, N: int, d: int, simulations: list[int], searches: list, seed: int,
+    source: Any, data_label: str, settings: dict[str, Any], threads: int = 1,
+) -> pd.DataFrame:
+    """Run the generalisation simulations of one job; one row per (simulation, search).
+
+    Simulation ``s`` draws its training set, new sample and weights from seeds derived from
+    (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
+    one simulation serves every (training, loss, penalty) search: features and Gram matrix are
+    computed once.
+    """
+    from . import generalisation as G
+
+    torch.set_num_threads(threads)
+    search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
+    chash = config_hash({"figure": figure, "map": map_name, "n": n, "N": N, "d": d, "seed": seed,
+                         "data": data_label, "settings": settings, "searches": searches})
+    prov = provenance()
+    rows = []
+    for sim in simulations:
+        print(f"started simulation {sim} of {figure} {map_name} n={n} N={N} d={d}"
+              f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
+        sim_seed = derive_seed(seed, "gen", map_name, n, N, d, data_label, sim)
+        Xt, yt, X, y, info = G.draw_task(source, N, n, d, sim_seed, min_tokens=bool(settings.get("min_tokens", False)))
+        setup = G.prepare(map_name, Xt, yt, X, y, seed=sim_seed, position=settings.get("position", 0),
+                          device=settings.get("device", "cpu"))
+        for training, loss, penalty in searches:
+            res = G.search(setup, training, loss, penalty=penalty, seed=sim_seed, **search_opts)
+            rows.append({
+                "experiment": "gen", "figure": figure, "map": map_name, "data": data_label, "d": d, "n": n, "N": N,
+                "simulation": sim, "seed": sim_seed, "review_id": info["review_id"], "position": setup.position,
+                **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
+                "prepare_seconds": setup.seconds, "sampler": setup.sampler,
+                "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
+                "threads": threads, "config_hash": chash, **prov,
+            })
+    frame = pd.DataFrame(rows)
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
     return frame

@@ -456,3 +456,37 @@ def reference_search(
 def _project_ball(delta: Tensor, radius: float) -> Tensor:
     norm = float(torch.linalg.vector_norm(delta))
     return delta * (radius / norm) if norm > radius else delta
+
+
+def draw_task(source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
+              ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
+    """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
+    embedding store (N + 1 distinct reviews drawn with ``seed``; labels 0/1 become -1/+1).
+    Returns ``(X_train, y_train, X, y, info)``."""
+    import numpy as np
+
+    from .preprocess import normalise
+
+    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
+        raise ValueError(f"N must be an integer >= 1, got {N!r}")
+    if isinstance(source, str):
+        if source != "synthetic":
+            raise ValueError(f"unknown data source {source!r}; use 'synthetic' or an embedding store")
+        Xt, yt, X, y = synthetic_task(N, n, d, seed)
+        return Xt, yt, X, y, {"review_id": -1}
+    hidden, index = source.hidden, source.index
+    if n > hidden.shape[1] or d > hidden.shape[2]:
+        raise ValueError(f"n = {n}, d = {d} exceed the stored max_length {hidden.shape[1]} or width {hidden.shape[2]}")
+    lengths = np.asarray(index["length"])
+    eligible = np.flatnonzero(lengths >= n) if min_tokens else np.arange(len(lengths))
+    if eligible.size < N + 1:
+        raise ValueError(f"the review pool has {eligible.size} eligible reviews, N + 1 = {N + 1} are needed; "
+                         "raise data.pool_size or lower N")
+    order = torch.randperm(eligible.size, generator=generator(derive_seed(seed, "gen-reviews")))[: N + 1].numpy()
+    rows = np.sort(eligible[order])
+    samples = normalise(np.asarray(hidden[rows, :n, :d], dtype=np.float64), n, d)
+    labels = torch.as_tensor(2.0 * np.asarray(index["label"])[rows] - 1.0, dtype=torch.float64)
+    test = int(torch.randint(0, N + 1, (1,), generator=generator(derive_seed(seed, "gen-test"))))
+    keep = [i for i in range(N + 1) if i != test]
+    info = {"review_id": int(index["review_id"].iloc[rows[test]])}
+    return samples[keep], labels[keep], samples[test], float(labels[test]), info

@@ -16,8 +16,10 @@ from typing import Any
 from . import resources
 
 __all__ = [
+    "GenJob",
     "WSJob",
     "describe",
+    "gen_jobs",
     "load_config",
     "memory_limit_bytes",
     "merge",
@@ -63,6 +65,67 @@ class WSJob:
 
     def label(self) -> str:
         return f"{self.map} {self.setting} chunk {self.chunk}"
+
+
+@dataclass(frozen=True)
+class GenJob:
+    """One generalisation job: a figure's grid point and a chunk of its simulations, each serving
+    every (training, loss, penalty) search of the figure."""
+
+    figure: str
+    data: str
+    map: str
+    n: int
+    N: int
+    d: int
+    chunk: int
+    simulations: tuple[int, ...]
+    searches: tuple[tuple[str, str, float], ...]
+    memory_bytes: int
+    seconds: float
+
+    @property
+    def setting(self) -> str:
+        return gen_setting(self.map, self.n, self.N, self.d)
+
+    def label(self) -> str:
+        return f"{self.figure} {self.data} {self.setting} chunk {self.chunk}"
+
+
+def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
+    return f"{map_name}_n{n}_N{N}_d{d}"
+
+
+def gen_searches(figure_config: dict, figure: str) -> tuple[tuple[str, str, float], ...]:
+    trainings = figure_config.get("trainings", ["fine_tune", "retrain"])
+    if figure == "fig5":
+        return tuple((t, "penalised", float(p)) for t in trainings for p in figure_config.get("penalties", []))
+    return tuple((t, loss, 0.0) for t in trainings for loss in figure_config.get("losses", []))
+
+
+def gen_jobs(config: dict) -> list[GenJob]:
+    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with estimates."""
+    gen = config.get("gen") or {}
+    sims, per_job = int(gen.get("simulations", 10)), int(gen.get("simulations_per_job", 5))
+    jobs: list[GenJob] = []
+    for figure in ("fig4", "fig5"):
+        fig = gen.get(figure)
+        if not fig:
+            continue
+        searches = gen_searches(fig, figure)
+        for data in gen.get("data", ["synthetic"]):
+            for map_name, ns in (fig.get("maps") or {}).items():
+                for n in ns or []:
+                    for N in fig.get("N", []):
+                        d = int(gen.get("d", 768))
+                        mem = resources.gen_memory(map_name, n, d, N).bytes + resources.PROCESS_OVERHEAD \
+                            + resources.JOBSTEP_OVERHEAD
+                        secs = resources.gen_seconds(map_name, n, d, N, searches=len(searches))
+                        for chunk in range(math.ceil(sims / per_job)):
+                            chunk_sims = tuple(range(chunk * per_job, min(sims, (chunk + 1) * per_job)))
+                            jobs.append(GenJob(figure, data, map_name, int(n), int(N), d, chunk, chunk_sims, searches,
+                                               mem, secs * len(chunk_sims)))
+    return jobs
 
 
 def merge(base: dict, override: dict) -> dict:
@@ -120,20 +183,21 @@ def memory_limit_bytes(config: dict) -> int:
     return int(float(limit) * resources.GB)
 
 
-def split_fit(jobs: list[WSJob], limit: int) -> tuple[list[WSJob], list[WSJob]]:
+def split_fit(jobs: list, limit: int) -> tuple[list, list]:
     fit = [job for job in jobs if job.memory_bytes <= limit]
     unfit = [job for job in jobs if job.memory_bytes > limit]
     return fit, unfit
 
 
-def unfit_message(unfit: list[WSJob], limit: int) -> str:
+def unfit_message(unfit: list, limit: int) -> str:
     """One message listing the jobs that cannot fit, and the ways out."""
-    seen: dict[str, WSJob] = {}
+    seen: dict[str, Any] = {}
     for job in unfit:
-        seen.setdefault(f"{job.map} {job.setting}", job)
+        name = f"{job.map} {job.setting}" if isinstance(job, WSJob) else f"{job.figure} {job.data} {job.setting}"
+        seen.setdefault(name, job)
     lines = [f"  {name}: needs about {job.memory_bytes / resources.GB:.1f} GB" for name, job in seen.items()]
     return (
-        f"{len(unfit)} word-sensitivity job(s) cannot fit the {limit / resources.GB:.1f} GB this machine offers "
+        f"{len(unfit)} job(s) cannot fit the {limit / resources.GB:.1f} GB this machine offers "
         f"(limits.memory_gb):\n" + "\n".join(lines) + "\n"
         "Ways out: run them on a cluster (snakemake --profile profiles/slurm, whose nodes set limits.memory_gb), "
         "on a GPU (ws.device: cuda, limits.memory_gb: the GPU's memory), or with a smaller d; or leave them out "
@@ -142,19 +206,23 @@ def unfit_message(unfit: list[WSJob], limit: int) -> str:
 
 
 def describe(config: dict) -> str:
-    """Human summary: job counts per map, estimated CPU-hours, peak memory, what does not fit."""
-    jobs = ws_jobs(config)
+    """Human summary: job counts, estimated CPU-hours, peak memory, what does not fit."""
+    jobs: list = ws_jobs(config) + gen_jobs(config)
     limit = memory_limit_bytes(config)
     fit, unfit = split_fit(jobs, limit)
-    lines = ["word-sensitivity jobs (one per grid point and chunk of trials):"]
-    for map_name in sorted({job.map for job in jobs}):
-        mine = [job for job in jobs if job.map == map_name]
+    lines = ["jobs (word sensitivity: per map, grid point and chunk of trials; generalisation: per figure, "
+             "data, map, n, N and chunk of simulations):"]
+    groups: dict[str, list] = {}
+    for job in jobs:
+        groups.setdefault(f"ws {job.map}" if isinstance(job, WSJob) else f"{job.figure} {job.map}", []).append(job)
+    for name in sorted(groups):
+        mine = groups[name]
         hours = sum(job.seconds for job in mine) / 3600
         peak = max(job.memory_bytes for job in mine) / resources.GB
-        lines.append(f"  {map_name:9s} {len(mine):5d} jobs  {hours:8.2f} CPU-hours  peak {peak:6.1f} GB")
+        lines.append(f"  {name:14s} {len(mine):5d} jobs  {hours:8.2f} CPU-hours  peak {peak:6.1f} GB")
     total_h = sum(job.seconds for job in jobs) / 3600
     peak = max((job.memory_bytes for job in jobs), default=0) / resources.GB
-    lines.append(f"  {'total':9s} {len(jobs):5d} jobs  {total_h:8.2f} CPU-hours  peak {peak:6.1f} GB")
+    lines.append(f"  {'total':14s} {len(jobs):5d} jobs  {total_h:8.2f} CPU-hours  peak {peak:6.1f} GB")
     lines.append(f"memory per job allowed here: {limit / resources.GB:.1f} GB (limits.memory_gb)")
     if unfit:
         lines.append(unfit_message(unfit, limit))

@@ -16,7 +16,7 @@ import seaborn as sns  # noqa: E402
 
 from .io import atomic_path  # noqa: E402
 
-__all__ = ["rf_law", "save", "ws_figure"]
+__all__ = ["gen_figure", "rf_law", "save", "ws_figure"]
 
 MAP_TITLES = {"rf": "RF (k = D)", "drf": "deep RF", "raf": "RAF (softmax attention)", "relu_raf": "ReLU-RAF"}
 
@@ -81,4 +81,48 @@ def ws_figure(tables: dict[str, pd.DataFrame], maps: Sequence[str], paths: Seque
     for ax, map_name in zip(axes[0], present):
         _panel(ax, tables[map_name], map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
     fig.tight_layout()
+    save(fig, paths, int(settings.get("dpi", 150)))
+
+
+TRAINING_TITLES = {"fine_tune": "fine-tuned", "retrain": "re-trained"}
+LOSS_MARKERS = {"surrogate": "o", "direct": "X", "penalised": "o"}
+
+
+def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Sequence[str | Path], *,
+               hue: str, settings: dict[str, Any] | None = None) -> None:
+    """Figures 4 and 5: a grid of scatter plots of Err against gamma_min, rows = training,
+    columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross direct)."""
+    settings = settings or {}
+    if table.empty:
+        raise ValueError("no generalisation results to plot")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    trainings = [t for t in ("fine_tune", "retrain") if t in set(table["training"])]
+    cols = [(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
+    fig, axes = plt.subplots(len(trainings), len(cols), figsize=(3.4 * len(cols), 3.0 * len(trainings)),
+                             squeeze=False, sharey="row")
+    levels = sorted(table[hue].unique())
+    colors = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels))))
+    losses = [loss for loss in ("surrogate", "direct", "penalised") if loss in set(table["loss"])]
+    for r, training in enumerate(trainings):
+        for c, (map_name, n) in enumerate(cols):
+            ax = axes[r][c]
+            part = table[(table["training"] == training) & (table["map"] == map_name) & (table["n"] == n)]
+            for loss in losses:
+                for level in levels:
+                    pts = part[(part["loss"] == loss) & (part[hue] == level)]
+                    ax.scatter(pts["gamma_min"], pts["err"], color=colors[level], marker=LOSS_MARKERS[loss],
+                               s=28, alpha=0.85, linewidths=0.8)
+            ax.set_title(f"{MAP_TITLES[map_name].split(' (')[0]}, n = {n}, {TRAINING_TITLES[training]}")
+            ax.set_xlabel(r"$\gamma_{\min}$")
+            ax.set_ylabel("test error Err" if c == 0 else "")
+            ax.set_xlim(left=0)
+            ax.set_ylim(bottom=-0.05)
+    label = "N" if hue == "N" else "penalty"
+    handles = [plt.Line2D([], [], ls="", marker="o", color=colors[v], label=f"{label} = {v:g}") for v in levels]
+    if len(losses) > 1:
+        handles += [plt.Line2D([], [], ls="", marker=LOSS_MARKERS[loss], color="gray", label=f"{loss} loss")
+                    for loss in losses]
+    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.5, 1.0 + 0.02 / len(trainings)))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)))

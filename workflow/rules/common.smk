@@ -69,8 +69,25 @@ def check_config():
     if data["source"] in ("aclimdb", "tarball", "parquet") and not data.get("path"):
         problems.append(f"data.source {data['source']} needs data.path")
     grids = {m: g for m, g in (ws.get("maps") or {}).items() if g}
-    if not grids:
-        problems.append("ws.maps is empty: give at least one map with its d and n lists")
+    gen = config.get("gen") or {}
+    if not grids and not (gen.get("fig4") or gen.get("fig5")):
+        problems.append("ws.maps is empty and gen has no figure: give at least one map with its d and n lists")
+    for figure in ("fig4", "fig5"):
+        fig = gen.get(figure) or {}
+        for map_name, ns in (fig.get("maps") or {}).items():
+            if "imdb" in gen.get("data", []):
+                too_long = [n for n in ns or [] if n > model["max_length"]]
+                if too_long:
+                    problems.append(f"gen.{figure}.maps.{map_name} has n = {too_long} > model.max_length")
+            if gen.get("position", 0) >= min(ns or [1]):
+                problems.append(f"gen.position {gen.get('position')} is beyond n = {min(ns)} of gen.{figure}.maps.{map_name}")
+        if "imdb" in gen.get("data", []) and fig.get("N"):
+            if max(fig["N"]) + 1 > data["pool_size"]:
+                problems.append(f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1}")
+    if "imdb" in gen.get("data", []) and (gen.get("fig4") or gen.get("fig5")):
+        width = model_width()
+        if width is not None and gen.get("d", 768) > width:
+            problems.append(f"gen.d = {gen.get('d')} > the model width {width} ({model['name']})")
     width = model_width() if ws["data"] == "imdb" else None
     for map_name, grid in grids.items():
         if ws["data"] == "imdb":
@@ -184,8 +201,73 @@ def tables_for(maps):
 
 def final_outputs():
     out = [f"{RES}/tables/ws_{m}.parquet" for m in ws_maps()]
+    for figure, data in gen_figures():
+        out.append(f"{RES}/tables/gen_{figure}_{data}.parquet")
+        stem = "fig4_generalisation" if figure == "fig4" else "fig5_penalised"
+        out += figure_files(f"{stem}_{data}")
     if {"rf", "drf"} & set(ws_maps()):
         out += figure_files("fig2_rf_drf") + figure_files("fig2_rf_drf_scaled")
     if {"raf", "relu_raf"} & set(ws_maps()):
         out += figure_files("fig3_raf_relu_raf") + figure_files("fig3_raf_relu_raf_scaled")
     return out
+
+
+# ----------------------------------------------------------------------------- generalisation jobs
+_ALL_GEN_JOBS = wsplan.gen_jobs(config)
+_GEN_FIT, _GEN_UNFIT = wsplan.split_fit(_ALL_GEN_JOBS, _LIMIT)
+if _GEN_UNFIT:
+    if config["limits"]["unfit"] == "fail":
+        raise WorkflowError(wsplan.unfit_message(_GEN_UNFIT, _LIMIT))
+    print(f"leaving out (limits.unfit = skip):\n{wsplan.unfit_message(_GEN_UNFIT, _LIMIT)}", file=sys.stderr)
+GEN_JOBS = {(job.figure, job.data, job.setting, job.chunk): job for job in _GEN_FIT}
+
+
+def gen_job(wildcards):
+    try:
+        return GEN_JOBS[(wildcards.figure, wildcards.gdata, wildcards.gsetting, int(wildcards.chunk))]
+    except KeyError:
+        raise WorkflowError(
+            f"no generalisation job {wildcards.figure}/{wildcards.gdata}/{wildcards.gsetting}/chunk{wildcards.chunk}"
+        ) from None
+
+
+def gen_params(wildcards):
+    job = gen_job(wildcards)
+    gen = config["gen"]
+    return canonical({
+        "figure": job.figure, "map": job.map, "n": job.n, "N": job.N, "d": job.d, "data": job.data,
+        "simulations": list(job.simulations), "searches": [list(s) for s in job.searches], "seed": config["seed"],
+        "threads": gen["threads"],
+        "settings": {"position": gen["position"], "device": gen["device"], "min_tokens": gen["min_tokens"],
+                     "search": dict(gen["search"])},
+        "numerics_version": NUMERICS_VERSION,
+    })
+
+
+def gen_mem_mb(wildcards):
+    return max(256, -(-gen_job(wildcards).memory_bytes // 1024**2))
+
+
+def gen_runtime(wildcards):
+    return int(5 + 5 * gen_job(wildcards).seconds / 60)
+
+
+def gen_inputs(wildcards):
+    return EMB_FILES if wildcards.gdata == "imdb" else []
+
+
+def gen_chunk_files(figure, data):
+    return [f"{RES}/gen/{f}/{g}/{s}/chunk{c}.parquet" for (f, g, s, c) in GEN_JOBS if f == figure and g == data]
+
+
+def gen_figures():
+    """(figure, data) pairs with at least one job."""
+    return sorted({(f, g) for (f, g, _, _) in GEN_JOBS})
+
+
+def gen_columns(figure):
+    """Panel order of a generalisation figure: RF, RAF, ReLU-RAF, each by increasing n (the
+    paper's order, whatever the order of keys in the config files)."""
+    maps_ = (config["gen"].get(figure) or {}).get("maps") or {}
+    order = ["rf", "raf", "relu_raf"]
+    return [[m, int(n)] for m in order for n in sorted(maps_.get(m) or [])]

@@ -1,0 +1,107 @@
+"""Generalisation benchmark: our simulation against the authors' algorithm, side by side.
+
+Each (job, seed, method) runs in its own subprocess, so the peak memory printed is that method's
+alone. Both methods see the same synthetic training set, new sample and weights.
+
+* ``default``: ``prepare`` (features, Gram matrix, interpolator; RF weights on the span of the
+  samples) plus the Delta searches of ``--searches`` (default: fine-tuned, direct loss);
+* ``reference``: the authors' dense algorithm (``generalisation.reference_search``: dense float64
+  weights, pinv and the p x p projector, plain gradient descent), one search per listed search.
+
+    python benchmarks/bench_gen.py                 # the table of the generalisation issue
+    python benchmarks/bench_gen.py --quick
+    python benchmarks/bench_gen.py --jobs raf-120-1300-768 --searches all
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+# name -> (map, n, N, d, seeds, methods, target)
+JOBS = {
+    "raf-120-1300-768": ("raf", 120, 1300, 768, 1, ("default",), "<= 3 min, <= 4 GB (reference: 92,160^2 projector)"),
+    "rf-40-1300-768": ("rf", 40, 1300, 768, 1, ("default",), "<= 2 min, <= 3 GB (reference: two 30,720^2 matrices)"),
+    "raf-40-100-768": ("raf", 40, 100, 768, 2, ("default",), "<= 10 s, <= 600 MB (reference: ~23 GB)"),
+    "rf-40-100-192": ("rf", 40, 100, 192, 2, ("reference", "default"), ">= 10x faster, <= 300 MB"),
+    "raf-40-100-192": ("raf", 40, 100, 192, 2, ("reference", "default"), ">= 5x faster, <= 300 MB"),
+}
+QUICK = {
+    "rf-20-50-64": ("rf", 20, 50, 64, 2, ("reference", "default"), "quick"),
+    "raf-20-50-64": ("raf", 20, 50, 64, 2, ("reference", "default"), "quick"),
+}
+SEARCHES = {"one": [("fine_tune", "direct", 0.0)],
+            "all": [(t, loss, 0.0) for t in ("fine_tune", "retrain") for loss in ("surrogate", "direct")]}
+
+
+def worker(args: argparse.Namespace) -> None:
+    from wordsens import generalisation as G
+    from wordsens.resources import peak_rss_bytes
+
+    Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
+    searches = SEARCHES[args.searches]
+    started = time.perf_counter()
+    if args.method == "reference":
+        results = [G.reference_search(args.map, Xt, yt, X, y, seed=args.seed, training=t, loss=loss, penalty=p)
+                   for t, loss, p in searches]
+    else:
+        results = G.simulate(args.map, Xt, yt, X, y, seed=args.seed, searches=searches)
+    total = time.perf_counter() - started
+    print(json.dumps({"seconds": total, "peak_mb": peak_rss_bytes() / 1024**2,
+                      "errs": [r.err for r in results], "gammas": [r.gamma_min for r in results],
+                      "steps": [r.steps for r in results]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--jobs", nargs="*")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--searches", choices=sorted(SEARCHES), default="one",
+                        help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: a Figure 4 point)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--map", help=argparse.SUPPRESS)
+    parser.add_argument("--method", help=argparse.SUPPRESS)
+    for flag in ("--n", "--N", "--d", "--seed"):
+        parser.add_argument(flag, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    table = QUICK if args.quick else JOBS
+    names = args.jobs or list(table)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  searches: {args.searches}", flush=True)
+    for name in names:
+        map_name, n, N, d, seeds, methods, target = table[name]
+        print(f"\n## {name}: {map_name} n={n} N={N} d={d}  target: {target}")
+        print(f"{'seed':>4} {'method':>10} {'seconds':>9} {'peak MB':>8}  Err per search")
+        rows: dict[str, list[dict]] = {m: [] for m in methods}
+        for seed in range(args.seeds or seeds):
+            for method in methods:
+                cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--map", map_name, "--n", str(n),
+                       "--N", str(N), "--d", str(d), "--seed", str(seed), "--method", method,
+                       "--searches", args.searches]
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode != 0:
+                    print(f"{seed:>4} {method:>10}  error: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+                    continue
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                rows[method].append(r)
+                errs = ", ".join(f"{e:.3f}" for e in r["errs"])
+                print(f"{seed:>4} {method:>10} {r['seconds']:>9.2f} {r['peak_mb']:>8.0f}  {errs}", flush=True)
+        ours, ref = rows.get("default", []), rows.get("reference", [])
+        if ours:
+            t = sum(r["seconds"] for r in ours) / len(ours)
+            print(f"default: mean {t:.2f} s, max peak {max(r['peak_mb'] for r in ours):.0f} MB")
+            if ref:
+                rt = sum(r["seconds"] for r in ref) / len(ref)
+                print(f"ratios: time reference/default = {rt / t:.1f}x, peak memory reference/default = "
+                      f"{max(r['peak_mb'] for r in ref) / max(r['peak_mb'] for r in ours):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
