@@ -34,6 +34,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/sensitivity.smk"
 include: "workflow/rules/generalisation.smk"
+include: "workflow/rules/probes.smk"
 include: "workflow/rules/plots.smk"
 
 
@@ -41,6 +42,7 @@ localrules:
     all,
     demo_corpus,
     demo_model,
+    demo_lm,
     reviews,
     ws_table,
     fig2,

@@ -55,7 +55,16 @@ def test_demo_produces_every_table_and_figure(demo_run):
         for stem in ("fig4_generalisation", "fig5_penalised"):
             for ext in config["plots"]["formats"]:
                 assert (results / "figures" / f"{stem}_{data}.{ext}").stat().st_size > 5000
-    for stem in ("fig2_rf_drf", "fig2_rf_drf_scaled", "fig3_raf_relu_raf", "fig3_raf_relu_raf_scaled"):
+    # probes: Figure 1 (attention maps, the optional LM table) and Figure 3 panels 3-4
+    layers = pd.read_csv(results / "tables" / "fig3_layer_changes.csv")
+    attract = layers[layers["kind"] == "attract"]
+    assert attract["attention_after"].iloc[0] >= 2 * attract["attention_before"].iloc[0]
+    assert layers["kind"].value_counts()["gaussian"] == 10 * attract["layer"].nunique()
+    answers = pd.read_csv(results / "tables" / "fig1_lm_answers.csv")
+    assert len(answers) == 2 and answers["answer"].notna().all()
+    assert len(pd.read_csv(results / "tables" / "fig1_attention.csv")) == 2 * 4 * 4
+    for stem in ("fig1_attention", "fig1_lm_answers", "fig3_panel3_layer_changes", "fig3_panel4_scores",
+                 "fig2_rf_drf", "fig2_rf_drf_scaled", "fig3_raf_relu_raf", "fig3_raf_relu_raf_scaled"):
         for ext in config["plots"]["formats"]:
             path = results / "figures" / f"{stem}.{ext}"
             assert path.stat().st_size > 5000, path
@@ -97,7 +106,8 @@ def test_changing_a_search_setting_reruns_ws_jobs_and_dependents_only(demo_run):
 
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
-    assert planned_jobs(demo_run, cf) == {"fig2": 1, "fig3": 1, "fig4": 2, "fig5": 2, "all": 1}
+    assert planned_jobs(demo_run, cf) == {"fig2": 1, "fig3": 1, "fig4": 2, "fig5": 2, "fig1_attention": 1,
+                                          "fig3_probes": 1, "fig1_lm": 1, "all": 1}
 
 
 def test_adding_a_penalty_reruns_only_figure_5(demo_run):
@@ -150,7 +160,8 @@ def test_numerics_version_bump_reruns_experiments(demo_run, monkeypatch):
 def test_report(demo_run):
     snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
     html = (demo_run / "report.html").read_text(errors="replace")
-    assert "Figure 2" in html and "Figure 3" in html
+    for figure in ("Figure 1", "Figure 2", "Figure 3", "Figure 4", "Figure 5"):
+        assert figure in html
 
 
 def test_lint_is_clean(demo_run):
@@ -171,6 +182,8 @@ def test_lint_is_clean(demo_run):
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, "max_length"),
         ({"gen": {"d": 128}}, "model width"),
+        ({"probes": {"fig3": {"token": 99}}}, "probes.fig3.token"),
+        ({"probes": {"lm": {"model": "no-such-org/no-such-lm"}}}, "probes.lm"),
         ({"ws": {"position": 9}}, "ws.position"),
         ({"data": {"pool_size": 41}}, "pool_size"),
         ({"data": {"source": "parquet", "path": None}}, "data.path"),

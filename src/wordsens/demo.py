@@ -56,8 +56,11 @@ def _write_vocab(directory: Path) -> Path:
 
 
 def make_tiny_bert(directory: str | Path, *, hidden: int = 64, layers: int = 2, heads: int = 4,
-                   max_positions: int = 512, seed: int = 0) -> Path:
-    """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``."""
+                   max_positions: int = 512, initializer_range: float = 0.2, seed: int = 0) -> Path:
+    """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``.
+
+    ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention
+    scores are large enough for attention to concentrate (with 0.02 it is nearly uniform)."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
@@ -67,7 +70,7 @@ def make_tiny_bert(directory: str | Path, *, hidden: int = 64, layers: int = 2, 
     tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)  # vocab_file= is ignored by transformers 5
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=4 * hidden,
-                        max_position_embeddings=max_positions)
+                        max_position_embeddings=max_positions, initializer_range=initializer_range)
     torch.manual_seed(seed)
     model = BertModel(config)
     model.save_pretrained(directory)
@@ -85,8 +88,9 @@ def make_tiny_causal_lm(directory: str | Path, *, hidden: int = 32, layers: int 
     directory.mkdir(parents=True, exist_ok=True)
     vocab = _write_vocab(directory)
     tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)
+    # no end-of-text token: a random model would often emit it first and answer nothing
     config = GPT2Config(vocab_size=tokenizer.vocab_size, n_embd=hidden, n_layer=layers, n_head=heads,
-                        n_positions=256, bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                        n_positions=256, bos_token_id=tokenizer.cls_token_id, eos_token_id=None, initializer_range=0.5,
                         pad_token_id=tokenizer.pad_token_id)
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config)

@@ -16,8 +16,10 @@ Everything the Delta search needs reduces to three linear functionals of the per
 
 RF weights are drawn only on the span they act on (design.md idea 1): with
 ``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
-``N(0, Z^T Z / D)``, drawn as ``G R`` with ``Z = Q R`` and ``G`` (k x m) i.i.d. ``N(0, 1/D)``,
-which is exact in law even when ``Z^T Z`` is singular.
+``N(0, Z^T Z / D)``, drawn as ``G R`` with ``R^T R = Z^T Z`` and ``G`` (k x m) i.i.d.
+``N(0, 1/D)``. ``R`` comes from the eigendecomposition of the m x m Gram matrix, assembled from
+the samples' inner products: exact in law even when ``Z^T Z`` is singular, and the D x m matrix
+``Z`` (and a QR factorisation of it) is never formed.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def prepare(
             B = V[:, position * d:(position + 1) * d]
         else:
             pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
-        Phi = torch.relu(pre_train)
+        Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
         phi = torch.relu(u)
         theta, pphi = _interpolator(Phi, Y, phi)
         del Phi, pre_train
@@ -252,21 +254,33 @@ def prepare(
 
 
 def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks."""
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
+
+    The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
+    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with
+    ``R = sqrt(Lambda) U^T`` from its eigendecomposition, which is exact for singular Gram matrices
+    too (zero eigenvalues give zero columns), unlike a Cholesky factor. ``V Z = G R`` with ``G``
+    (k x m) i.i.d. ``N(0, 1/D)``."""
     N, n, d = Xt64.shape
     D = n * d
-    Z = torch.zeros((D, N + 1 + d), dtype=torch.float64, device=Xt64.device)
-    Z[:, :N] = Xt64.reshape(N, D).T
-    Z[:, N] = X64.reshape(D)
-    Z[position * d:(position + 1) * d, N + 1:] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
-    R = torch.linalg.qr(Z, mode="r").R  # (m, m): Z^T Z = R^T R, singular or not
-    del Z
-    m = R.shape[0]
+    flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
+    block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
+    m = N + 1 + d
+    gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
+    gram[:N, :N] = flat @ flat.T
+    gram[:N, N:N + 1] = flat @ new.T
+    gram[N:N + 1, :N] = new @ flat.T
+    gram[N, N] = new @ new.T
+    gram[:N + 1, N + 1:] = block
+    gram[N + 1:, :N + 1] = block.T
+    gram[N + 1:, N + 1:] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    eigval, eigvec = torch.linalg.eigh(gram)
+    R = eigval.clamp_min(0).sqrt()[:, None] * eigvec.T  # R^T R = gram
     gen = generator(derive_seed(seed, "rf-span", position))
     pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
     u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
     B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
-    step = max(1, (64 * 1024**2) // (8 * m))
+    step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
     for start in range(0, k, step):
         rows = min(step, k - start)
         G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)

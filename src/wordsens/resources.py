@@ -262,8 +262,9 @@ def gen_memory(map_name: str, n: int, d: int, N: int, *, restarts: int = 16) -> 
     if map_name == "rf":
         m = N + 1 + d
         k = D
-        arrays = 2 * D * m * 8 + 2 * N * k * 8 + k * d * 4 + 3 * k * 8 + 2 * 64 * MB + 16 * restarts * k * 4
-        return MemoryEstimate(arrays, f"span factor {D} x {m} and features {N} x {k}")
+        arrays = 3 * (N + 1) * D * 8 + 3 * m * m * 8 + 2 * N * k * 8 + k * d * 4 + 3 * k * 8 + 3 * 8 * MB \
+            + 16 * restarts * k * 4
+        return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k}")
     arrays = 3 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
     return MemoryEstimate(arrays, f"features {N} x {D} and the {N} x {N} Gram matrix")
 
@@ -273,7 +274,8 @@ def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> 
     D = n * d
     if map_name == "rf":
         m = N + 1 + d
-        prepare = 2 * D * m * m / _GEMM_FLOPS + D * m / _RANDN_PER_S + 2 * N * N * D / _GEMM_FLOPS
+        prepare = 2 * N * N * D / _GEMM_FLOPS + 10 * m**3 / _GEMM_FLOPS + D * m / _RANDN_PER_S + 2 * D * m * m / _GEMM_FLOPS \
+            + 2 * N * N * D / _GEMM_FLOPS
         per_search = 300 * 2 * D * d * 16 * 4 / _STREAM_BYTES
     else:
         prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS

@@ -104,6 +104,18 @@ def check_config():
                 problems.append(f"ws.position must be a token index >= 0 or 'all', got {position!r}")
             elif position >= min(grid["n"]):
                 problems.append(f"ws.position {position} is beyond the smallest n = {min(grid['n'])} of ws.maps.{map_name}")
+    probes = config["probes"]
+    f3 = probes["fig3"]
+    if probes["enabled"] and f3["text"] is None and f3["token"] > f3["min_tokens"]:
+        problems.append(f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
+                        f"{f3['min_tokens']} tokens; raise min_tokens or lower the token")
+    lm = probes["lm"]
+    if lm["enabled"] and lm["model"] != "demo-tiny-lm" and not Path(lm["model"]).expanduser().exists():
+        from wordsens.data import hub_reachable
+
+        if not hub_reachable():
+            problems.append(f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                            "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false")
     if problems:
         listing = "\n  ".join(problems)
         raise WorkflowError(f"invalid configuration:\n  {listing}")
@@ -201,6 +213,7 @@ def tables_for(maps):
 
 def final_outputs():
     out = [f"{RES}/tables/ws_{m}.parquet" for m in ws_maps()]
+    out += probe_outputs()
     for figure, data in gen_figures():
         out.append(f"{RES}/tables/gen_{figure}_{data}.parquet")
         stem = "fig4_generalisation" if figure == "fig4" else "fig5_penalised"
@@ -271,3 +284,53 @@ def gen_columns(figure):
     maps_ = (config["gen"].get(figure) or {}).get("maps") or {}
     order = ["rf", "raf", "relu_raf"]
     return [[m, int(n)] for m in order for n in sorted(maps_.get(m) or [])]
+
+
+# ----------------------------------------------------------------------------- probes
+DEMO_LM = "demo-tiny-lm"
+
+
+def probe_model_name():
+    return config["probes"]["model"] or config["model"]["name"]
+
+
+def _model_files_for(name, demo_path):
+    if name in (DEMO_MODEL, DEMO_LM):
+        return [f"{RSRC}/demo/{demo_path}/config.json"]
+    path = Path(name).expanduser()
+    return [str(path / "config.json")] if (path / "config.json").exists() else []
+
+
+def probe_model_files():
+    return _model_files_for(probe_model_name(), "tiny-bert")
+
+
+def lm_model_files():
+    return _model_files_for(config["probes"]["lm"]["model"], "tiny-lm")
+
+
+def probe_pool():
+    """The review pool, when panel 3's text is drawn from it."""
+    if config["probes"]["fig3"]["text"] is None:
+        return [f"{RSRC}/pools/{model_tag()}/pool.parquet"]
+    return []
+
+
+def probe_mem_mb(wildcards):
+    return 4096
+
+
+def lm_mem_mb(wildcards):
+    return 32000 if config["probes"]["lm"]["model"] != DEMO_LM else 2048
+
+
+def probe_outputs():
+    probes = config["probes"]
+    out = []
+    if probes["enabled"]:
+        out += [f"{RES}/tables/fig1_attention.csv", f"{RES}/tables/fig3_layer_changes.csv"]
+        out += figure_files("fig1_attention") + figure_files("fig3_panel3_layer_changes")
+        out += figure_files("fig3_panel4_scores")
+    if probes["lm"]["enabled"]:
+        out += [f"{RES}/tables/fig1_lm_answers.csv"] + figure_files("fig1_lm_answers")
+    return out

@@ -1,0 +1,8 @@
+"""Snakemake adapter: build the demo's tiny causal language model (random weights)."""
+from pathlib import Path
+
+from wordsens.demo import make_tiny_causal_lm
+from wordsens.io import log_to
+
+log_to(snakemake.log[0])
+print(f"tiny causal LM saved in {make_tiny_causal_lm(Path(snakemake.output[0]).parent, seed=snakemake.params.seed)}")

@@ -1,0 +1,95 @@
+"""Probes of a pre-trained encoder, on a tiny BERT built locally (no network)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from wordsens import demo, embed, probes
+
+TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    path = demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny", hidden=32, layers=2, heads=4)
+    return embed.load_encoder(str(path), "cpu", attentions=True)
+
+
+def test_attracting_delta_captures_the_attention(bert):
+    tokenizer, model = bert
+    table = probes.layer_change_table(model, tokenizer, TEXT, 5, draws=10, seed=1)
+    attract = table[table["kind"] == "attract"]
+    gauss = table[table["kind"] == "gaussian"].drop_duplicates("draw")
+    before, after = attract["attention_before"].iloc[0], attract["attention_after"].iloc[0]
+    assert after >= 2 * before
+    assert (gauss["attention_after"] < after).all()
+    # every Delta has the moved row's norm
+    with torch.no_grad():
+        batch = tokenizer([TEXT], return_tensors="pt")
+        h0 = model(**batch, output_hidden_states=True).hidden_states[0][0, 5]
+    assert table["norm"].iloc[0] == pytest.approx(float(h0.norm()), rel=1e-5)
+    assert np.isfinite(table["change"]).all() and (table["change"] >= 0).all()
+    # layer 0 is the encoder's input: the change there is ||Delta|| / ||H_0||, the same for every Delta
+    assert table[table["layer"] == 0]["change"].nunique() == 1 or np.allclose(table[table["layer"] == 0]["change"],
+                                                                              attract[attract["layer"] == 0]["change"])
+
+
+def test_relative_changes_vanish_at_zero(bert):
+    tokenizer, model = bert
+    changes = probes.layer_changes(model, tokenizer, TEXT, 5, torch.zeros(32))
+    assert changes.shape == (3,) and np.array_equal(changes, np.zeros(3))
+
+
+def test_attention_maps(bert):
+    tokenizer, model = bert
+    full = probes.attention_map(model, tokenizer, "I love her smile", drop_special=False)
+    assert full.tokens[0] == "[CLS]" and full.tokens[-1] == "[SEP]"
+    np.testing.assert_allclose(full.matrix.sum(1), 1.0, rtol=1e-5)
+    dropped = probes.attention_map(model, tokenizer, "I love her smile")
+    assert dropped.tokens == ["i", "love", "her", "smile"] and dropped.matrix.shape == (4, 4)
+    np.testing.assert_allclose(dropped.matrix, full.matrix[1:-1, 1:-1])
+    one = probes.attention_map(model, tokenizer, "I love her smile", heads=[1], drop_special=False)
+    assert not np.allclose(one.matrix, full.matrix)
+    moved = probes.attention_map(model, tokenizer, "I love her smile", heads=[1], drop_special=False,
+                                 position=2, delta=torch.ones(32))
+    assert not np.allclose(moved.matrix, one.matrix)
+
+
+def test_bad_input(bert, tmp_path):
+    tokenizer, model = bert
+    with pytest.raises(ValueError, match="beyond the text"):
+        probes.attract_delta(model, tokenizer, "too short", 41)
+    with pytest.raises(ValueError, match="layer must be"):
+        probes.attention_map(model, tokenizer, "I love her", layer=3)
+    with pytest.raises(ValueError, match="heads must be"):
+        probes.attention_map(model, tokenizer, "I love her", heads=[5])
+    pool = pd.DataFrame({"text": ["a b c"], "tokens": [3], "review_id": [7]})
+    with pytest.raises(ValueError, match="at least 200 tokens"):
+        probes.pick_long_text(pool, 200)
+    assert probes.pick_long_text(pool, 3) == ("a b c", 7)
+    with pytest.raises(ValueError, match="norm must be"):
+        probes.attract_delta(model, tokenizer, TEXT, 5, norm=-1.0)
+
+
+def test_a_model_without_attention_probabilities_is_refused(tmp_path):
+    from transformers import AutoModel
+
+    path = demo.make_tiny_bert(tmp_path / "sdpa", hidden=32, layers=1, heads=2)
+    tokenizer, _ = embed.load_encoder(str(path), "cpu")
+    model = AutoModel.from_pretrained(str(path), attn_implementation="sdpa")  # returns no attention probabilities
+    with pytest.raises(ValueError, match="eager"):
+        probes.attention_map(model, tokenizer, "I love her")
+    with pytest.raises(ValueError, match="eager"):
+        probes.attract_delta(model, tokenizer, "I love her smile", 2)
+
+
+def test_causal_lm_answers(tmp_path, monkeypatch):
+    path = demo.make_tiny_causal_lm(tmp_path / "lm")
+    answers = probes.lm_answers(str(path), ["I love her smile", "I love her much"], max_new_tokens=6, device="cpu")
+    assert len(answers) == 2 and all(answers)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="probes.lm"):
+        probes.lm_answers("no-such-org/no-such-lm", ["a", "b"])
