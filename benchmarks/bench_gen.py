@@ -74,6 +74,9 @@ def main() -> None:
         return
     table = QUICK if args.quick else JOBS
     names = args.jobs or list(table)
+    unknown = [name for name in names if name not in table]
+    if unknown:
+        parser.error(f"unknown jobs {unknown}; choose from {list(table)}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  searches: {args.searches}", flush=True)
     for name in names:
         map_name, n, N, d, seeds, methods, target = table[name]

@@ -35,7 +35,7 @@ import torch
 from . import maps
 from .resources import resolve_device
 from .seeds import derive_seed, generator
-from .ws import _AttentionProblem, _FirstLayer, _Problem, _ascend, _feasible
+from .ws import _AttentionProblem, _FirstLayer, _Problem, _ascend, _feasible, _project
 
 Tensor = torch.Tensor
 
@@ -457,7 +457,7 @@ def reference_search(
         value, _, _ = objective(delta)
         (grad,) = torch.autograd.grad(value, delta)
         with torch.no_grad():
-            delta = _project_ball(delta.detach() - lr * grad, math.sqrt(d))
+            delta = _project(delta.detach()[None] - lr * grad[None], math.sqrt(d))[0]
     with torch.no_grad():
         _, D0, D1 = objective(delta)
     err = float((D1 + y) ** 2)
@@ -465,11 +465,6 @@ def reference_search(
                      y=float(y), t0=t0, t1=float(y), D0=float(D0), D1=float(D1), err=err,
                      gamma_min=max(abs(t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
                      steps=steps, seconds=time.perf_counter() - started, delta=delta)
-
-
-def _project_ball(delta: Tensor, radius: float) -> Tensor:
-    norm = float(torch.linalg.vector_norm(delta))
-    return delta * (radius / norm) if norm > radius else delta
 
 
 def draw_task(source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False

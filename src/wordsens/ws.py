@@ -363,18 +363,17 @@ class _AttentionProblem(_Problem):
         others[position] = False
         self.mask = others.to(X.dtype)
         if kind == "softmax":
+            # statistics of every query row without column i (row i itself is recomputed per step)
             S_wo = S.masked_fill(~others[None, :], float("-inf"))
             if n > 1:
-                self.logz = torch.logsumexp(S_wo, dim=-1)
-                M = torch.softmax(S_wo, dim=-1) @ X
+                logz, M = torch.logsumexp(S_wo, dim=-1), torch.softmax(S_wo, dim=-1) @ X
             else:
-                self.logz = torch.zeros(n, dtype=X.dtype, device=X.device)
-                M = torch.zeros_like(X)
+                logz, M = torch.zeros(n, dtype=X.dtype, device=X.device), torch.zeros_like(X)
+            self.logz, self.z = logz.masked_fill(~others, 0.0), None
         else:
             Z = torch.relu(S) * others[None, :]
-            self.z = Z.sum(-1)
+            self.z, self.logz = Z.sum(-1), None
             M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
-        self.logz = self.logz.masked_fill(~others, 0.0) if kind == "softmax" else None
         self.M = M * others[:, None]
         A = (self.M - out0) * others[:, None]
         self.A = A
