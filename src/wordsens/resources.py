@@ -276,7 +276,7 @@ def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> 
         m = N + 1 + d
         prepare = 2 * N * N * D / _GEMM_FLOPS + 10 * m**3 / _GEMM_FLOPS + D * m / _RANDN_PER_S + 2 * D * m * m / _GEMM_FLOPS \
             + 2 * N * N * D / _GEMM_FLOPS
-        per_search = 300 * 2 * D * d * 16 * 4 / _STREAM_BYTES
+        per_search = 300 * 2 * D * d * 4 / _STREAM_BYTES  # k = D rows of B, streamed twice per step
     else:
         prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS
         per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / _GEMM_FLOPS + 1e-3)
