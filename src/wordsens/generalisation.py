@@ -235,7 +235,9 @@ def prepare(
         maps._check_attention(X64, W)
         W64 = W.to(device=dev, dtype=torch.float64)
         f = maps._raf if map_name == "raf" else maps._relu_raf
-        Phi = torch.cat([f(Xt64[s:s + 256], W64).reshape(-1, n * d) for s in range(0, N, 256)])
+        Phi = torch.empty((N, n * d), dtype=torch.float64, device=dev)  # filled in place: one copy only
+        for s in range(0, N, 256):
+            Phi[s:s + 256] = f(Xt64[s:s + 256], W64).reshape(-1, n * d)
         phi = f(X64, W64).reshape(-1)
         theta, pphi = _interpolator(Phi, Y, phi)
         del Phi
