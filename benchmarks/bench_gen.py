@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
+
+from _harness import add_worker_flags, run_worker, selected
 
 # name -> (map, n, N, d, seeds, methods, target)
 JOBS = {
@@ -63,20 +63,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--searches", choices=sorted(SEARCHES), default="one",
                         help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: a Figure 4 point)")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--map", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    for flag in ("--n", "--N", "--d", "--seed"):
-        parser.add_argument(flag, type=int, help=argparse.SUPPRESS)
+    add_worker_flags(parser, ("--map", "--method"), ("--n", "--N", "--d", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
-    table = QUICK if args.quick else JOBS
-    names = args.jobs or list(table)
-    unknown = [name for name in names if name not in table]
-    if unknown:
-        parser.error(f"unknown jobs {unknown}; choose from {list(table)}")
+    table, names = selected(parser, args, JOBS, QUICK)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  searches: {args.searches}", flush=True)
     for name in names:
         map_name, n, N, d, seeds, methods, target = table[name]
@@ -85,14 +77,12 @@ def main() -> None:
         rows: dict[str, list[dict]] = {m: [] for m in methods}
         for seed in range(args.seeds or seeds):
             for method in methods:
-                cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--map", map_name, "--n", str(n),
-                       "--N", str(N), "--d", str(d), "--seed", str(seed), "--method", method,
-                       "--searches", args.searches]
-                out = subprocess.run(cmd, capture_output=True, text=True)
-                if out.returncode != 0:
-                    print(f"{seed:>4} {method:>10}  error: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+                r = run_worker(os.path.abspath(__file__), [
+                    "--map", map_name, "--n", str(n), "--N", str(N), "--d", str(d), "--seed", str(seed),
+                    "--method", method, "--searches", args.searches])
+                if "error" in r:
+                    print(f"{seed:>4} {method:>10}  error: {r['error']}", flush=True)
                     continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
                 rows[method].append(r)
                 errs = ", ".join(f"{e:.3f}" for e in r["errs"])
                 print(f"{seed:>4} {method:>10} {r['seconds']:>9.2f} {r['peak_mb']:>8.0f}  {errs}", flush=True)

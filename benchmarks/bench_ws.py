@@ -23,9 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
+
+from _harness import add_worker_flags, run_worker, selected
 
 # job name -> (map, n, d, L, seeds, methods, targets text)
 JOBS = {
@@ -70,12 +71,8 @@ def worker(args: argparse.Namespace) -> None:
 
 def run_one(job: tuple, seed: int, method: str) -> dict:
     map_name, n, d, L = job[:4]
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--map", map_name, "--n", str(n), "--d", str(d),
-           "--L", str(L), "--seed", str(seed), "--method", method]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_worker(os.path.abspath(__file__), ["--map", map_name, "--n", str(n), "--d", str(d), "--L", str(L),
+                                                  "--seed", str(seed), "--method", method])
 
 
 def main() -> None:
@@ -83,20 +80,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
     parser.add_argument("--jobs", nargs="*", help="job names to run (default: all of the chosen set)")
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds per job")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    for flag in ("--map", "--method"):
-        parser.add_argument(flag, help=argparse.SUPPRESS)
-    for flag in ("--n", "--d", "--L", "--seed"):
-        parser.add_argument(flag, type=int, help=argparse.SUPPRESS)
+    add_worker_flags(parser, ("--map", "--method"), ("--n", "--d", "--L", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
-    table = QUICK if args.quick else JOBS
-    names = args.jobs or list(table)
-    unknown = [name for name in names if name not in table]
-    if unknown:
-        parser.error(f"unknown jobs {unknown}; choose from {list(table)}")
+    table, names = selected(parser, args, JOBS, QUICK)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}", flush=True)
     for name in names:
         job = table[name]

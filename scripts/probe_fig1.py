@@ -1,6 +1,4 @@
 """Snakemake adapter: Figure 1 left, first-layer attention of two sentences differing in one word."""
-import pandas as pd
-
 from wordsens import probes
 from wordsens.embed import load_encoder, model_source
 from wordsens.io import atomic_path, log_to
@@ -11,9 +9,8 @@ p = snakemake.params
 tokenizer, model = load_encoder(model_source(p.model_name, snakemake.input.model), p.device, attentions=True)
 maps_ = [probes.attention_map(model, tokenizer, s, layer=p.fig1["layer"], heads=p.fig1["heads"])
          for s in p.fig1["sentences"]]
-rows = [{"sentence": s, "query": q, "key": k, "attention": float(m.matrix[i, j])}
-        for s, m in zip(p.fig1["sentences"], maps_) for i, q in enumerate(m.tokens) for j, k in enumerate(m.tokens)]
-atomic_path(snakemake.output.table, lambda path: pd.DataFrame(rows).to_csv(path, index=False))
+table = probes.attention_table(maps_, p.fig1["sentences"])
+atomic_path(snakemake.output.table, lambda path: table.to_csv(path, index=False))
 heads = "all heads" if p.fig1["heads"] == "all" else f"heads {p.fig1['heads']}"
 attention_pair(maps_, [f'"{s}"' for s in p.fig1["sentences"]], snakemake.output.figures, settings=p.plots,
                colorbar_label=f"layer {p.fig1['layer']} attention ({heads})")

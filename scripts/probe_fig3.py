@@ -26,10 +26,7 @@ before = probes.attention_map(model, tokenizer, f3["short_text"], layer=f3["laye
                               drop_special=False)
 after = probes.attention_map(model, tokenizer, f3["short_text"], layer=f3["layer"], heads=[f3["head"]],
                              drop_special=False, position=f3["short_token"], delta=delta)
-scores = pd.DataFrame([{"state": state, "query": i, "key": j, "query_token": m.tokens[i], "key_token": m.tokens[j],
-                        "attention": float(m.matrix[i, j])}
-                       for state, m in (("before", before), ("after", after))
-                       for i in range(len(m.tokens)) for j in range(len(m.tokens))])
+scores = probes.attention_table([before, after], ["before", "after"], column="state")
 atomic_path(snakemake.output.scores, lambda path: scores.to_csv(path, index=False))
 attention_pair([before, after], ["before", f"token {f3['short_token']} moved"], snakemake.output.panel4,
                settings=p.plots, colorbar_label=f"layer {f3['layer']}, head {f3['head']} attention")

@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-_DTYPES = {"float32": "float32", "float64": "float64"}
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -74,7 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="RF/DRF weights: 'exact' (exact in law, only the perturbed block), 'blockwise', 'dense'; "
                          "'auto' picks exact for one position, blockwise for 'all'")
     ws.add_argument("--device", default="auto", help="'auto' (CUDA when available), 'cpu' or 'cuda'")
-    ws.add_argument("--dtype", choices=sorted(_DTYPES), default=None,
+    ws.add_argument("--dtype", choices=["float32", "float64"], default=None,
                     help="working dtype of the default search (default float32 for RF/DRF, float64 for attention)")
     ws.add_argument("--restarts", type=_positive_int, default=None, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")

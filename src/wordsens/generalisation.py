@@ -123,18 +123,7 @@ class _AttentionFunctionals:
         w = p._weights(xi @ p.P.T) * p.mask  # (R, n)
         xV = (xi @ self.V_rows).reshape(-1, 3, self.n)  # (R, 3, n)
         others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * p.mask
-        row = xi @ p._Q
-        row = row + p.onehot * (0.5 * ((xi @ p._Wsym) * xi).sum(-1, keepdim=True) - row)
-        i = p.i
-        if p.kind == "softmax":
-            att = torch.softmax(row, dim=-1)
-            out_i = att @ p.X + att[:, i:i + 1] * D
-        else:
-            a = torch.relu(row)
-            den = a.sum(-1, keepdim=True)
-            num = a @ p.X + a[:, i:i + 1] * D
-            out_i = torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
-        return others.sum(-1) + out_i @ self.V_i
+        return others.sum(-1) + p.moved_row(D) @ self.V_i
 
     def exact(self, deltas: Tensor) -> Tensor:
         f = maps._raf if self.p.kind == "softmax" else maps._relu_raf

@@ -63,9 +63,6 @@ class WSJob:
     def setting(self) -> str:
         return setting_name(self.map, self.d, self.n, self.L)
 
-    def label(self) -> str:
-        return f"{self.map} {self.setting} chunk {self.chunk}"
-
 
 @dataclass(frozen=True)
 class GenJob:
@@ -87,9 +84,6 @@ class GenJob:
     @property
     def setting(self) -> str:
         return gen_setting(self.map, self.n, self.N, self.d)
-
-    def label(self) -> str:
-        return f"{self.figure} {self.data} {self.setting} chunk {self.chunk}"
 
 
 def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
@@ -229,10 +223,3 @@ def describe(config: dict) -> str:
     else:
         lines.append("every job fits")
     return "\n".join(lines)
-
-
-def config_section(config: dict, *keys: str) -> Any:
-    node: Any = config
-    for key in keys:
-        node = (node or {}).get(key)
-    return node

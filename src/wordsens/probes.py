@@ -25,6 +25,7 @@ Tensor = torch.Tensor
 __all__ = [
     "AttentionMap",
     "attention_map",
+    "attention_table",
     "attract_delta",
     "gaussian_deltas",
     "layer_change_table",
@@ -255,3 +256,13 @@ def layer_change_table(model, tokenizer, text: str, position: int, *, norm: floa
                   "attention_before": before, "attention_after": att}
                  for layer, c in enumerate(layer_changes(model, tokenizer, text, position, g))]
     return pd.DataFrame(rows)
+
+
+def attention_table(maps_: Sequence[AttentionMap], labels: Sequence[str], column: str = "sentence"):
+    """Tidy rows (``column``, query, key, their tokens, attention) of attention maps, one per label."""
+    import pandas as pd
+
+    return pd.DataFrame([{column: label, "query": i, "key": j, "query_token": m.tokens[i], "key_token": m.tokens[j],
+                          "attention": float(m.matrix[i, j])}
+                         for label, m in zip(labels, maps_)
+                         for i in range(len(m.tokens)) for j in range(len(m.tokens))])

@@ -56,10 +56,6 @@ class MemoryEstimate:
         """What a scheduler should grant a workflow job: ``total`` plus the Snakemake job process."""
         return self.total + JOBSTEP_OVERHEAD
 
-    @property
-    def mb(self) -> int:
-        return -(-self.total // MB)
-
 
 def _itemsize(dtype: Any) -> int:
     name = str(dtype).replace("torch.", "")

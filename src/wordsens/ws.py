@@ -406,20 +406,23 @@ class _AttentionProblem(_Problem):
         xM = xi @ self.M.T
         x2 = (xi * xi).sum(-1, keepdim=True)
         others = self.A2 + 2 * w * (xA - self.AM) + w * w * (x2 - 2 * xM + self.M2)
-        # row i: a full new score row
-        q = xi @ self.Wc
-        row = q @ self.X.T
-        row = row + self.onehot * ((q * xi).sum(-1, keepdim=True) - row)
+        diff_i = self.moved_row(D) - self.out0_i
+        return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
+
+    def moved_row(self, D: Tensor) -> Tensor:
+        """Output row ``i`` after the move (R, d), differentiable: a full new score row
+        ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
+        i = self.i
+        xi = self.xi + D
+        row = xi @ self._Q
+        row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
         if self.kind == "softmax":
             a = torch.softmax(row, dim=-1)
-            out_i = a @ self.X + a[:, self.i:self.i + 1] * D
-        else:
-            a = torch.relu(row)
-            den = a.sum(-1, keepdim=True)
-            num = a @ self.X + a[:, self.i:self.i + 1] * D
-            out_i = torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
-        diff_i = out_i - self.out0_i
-        return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
+            return a @ self.X + a[:, i:i + 1] * D
+        a = torch.relu(row)
+        den = a.sum(-1, keepdim=True)
+        num = a @ self.X + a[:, i:i + 1] * D
+        return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:

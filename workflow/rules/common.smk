@@ -12,7 +12,6 @@ from wordsens import NUMERICS_VERSION
 RES = config["results"].rstrip("/")
 RSRC = config["resources"].rstrip("/")
 DEMO_MODEL = "demo-tiny-bert"
-MAP_LABELS = {"rf": "RF", "drf": "DRF", "raf": "RAF", "relu_raf": "ReLU-RAF"}
 
 
 def model_tag():
