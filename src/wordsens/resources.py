@@ -21,6 +21,7 @@ __all__ = [
     "MemoryEstimate",
     "available_bytes",
     "check_fits",
+    "choose_sampler",
     "peak_rss_bytes",
     "resolve_device",
     "ws_memory",
@@ -78,6 +79,33 @@ def resolve_device(device: "str | torch.device | None") -> "torch.device":
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was requested but no CUDA device is available; use 'cpu' or 'auto'")
     return dev
+
+
+SAMPLERS = ("auto", "exact", "dense", "blockwise")
+
+
+def choose_sampler(
+    map_name: str, *, position: "int | str" = 0, method: str = "default", sampler: str = "auto",
+    explicit_weights: bool = False,
+) -> str:
+    """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
+    (``wordsens.ws.estimate`` runs it, ``wordsens.plan`` sizes jobs with it).
+
+    RF/DRF: ``"exact"`` (only the perturbed token's block, exact in law; one position),
+    ``"blockwise"`` (the dense matrix one block at a time; the default for ``position="all"``) or
+    ``"dense"`` (explicit weights and the reference method). Attention maps: always ``"dense"``.
+    """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    if map_name not in ("rf", "drf"):
+        return "dense"
+    if explicit_weights or method == "reference":
+        return "dense"
+    if sampler == "auto":
+        return "blockwise" if position == "all" else "exact"
+    if sampler == "exact" and position == "all":
+        raise ValueError("sampler 'exact' draws one position's block; use 'blockwise' or 'dense' with position='all'")
+    return sampler
 
 
 def ws_memory(
@@ -228,9 +256,12 @@ _STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
 
 def ws_seconds(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
-    sampler: str = "exact", steps: int | None = None, device: str = "cpu",
+    sampler: str = "exact", steps: int | None = None, device: str = "cpu", positions: int = 1,
 ) -> float:
-    """Rough CPU wall time of one word-sensitivity estimate (seconds); a GPU divides it by ~20."""
+    """Rough CPU wall time of one word-sensitivity estimate (seconds); a GPU divides it by ~20.
+
+    ``positions``: how many positions are searched (``n`` for ``position="all"``, one search each).
+    """
     D = n * d
     k = D if k is None else k
     if map_name == "rf":
@@ -249,6 +280,7 @@ def ws_seconds(
             t = (steps or 50 * n) * (6 * n * n * d * 2 / _GEMM_FLOPS + 1e-3)
         else:
             t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / _GEMM_FLOPS
+    t *= positions
     return t / 20 if device == "cuda" else t
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from . import maps
-from .resources import check_fits, resolve_device, ws_memory
+from .resources import SAMPLERS, check_fits, choose_sampler, resolve_device, ws_memory
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -44,7 +44,6 @@ Tensor = torch.Tensor
 __all__ = ["METHODS", "SAMPLERS", "WSResult", "estimate"]
 
 METHODS = ("default", "reference")
-SAMPLERS = ("auto", "exact", "dense", "blockwise")
 # Ascent settings (see _ascend and _AttentionProblem._isolated), chosen on synthetic RAF and
 # ReLU-RAF instances against the reference method (benchmarks/bench_ws.py).
 _ETA0, _ETA_MAX = 0.5, 64.0
@@ -800,8 +799,6 @@ def estimate(
         raise ValueError(f"X must be one sample of shape (n, d), got {tuple(X.shape)}")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if sampler not in SAMPLERS:
-        raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     maps.feature_map(map_name)
     settings = _SETTINGS[map_name]
     restarts = settings.restarts if restarts is None else restarts
@@ -833,17 +830,8 @@ def estimate(
     dev = resolve_device(device)
     if dtype is None:
         dtype = torch.float64 if map_name in ("raf", "relu_raf") or method == "reference" else torch.float32
-    if map_name in ("rf", "drf"):
-        if weights is not None:
-            sampler = "dense"
-        elif sampler == "auto":
-            sampler = "blockwise" if position == "all" else "exact"
-        elif sampler == "exact" and position == "all":
-            raise ValueError("sampler 'exact' draws one position's block; use 'blockwise' or 'dense' with position='all'")
-        if method == "reference":
-            sampler = "dense"
-    else:
-        sampler = "dense"
+    sampler = choose_sampler(map_name, position=position, method=method, sampler=sampler,
+                             explicit_weights=weights is not None)
     what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if map_name == "drf" else "")
     check_fits(ws_memory(map_name, n, d, L=L, k=k, method=method, sampler=sampler, dtype=dtype, restarts=restarts),
                dev, what)
