@@ -22,7 +22,16 @@ Bootstrap
     number of trials per point). Every row of the table has its own generator,
     ``numpy.random.Generator(PCG64(derive_seed(seed, "claims", claim, map, data, scope)))``: the
     same tables give the same intervals, whatever else the run holds. Generalisation rows of one
-    simulation (its searches) move together: a simulation is one unit.
+    simulation (its searches) move together: a simulation is one unit. For a worst-point
+    statistic (a largest or smallest value over grid points) the resamples' noise pushes the worst
+    point further out, so the interval sits beyond the point value and may not contain it: read
+    it as how far the worst point could move on a re-run, not as a centred error bar.
+
+Columns (:data:`COLUMNS`)
+    claim, map, data (the rows' data label), scope (the grid slice: ``d=192``, ``d=768, L=2``,
+    ``all d``, ...), statement, statistic, value, ci_low, ci_high (NaN when not run or for a
+    count), expectation, verdict, straddles, units (trials or simulations used), source
+    ("paper" or "derived (not in the paper)"), note (the worst point, row counts, why not run).
 
 Claims (id: statistic, expectation)
     ``rf_slope``: least-squares slope of log WS against log n over every trial's point (per d;
