@@ -30,8 +30,8 @@ def _compare(before: pd.DataFrame, after: pd.DataFrame, key: list[str], exact: l
     after = after[before.columns].sort_values(key).reset_index(drop=True)
     assert len(before) == len(after)
     for column in key + exact:
-        np.testing.assert_array_equal(after[column].astype(str).to_numpy(), before[column].astype(str).to_numpy(),
-                                      err_msg=column)
+        np.testing.assert_array_equal(after[column].astype(object).fillna("NA").astype(str).to_numpy(),
+                                      before[column].astype(object).fillna("NA").astype(str).to_numpy(), err_msg=column)
     for column in close:
         np.testing.assert_allclose(after[column].to_numpy(dtype=float), before[column].to_numpy(dtype=float),
                                    rtol=RTOL, atol=1e-12, err_msg=column)
@@ -54,4 +54,4 @@ def test_demo_gen_tables_equal_the_recorded_ones(demo_run):
                        for d in ("imdb", "synthetic")])
     before = pd.read_csv(BEFORE / "gen.csv")
     _compare(before, after, ["figure", "data", "map", "n", "N", "d", "simulation", "training", "loss", "penalty"],
-             ["seed", "review_id", "y", "steps"], ["t0", "D0", "D1", "err", "gamma_min", "delta_norm"])
+             ["seed", "review_id", "steps"], ["y", "t0", "D0", "D1", "err", "gamma_min", "delta_norm"])

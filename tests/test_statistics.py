@@ -16,7 +16,8 @@ from scipy import stats
 from wordsens import maps, ws
 from wordsens.preprocess import synthetic_sample
 from wordsens.seeds import derive_seed
-from wordsens.ws import _matvec64, _rest_gaussian
+from wordsens.firstlayer import rest_gaussian
+from wordsens.search import matvec64
 
 ALPHA = 0.01  # every two-sample test runs at the 1% level
 Z_ALPHA = stats.norm.ppf(1 - ALPHA / 2)  # 2.576, two-sided
@@ -25,7 +26,7 @@ Z_POWER = stats.norm.ppf(0.99)  # 2.326: 99% power against the stated alternativ
 
 def _dense_u(seed: int, X: torch.Tensor, k: int) -> torch.Tensor:
     n, d = X.shape
-    return _matvec64(maps.rf_weights(seed, n, d, k), X.reshape(-1))
+    return matvec64(maps.rf_weights(seed, n, d, k), X.reshape(-1))
 
 
 def _exact_u(seed: int, X: torch.Tensor, k: int, position: int = 0) -> torch.Tensor:
@@ -33,7 +34,7 @@ def _exact_u(seed: int, X: torch.Tensor, k: int, position: int = 0) -> torch.Ten
     n, d = X.shape
     B = maps.rf_block(seed, position, n, d, k)
     rest = float((X * X).sum() - (X[position] * X[position]).sum())
-    return _matvec64(B, X[position]) + _rest_gaussian(seed, "rf-rest", position, k, math.sqrt(rest / (n * d)), "cpu")
+    return matvec64(B, X[position]) + rest_gaussian(seed, "rf-rest", position, k, math.sqrt(rest / (n * d)), "cpu")
 
 
 def test_power_computations_are_what_the_tests_use():

@@ -12,7 +12,8 @@ import torch
 
 from wordsens import maps, ws
 from wordsens.preprocess import synthetic_sample
-from wordsens.ws import _AttentionProblem, _Problem
+from wordsens.attention import AttentionProblem
+from wordsens.search import Problem
 
 
 def _direct_change(map_name, X, weights, position, delta):
@@ -30,12 +31,12 @@ def _direct_change(map_name, X, weights, position, delta):
 def test_attention_incremental_form_matches_full_map(kind, n, d, i):
     X = synthetic_sample(n, d, seed=1)
     W = maps.attention_weights(2, d, dtype=torch.float64)
-    problem = _AttentionProblem(X, W, i, kind)
+    problem = AttentionProblem(X, W, i, kind)
     D = 2 * torch.randn(6, d, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     # value (one row and one column updated) against the plain map in float64
     torch.testing.assert_close(problem.value(D).sqrt(), problem.exact(D), rtol=1e-10, atol=1e-10)
     # the hand-written gradient against autograd
-    v_auto, g_auto = _Problem.value_and_grad(problem, D)
+    v_auto, g_auto = Problem.value_and_grad(problem, D)
     v_hand, g_hand = problem.value_and_grad(D)
     torch.testing.assert_close(v_hand, v_auto, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(g_hand, g_auto, rtol=1e-9, atol=1e-9)
@@ -45,7 +46,7 @@ def test_attention_incremental_form_on_zero_relu_rows():
     X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
     X = X / X.norm(dim=-1, keepdim=True) * math.sqrt(2)
     W = -torch.eye(2, dtype=torch.float64)
-    problem = _AttentionProblem(X, W, 0, "relu")
+    problem = AttentionProblem(X, W, 0, "relu")
     D = torch.tensor([[0.0, 0.0], [-3.0, 0.5], [1.0, -2.0]], dtype=torch.float64)
     torch.testing.assert_close(problem.value(D).sqrt(), problem.exact(D), rtol=1e-10, atol=1e-10)
     value, grad = problem.value_and_grad(D)

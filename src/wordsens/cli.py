@@ -152,8 +152,10 @@ def _run_gen(args: argparse.Namespace) -> dict:
     if args.loss != "penalised" and args.penalty:
         raise ValueError("--penalty only applies to --loss penalised")
     if args.method == "reference":
-        res = G.reference_search(args.map, Xt, yt, X, y, seed=args.seed, training=args.training, loss=args.loss,
-                                 penalty=args.penalty, position=args.position)
+        from .reference import gen_search
+
+        res = gen_search(args.map, Xt, yt, X, y, seed=args.seed, training=args.training, loss=args.loss,
+                         penalty=args.penalty, position=args.position)
         prepare_s = 0.0
     else:
         setup = G.prepare(args.map, Xt, yt, X, y, seed=args.seed, position=args.position, sampler=args.sampler,

@@ -30,16 +30,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from . import maps
+from .attention import AttentionProblem
+from .firstlayer import FirstLayer
+from .preprocess import eligible_reviews, review_samples, synthetic_sample
 from .resources import resolve_device
+from .search import Problem, ascend, feasible
 from .seeds import derive_seed, generator
-from .ws import _AttentionProblem, _FirstLayer, _Problem, _ascend, _feasible, _project
 
 Tensor = torch.Tensor
 
-__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "prepare", "search", "simulate", "synthetic_task"]
+__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "check_task", "draw_task", "prepare", "search", "simulate",
+           "synthetic_task"]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
@@ -86,7 +91,7 @@ class _RFFunctionals:
     """``relu(u + B Delta) . v`` for the three vectors ``v`` (rows of ``V3``)."""
 
     def __init__(self, B: Tensor, u64: Tensor, V3: Tensor) -> None:
-        self.layer = _FirstLayer(B, u64, with_gram=False)
+        self.layer = FirstLayer(B, u64, with_gram=False)
         self.V3 = V3.to(B.dtype).T.contiguous()  # (k, 3)
         self.V3_64 = V3.to(torch.float64)
         self.d = B.shape[1]
@@ -104,10 +109,10 @@ class _RFFunctionals:
 
 class _AttentionFunctionals:
     """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i``
-    (one row and one column of the scores change; see ``wordsens.ws._AttentionProblem``)."""
+    (one row and one column of the scores change; see ``wordsens.attention.AttentionProblem``)."""
 
     def __init__(self, X: Tensor, W: Tensor, position: int, kind: str, V3: Tensor) -> None:
-        self.p = _AttentionProblem(X, W, position, kind)
+        self.p = AttentionProblem(X, W, position, kind)
         n, d = X.shape
         V = V3.reshape(3, n, d).to(X.dtype)
         self.V_rows = V.reshape(3 * n, d).T.contiguous()  # (d, 3n)
@@ -120,22 +125,21 @@ class _AttentionFunctionals:
     def __call__(self, D: Tensor) -> Tensor:
         p = self.p
         xi = p.xi + D
-        w = p._weights(xi @ p.P.T) * p.mask  # (R, n)
+        w = p.column_weights(xi @ p.P.T) * p.mask  # (R, n)
         xV = (xi @ self.V_rows).reshape(-1, 3, self.n)  # (R, 3, n)
         others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * p.mask
         return others.sum(-1) + p.moved_row(D) @ self.V_i
 
     def exact(self, deltas: Tensor) -> Tensor:
-        f = maps._raf if self.p.kind == "softmax" else maps._relu_raf
-        X = self.p._X64.expand(deltas.shape[0], -1, -1).clone()
-        X[:, self.p.i] += deltas
-        return f(X, self.p._W64).flatten(1) @ self.V3_64.T
+        X = self.p.moved_samples(deltas)
+        return maps.apply(self.p.map_name, X, self.p.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.p.starts(restarts, gen)
 
 
-def _check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
+def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
+    """Validate a training set (N, n, d) with labels +-1 and a new sample (n, d); return (N, n, d)."""
     if not isinstance(X_train, Tensor) or X_train.ndim != 3:
         raise ValueError(f"X_train must have shape (N, n, d), got {getattr(X_train, 'shape', type(X_train))}")
     N, n, d = X_train.shape
@@ -189,7 +193,7 @@ def prepare(
     maps.feature_map(map_name)
     if map_name == "drf":
         raise ValueError("the generalisation experiment covers rf, raf and relu_raf (as in the paper)")
-    N, n, d = _check_task(X_train, y_train, X, y)
+    N, n, d = check_task(X_train, y_train, X, y)
     if not 0 <= position < n:
         raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
     dev = resolve_device(device)
@@ -221,13 +225,12 @@ def prepare(
     else:
         sampler = "dense"
         W = weights if weights is not None else maps.attention_weights(seed, d)
-        maps._check_attention(X64, W)
+        maps.check_weights(map_name, W, n, d)
         W64 = W.to(device=dev, dtype=torch.float64)
-        f = maps._raf if map_name == "raf" else maps._relu_raf
         Phi = torch.empty((N, n * d), dtype=torch.float64, device=dev)  # filled in place: one copy only
         for s in range(0, N, 256):
-            Phi[s:s + 256] = f(Xt64[s:s + 256], W64).reshape(-1, n * d)
-        phi = f(X64, W64).reshape(-1)
+            Phi[s:s + 256] = maps.apply(map_name, Xt64[s:s + 256], W64).reshape(-1, n * d)
+        phi = maps.apply(map_name, X64, W64).reshape(-1)
         theta, pphi = _interpolator(Phi, Y, phi)
         del Phi
         functionals = _AttentionFunctionals(X64.to(dtype), W64.to(dtype), position,
@@ -312,7 +315,7 @@ class GenResult:
         return out
 
 
-class _GenProblem(_Problem):
+class _GenProblem(Problem):
     def __init__(self, setup: Setup, training: str, loss: str, penalty: float) -> None:
         self.setup, self.training, self.loss, self.penalty = setup, training, loss, penalty
         self.d = setup.d
@@ -351,9 +354,9 @@ def search(
     problem = _GenProblem(setup, training, loss, float(penalty))
     gen = generator(derive_seed(seed, "gen-search", training, loss, float(penalty)))
     starts = problem.starts(restarts, gen).to(setup.functionals.dtype)
-    found, steps = _ascend(problem, starts, max_steps=max_steps, tol=tol, patience=patience,
+    found, steps = ascend(problem, starts, max_steps=max_steps, tol=tol, patience=patience,
                            keep=min(8, restarts), momentum=0.5 if setup.map_name != "rf" else 0.0)
-    deltas = torch.stack([_feasible(D, problem.radius) for D in found])
+    deltas = torch.stack([feasible(D, problem.radius) for D in found])
     with torch.no_grad():
         values = problem.exact(deltas)
     best = int(torch.argmax(values))
@@ -386,8 +389,6 @@ def simulate(
 def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, Tensor, float]:
     """Synthetic data: Gaussian rows rescaled to norm sqrt(d), labels ``sign(<flat(X), u>)`` with
     a random unit teacher ``u`` per simulation. Returns ``(X_train, y_train, X, y)``."""
-    from .preprocess import synthetic_sample
-
     if N < 1:
         raise ValueError(f"N must be >= 1, got {N}")
     samples = synthetic_sample(n, d, derive_seed(seed, "gen-samples"), batch=(N + 1,))
@@ -398,75 +399,11 @@ def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, T
     return samples[:N], labels[:N], samples[N], float(labels[N])
 
 
-def reference_search(
-    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int, training: str, loss: str,
-    penalty: float = 0.0, position: int = 0, weights: Any = None,
-) -> GenResult:
-    """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
-    p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
-    map each step (RF: step 100, 300 steps; attention maps: step 1, ``50 n`` steps), projection on
-    the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i + 0.1 N(0, I)``."""
-    if training not in TRAININGS or loss not in LOSSES:
-        raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
-    N, n, d = _check_task(X_train, y_train, X, y)
-    started = time.perf_counter()
-    Xt = X_train.to(torch.float64)
-    X64 = X.to(torch.float64)
-    Y = torch.as_tensor(y_train, dtype=torch.float64)
-    if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64)
-    weights = weights.to(torch.float64)
-    f = {"rf": maps._rf, "raf": maps._raf, "relu_raf": maps._relu_raf}[map_name]
-    Phi = f(Xt, weights).reshape(N, -1)
-    pinv = torch.linalg.pinv(Phi)
-    theta = pinv @ Y
-    P = torch.eye(Phi.shape[1], dtype=torch.float64) - pinv @ Phi
-    phi = f(X64, weights).reshape(-1)
-    t0 = float(phi @ theta)
-    pphi = P @ phi
-    lr, steps = (100.0, 300) if map_name == "rf" else (1.0, 50 * n)
-    onehot = torch.zeros((n, 1), dtype=torch.float64)
-    onehot[position] = 1.0
-    gen = generator(derive_seed(seed, "gen-reference-start", position))
-    delta = 0.1 * torch.randn(d, generator=gen, dtype=torch.float64)
-
-    def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        phi_p = f(X64 + onehot * delta, weights).reshape(-1)
-        D0 = phi_p @ theta
-        if training == "fine_tune":
-            D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)
-            ratio = (phi_p @ phi) / (phi @ phi)
-        else:
-            D1 = D0 + (phi_p @ pphi) * (y - t0) / (pphi @ pphi)
-            ratio = (phi_p @ pphi) / (pphi @ pphi)
-        err = (D1 + y) ** 2
-        value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
-        return value, D0, D1
-
-    for _ in range(steps):
-        delta.requires_grad_(True)
-        value, _, _ = objective(delta)
-        (grad,) = torch.autograd.grad(value, delta)
-        with torch.no_grad():
-            delta = _project(delta.detach()[None] - lr * grad[None], math.sqrt(d))[0]
-    with torch.no_grad():
-        _, D0, D1 = objective(delta)
-    err = float((D1 + y) ** 2)
-    return GenResult(map=map_name, training=training, loss=loss, penalty=float(penalty), method="reference",
-                     y=float(y), t0=t0, t1=float(y), D0=float(D0), D1=float(D1), err=err,
-                     gamma_min=max(abs(t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
-                     steps=steps, seconds=time.perf_counter() - started, delta=delta)
-
-
 def draw_task(source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
               ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
     """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
     embedding store (N + 1 distinct reviews drawn with ``seed``; labels 0/1 become -1/+1).
     Returns ``(X_train, y_train, X, y, info)``."""
-    import numpy as np
-
-    from .preprocess import normalise
-
     if isinstance(N, bool) or not isinstance(N, int) or N < 1:
         raise ValueError(f"N must be an integer >= 1, got {N!r}")
     if isinstance(source, str):
@@ -474,17 +411,11 @@ def draw_task(source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: boo
             raise ValueError(f"unknown data source {source!r}; use 'synthetic' or an embedding store")
         Xt, yt, X, y = synthetic_task(N, n, d, seed)
         return Xt, yt, X, y, {"review_id": -1}
-    hidden, index = source.hidden, source.index
-    if n > hidden.shape[1] or d > hidden.shape[2]:
-        raise ValueError(f"n = {n}, d = {d} exceed the stored max_length {hidden.shape[1]} or width {hidden.shape[2]}")
-    lengths = np.asarray(index["length"])
-    eligible = np.flatnonzero(lengths >= n) if min_tokens else np.arange(len(lengths))
-    if eligible.size < N + 1:
-        raise ValueError(f"the review pool has {eligible.size} eligible reviews, N + 1 = {N + 1} are needed; "
-                         "raise data.pool_size or lower N")
+    eligible = eligible_reviews(source, n, d, min_tokens=min_tokens, needed=N + 1)
     order = torch.randperm(eligible.size, generator=generator(derive_seed(seed, "gen-reviews")))[: N + 1].numpy()
     rows = np.sort(eligible[order])
-    samples = normalise(np.asarray(hidden[rows, :n, :d], dtype=np.float64), n, d)
+    samples = review_samples(source, rows, n, d)
+    index = source.index
     labels = torch.as_tensor(2.0 * np.asarray(index["label"])[rows] - 1.0, dtype=torch.float64)
     test = int(torch.randint(0, N + 1, (1,), generator=generator(derive_seed(seed, "gen-test"))))
     keep = [i for i in range(N + 1) if i != test]

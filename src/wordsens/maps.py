@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -32,8 +33,11 @@ Tensor = torch.Tensor
 
 __all__ = [
     "MAP_NAMES",
+    "apply",
     "attention_weights",
+    "check_matrix",
     "check_sample",
+    "check_weights",
     "drf",
     "drf_block",
     "drf_layer",
@@ -79,7 +83,8 @@ def _check_positive(**values: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
-def _check_matrix(M: Tensor, shape: tuple[int, int], name: str, hint: str) -> None:
+def check_matrix(M: Tensor, shape: tuple[int, ...], name: str, hint: str) -> None:
+    """Raise ``ValueError`` unless ``M`` is a finite 2-D tensor of ``shape`` (``hint`` says what it is)."""
     if not isinstance(M, Tensor) or M.ndim != 2:
         raise ValueError(f"{name} must be a 2-D tensor of shape {shape} ({hint})")
     if tuple(M.shape) != shape:
@@ -111,7 +116,7 @@ def drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
         raise ValueError("Vs must be a non-empty sequence of (D, D) matrices, one per layer")
     D = n * d
     for layer, V in enumerate(Vs, start=1):
-        _check_matrix(V, (D, D), f"Vs[{layer - 1}]", f"layer {layer} of a DRF on D = n*d = {D}")
+        check_matrix(V, (D, D), f"Vs[{layer - 1}]", f"layer {layer} of a DRF on D = n*d = {D}")
     return _drf(X, Vs)
 
 
@@ -129,7 +134,7 @@ def _scores(X: Tensor, W: Tensor) -> Tensor:
 
 def _check_attention(X: Tensor, W: Tensor) -> None:
     _, d = check_sample(X)
-    _check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
+    check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
 
 
 def raf(X: Tensor, W: Tensor) -> Tensor:
@@ -159,6 +164,7 @@ def _relu_raf(X: Tensor, W: Tensor) -> Tensor:
 
 
 _MAPS: dict[str, Callable[..., Tensor]] = {"rf": rf, "drf": drf, "raf": raf, "relu_raf": relu_raf}
+_FORWARD: dict[str, Callable[..., Tensor]] = {"rf": _rf, "drf": _drf, "raf": _raf, "relu_raf": _relu_raf}
 
 
 def feature_map(name: str) -> Callable[..., Tensor]:
@@ -167,6 +173,35 @@ def feature_map(name: str) -> Callable[..., Tensor]:
         return _MAPS[name]
     except KeyError:
         raise ValueError(f"unknown map {name!r}; choose one of {', '.join(MAP_NAMES)}") from None
+
+
+def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
+    """``phi(X)`` of map ``name`` with ``weights`` in its format, for ``X`` (..., n, d).
+
+    ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
+    default skips the checks, for inner loops whose inputs were validated once.
+    """
+    if check:
+        return feature_map(name)(X, weights)
+    feature_map(name)
+    return _FORWARD[name](X, weights)
+
+
+def check_weights(name: str, weights: Any, n: int, d: int) -> None:
+    """Raise ``ValueError`` unless ``weights`` have the format and shapes map ``name`` takes at (n, d)."""
+    feature_map(name)
+    D = n * d
+    if name == "rf":
+        if not isinstance(weights, Tensor) or weights.ndim != 2 or weights.shape[1] != D:
+            raise ValueError(f"RF weights must be a (k, n*d) = (k, {D}) tensor")
+        check_matrix(weights, tuple(weights.shape), "V", "RF weights")
+    elif name == "drf":
+        if isinstance(weights, Tensor) or not isinstance(weights, Sequence) or len(weights) == 0:
+            raise ValueError("DRF weights must be a non-empty list of (D, D) tensors")
+        for layer, V in enumerate(weights, start=1):
+            check_matrix(V, (D, D), f"weights[{layer - 1}]", f"DRF layer {layer}, D = {D}")
+    else:
+        check_matrix(weights, (d, d), "W", f"attention weights for d = {d}")
 
 
 # --------------------------------------------------------------------------- samplers

@@ -15,7 +15,7 @@ from .seeds import generator
 
 Tensor = torch.Tensor
 
-__all__ = ["normalise", "synthetic_sample"]
+__all__ = ["draw_sample", "eligible_reviews", "normalise", "review_samples", "synthetic_sample"]
 
 
 def normalise(embeddings: Tensor | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64) -> Tensor:
@@ -70,19 +70,40 @@ def draw_sample(
         if source != "synthetic":
             raise ValueError(f"unknown data source {source!r}; use 'synthetic' or an embedding store")
         return synthetic_sample(n, d, seed, dtype=dtype), {"review_id": -1, "label": 0, "length": n}
-    hidden = source.hidden  # type: ignore[attr-defined]
-    index = source.index  # type: ignore[attr-defined]
-    if n > hidden.shape[1]:
-        raise ValueError(f"n = {n} exceeds the stored max_length {hidden.shape[1]}; lower n or re-embed with a larger max_length")
-    if d > hidden.shape[2]:
-        raise ValueError(f"d = {d} exceeds the model width {hidden.shape[2]}; lower d")
-    lengths = np.asarray(index["length"])
-    eligible = np.flatnonzero(lengths >= n) if min_tokens else np.arange(len(lengths))
-    if eligible.size == 0:
-        raise ValueError(f"no review in the pool has at least n = {n} tokens; lower n or disable min_tokens")
+    eligible = eligible_reviews(source, n, d, min_tokens=min_tokens)
     gen = generator(seed)
     row = int(eligible[int(torch.randint(0, eligible.size, (1,), generator=gen))])
-    X = normalise(np.asarray(hidden[row, :n, :d], dtype=np.float64), n, d, dtype=dtype)
+    X = review_samples(source, row, n, d, dtype=dtype)
+    index = source.index  # type: ignore[attr-defined]
     info = {"review_id": int(index["review_id"].iloc[row]), "label": int(index["label"].iloc[row]),
-            "length": int(lengths[row])}
+            "length": int(index["length"].iloc[row])}
     return X, info
+
+
+def eligible_reviews(store: object, n: int, d: int, *, min_tokens: bool = False, needed: int = 1) -> np.ndarray:
+    """Rows of an embedding store from which samples (n, d) may be drawn, in store order.
+
+    With ``min_tokens`` only reviews with at least ``n`` real tokens (``[CLS]`` and ``[SEP]``
+    included) are eligible. Raises ``ValueError`` naming the fix when ``n``/``d`` exceed the store
+    or fewer than ``needed`` reviews are eligible.
+    """
+    hidden = store.hidden  # type: ignore[attr-defined]
+    if n > hidden.shape[1]:
+        raise ValueError(f"n = {n} exceeds the stored max_length {hidden.shape[1]}; lower n or re-embed with a "
+                         "larger max_length")
+    if d > hidden.shape[2]:
+        raise ValueError(f"d = {d} exceeds the model width {hidden.shape[2]}; lower d")
+    lengths = np.asarray(store.index["length"])  # type: ignore[attr-defined]
+    eligible = np.flatnonzero(lengths >= n) if min_tokens else np.arange(len(lengths))
+    if eligible.size < needed:
+        what = f"at least n = {n} tokens" if min_tokens else "reviews"
+        raise ValueError(f"the review pool has {eligible.size} eligible reviews ({what}), {needed} are needed; "
+                         "raise data.pool_size" + (", lower n or disable min_tokens" if min_tokens else ""))
+    return eligible
+
+
+def review_samples(store: object, rows: int | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64
+                   ) -> Tensor:
+    """Normalised samples (n, d) of store rows ``rows`` (one row, or an array of rows -> a batch)."""
+    hidden = store.hidden  # type: ignore[attr-defined]
+    return normalise(np.asarray(hidden[rows, :n, :d], dtype=np.float64), n, d, dtype=dtype)
