@@ -3,6 +3,6 @@ from wordsens.io import log_to
 from wordsens.tables import concatenate, write_both
 
 log_to(snakemake.log[0])
-frame = concatenate(snakemake.input)
+frame = concatenate(snakemake.input.chunks)
 write_both(frame, snakemake.output.parquet, snakemake.output.csv)
-print(f"{len(frame)} rows from {len(snakemake.input)} files")
+print(f"{len(frame)} rows from {len(snakemake.input.chunks)} files")

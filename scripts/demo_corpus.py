@@ -5,6 +5,6 @@ from wordsens.demo import make_corpus
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])
-root = Path(snakemake.output[0])
+root = Path(snakemake.output.corpus)
 make_corpus(root.parent, seed=snakemake.params.seed)
 print(f"wrote {sum(1 for _ in root.rglob('*.txt'))} reviews under {root}")

@@ -5,4 +5,5 @@ from wordsens.demo import make_tiny_causal_lm
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])
-print(f"tiny causal LM saved in {make_tiny_causal_lm(Path(snakemake.output[0]).parent, seed=snakemake.params.seed)}")
+folder = make_tiny_causal_lm(Path(snakemake.output.config).parent, seed=snakemake.params.seed)
+print(f"tiny causal LM saved in {folder}")

@@ -5,5 +5,5 @@ from wordsens.demo import make_tiny_bert
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])
-out = make_tiny_bert(Path(snakemake.output[0]).parent, seed=snakemake.params.seed)
+out = make_tiny_bert(Path(snakemake.output.config).parent, seed=snakemake.params.seed)
 print(f"tiny BERT saved in {out}")

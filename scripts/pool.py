@@ -10,5 +10,5 @@ p = snakemake.params
 tokenizer, _ = load_encoder(model_source(p.model_name, snakemake.input.model), "cpu")
 pool = select_pool(pd.read_parquet(snakemake.input.reviews), tokenizer, pool_size=p.pool_size,
                    max_tokens=p.max_tokens, seed=p.seed)
-write_table(snakemake.output[0], pool)
+write_table(snakemake.output.pool, pool)
 print(f"pool of {len(pool)} reviews, {pool['tokens'].min()}-{pool['tokens'].max()} tokens")

@@ -16,7 +16,8 @@ table = probes.layer_change_table(model, tokenizer, text, f3["token"], norm=f3["
                                   steps=f3["steps"], seed=p.seed)
 table["review_id"] = review
 atomic_path(snakemake.output.layers, lambda path: table.to_csv(path, index=False))
-print(f"attention on token {f3['token']}: {table['attention_before'].iloc[0]:.4f} -> {table['attention_after'].iloc[0]:.4f}")
+was, now = table["attention_before"].iloc[0], table["attention_after"].iloc[0]
+print(f"attention on token {f3['token']}: {was:.4f} -> {now:.4f}")
 layer_changes_figure(table, snakemake.output.panel3, settings=p.plots,
                      title=f"token {f3['token']} moved, ||Delta|| = {table['norm'].iloc[0]:.2f}")
 # panel 4: one head of one layer on a short text, before and after moving short_token

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 import torch
+import yaml
 
-from wordsens import resources
-from wordsens.plan import describe, ws_jobs
+from wordsens import plan, resources
 
 
 @pytest.mark.parametrize(
@@ -37,15 +37,20 @@ def test_runtime_estimates_are_positive_and_grow():
     assert resources.ws_seconds("raf", 50, 768, method="reference") > resources.ws_seconds("raf", 50, 768)
 
 
-def test_plan_lists_unfit_jobs_with_the_ways_out():
-    config = {"ws": {"trials": 10, "trials_per_job": 5, "maps": {"drf": {"d": [768], "n": [80], "L": [8]},
-                                                                  "raf": {"d": [64], "n": [10]}}},
-              "limits": {"memory_gb": 16}}
-    jobs = ws_jobs(config)
+def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "ws": {"data": "synthetic", "trials": 10, "trials_per_job": 5,
+               "maps": {"drf": {"d": [768], "n": [80], "L": [8]}, "raf": {"d": [64], "n": [10]}}},
+        "limits": {"memory_gb": 16, "gpu_memory_gb": "auto", "unfit": "fail"},
+    }))
+    loaded = plan.load_config(config, schema=plan.SCHEMA)
+    limits = plan.Limits(cpu=16 * resources.GB, gpu=None)
+    jobs = plan.ws_jobs(loaded, limits)
     assert len(jobs) == 4 and {job.chunk for job in jobs} == {0, 1}
-    text = describe(config)
-    assert "drf d768_n80_L8" in text and "profiles/slurm" in text and "unfit: skip" in text
-    assert "raf" in text and "CPU-hours" in text
+    text = plan.describe(loaded, limits)
+    assert "drf d768_n80_L8 (2 jobs)" in text and "profiles/slurm" in text and "limits.unfit: skip" in text
+    assert "ws raf (cpu)" in text and "hours" in text
 
 
 def test_available_memory_respects_limits(monkeypatch):

@@ -1,17 +1,24 @@
-"""The Snakemake workflow, run for real on the offline demo configuration."""
+"""The Snakemake workflow, run for real on the offline demo configuration (slow: ``pytest -m "not slow"``
+skips it)."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from workflow_utils import ROOT, copy_workflow, env, planned_jobs, snakemake, write_config
 
-from workflow_utils import ROOT, planned_jobs, snakemake, write_config
+pytestmark = pytest.mark.slow
 
 DEMO = "config/demo.yaml"
 
@@ -94,20 +101,29 @@ def test_adding_a_grid_value_runs_only_the_new_jobs(demo_run):
     raf = dict(config["ws"]["maps"]["raf"], n=config["ws"]["maps"]["raf"]["n"] + [12])
     cf = write_config(demo_run, "more_n.yaml", DEMO, {"ws": {"maps": {"raf": raf}}})
     jobs = planned_jobs(demo_run, cf)
-    assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "fig3": 1, "all": 1}
+    assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "ws_figure": 1, "all": 1}
 
 
 def test_changing_a_search_setting_reruns_ws_jobs_and_dependents_only(demo_run):
     cf = write_config(demo_run, "search.yaml", DEMO, {"ws": {"search": {"max_steps": 299}}})
     jobs = planned_jobs(demo_run, cf)
     assert jobs.get("ws") == 26
-    assert set(jobs) == {"ws", "ws_table", "fig2", "fig3", "all"}
+    assert set(jobs) == {"ws", "ws_table", "ws_figure", "all"} and jobs["ws_figure"] == 2
+
+
+def test_changing_threads_reruns_nothing(demo_run):
+    """Threads are resources, not params: another thread count re-runs no job (each job sets
+    torch's threads from snakemake.threads, and its rows record the count)."""
+    cf = write_config(demo_run, "threads.yaml", DEMO, {"ws": {"threads": 2}, "gen": {"threads": 2}})
+    assert planned_jobs(demo_run, cf) == {}
+    out = snakemake(demo_run, "-n", "--configfile", DEMO, "--set-threads", "ws=2", "gen=2")
+    assert "Nothing to be done" in out.stdout + out.stderr
 
 
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
-    assert planned_jobs(demo_run, cf) == {"fig2": 1, "fig3": 1, "fig4": 2, "fig5": 2, "fig1_attention": 1,
-                                          "fig3_probes": 1, "fig1_lm": 1, "all": 1}
+    assert planned_jobs(demo_run, cf) == {"ws_figure": 2, "gen_figure": 4, "fig1_attention": 1, "fig3_probes": 1,
+                                          "fig1_lm": 1, "all": 1}
 
 
 def test_adding_a_penalty_reruns_only_figure_5(demo_run):
@@ -116,7 +132,7 @@ def test_adding_a_penalty_reruns_only_figure_5(demo_run):
     cf = write_config(demo_run, "penalty.yaml", DEMO, {"gen": {"fig5": fig5}})
     jobs = planned_jobs(demo_run, cf)
     points = sum(len(ns) for ns in fig5["maps"].values()) * len(fig5["N"]) * len(config["gen"]["data"])
-    assert jobs == {"gen": points, "gen_table": 2, "fig5": 2, "all": 1}
+    assert jobs == {"gen": points, "gen_table": 2, "gen_figure": 2, "all": 1}
 
 
 def test_changing_the_layer_makes_new_embeddings(demo_run):
@@ -139,20 +155,23 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
         shutil.copy2(path, saved / str(i))
         path.unlink()
     try:
-        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "ws_table": 1, "fig2": 1, "all": 1}
+        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "ws_table": 1, "ws_figure": 1, "all": 1}
     finally:
         for i, path in enumerate(lost):
             shutil.copy2(saved / str(i), path)
 
 
-def test_numerics_version_bump_reruns_experiments(demo_run, monkeypatch):
-    """The numerics version is part of every WS job's params: a bump re-runs them."""
+def test_numerics_version_bump_reruns_experiments(demo_run):
+    """The numerics version is part of every WS and generalisation job's params (the grid gets it
+    from common.smk's import): a bump re-runs them."""
     common = demo_run / "workflow" / "rules" / "common.smk"
     text = common.read_text()
+    assert "from wordsens import NUMERICS_VERSION" in text
     common.write_text(text.replace("from wordsens import NUMERICS_VERSION",
                                    "NUMERICS_VERSION = 'bumped-for-test'"))
     try:
-        assert planned_jobs(demo_run, DEMO).get("ws") == 26
+        jobs = planned_jobs(demo_run, DEMO)
+        assert jobs.get("ws") == 26 and jobs.get("gen") == 24
     finally:
         common.write_text(text)
 
@@ -168,6 +187,11 @@ def test_lint_is_clean(demo_run):
     out = snakemake(demo_run, "--configfile", DEMO, "--lint", check=False)
     text = out.stdout + out.stderr
     assert "Congratulations" in text, text[-3000:]
+    # --lint checks the code, not this machine: a grid that cannot fit is neither refused nor listed
+    cf = write_config(demo_run, "lint.yaml", DEMO, {"limits": {"memory_gb": 0.1, "unfit": "fail"}})
+    out = snakemake(demo_run, "--configfile", cf, "--lint", check=False)
+    text = out.stdout + out.stderr
+    assert "Congratulations" in text and "left out" not in text and "unfit: skip" not in text, text[-3000:]
 
 
 @pytest.mark.parametrize(
@@ -177,8 +201,8 @@ def test_lint_is_clean(demo_run):
         ({"ws": {"trials": "ten"}}, "trials"),
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, "max_length"),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, "model width"),
-        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}}, "gen": {"fig4": None, "fig5": None}},
-         "ws.maps is empty"),
+        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+          "gen": {"fig4": None, "fig5": None}}, "ws.maps is empty"),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, "max_length"),
         ({"gen": {"d": 128}}, "model width"),
@@ -187,7 +211,9 @@ def test_lint_is_clean(demo_run):
         ({"ws": {"position": 9}}, "ws.position"),
         ({"data": {"pool_size": 41}}, "pool_size"),
         ({"data": {"source": "parquet", "path": None}}, "data.path"),
-        ({"limits": {"memory_gb": 0.1}}, "cannot fit"),
+        ({"ws": {"position": "middle"}}, "ws.position"),
+        ({"data": {"source": "aclimdb"}}, "data.path"),
+        ({"limits": {"memory_gb": 0.1, "unfit": "fail"}}, "cannot fit"),
     ],
 )
 def test_bad_config_is_refused_before_any_job(demo_run, changes, message):
@@ -197,10 +223,29 @@ def test_bad_config_is_refused_before_any_job(demo_run, changes, message):
     assert message in out.stdout + out.stderr
 
 
-def test_unfit_jobs_can_be_left_out(demo_run):
-    cf = write_config(demo_run, "skip.yaml", DEMO, {"limits": {"memory_gb": 0.32, "unfit": "skip"}})
-    out = snakemake(demo_run, "-n", "--configfile", cf)
-    assert "leaving out" in out.stdout + out.stderr
+def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_path):
+    """limits.unfit: skip (the default) runs what fits, names what does not at the start and at the
+    end of the run, and the WS figure and its report caption mark the points that were not run."""
+    workdir = copy_workflow(tmp_path / "wf")
+    # every WS job needs more than 0.3 GB (its process alone), so Figures 2 and 3 have no result
+    cf = write_config(workdir, "skip.yaml", DEMO, {
+        "results": "results/skip", "limits": {"memory_gb": 0.3},
+        "ws": {"maps": {"raf": None, "relu_raf": None}}, "gen": {"fig4": None, "fig5": None},
+        "probes": {"enabled": False, "lm": {"enabled": False}},
+    })
+    out = snakemake(workdir, "--cores", "1", "--configfile", cf)
+    text = out.stdout + out.stderr
+    assert text.count("6 job(s) left out") == 2, text[-3000:]  # at the start and at the end
+    assert "rf d32_n24 (1 job): needs" in text and "drf d16_n12_L3 (1 job): needs" in text
+    assert "0.3 GB allowed by limits.memory_gb" in text and "profiles/slurm" in text
+    figures = workdir / "results" / "skip" / "figures"
+    assert sorted(p.name for p in figures.iterdir()) == ["fig2_rf_drf.pdf", "fig2_rf_drf.png",
+                                                       "fig2_rf_drf_scaled.pdf", "fig2_rf_drf_scaled.png"]
+    log = (workdir / "results" / "skip" / "logs" / "ws_figure" / "fig2_rf_drf.log").read_text()
+    assert "Error" not in log
+    snakemake(workdir, "--configfile", cf, "--report", "report.html")
+    html = (workdir / "report.html").read_text(errors="replace")
+    assert "Not run" in html and "drf d16_n12_L3 needs" in html
 
 
 def test_corrupt_cache_is_detected(demo_run, tmp_path):
@@ -219,3 +264,45 @@ def test_corrupt_cache_is_detected(demo_run, tmp_path):
     with pytest.raises(CorruptCache):
         load_embeddings(copy)
     assert math.isfinite(load_embeddings(store).hidden[0, 0, 0])
+
+
+def test_dry_run_of_the_shipped_config_names_what_it_leaves_out(tmp_path):
+    """On a small machine (20 GB, no GPU) the paper's configuration plans everything that fits and
+    names the DRF points it leaves out, with the ways out."""
+    workdir = copy_workflow(tmp_path / "wf")
+    small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "rules"], cwd=workdir, env=small,
+                         capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert "job(s) left out" in text and "drf d768_n80_L8 (1 job): needs" in text and "Ways out" in text
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", text, re.M))
+    assert int(counts["ws"]) >= 3 * 21 and int(counts["gen"]) > 0  # RF, RAF, ReLU-RAF fit; DRF in part
+
+
+def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_path):
+    """snakemake --cores 1 with the shipped configuration and no network: the data steps have
+    priority, so the first job is `reviews`, and it fails, naming data.source and data.path, before
+    any compute job starts (checked by order, not by time)."""
+    workdir = copy_workflow(tmp_path / "wf")
+    small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=workdir, env=small,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    started, lines = [], []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(("rule ", "localrule ")):
+                started.append(line.split()[1].rstrip(":"))
+                if started[-1] in ("ws", "gen"):
+                    break  # keep-going: the jobs that need no data go on after the failure
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=120)
+    text = "".join(lines)
+    assert started[0] == "reviews", (started, text[-3000:])
+    failure = text.index("Error in rule reviews")
+    first_compute = min([text.find(f"rule {r}:") for r in ("ws", "gen") if f"rule {r}:" in text] or [len(text)])
+    assert failure < first_compute, text[-3000:]
+    assert "data.source" in text and "data.path" in text, text[-3000:]

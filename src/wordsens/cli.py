@@ -1,5 +1,5 @@
 """Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout) and
-``wordsens plan`` (the planned grid of a workflow configuration).
+``wordsens plan`` (the planned grid of a workflow configuration, see ``wordsens.plan``).
 
 Heavy modules (pandas, transformers) are imported only by the subcommands that need them, so a
 synthetic RF estimate runs in a process of a few hundred MB.
@@ -88,7 +88,8 @@ def _build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
     gen.add_argument("--N", required=True, type=_positive_int, dest="N_train", help="training set size")
     gen.add_argument("--d", required=True, type=_positive_int, help="embedding dimension")
-    gen.add_argument("--training", required=True, choices=["fine_tune", "retrain"], help="how the new sample is learned")
+    gen.add_argument("--training", required=True, choices=["fine_tune", "retrain"],
+                     help="how the new sample is learned")
     gen.add_argument("--loss", required=True, choices=["surrogate", "direct", "penalised"],
                      help="what the Delta search minimises: the surrogate, Err itself, or Err + penalty * D0^2")
     gen.add_argument("--penalty", type=float, default=0.0, help="weight of D0^2 in the penalised loss (default 0)")
@@ -102,10 +103,12 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_data_args(gen)
 
     plan = sub.add_parser(
-        "plan", help="print the planned word-sensitivity grid: job count, CPU-hours, peak memory, what cannot fit",
-        description="Read config.yaml (and --configfile files merged over it, as snakemake does) and print, "
-                    "before anything runs, the number of word-sensitivity jobs per map, their estimated CPU-hours "
-                    "and peak memory, and the jobs that cannot fit this machine (limits.memory_gb).",
+        "plan", help="print the planned grid: job count, hours, peak memory, devices, the jobs left out",
+        description="Load config.yaml (and --configfile files merged over it) the way the Snakefile does: "
+                    "validated against workflow/schemas/config.schema.yaml with its defaults filled, then checked "
+                    "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
+                    "hours, peak memory and device, and the jobs that cannot fit this machine (limits.memory_gb, "
+                    "limits.gpu_memory_gb), which the workflow leaves out (limits.unfit: skip) or refuses (fail).",
     )
     plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
     plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")

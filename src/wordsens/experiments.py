@@ -1,13 +1,14 @@
 """Experiment runners: one workflow job's worth of trials as tidy result rows.
 
 The Snakemake scripts are thin adapters around these functions; everything they need arrives as
-plain values (the ``params`` slices of the configuration).
+plain values (the ``params`` slices of the configuration). These functions never change global
+torch state: the scripts set torch's thread count from the job's ``threads``, and each row records
+the count it ran with.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import subprocess
@@ -20,14 +21,14 @@ import torch
 
 from . import NUMERICS_VERSION, __version__, preprocess, ws
 from .resources import job_peak_bytes, job_processes, peak_rss_bytes
-from .seeds import derive_seed
+from .seeds import canonical_json, derive_seed
 
-__all__ = ["NUMERICS_VERSION", "config_hash", "gen_rows", "provenance", "ws_rows"]
+__all__ = ["config_hash", "gen_rows", "provenance", "ws_rows"]
+
 
 def config_hash(params: Any) -> str:
     """Short stable hash of a job's parameters (recorded in every row)."""
-    text = json.dumps(params, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+    return hashlib.blake2b(canonical_json(params).encode(), digest_size=6).hexdigest()
 
 
 def _git_commit() -> str:
@@ -58,7 +59,7 @@ def _mb(value: int | None) -> float | None:
 
 def ws_rows(
     *, map_name: str, d: int, n: int, L: int | None, trials: list[int], seed: int, source: Any,
-    data_label: str, settings: dict[str, Any], threads: int = 1,
+    data_label: str, settings: dict[str, Any],
 ) -> pd.DataFrame:
     """Run the word-sensitivity trials of one job; one row per trial.
 
@@ -67,7 +68,7 @@ def ws_rows(
     (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
     trial's numbers do not depend on the chunking or the order of jobs.
     """
-    torch.set_num_threads(threads)
+    threads = torch.get_num_threads()
     search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash({"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label,
                          "settings": settings})
@@ -105,7 +106,7 @@ def ws_rows(
 
 def gen_rows(
     *, figure: str, map_name: str, n: int, N: int, d: int, simulations: list[int], searches: list, seed: int,
-    source: Any, data_label: str, settings: dict[str, Any], threads: int = 1,
+    source: Any, data_label: str, settings: dict[str, Any],
 ) -> pd.DataFrame:
     """Run the generalisation simulations of one job; one row per (simulation, search).
 
@@ -116,7 +117,7 @@ def gen_rows(
     """
     from . import generalisation as G
 
-    torch.set_num_threads(threads)
+    threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash({"figure": figure, "map": map_name, "n": n, "N": N, "d": d, "seed": seed,
                          "data": data_label, "settings": settings, "searches": searches})

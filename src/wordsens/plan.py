@@ -1,129 +1,70 @@
-"""The experiment grid of a configuration: jobs, their resource estimates, what fits this machine.
+"""The plan of a configuration, before anything runs: the validated settings, the jobs of its grid
+with their resource estimates, which of them fit, and the messages naming what is left out.
 
-Used by the Snakefile (job list, per-job resources, refusal of jobs that cannot fit) and by
-``wordsens plan`` (job count, CPU-hours, peak memory) before anything runs.
+One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the
+configuration is validated against workflow/schemas/config.schema.yaml the way Snakemake does it
+(``snakemake.utils.validate`` with ``set_default=True``: the schema holds every default), then the
+checks that a schema cannot express run (``problems``). ``Grid`` holds every word-sensitivity and
+generalisation job with its params, memory, runtime and device: the workflow looks jobs up by their
+wildcards. Torch is not imported, except to ask a visible GPU for its free memory.
 """
 
 from __future__ import annotations
 
-import copy
-import math
+import hashlib
+import json
 import re
-from dataclasses import dataclass
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import resources
+from . import NUMERICS_VERSION, resources
+from .seeds import canonical
 
 __all__ = [
+    "SCHEMA",
+    "ConfigError",
     "GenJob",
+    "Grid",
+    "Job",
+    "Limits",
     "WSJob",
     "describe",
-    "gen_jobs",
+    "failed_jobs",
     "load_config",
-    "memory_limit_bytes",
     "merge",
-    "parse_setting",
+    "model_tag",
+    "model_width",
+    "problems",
     "setting_name",
-    "split_fit",
-    "unfit_message",
-    "ws_jobs",
+    "validate",
 ]
 
-_SETTING = re.compile(r"^d(\d+)_n(\d+)(?:_L(\d+))?$")
+# The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+DEMO_MODEL = "demo-tiny-bert"
+DEMO_LM = "demo-tiny-lm"
+GB = resources.GB
+# Host memory of a job whose arrays live on a GPU: its Python process, the Snakemake job process
+# and torch's CUDA context and kernels (1-2 GB resident; not measured here: the CI machine has no GPU).
+CUDA_HOST_BYTES = resources.PROCESS_OVERHEAD + resources.JOBSTEP_OVERHEAD + 2 * GB
 
 
-def setting_name(map_name: str, d: int, n: int, L: int | None = None) -> str:
-    """The path component of one grid point: ``d768_n50`` or, for DRF, ``d768_n50_L2``."""
-    return f"d{d}_n{n}_L{L}" if map_name == "drf" else f"d{d}_n{n}"
+class ConfigError(ValueError):
+    """A configuration that cannot run; ``problems`` names each key and its fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid configuration:\n  " + "\n  ".join(problems))
 
 
-def parse_setting(setting: str) -> tuple[int, int, int | None]:
-    match = _SETTING.match(setting)
-    if not match:
-        raise ValueError(f"not a grid setting: {setting!r} (expected d<d>_n<n>[_L<L>])")
-    d, n, L = match.groups()
-    return int(d), int(n), (int(L) if L else None)
-
-
-@dataclass(frozen=True)
-class WSJob:
-    """One word-sensitivity job: a grid point and a chunk of its trials."""
-
-    map: str
-    d: int
-    n: int
-    L: int | None
-    chunk: int
-    trials: tuple[int, ...]
-    memory_bytes: int  # what the job needs: arrays, its Python process and the Snakemake job process
-    seconds: float  # estimated wall time of the whole chunk
-
-    @property
-    def setting(self) -> str:
-        return setting_name(self.map, self.d, self.n, self.L)
-
-
-@dataclass(frozen=True)
-class GenJob:
-    """One generalisation job: a figure's grid point and a chunk of its simulations, each serving
-    every (training, loss, penalty) search of the figure."""
-
-    figure: str
-    data: str
-    map: str
-    n: int
-    N: int
-    d: int
-    chunk: int
-    simulations: tuple[int, ...]
-    searches: tuple[tuple[str, str, float], ...]
-    memory_bytes: int
-    seconds: float
-
-    @property
-    def setting(self) -> str:
-        return gen_setting(self.map, self.n, self.N, self.d)
-
-
-def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
-    return f"{map_name}_n{n}_N{N}_d{d}"
-
-
-def gen_searches(figure_config: dict, figure: str) -> tuple[tuple[str, str, float], ...]:
-    trainings = figure_config.get("trainings", ["fine_tune", "retrain"])
-    if figure == "fig5":
-        return tuple((t, "penalised", float(p)) for t in trainings for p in figure_config.get("penalties", []))
-    return tuple((t, loss, 0.0) for t in trainings for loss in figure_config.get("losses", []))
-
-
-def gen_jobs(config: dict) -> list[GenJob]:
-    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with estimates."""
-    gen = config.get("gen") or {}
-    sims, per_job = int(gen.get("simulations", 10)), int(gen.get("simulations_per_job", 5))
-    jobs: list[GenJob] = []
-    for figure in ("fig4", "fig5"):
-        fig = gen.get(figure)
-        if not fig:
-            continue
-        searches = gen_searches(fig, figure)
-        for data in gen.get("data", ["synthetic"]):
-            for map_name, ns in (fig.get("maps") or {}).items():
-                for n in ns or []:
-                    for N in fig.get("N", []):
-                        d = int(gen.get("d", 768))
-                        mem = resources.gen_memory(map_name, n, d, N).bytes + resources.PROCESS_OVERHEAD \
-                            + resources.JOBSTEP_OVERHEAD
-                        secs = resources.gen_seconds(map_name, n, d, N, searches=len(searches))
-                        for chunk in range(math.ceil(sims / per_job)):
-                            chunk_sims = tuple(range(chunk * per_job, min(sims, (chunk + 1) * per_job)))
-                            jobs.append(GenJob(figure, data, map_name, int(n), int(N), d, chunk, chunk_sims, searches,
-                                               mem, secs * len(chunk_sims)))
-    return jobs
-
-
+# ----------------------------------------------------------------------------- loading and checks
 def merge(base: dict, override: dict) -> dict:
     """Recursive dict merge (what Snakemake does with a --configfile over config.yaml)."""
+    import copy
+
     out = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
@@ -133,93 +74,500 @@ def merge(base: dict, override: dict) -> dict:
     return out
 
 
-def load_config(*paths: str | Path) -> dict:
-    """``config.yaml`` merged with further config files, in order."""
+def load_config(*paths: str | Path, schema: str | Path | None = None) -> dict:
+    """``config.yaml`` merged with further config files, in order, then ``validate``-d: what the
+    Snakefile sees after ``configfile:`` and ``--configfile``."""
     import yaml
 
     config: dict = {}
     for path in paths:
         with open(path) as fh:
             config = merge(config, yaml.safe_load(fh) or {})
+    if schema is None and paths:
+        beside = Path(paths[0]).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+        schema = beside if beside.is_file() else SCHEMA
+    return validate(config, schema or SCHEMA)
+
+
+def _key(path: Iterable[Any]) -> str:
+    return ".".join(str(part) for part in path) or "(top level)"
+
+
+def _schema_problem(error: Any) -> str:
+    """One line from a jsonschema error: the dotted key, what is wrong, and the key's description."""
+    text = f"{_key(error.absolute_path)}: {error.message}"
+    if error.context:  # oneOf/anyOf: what each alternative wanted
+        text += " (" + "; ".join(sorted({sub.message for sub in error.context})) + ")"
+    description = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if description and error.absolute_path:
+        text += f" -- {' '.join(description.split())}"
+    return text
+
+
+def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
+    """Validate ``config`` in place, filling the schema's defaults, then run ``problems``.
+
+    Raises ``ConfigError`` naming every problem found (for the schema: the first one, as
+    Snakemake reports it).
+    """
+    from jsonschema import ValidationError
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate as snakemake_validate
+
+    try:
+        snakemake_validate(config, str(schema), set_default=True)
+    except WorkflowError as err:
+        cause = err.__context__
+        raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
+    found = problems(config)
+    if found:
+        raise ConfigError(found)
     return config
 
 
-def ws_jobs(config: dict) -> list[WSJob]:
-    """Every word-sensitivity job of ``config["ws"]``, with per-job memory and time estimates."""
-    ws = config.get("ws", {})
-    trials, per_job = int(ws.get("trials", 10)), int(ws.get("trials_per_job", 10))
-    method = ws.get("method", "default")
-    device = ws.get("device", "auto")
-    device = "cuda" if device == "cuda" else "cpu"
+def model_tag(name: str) -> str:
+    """Folder name of an encoder: another model gives new files, never an overwrite."""
+    if name == DEMO_MODEL:
+        return DEMO_MODEL
+    path = Path(name).expanduser()
+    if path.exists():
+        digest = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
+        return f"{re.sub(r'[^A-Za-z0-9._-]+', '_', path.name)}-{digest}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def model_width(name: str) -> int | None:
+    """Hidden size from a local config.json (local folder, demo or Hugging Face cache), else None."""
+    if name == DEMO_MODEL:
+        return 64
+    candidates = [Path(name).expanduser() / "config.json"]
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+        if isinstance(cached, str):
+            candidates.append(Path(cached))
+    except Exception:  # not a Hub name, or no cache: the other candidates decide
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            return int(json.loads(candidate.read_text()).get("hidden_size", 0)) or None
+    return {"bert-base-uncased": 768, "bert-base-cased": 768, "bert-large-uncased": 1024}.get(name)
+
+
+def problems(config: dict) -> list[str]:
+    """What a validated configuration (defaults filled) cannot run, one line per problem naming
+    the key and the fix: the checks that span several sections, which a schema cannot express."""
+    out: list[str] = []
+    data, model, ws, gen = config["data"], config["model"], config["ws"], config["gen"]
+    grids = {m: g for m, g in ws["maps"].items() if g}
+    figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
+    if not grids and not figures:
+        out.append("ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
+                   "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid")
+    width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
+    for map_name, grid in grids.items():
+        if ws["data"] == "imdb":
+            too_long = [n for n in grid["n"] if n > model["max_length"]]
+            if too_long:
+                out.append(f"ws.maps.{map_name}.n has {too_long} > model.max_length = {model['max_length']}: "
+                           "lower n or raise model.max_length")
+            too_wide = [d for d in grid["d"] if width is not None and d > width]
+            if too_wide:
+                out.append(f"ws.maps.{map_name}.d has {too_wide} > the model width {width} ({model['name']}): "
+                           "lower d or choose a wider model.name")
+        if ws["position"] != "all" and ws["position"] >= min(grid["n"]):
+            out.append(f"ws.position {ws['position']} is beyond the smallest n = {min(grid['n'])} of "
+                       f"ws.maps.{map_name}: choose a position below every n, or 'all'")
+    for figure, fig in figures.items():
+        for map_name, ns in fig["maps"].items():
+            if "imdb" in gen["data"]:
+                too_long = [n for n in ns if n > model["max_length"]]
+                if too_long:
+                    out.append(f"gen.{figure}.maps.{map_name} has n = {too_long} > model.max_length = "
+                               f"{model['max_length']}: lower n or raise model.max_length")
+            if gen["position"] >= min(ns):
+                out.append(f"gen.position {gen['position']} is beyond n = {min(ns)} of gen.{figure}.maps.{map_name}: "
+                           "choose a position below every n")
+        if "imdb" in gen["data"] and max(fig["N"]) + 1 > data["pool_size"]:
+            out.append(f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1} (N training "
+                       "reviews and the new one): raise data.pool_size or lower N")
+    if figures and "imdb" in gen["data"] and width is not None and gen["d"] > width:
+        out.append(f"gen.d = {gen['d']} > the model width {width} ({model['name']}): lower gen.d")
+    probes = config["probes"]
+    f3 = probes["fig3"]
+    if probes["enabled"] and f3["text"] is None and f3["token"] > f3["min_tokens"]:
+        out.append(f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
+                   f"{f3['min_tokens']} tokens: raise min_tokens or lower the token")
+    lm = probes["lm"]
+    if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
+        from .data import hub_reachable
+
+        if not hub_reachable():
+            out.append(f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                       "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false")
+    return out
+
+
+# ----------------------------------------------------------------------------- limits and devices
+def _gpu_visible() -> bool:
+    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
+    one never import torch at planning time."""
+    if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Memory one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
+    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU)."""
+
+    cpu: int
+    gpu: int | None
+
+    @classmethod
+    def of(cls, config: dict) -> Limits:
+        """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: what this machine (its GPU)
+        has free now."""
+        cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
+        cpu_bytes = resources.available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
+        if gpu != "auto":
+            gpu_bytes: int | None = int(float(gpu) * GB)
+        else:
+            gpu_bytes = resources.available_bytes("cuda") if _gpu_visible() else None
+        return cls(cpu_bytes, gpu_bytes)
+
+
+def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
+    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``gpu``)
+    and the job gains from it (``prefers_gpu``: DRF among the WS maps), else ``cpu``."""
+    if setting == "auto":
+        return "cuda" if gpu and prefers_gpu else "cpu"
+    return setting
+
+
+# ----------------------------------------------------------------------------- jobs
+def setting_name(map_name: str, d: int, n: int, L: int | None = None) -> str:
+    """The path component of one WS grid point: ``d768_n50`` or, for DRF, ``d768_n50_L2``."""
+    return f"d{d}_n{n}_L{L}" if map_name == "drf" else f"d{d}_n{n}"
+
+
+def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
+    """The path component of one generalisation point: ``raf_n40_N100_d768``."""
+    return f"{map_name}_n{n}_N{N}_d{d}"
+
+
+def data_label(config: dict, data: str) -> str:
+    """What a result row records as its data: the encoder and layer of the embeddings, or synthetic."""
+    if data == "imdb":
+        return f"imdb:{model_tag(config['model']['name'])}:layer{config['model']['layer']}"
+    return "synthetic"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of the grid, run by rule ``kind`` (``ws`` or ``gen``); Snakemake finds it by the
+    wildcards of its output path."""
+
+    kind: str
+    map: str
+    data: str  # imdb | synthetic
+    chunk: int
+    device: str  # cpu | cuda
+    memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
+    device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
+    seconds: float  # estimated wall time of the whole chunk
+    params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
+
+    @property
+    def setting(self) -> str:  # pragma: no cover - defined by each kind
+        raise NotImplementedError
+
+    @property
+    def wildcards(self) -> dict[str, str]:  # pragma: no cover - defined by each kind
+        raise NotImplementedError
+
+    @property
+    def point(self) -> str:
+        """The grid point, as the left-out block names it."""
+        return f"{self.map} {self.setting}"
+
+    @property
+    def mem_mb(self) -> int:
+        """Host memory to request (MB)."""
+        return max(256, -(-self.memory_bytes // resources.MB))
+
+    @property
+    def runtime(self) -> int:
+        """Minutes to request: generous (5 x the estimate + 5 minutes)."""
+        return int(5 + 5 * self.seconds / 60)
+
+    @property
+    def gpu(self) -> int:
+        return 1 if self.device == "cuda" else 0
+
+    def matches(self, **wildcards: Any) -> bool:
+        mine = self.wildcards
+        return all(mine.get(key) == str(value) for key, value in wildcards.items())
+
+
+@dataclass(frozen=True)
+class WSJob(Job):
+    """A word-sensitivity job: a grid point and a chunk of its trials."""
+
+    d: int
+    n: int
+    L: int | None
+    trials: tuple[int, ...]
+
+    @property
+    def setting(self) -> str:
+        return setting_name(self.map, self.d, self.n, self.L)
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
+
+
+@dataclass(frozen=True)
+class GenJob(Job):
+    """A generalisation job: a figure's point and a chunk of its simulations, each serving every
+    (training, loss, penalty) search of the figure."""
+
+    figure: str
+    n: int
+    N: int
+    d: int
+    simulations: tuple[int, ...]
+    searches: tuple[tuple[str, str, float], ...]
+
+    @property
+    def setting(self) -> str:
+        return gen_setting(self.map, self.n, self.N, self.d)
+
+    @property
+    def point(self) -> str:
+        return f"{self.figure} {self.data} {self.setting}"
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"figure": self.figure, "gdata": self.data, "gsetting": self.setting, "chunk": str(self.chunk)}
+
+
+def _chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
+    return [tuple(range(start, min(count, start + per_job))) for start in range(0, count, per_job)]
+
+
+def _placed(estimate: resources.MemoryEstimate, device: str) -> tuple[int, int]:
+    """(host bytes, device bytes) of a job whose arrays are ``estimate``, run on ``device``."""
+    if device == "cuda":
+        return CUDA_HOST_BYTES, estimate.bytes
+    return estimate.job, estimate.job
+
+
+def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSION) -> list[WSJob]:
+    """Every word-sensitivity job of ``config["ws"]``, with its params and estimates."""
+    ws = config["ws"]
+    method, position = ws["method"], ws["position"]
     jobs: list[WSJob] = []
-    for map_name, grid in (ws.get("maps") or {}).items():
+    for map_name, grid in ws["maps"].items():
         if not grid:
             continue
-        Ls = grid.get("L", [2]) if map_name == "drf" else [None]
-        for d in grid.get("d", []):
-            for n in grid.get("n", []):
-                for L in Ls:
-                    sampler = "dense" if method == "reference" else "exact"
-                    mem = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler).job
-                    secs = resources.ws_seconds(map_name, n, d, L=L or 2, method=method, sampler=sampler, device=device)
-                    for chunk in range(math.ceil(trials / per_job)):
-                        chunk_trials = tuple(range(chunk * per_job, min(trials, (chunk + 1) * per_job)))
-                        jobs.append(WSJob(map_name, int(d), int(n), L, chunk, chunk_trials, mem,
-                                          secs * len(chunk_trials)))
+        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=map_name == "drf")
+        sampler = resources.choose_sampler(map_name, position=position, method=method)
+        settings = {"position": position, "method": method, "device": device, "min_tokens": ws["min_tokens"],
+                    "search": dict(ws["search"])}
+        for d in grid["d"]:
+            for n in grid["n"]:
+                for L in grid.get("L", [None]):
+                    estimate = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler)
+                    host, on_device = _placed(estimate, device)
+                    secs = resources.ws_seconds(map_name, n, d, L=L or 2, method=method, sampler=sampler,
+                                                device=device, positions=n if position == "all" else 1)
+                    for chunk, trials in enumerate(_chunks(ws["trials"], ws["trials_per_job"])):
+                        params = canonical({
+                            "map": map_name, "d": d, "n": n, "L": L, "trials": list(trials), "seed": config["seed"],
+                            "data": ws["data"], "data_label": data_label(config, ws["data"]), "settings": settings,
+                            "numerics_version": numerics_version,
+                        })
+                        jobs.append(WSJob("ws", map_name, ws["data"], chunk, device, host, on_device,
+                                          secs * len(trials), params, d, n, L, trials))
     return jobs
 
 
-def memory_limit_bytes(config: dict) -> int:
-    """``limits.memory_gb`` in bytes; ``auto`` = the memory available on this machine now."""
-    limit = (config.get("limits") or {}).get("memory_gb", "auto")
-    if limit in (None, "auto"):
-        return resources.available_bytes("cpu")
-    return int(float(limit) * resources.GB)
+def gen_searches(figure: str, fig: dict) -> tuple[tuple[str, str, float], ...]:
+    """The (training, loss, penalty) searches every simulation of a figure runs."""
+    if figure == "fig5":
+        return tuple((t, "penalised", float(p)) for t in fig["trainings"] for p in fig["penalties"])
+    return tuple((t, loss, 0.0) for t in fig["trainings"] for loss in fig["losses"])
 
 
-def split_fit(jobs: list, limit: int) -> tuple[list, list]:
-    fit = [job for job in jobs if job.memory_bytes <= limit]
-    unfit = [job for job in jobs if job.memory_bytes > limit]
-    return fit, unfit
+def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSION) -> list[GenJob]:
+    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with its params and estimates."""
+    gen = config["gen"]
+    device = job_device(gen["device"], gpu=limits.gpu is not None)
+    settings = {"position": gen["position"], "device": device, "min_tokens": gen["min_tokens"],
+                "search": dict(gen["search"])}
+    d = gen["d"]
+    jobs: list[GenJob] = []
+    for figure in ("fig4", "fig5"):
+        fig = gen[figure]
+        if not fig:
+            continue
+        searches = gen_searches(figure, fig)
+        for data in gen["data"]:
+            for map_name, ns in fig["maps"].items():
+                for n in ns:
+                    for N in fig["N"]:
+                        estimate = resources.gen_memory(map_name, n, d, N)
+                        host, on_device = _placed(estimate, device)
+                        secs = resources.gen_seconds(map_name, n, d, N, searches=len(searches))
+                        for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
+                            params = canonical({
+                                "figure": figure, "map": map_name, "n": n, "N": N, "d": d, "data": data,
+                                "data_label": data_label(config, data), "simulations": list(sims),
+                                "searches": [list(s) for s in searches], "seed": config["seed"], "settings": settings,
+                                "numerics_version": numerics_version,
+                            })
+                            jobs.append(GenJob("gen", map_name, data, chunk, device, host, on_device,
+                                               secs * len(sims), params, figure, n, N, d, sims, searches))
+    return jobs
 
 
-def unfit_message(unfit: list, limit: int) -> str:
-    """One message listing the jobs that cannot fit, and the ways out."""
-    seen: dict[str, Any] = {}
-    for job in unfit:
-        name = f"{job.map} {job.setting}" if isinstance(job, WSJob) else f"{job.figure} {job.data} {job.setting}"
-        seen.setdefault(name, job)
-    lines = [f"  {name}: needs about {job.memory_bytes / resources.GB:.1f} GB" for name, job in seen.items()]
-    return (
-        f"{len(unfit)} job(s) cannot fit the {limit / resources.GB:.1f} GB this machine offers "
-        f"(limits.memory_gb):\n" + "\n".join(lines) + "\n"
-        "Ways out: run them on a cluster (snakemake --profile profiles/slurm, whose nodes set limits.memory_gb), "
-        "on a GPU (ws.device: cuda, limits.memory_gb: the GPU's memory), or with a smaller d; or leave them out "
-        "and run the rest with --config \"limits={unfit: skip}\" (limits.unfit: skip)"
-    )
+# ----------------------------------------------------------------------------- the grid
+WS_FIGURES = {"fig2_rf_drf": ("rf", "drf"), "fig3_raf_relu_raf": ("raf", "relu_raf")}
+GEN_FIGURES = {"fig4_generalisation": "fig4", "fig5_penalised": "fig5"}
 
 
-def describe(config: dict) -> str:
-    """Human summary: job counts, estimated CPU-hours, peak memory, what does not fit."""
-    jobs: list = ws_jobs(config) + gen_jobs(config)
-    limit = memory_limit_bytes(config)
-    fit, unfit = split_fit(jobs, limit)
+class Grid:
+    """Every job of a configuration, split into those that fit ``limits`` and those left out.
+
+    The workflow's input functions look jobs up by their output's wildcards (``job``), collect the
+    chunk files of a table (``select``) and name what a figure is missing (``left_out``).
+    """
+
+    def __init__(self, config: dict, *, limits: Limits | None = None, numerics_version: str = NUMERICS_VERSION):
+        self.limits = Limits.of(config) if limits is None else limits
+        self.jobs: list[Job] = [*ws_jobs(config, self.limits, numerics_version),
+                                *gen_jobs(config, self.limits, numerics_version)]
+        self.fit = [job for job in self.jobs if self.fits(job)]
+        self.unfit = [job for job in self.jobs if not self.fits(job)]
+        self._by_wildcards = {tuple(sorted(job.wildcards.items())): job for job in self.fit}
+
+    def limit(self, device: str) -> int | None:
+        """Bytes one job may use on ``device``; None: unknown (a GPU that is not visible here)."""
+        return self.limits.gpu if device == "cuda" else self.limits.cpu
+
+    def fits(self, job: Job) -> bool:
+        limit = self.limit(job.device)
+        return limit is None or job.device_bytes <= limit
+
+    def job(self, wildcards: Mapping[str, Any]) -> Job:
+        """The job that writes the output with these wildcards (a Snakemake ``Wildcards`` object)."""
+        key = tuple(sorted((name, str(value)) for name, value in wildcards.items()))
+        try:
+            return self._by_wildcards[key]
+        except KeyError:
+            raise LookupError(f"no job with wildcards {dict(key)} in this configuration's grid") from None
+
+    def select(self, **wildcards: Any) -> list[Job]:
+        """The jobs that fit and match ``wildcards`` (e.g. ``map="rf"``: every chunk of the RF table)."""
+        return [job for job in self.fit if job.matches(**wildcards)]
+
+    def ws_maps(self) -> list[str]:
+        """Maps with at least one WS job that fits (each gets a table)."""
+        return sorted({job.map for job in self.fit if job.kind == "ws"})
+
+    def ws_figures(self) -> list[str]:
+        """WS figures with at least one configured map, fitting or not (missing points are marked)."""
+        configured = {job.map for job in self.jobs if job.kind == "ws"}
+        return [stem for stem, maps in WS_FIGURES.items() if configured & set(maps)]
+
+    def gen_tables(self) -> list[tuple[str, str]]:
+        """(figure, data) pairs with at least one generalisation job that fits."""
+        return sorted({(job.figure, job.data) for job in self.fit if isinstance(job, GenJob)})
+
+    def left_out(self, **wildcards: Any) -> list[dict[str, Any]]:
+        """The grid points left out (every chunk of them) among jobs matching ``wildcards``, with
+        the memory they need: what figures and the report mark as not run."""
+        seen: dict[str, dict[str, Any]] = {}
+        for job in self.unfit:
+            if job.matches(**wildcards):
+                seen.setdefault(job.point, {"point": job.point, "map": job.map, "device": job.device,
+                                            "needs_gb": round(job.device_bytes / GB, 1), **_values(job)})
+        return list(seen.values())
+
+    def left_out_message(self, *, fail: bool = False) -> str:
+        """One block: the jobs left out, why (memory needed against allowed), and the ways out."""
+        if not self.unfit:
+            return ""
+        points: dict[str, list[Job]] = {}
+        for job in self.unfit:
+            points.setdefault(job.point, []).append(job)
+        lines = []
+        for point, jobs in points.items():
+            job = jobs[0]
+            allowed = self.limit(job.device)
+            where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
+            lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
+                         f"{job.device_bytes / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}")
+        head = (f"{len(self.unfit)} job(s) cannot fit the memory one job may use here, so nothing runs "
+                "(limits.unfit: fail):" if fail else
+                f"{len(self.unfit)} job(s) left out: they need more memory than one job may use here "
+                "(limits.unfit: skip runs everything else):")
+        ways = ("Ways out: a cluster (snakemake --profile profiles/slurm, with limits.memory_gb set to the "
+                "nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is visible, or "
+                "limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. ")
+        ways += ("limits.unfit: skip runs the rest." if fail else
+                 "limits.unfit: fail refuses to start while any job is left out.")
+        return "\n".join([head, *lines, ways])
+
+
+def _values(job: Job) -> dict[str, Any]:
+    if isinstance(job, WSJob):
+        return {"d": job.d, "n": job.n, "L": job.L}
+    assert isinstance(job, GenJob)
+    return {"figure": job.figure, "data": job.data, "n": job.n, "N": job.N, "d": job.d}
+
+
+def failed_jobs(log_text: str) -> list[dict[str, str]]:
+    """The failed jobs of a Snakemake log (its ``Error in rule`` blocks): rule, output and log
+    files, in order, one entry per job (a retried job appears once)."""
+    found: dict[str, dict[str, str]] = {}
+    for block in re.split(r"\n(?=\S)", log_text):
+        match = re.match(r"Error in rule (\S+):", block)
+        if not match:
+            continue
+        fields = dict(re.findall(r"^ {4}(\w+): (.*)$", block, re.M))
+        output = fields.get("output", "")
+        log = re.sub(r" \(check log file\(s\) for error details\)$", "", fields.get("log", ""))
+        found[output or f"{match.group(1)}:{fields.get('jobid', '')}"] = {"rule": match.group(1), "output": output,
+                                                                         "log": log}
+    return list(found.values())
+
+
+def describe(config: dict, limits: Limits | None = None) -> str:
+    """Human summary: job counts, estimated hours, peak memory, where jobs run, what is left out."""
+    grid = Grid(config, limits=limits)
     lines = ["jobs (word sensitivity: per map, grid point and chunk of trials; generalisation: per figure, "
              "data, map, n, N and chunk of simulations):"]
-    groups: dict[str, list] = {}
-    for job in jobs:
-        groups.setdefault(f"ws {job.map}" if isinstance(job, WSJob) else f"{job.figure} {job.map}", []).append(job)
+    groups: dict[str, list[Job]] = {}
+    for job in grid.jobs:
+        name = f"{job.figure} {job.map}" if isinstance(job, GenJob) else f"ws {job.map}"
+        groups.setdefault(f"{name} ({job.device})", []).append(job)
     for name in sorted(groups):
         mine = groups[name]
         hours = sum(job.seconds for job in mine) / 3600
-        peak = max(job.memory_bytes for job in mine) / resources.GB
-        lines.append(f"  {name:14s} {len(mine):5d} jobs  {hours:8.2f} CPU-hours  peak {peak:6.1f} GB")
-    total_h = sum(job.seconds for job in jobs) / 3600
-    peak = max((job.memory_bytes for job in jobs), default=0) / resources.GB
-    lines.append(f"  {'total':14s} {len(jobs):5d} jobs  {total_h:8.2f} CPU-hours  peak {peak:6.1f} GB")
-    lines.append(f"memory per job allowed here: {limit / resources.GB:.1f} GB (limits.memory_gb)")
-    if unfit:
-        lines.append(unfit_message(unfit, limit))
-    else:
-        lines.append("every job fits")
+        peak = max(job.device_bytes for job in mine) / GB
+        lines.append(f"  {name:21s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
+    total_h = sum(job.seconds for job in grid.jobs) / 3600
+    peak = max((job.device_bytes for job in grid.jobs), default=0) / GB
+    lines.append(f"  {'total':21s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
+    lines.append(f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
+                 + (f"{grid.limits.gpu / GB:.1f} GB (limits.gpu_memory_gb)" if grid.limits.gpu is not None
+                    else "none visible (limits.gpu_memory_gb)"))
+    lines.append(grid.left_out_message(fail=config["limits"]["unfit"] == "fail") or "every job fits")
     return "\n".join(lines)

@@ -9,12 +9,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-from .io import atomic_path  # noqa: E402
+from .io import atomic_path
 
 __all__ = ["attention_pair", "gen_figure", "layer_changes_figure", "rf_law", "save", "text_table_figure", "ws_figure"]
 
@@ -22,7 +22,8 @@ MAP_TITLES = {"rf": "RF (k = D)", "drf": "deep RF", "raf": "RAF (softmax attenti
 
 
 def rf_law(n: np.ndarray) -> np.ndarray:
-    """Back-of-envelope RF word sensitivity (1 + sqrt(2/n)) / sqrt(n) (paper.md, section 2)."""
+    """Back-of-envelope RF word sensitivity (1 + sqrt(2/n)) / sqrt(n): the dotted line of Figure 2
+    (workflow/report/ws_figure.rst; it decays like 1/sqrt(n), as the README's introduction says)."""
     n = np.asarray(n, dtype=float)
     return (1 + np.sqrt(2 / n)) / np.sqrt(n)
 
@@ -35,6 +36,22 @@ def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int) -> None:
     plt.close(fig)
 
 
+def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most: int = 6) -> str:
+    """'not run: L=8 n=80 (needs 99.4 GB)' lines for grid points left out (``wordsens.plan.Grid.left_out``)."""
+    lines = []
+    for point in points:
+        values = " ".join(f"{key}={point[key]}" for key in keys if point.get(key) is not None)
+        lines.append(f"{values} (needs {point['needs_gb']:g} GB)")
+    if len(lines) > most:
+        lines = [*lines[: most - 1], f"and {len(lines) - most + 1} more"]
+    return "not run: " + "\n".join(lines) if lines else ""
+
+
+def _mark_not_run(ax: plt.Axes, note: str) -> None:
+    ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize="x-small", va="bottom", ha="left", color="dimgray",
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "lightgray", "alpha": 0.9})
+
+
 def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, palette: str) -> None:
     frame = frame.copy()
     factor = np.sqrt(frame["n"].astype(float)) if scaled else 1.0
@@ -42,7 +59,7 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
     hue = "L" if map_name == "drf" else "d"
     frame[hue] = frame[hue].astype(int)
     levels = sorted(frame[hue].unique())
-    colors = dict(zip(levels, sns.color_palette(palette, len(levels))))
+    colors = dict(zip(levels, sns.color_palette(palette, len(levels)), strict=True))
     sns.lineplot(data=frame, x="n", y="value", hue=hue, hue_order=levels, palette=colors, errorbar="sd",
                  marker="o", ax=ax, legend=False)
     handles = [plt.Line2D([], [], color=colors[v], marker="o", label=f"{hue} = {v}") for v in levels]
@@ -58,28 +75,34 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
         ax.plot(grid, law, color="black", ls=":", lw=1.5)
         handles.append(plt.Line2D([], [], color="black", ls=":", label=r"$(1+\sqrt{2/n})/\sqrt{n}$"
                                   + (r"$\;\times\sqrt{n}$" if scaled else "")))
-    if map_name == "drf" and frame["d"].nunique() == 1:
-        title = f"{MAP_TITLES[map_name]} (d = {int(frame['d'].iloc[0])})"
-    else:
-        title = MAP_TITLES[map_name]
-    ax.set_title(title)
-    ax.set_xlabel("context length n")
-    ax.set_ylabel(r"word sensitivity $\times\sqrt{n}$" if scaled else "word sensitivity (lower bound)")
     ax.legend(handles=handles, fontsize="small", frameon=False)
-    ax.set_ylim(bottom=0)
 
 
 def ws_figure(tables: dict[str, pd.DataFrame], maps: Sequence[str], paths: Sequence[str | Path], *,
-              scaled: bool = False, settings: dict[str, Any] | None = None) -> None:
-    """One panel per map of ``maps`` present in ``tables``: mean WS vs n with a 1-sd band."""
+              scaled: bool = False, left_out: Sequence[dict[str, Any]] = (),
+              settings: dict[str, Any] | None = None) -> None:
+    """One panel per map of ``maps`` with results or left-out points: mean WS vs n with a 1-sd
+    band (``lineplot(errorbar="sd")``); points left out are named in their panel."""
     settings = settings or {}
-    present = [m for m in maps if m in tables and not tables[m].empty]
+    missing = {m: [p for p in left_out if p["map"] == m] for m in maps}
+    present = [m for m in maps if (m in tables and not tables[m].empty) or missing[m]]
     if not present:
         raise ValueError(f"no results for any of {list(maps)}")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     fig, axes = plt.subplots(1, len(present), figsize=(4.6 * len(present), 3.6), squeeze=False)
-    for ax, map_name in zip(axes[0], present):
-        _panel(ax, tables[map_name], map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
+    for ax, map_name in zip(axes[0], present, strict=True):
+        frame = tables.get(map_name)
+        if frame is not None and not frame.empty:
+            _panel(ax, frame, map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
+        ds = {int(p["d"]) for p in missing[map_name]} | (set(frame["d"].astype(int)) if frame is not None else set())
+        title = MAP_TITLES[map_name] + (f" (d = {ds.pop()})" if map_name == "drf" and len(ds) == 1 else "")
+        ax.set_title(title)
+        ax.set_xlabel("context length n")
+        ax.set_ylabel(r"word sensitivity $\times\sqrt{n}$" if scaled else "word sensitivity (lower bound)")
+        ax.set_ylim(bottom=0)
+        if missing[map_name]:
+            keys = ["d", "n", "L"] if map_name == "drf" else ["d", "n"]
+            _mark_not_run(ax, not_run_note(missing[map_name], keys))
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)))
 
@@ -88,44 +111,42 @@ TRAINING_TITLES = {"fine_tune": "fine-tuned", "retrain": "re-trained"}
 LOSS_MARKERS = {"surrogate": "o", "direct": "X", "penalised": "o"}
 
 
+def _gen_panel(map_name: str, n: int) -> str:
+    return f"{MAP_TITLES[map_name].split(' (')[0]}, n = {n}"
+
+
 def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Sequence[str | Path], *,
-               hue: str, settings: dict[str, Any] | None = None) -> None:
-    """Figures 4 and 5: a grid of scatter plots of Err against gamma_min, rows = training,
-    columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross direct)."""
+               hue: str, left_out: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None) -> None:
+    """Figures 4 and 5 as one ``seaborn.relplot``: Err against gamma_min, rows = training,
+    columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross
+    direct). Points left out are named under the panels."""
     settings = settings or {}
     if table.empty:
         raise ValueError("no generalisation results to plot")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
-    trainings = [t for t in ("fine_tune", "retrain") if t in set(table["training"])]
-    cols = [(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
-    fig, axes = plt.subplots(len(trainings), len(cols), figsize=(3.4 * len(cols), 3.0 * len(trainings)),
-                             squeeze=False, sharey="row")
+    cols = [_gen_panel(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
+    trainings = [TRAINING_TITLES[t] for t in TRAINING_TITLES if t in set(table["training"])]
+    losses = [loss for loss in LOSS_MARKERS if loss in set(table["loss"])]
     levels = sorted(table[hue].unique())
-    colors = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels))))
-    losses = [loss for loss in ("surrogate", "direct", "penalised") if loss in set(table["loss"])]
-    for r, training in enumerate(trainings):
-        for c, (map_name, n) in enumerate(cols):
-            ax = axes[r][c]
-            part = table[(table["training"] == training) & (table["map"] == map_name) & (table["n"] == n)]
-            for loss in losses:
-                for level in levels:
-                    pts = part[(part["loss"] == loss) & (part[hue] == level)]
-                    ax.scatter(pts["gamma_min"], pts["err"], color=colors[level], marker=LOSS_MARKERS[loss],
-                               s=28, alpha=0.85, linewidths=0.8)
-            ax.set_title(f"{MAP_TITLES[map_name].split(' (')[0]}, n = {n}, {TRAINING_TITLES[training]}")
-            ax.set_xlabel(r"$\gamma_{\min}$")
-            ax.set_ylabel("test error Err" if c == 0 else "")
-            ax.set_xlim(left=0)
-            ax.set_ylim(bottom=-0.05)
-    label = "N" if hue == "N" else "penalty"
-    handles = [plt.Line2D([], [], ls="", marker="o", color=colors[v], label=f"{label} = {v:g}") for v in levels]
-    if len(losses) > 1:
-        handles += [plt.Line2D([], [], ls="", marker=LOSS_MARKERS[loss], color="gray", label=f"{loss} loss")
-                    for loss in losses]
-    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
-               bbox_to_anchor=(0.5, 1.0 + 0.02 / len(trainings)))
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    save(fig, paths, int(settings.get("dpi", 150)))
+    frame = table.assign(panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
+                         training=table["training"].map(TRAINING_TITLES))
+    grid = sns.relplot(
+        data=frame, x="gamma_min", y="err", row="training", col="panel", hue=hue, style="loss",
+        kind="scatter", row_order=trainings, col_order=cols, hue_order=levels,
+        palette=dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True)),
+        style_order=losses, markers={loss: LOSS_MARKERS[loss] for loss in losses}, s=28, alpha=0.85,
+        linewidth=0.8, height=3.0, aspect=3.4 / 3.0, facet_kws={"sharex": False, "sharey": "row"},
+        legend="full" if len(losses) > 1 else "brief",
+    )
+    grid.set_titles("{col_name}, {row_name}")
+    grid.set_axis_labels(r"$\gamma_{\min}$", "test error Err")
+    for ax in grid.axes.flat:
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=-0.05)
+    if left_out:
+        note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
+        grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
+    save(grid.figure, paths, int(settings.get("dpi", 150)))
 
 
 def _heatmap(ax: plt.Axes, matrix: np.ndarray, tokens: Sequence[str], vmax: float, title: str):
@@ -149,7 +170,7 @@ def attention_pair(maps_: Sequence[Any], titles: Sequence[str], paths: Sequence[
     fig, axes = plt.subplots(1, len(maps_), figsize=(size * len(maps_) + 1.2, size), squeeze=False,
                              layout="constrained")
     image = None
-    for i, (ax, amap, title) in enumerate(zip(axes[0], maps_, titles)):
+    for i, (ax, amap, title) in enumerate(zip(axes[0], maps_, titles, strict=True)):
         image = _heatmap(ax, amap.matrix, amap.tokens, vmax, title)
         if i:
             ax.set_ylabel("")

@@ -1,9 +1,14 @@
-"""Stable seed derivation.
+"""Stable seed derivation and the canonical form of configuration values.
 
 Every random draw in wordsens comes from a CPU ``torch.Generator`` whose seed is derived from
 plain values (the global seed, the experiment, its configuration, the trial, the purpose of the
 draw) through a stable hash. The same values give the same seed on every machine, Python
 version and job order; this is what makes a configuration reproducible.
+
+``canonical`` and ``canonical_json`` are the one place where configuration values are put in a
+canonical form: for seeds and the configuration hash recorded in result rows (``canonical_json``),
+and for the params of workflow jobs (``canonical``: Snakemake compares params as text, so the
+order of keys in a config file must not trigger re-runs).
 """
 
 from __future__ import annotations
@@ -13,18 +18,27 @@ import json
 
 import torch
 
-__all__ = ["derive_seed", "generator"]
+__all__ = ["canonical", "canonical_json", "derive_seed", "generator"]
 
 
-def _canonical(part: object) -> object:
-    if isinstance(part, float) and part.is_integer():
-        # 100.0 and 100 name the same configuration value
-        return int(part)
-    if isinstance(part, (list, tuple)):
-        return [_canonical(p) for p in part]
-    if isinstance(part, dict):
-        return {str(k): _canonical(v) for k, v in sorted(part.items())}
-    return part
+def canonical(value: object, *, integral_floats: bool = False) -> object:
+    """``value`` with dict keys sorted (as strings) and tuples as lists, recursively.
+
+    ``integral_floats=True`` also writes 100.0 as 100 (the same configuration value): what hashes
+    use. Job params keep their floats, since scripts receive them as they are.
+    """
+    if integral_floats and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [canonical(v, integral_floats=integral_floats) for v in value]
+    if isinstance(value, dict):
+        return {str(k): canonical(v, integral_floats=integral_floats) for k, v in sorted(value.items())}
+    return value
+
+
+def canonical_json(value: object) -> str:
+    """Compact JSON text of ``canonical(value, integral_floats=True)``: equal values, equal text."""
+    return json.dumps(canonical(value, integral_floats=True), sort_keys=True, default=str, separators=(",", ":"))
 
 
 def derive_seed(*parts: object) -> int:
@@ -33,8 +47,7 @@ def derive_seed(*parts: object) -> int:
     >>> derive_seed(0, "rf", 3) == derive_seed(0, "rf", 3)
     True
     """
-    text = json.dumps(_canonical(list(parts)), sort_keys=True, default=str, separators=(",", ":"))
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    digest = hashlib.blake2b(canonical_json(list(parts)).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
 

@@ -1,64 +1,74 @@
 # IMDb reviews (Hub, local copies or the generated demo corpus) and the seeded review pool.
+# Data steps have priority over the compute jobs: without network, the reviews fail (naming the
+# local sources, data.source and data.path) before any WS or generalisation job starts.
 
 
 rule demo_corpus:
     output:
-        directory(f"{RSRC}/demo/aclImdb"),
-    params:
-        seed=config["seed"],
+        corpus=directory(f"{RSRC}/demo/aclImdb"),
     log:
-        f"{RSRC}/logs/demo_corpus.log",
+        f"{LOGS}/demo_corpus/demo_corpus.log",
+    priority: 50
     conda:
         "../envs/wordsens.yaml"
+    params:
+        seed=config["seed"],
     script:
         "../../scripts/demo_corpus.py"
 
 
 rule demo_model:
     output:
-        f"{RSRC}/demo/tiny-bert/config.json",
-    params:
-        seed=config["seed"],
+        config=f"{RSRC}/demo/tiny-bert/config.json",
     log:
-        f"{RSRC}/logs/demo_model.log",
+        f"{LOGS}/demo_model/demo_model.log",
+    priority: 50
     conda:
         "../envs/wordsens.yaml"
+    params:
+        seed=config["seed"],
     script:
         "../../scripts/demo_model.py"
 
 
 rule reviews:
     input:
-        reviews_inputs,
+        unpack(get_local_copy),
     output:
-        f"{RSRC}/imdb/reviews.parquet",
-    params:
-        source=lambda wc, input: "aclimdb" if config["data"]["source"] == "demo" else config["data"]["source"],
-        path=lambda wc, input: input[0] if input else config["data"]["path"],
-        hub_name=config["data"]["hub_name"],
-        split=config["data"]["split"],
+        reviews=f"{RSRC}/imdb/reviews.parquet",
     log:
-        f"{RSRC}/logs/reviews.log",
+        f"{LOGS}/reviews/reviews.log",
+    priority: 50
     conda:
         "../envs/wordsens.yaml"
+    params:
+        source=(
+            "aclimdb"
+            if config["data"]["source"] == "demo"
+            else config["data"]["source"]
+        ),
+        path=config["data"]["path"],
+        hub_name=config["data"]["hub_name"],
+        split=config["data"]["split"],
     script:
         "../../scripts/reviews.py"
 
 
 rule pool:
     input:
-        reviews=f"{RSRC}/imdb/reviews.parquet",
-        model=model_files(),
+        reviews=rules.reviews.output.reviews,
+        model=model_files(config["model"]["name"]),
     output:
-        f"{RSRC}/pools/{model_tag()}/pool.parquet",
+        pool=f"{RSRC}/pools/{MODEL_TAG}/pool.parquet",
+    log:
+        f"{LOGS}/pool/{MODEL_TAG}.log",
+    priority: 50
+    conda:
+        "../envs/wordsens.yaml"
     params:
         model_name=config["model"]["name"],
         pool_size=config["data"]["pool_size"],
         max_tokens=config["data"]["max_tokens"],
         seed=config["seed"],
-    log:
-        f"{RSRC}/logs/pool-{model_tag()}.log",
-    conda:
-        "../envs/wordsens.yaml"
     script:
         "../../scripts/pool.py"

@@ -3,10 +3,24 @@
 
 rule embed:
     input:
-        pool=f"{RSRC}/pools/{model_tag()}/pool.parquet",
-        model=model_files(),
+        pool=rules.pool.output.pool,
+        model=model_files(config["model"]["name"]),
     output:
-        EMB_FILES,
+        hidden=f"{EMB}/hidden.npy",
+        index=f"{EMB}/index.parquet",
+        meta=f"{EMB}/meta.json",
+    log:
+        f"{LOGS}/embed/{MODEL_TAG}_layer{config['model']['layer']}.log",
+    benchmark:
+        f"{BENCH}/embed/{MODEL_TAG}_layer{config['model']['layer']}.tsv"
+    priority: 50
+    conda:
+        "../envs/wordsens.yaml"
+    threads: 2
+    resources:
+        mem_mb=embed_mem_mb(),
+        runtime=120,
+        gpu=1 if config["model"]["device"] == "cuda" else 0,
     params:
         model_name=config["model"]["name"],
         layer=config["model"]["layer"],
@@ -14,16 +28,5 @@ rule embed:
         batch_size=config["model"]["batch_size"],
         device=config["model"]["device"],
         dtype=config["model"]["dtype"],
-    threads: 2
-    resources:
-        mem_mb=embed_mem_mb,
-        runtime=120,
-        gpu=1 if config["model"]["device"] == "cuda" else 0,
-    log:
-        f"{EMB}/embed.log",
-    benchmark:
-        f"{EMB}/embed.benchmark.tsv"
-    conda:
-        "../envs/wordsens.yaml"
     script:
         "../../scripts/embed.py"

@@ -1,39 +1,57 @@
-# Figures of the paper, drawn from the aggregated tables (changing plots.* re-runs only these).
+# Figures of the paper, drawn from the aggregated tables (changing plots.* re-runs only these):
+# one rule per family. ws_figure draws Figure 2 (RF, DRF) and Figure 3 panels 1-2 (RAF, ReLU-RAF),
+# plain and times sqrt(n); gen_figure draws Figure 4 (colour N) and Figure 5 (colour penalty).
 
 
-rule fig2:
+wildcard_constraints:
+    wsfig="|".join(wsplan.WS_FIGURES),
+    genfig="|".join(wsplan.GEN_FIGURES),
+
+
+rule ws_figure:
     input:
-        unpack(lambda wc: tables_for(["rf", "drf"])),
+        unpack(get_ws_tables),
     output:
-        plain=[report(p, caption="../report/fig2.rst", category="Figure 2") for p in figure_files("fig2_rf_drf")],
-        scaled=[
-            report(p, caption="../report/fig2_scaled.rst", category="Figure 2")
-            for p in figure_files("fig2_rf_drf_scaled")
+        plain=[
+            report(p, caption="../report/ws_figure.rst", category=get_report_category)
+            for p in figure_files("{wsfig}")
         ],
-    params:
-        plots=canonical(config["plots"]),
+        scaled=[
+            report(
+                p,
+                caption="../report/ws_figure_scaled.rst",
+                category=get_report_category,
+            )
+            for p in figure_files("{wsfig}_scaled")
+        ],
     log:
-        f"{RES}/logs/fig2.log",
+        f"{LOGS}/ws_figure/{{wsfig}}.log",
     conda:
         "../envs/wordsens.yaml"
+    params:
+        maps=get_ws_figure_maps,
+        left_out=get_ws_left_out,
+        plots=PLOTS,
     script:
         "../../scripts/plot_ws.py"
 
 
-rule fig3:
+rule gen_figure:
     input:
-        unpack(lambda wc: tables_for(["raf", "relu_raf"])),
+        table=get_gen_table,
     output:
-        plain=[report(p, caption="../report/fig3.rst", category="Figure 3") for p in figure_files("fig3_raf_relu_raf")],
-        scaled=[
-            report(p, caption="../report/fig3_scaled.rst", category="Figure 3")
-            for p in figure_files("fig3_raf_relu_raf_scaled")
+        figures=[
+            report(p, caption="../report/gen_figure.rst", category=get_report_category)
+            for p in figure_files("{genfig}_{gdata}")
         ],
-    params:
-        plots=canonical(config["plots"]),
     log:
-        f"{RES}/logs/fig3.log",
+        f"{LOGS}/gen_figure/{{genfig}}_{{gdata}}.log",
     conda:
         "../envs/wordsens.yaml"
+    params:
+        columns=get_gen_columns,
+        hue=get_gen_hue,
+        left_out=get_gen_left_out,
+        plots=PLOTS,
     script:
-        "../../scripts/plot_ws.py"
+        "../../scripts/plot_gen.py"

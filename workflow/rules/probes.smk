@@ -1,47 +1,50 @@
 # Probes of a pre-trained encoder as it is (Figure 1 left, Figure 3 panels 3-4) and, optionally,
 # of a causal language model (Figure 1 right).
+PROBE_MODEL = config["probes"]["model"] or config["model"]["name"]
 
 
 rule demo_lm:
     output:
-        f"{RSRC}/demo/tiny-lm/config.json",
-    params:
-        seed=config["seed"],
+        config=f"{RSRC}/demo/tiny-lm/config.json",
     log:
-        f"{RSRC}/logs/demo_lm.log",
+        f"{LOGS}/demo_lm/demo_lm.log",
     conda:
         "../envs/wordsens.yaml"
+    params:
+        seed=config["seed"],
     script:
         "../../scripts/demo_lm.py"
 
 
 rule fig1_attention:
     input:
-        model=probe_model_files(),
+        model=model_files(PROBE_MODEL),
     output:
         table=f"{RES}/tables/fig1_attention.csv",
         figures=[
-            report(p, caption="../report/fig1.rst", category="Figure 1") for p in figure_files("fig1_attention")
+            report(p, caption="../report/fig1.rst", category="Figure 1")
+            for p in figure_files("fig1_attention")
         ],
-    params:
-        model_name=probe_model_name(),
-        device=config["probes"]["device"],
-        fig1=canonical(config["probes"]["fig1"]),
-        plots=canonical(config["plots"]),
-    resources:
-        mem_mb=probe_mem_mb,
     log:
-        f"{RES}/logs/fig1_attention.log",
+        f"{LOGS}/fig1_attention/fig1_attention.log",
     conda:
         "../envs/wordsens.yaml"
+    resources:
+        mem_mb=4096,
+    params:
+        model_name=PROBE_MODEL,
+        device=config["probes"]["device"],
+        fig1=canonical(config["probes"]["fig1"]),
+        plots=PLOTS,
     script:
         "../../scripts/probe_fig1.py"
 
 
 rule fig3_probes:
     input:
-        model=probe_model_files(),
-        pool=probe_pool(),
+        model=model_files(PROBE_MODEL),
+        # the review pool, when panel 3's text is drawn from it
+        pool=rules.pool.output.pool if config["probes"]["fig3"]["text"] is None else [],
     output:
         layers=f"{RES}/tables/fig3_layer_changes.csv",
         scores=f"{RES}/tables/fig3_scores.csv",
@@ -53,38 +56,41 @@ rule fig3_probes:
             report(p, caption="../report/fig3_panel4.rst", category="Figure 3")
             for p in figure_files("fig3_panel4_scores")
         ],
+    log:
+        f"{LOGS}/fig3_probes/fig3_probes.log",
+    conda:
+        "../envs/wordsens.yaml"
+    resources:
+        mem_mb=4096,
     params:
-        model_name=probe_model_name(),
+        model_name=PROBE_MODEL,
         device=config["probes"]["device"],
         fig3=canonical(config["probes"]["fig3"]),
         seed=config["probes"]["seed"],
-        plots=canonical(config["plots"]),
-    resources:
-        mem_mb=probe_mem_mb,
-    log:
-        f"{RES}/logs/fig3_probes.log",
-    conda:
-        "../envs/wordsens.yaml"
+        plots=PLOTS,
     script:
         "../../scripts/probe_fig3.py"
 
 
 rule fig1_lm:
     input:
-        model=lm_model_files(),
+        model=model_files(config["probes"]["lm"]["model"]),
     output:
         table=f"{RES}/tables/fig1_lm_answers.csv",
-        figures=[report(p, caption="../report/fig1_lm.rst", category="Figure 1") for p in figure_files("fig1_lm_answers")],
+        figures=[
+            report(p, caption="../report/fig1_lm.rst", category="Figure 1")
+            for p in figure_files("fig1_lm_answers")
+        ],
+    log:
+        f"{LOGS}/fig1_lm/fig1_lm.log",
+    conda:
+        "../envs/wordsens.yaml"
+    resources:
+        mem_mb=32000 if config["probes"]["lm"]["model"] != wsplan.DEMO_LM else 2048,
+        gpu=1 if config["probes"]["lm"]["device"] == "cuda" else 0,
     params:
         model_name=config["probes"]["lm"]["model"],
         lm=canonical(config["probes"]["lm"]),
-        plots=canonical(config["plots"]),
-    resources:
-        mem_mb=lm_mem_mb,
-        gpu=1 if config["probes"]["lm"]["device"] == "cuda" else 0,
-    log:
-        f"{RES}/logs/fig1_lm.log",
-    conda:
-        "../envs/wordsens.yaml"
+        plots=PLOTS,
     script:
         "../../scripts/probe_lm.py"

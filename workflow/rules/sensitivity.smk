@@ -9,37 +9,34 @@ wildcard_constraints:
 
 rule ws:
     input:
-        ws_inputs,
+        unpack(get_embeddings),
     output:
-        f"{RES}/ws/{{map}}/{{setting}}/chunk{{chunk}}.parquet",
-    params:
-        job=ws_params,
-        data_label=(
-            f"imdb:{model_tag()}:layer{config['model']['layer']}" if config["ws"]["data"] == "imdb" else "synthetic"
-        ),
-    threads: config["ws"]["threads"]
-    resources:
-        mem_mb=ws_mem_mb,
-        runtime=ws_runtime,
-        gpu=1 if config["ws"]["device"] == "cuda" else 0,
+        table=f"{RES}/ws/{{map}}/{{setting}}/chunk{{chunk}}.parquet",
     log:
-        f"{RES}/logs/ws/{{map}}/{{setting}}/chunk{{chunk}}.log",
+        f"{LOGS}/ws/{{map}}/{{setting}}/chunk{{chunk}}.log",
     benchmark:
-        f"{RES}/benchmarks/ws/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
+        f"{BENCH}/ws/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
     conda:
         "../envs/wordsens.yaml"
+    threads: config["ws"]["threads"]
+    resources:
+        mem_mb=get_mem_mb,
+        runtime=get_runtime,
+        gpu=get_gpu,
+    params:
+        job=get_job_params,
     script:
         "../../scripts/ws.py"
 
 
 rule ws_table:
     input:
-        lambda wc: ws_chunk_files(wc.map),
+        chunks=get_chunks,
     output:
         parquet=f"{RES}/tables/ws_{{map}}.parquet",
         csv=f"{RES}/tables/ws_{{map}}.csv",
     log:
-        f"{RES}/logs/ws_table_{{map}}.log",
+        f"{LOGS}/ws_table/{{map}}.log",
     conda:
         "../envs/wordsens.yaml"
     script:

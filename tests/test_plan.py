@@ -1,0 +1,213 @@
+"""wordsens.plan without running Snakemake: the one loader (schema defaults, checks), the job grid
+(lookup by wildcards, params, resources, devices) and the messages naming what is left out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wordsens import NUMERICS_VERSION, plan, resources
+from wordsens.experiments import config_hash
+from wordsens.seeds import canonical, canonical_json, derive_seed
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
+GB = resources.GB
+SMALL = plan.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
+
+
+def _demo(changes: dict | None = None) -> dict:
+    config = plan.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
+    return plan.validate(plan.merge(config, changes or {}))
+
+
+def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
+    config = plan.load_config(BASE)
+    assert config["limits"] == {"memory_gb": "auto", "gpu_memory_gb": "auto", "unfit": "skip"}
+    # a file that sets almost nothing gets every default of the schema
+    minimal = tmp_path / "config.yaml"
+    minimal.write_text(yaml.safe_dump({"ws": {"maps": {"raf": {"d": [16], "n": [8]}}}}))
+    schema = yaml.safe_load(plan.SCHEMA.read_text())
+    loaded = plan.load_config(minimal, schema=plan.SCHEMA)
+    assert loaded["ws"]["trials"] == schema["properties"]["ws"]["properties"]["trials"]["default"]
+    assert loaded["limits"]["unfit"] == "skip" and loaded["data"]["source"] == "hub"
+    assert loaded["gen"]["fig4"] is None and loaded["ws"]["search"]["max_steps"] == 1000
+    demo = plan.load_config(BASE, DEMO)
+    assert demo["gen"]["fig4"]["losses"] == ["surrogate", "direct"] and demo["results"] == "results/demo"
+
+
+@pytest.mark.parametrize(
+    "changes,key",
+    [
+        ({"colour": "blue"}, "colour"),
+        ({"ws": {"trials": "ten"}}, "ws.trials"),
+        ({"ws": {"position": "middle"}}, "ws.position"),
+        ({"ws": {"position": -1}}, "ws.position"),
+        ({"data": {"pool_size": 41}}, "data.pool_size"),
+        ({"data": {"source": "parquet", "path": None}}, "data.path"),
+        ({"data": {"source": "aclimdb"}}, "data.path"),
+        ({"limits": {"memory_gb": 0}}, "limits.memory_gb"),
+        ({"limits": {"unfit": "maybe"}}, "limits.unfit"),
+        ({"gen": {"fig5": {"penalties": []}}}, "gen.fig5.penalties"),
+        ({"gen": {"fig4": {"losses": ["hinge"]}}}, "gen.fig4.losses"),
+    ],
+)
+def test_schema_refuses_with_the_key(changes, key):
+    with pytest.raises(plan.ConfigError) as info:
+        _demo(changes)
+    assert key in str(info.value)
+    assert len(info.value.problems) == 1
+
+
+@pytest.mark.parametrize(
+    "changes,words",
+    [
+        ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, ["ws.maps.raf.n", "model.max_length"]),
+        ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, ["ws.maps.raf.d", "model width 64"]),
+        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+          "gen": {"fig4": None, "fig5": None}}, ["ws.maps is empty"]),
+        ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, ["data.pool_size >= 51"]),
+        ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, ["gen.fig4.maps.raf", "model.max_length"]),
+        ({"gen": {"d": 128}}, ["gen.d", "model width"]),
+        ({"gen": {"position": 8}}, ["gen.position 8", "gen.fig4.maps.rf"]),
+        ({"probes": {"fig3": {"token": 99}}}, ["probes.fig3.token"]),
+        ({"probes": {"lm": {"model": "no-such-org/no-such-lm"}}}, ["probes.lm.model"]),
+        ({"ws": {"position": 9}}, ["ws.position 9", "smallest n = 4", "ws.maps.raf"]),
+    ],
+)
+def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the LM check asks the Hub
+    with pytest.raises(plan.ConfigError) as info:
+        _demo(changes)
+    text = str(info.value)
+    assert all(word in text for word in words), text
+    assert all(":" in problem for problem in info.value.problems)  # key: problem ... fix
+
+
+def test_good_configurations_have_no_problems():
+    assert plan.problems(_demo()) == []
+    assert plan.problems(_demo({"ws": {"position": "all"}})) == []
+    assert plan.problems(_demo({"data": {"source": "parquet", "path": "/some/where.parquet"}})) == []
+
+
+def test_grid_looks_jobs_up_by_their_wildcards():
+    config = _demo()
+    grid = plan.Grid(config, limits=SMALL)
+    points = sum(len(g["d"]) * len(g["n"]) * len(g.get("L", [1])) for g in config["ws"]["maps"].values())
+    assert len([j for j in grid.jobs if j.kind == "ws"]) == points  # trials_per_job = trials: one chunk each
+    for job in grid.fit:
+        assert grid.job(job.wildcards) is job
+    rf = grid.select(map="rf")
+    assert {job.map for job in rf} == {"rf"} and len(rf) == 6
+    fig4 = grid.select(figure="fig4", gdata="imdb")
+    assert {(job.figure, job.data) for job in fig4} == {("fig4", "imdb")} and len(fig4) == 8
+    with pytest.raises(LookupError, match="no job"):
+        grid.job({"map": "rf", "setting": "d99_n8", "chunk": "0"})
+    assert grid.ws_maps() == ["drf", "raf", "relu_raf", "rf"]
+    assert grid.ws_figures() == ["fig2_rf_drf", "fig3_raf_relu_raf"]
+    assert ("fig5", "synthetic") in grid.gen_tables()
+
+
+def test_params_are_the_configuration_slice_without_threads():
+    grid = plan.Grid(_demo(), limits=SMALL)
+    more_threads = plan.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
+    assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
+    ws = grid.job({"map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
+    assert ws.params["numerics_version"] == NUMERICS_VERSION and "threads" not in str(ws.params)
+    assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
+    assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
+    assert plan.Grid(_demo(), limits=SMALL, numerics_version="bumped").jobs[0].params["numerics_version"] == "bumped"
+    # a search setting changes exactly the WS params
+    steps = plan.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
+    changed = {job.kind for job, new in zip(grid.jobs, steps.jobs, strict=True) if job.params != new.params}
+    assert changed == {"ws"}
+
+
+def test_runtime_follows_the_sampler_and_the_positions():
+    """position 'all' searches every position: n times the runtime (RAF, same sampler), and for RF
+    the blockwise sampler that resources.choose_sampler picks for it."""
+    one = plan.Grid(_demo(), limits=SMALL)
+    every = plan.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
+    for wildcards in ({"map": "raf", "setting": "d32_n16", "chunk": "0"},
+                      {"map": "rf", "setting": "d32_n24", "chunk": "0"}):
+        a, b = one.job(wildcards), every.job(wildcards)
+        sampler = resources.choose_sampler(a.map, position="all")
+        expected = resources.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
+        assert b.seconds == pytest.approx(expected)
+        assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
+        assert b.runtime >= a.runtime
+    assert every.job({"map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
+        16 * one.job({"map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds)
+
+
+def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
+    config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
+    grid = plan.Grid(config, limits=SMALL)
+    assert [job.point for job in grid.unfit] == ["drf d768_n80_L8"]
+    assert "drf" not in grid.ws_maps() and "fig2_rf_drf" in grid.ws_figures()  # the figure marks the point
+    (point,) = grid.left_out(map="drf")
+    assert point["L"] == 8 and point["n"] == 80 and point["needs_gb"] > 16
+    skip, fail = grid.left_out_message(), grid.left_out_message(fail=True)
+    for text in (skip, fail):
+        assert "drf d768_n80_L8" in text and "16.0 GB allowed by limits.memory_gb" in text
+        assert "profiles/slurm" in text and "gpu_memory_gb" in text
+    assert "left out" in skip and "limits.unfit: fail" in skip
+    assert "nothing runs" in fail and "limits.unfit: skip runs the rest" in fail
+    assert plan.Grid(_demo(), limits=SMALL).left_out_message() == ""
+
+
+def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
+    config = _demo({"ws": {"data": "synthetic", "device": "auto", "maps": {"drf": {"d": [768], "n": [80], "L": [4]}}}})
+    cpu_only = plan.Grid(config, limits=SMALL)
+    with_gpu = plan.Grid(config, limits=plan.Limits(cpu=16 * GB, gpu=80 * GB))
+    drf = with_gpu.job({"map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
+    assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
+    assert drf.device_bytes == resources.ws_memory("drf", 80, 768, L=4).bytes <= 80 * GB
+    assert drf.mem_mb * resources.MB < drf.device_bytes  # the host does not hold the weights
+    assert {job.device for job in with_gpu.jobs if job.map != "drf"} == {"cpu"}
+    assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
+    small_gpu = plan.Grid(config, limits=plan.Limits(cpu=16 * GB, gpu=24 * GB))
+    assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
+    # ws.device: cpu keeps DRF on CPU even with a GPU; cuda without a known GPU is not refused here
+    assert plan.Grid(plan.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
+    explicit = plan.Grid(plan.merge(config, {"ws": {"device": "cuda"}}), limits=SMALL)
+    assert not explicit.unfit and {job.device for job in explicit.jobs if job.kind == "ws"} == {"cuda"}
+
+
+def test_limits_of_a_configuration(monkeypatch):
+    monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "2048")
+    limits = plan.Limits.of(_demo({"limits": {"gpu_memory_gb": 40}}))
+    assert limits.cpu <= 2048 * resources.MB and limits.gpu == 40 * GB
+    assert plan.Limits.of(_demo({"limits": {"memory_gb": 3}})).cpu == 3 * GB
+
+
+def test_describe_lists_jobs_devices_and_what_is_left_out():
+    config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
+    text = plan.describe(config, limits=SMALL)
+    assert "ws drf (cpu)" in text and "hours" in text and "drf d768_n80_L8" in text
+    assert "every job fits" in plan.describe(_demo(), limits=SMALL)
+
+
+def test_one_canonical_form_for_hashes_and_params():
+    a = {"b": [1, 2.0, (3, {"z": 1, "y": 2})], "a": 100.0}
+    b = {"a": 100, "b": [1, 2, [3, {"y": 2, "z": 1}]]}
+    assert canonical_json(a) == canonical_json(b) and config_hash(a) == config_hash(b)
+    assert derive_seed(a) == derive_seed(b)
+    assert list(canonical(a)) == ["a", "b"] and canonical(a)["a"] == 100.0  # params keep their floats
+    assert config_hash({"a": 1}) != config_hash({"a": 2})
+
+
+def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
+    (tmp_path / "Snakefile").write_text(
+        'rule all:\n    input: "ok.txt", "bad_1.txt"\n'
+        'rule bad:\n    output: "bad_{x}.txt"\n    log: "logs/bad/{x}.log"\n    shell: "echo no > {log}; exit 1"\n'
+        'rule ok:\n    output: "ok.txt"\n    shell: "touch {output}"\n')
+    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going"], cwd=tmp_path,
+                   capture_output=True, text=True, check=False)
+    (log,) = (tmp_path / ".snakemake" / "log").glob("*.log")
+    assert plan.failed_jobs(log.read_text()) == [{"rule": "bad", "output": "bad_1.txt", "log": "logs/bad/1.log"}]
+    assert (tmp_path / "ok.txt").exists()
