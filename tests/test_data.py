@@ -74,8 +74,44 @@ def test_reader_errors(corpus, tmp_path):
         data.load_reviews("parquet", path=str(frame))
 
 
+def _offline(monkeypatch, offline: bool = True) -> None:
+    """Hugging Face's offline mode as its libraries decide it (their constants are read at import)."""
+    import datasets.config
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", offline)
+
+
+def test_hub_reachable_follows_hugging_face_settings(monkeypatch):
+    import socket
+
+    from huggingface_hub import constants
+
+    _offline(monkeypatch, False)
+    with socket.socket() as server:  # a local endpoint (HF_ENDPOINT) that answers
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert data.hub_reachable(timeout=5)
+        assert data.hub_reachable(timeout=5, for_datasets=True)
+        # offline mode wins over a reachable endpoint; HF_DATASETS_OFFLINE only concerns datasets
+        import datasets.config
+
+        monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+        assert data.hub_reachable(timeout=5) and not data.hub_reachable(timeout=5, for_datasets=True)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+        assert not data.hub_reachable(timeout=5)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with socket.socket() as closed:  # a port nobody listens on: refused at once
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    assert not data.hub_reachable(timeout=5)
+
+
 def test_no_network_fails_fast_with_the_local_keys(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _offline(monkeypatch)
     started = time.time()
     with pytest.raises(data.NoNetwork, match="data.source") as err:
         data.load_reviews("hub")
@@ -120,10 +156,97 @@ def test_hidden_states_of_a_local_model(tiny_bert):
         embed.hidden_states(tokenizer, model, texts, layer=3, max_length=12, progress=False)
 
 
+TEXTS = ["the movie was great", "i love her smile . really very much", "boring"]  # padded: unequal lengths
+
+
+def _full(model, batch) -> tuple:
+    with torch.no_grad():
+        return model(**batch, output_hidden_states=True).hidden_states
+
+
+def test_hidden_states_run_only_the_layers_they_need(tiny_bert):
+    """Layer l runs the embedding module and l encoder layers; the result is the full forward
+    pass's ``hidden_states[l]`` (padding and its attention mask included)."""
+    tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
+    layers = model.encoder.layer
+    full = _full(model, embed.encode(tokenizer, TEXTS, 12))
+    calls: list[int] = []
+    handles = [m.register_forward_hook(lambda *_args, i=i: calls.append(i)) for i, m in enumerate(layers)]
+    try:
+        for layer in (0, 1, 2):
+            calls.clear()
+            hidden, _ = embed.hidden_states(tokenizer, model, TEXTS, layer=layer, max_length=12, batch_size=2,
+                                            dtype=np.float32, progress=False)
+            np.testing.assert_allclose(hidden, full[layer].numpy(), rtol=1e-5, atol=1e-6)
+            assert sorted(set(calls)) == list(range(layer))  # later layers never ran
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert model.encoder.layer is layers and len(layers) == 2  # the model is whole again
+
+
+@pytest.mark.parametrize("model_type", embed.TRUNCATABLE)
+def test_every_truncatable_type_gives_the_full_hidden_states(model_type):
+    """Each architecture that ``embed.truncated`` shortens gives the full forward pass's hidden
+    states (random weights, padded batch); the list in ``embed.TRUNCATABLE`` rests on this test."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model(model_type, vocab_size=99, hidden_size=32, num_hidden_layers=3,
+                                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=40)
+    if model_type == "electra":
+        config.embedding_size = 16  # ELECTRA projects smaller embeddings up to the hidden size
+    torch.manual_seed(0)
+    model = AutoModel.from_config(config).eval()
+    ids = torch.randint(5, 99, (3, 10), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, 6:], mask[2, 3:] = 0, 0
+    batch = {"input_ids": ids, "attention_mask": mask}
+    full = _full(model, batch)
+    for layer in range(4):
+        with embed.truncated(model, layer) as short, torch.no_grad():
+            assert short
+            out = model(**batch).last_hidden_state
+        torch.testing.assert_close(out, full[layer], rtol=1e-5, atol=1e-6)
+    assert len(model.encoder.layer) == 3
+
+
+def test_unknown_architectures_run_the_full_forward_pass(tmp_path):
+    """A model that ``truncated`` does not know (GPT-2) is left whole and still gives ``hidden_states[l]``."""
+    from transformers import AutoModel
+
+    path = demo.make_tiny_causal_lm(tmp_path / "gpt2")
+    tokenizer = embed.load_tokenizer(str(path))
+    model = AutoModel.from_pretrained(str(path)).eval()
+    with embed.truncated(model, 1) as short:
+        assert not short
+    full = _full(model, embed.encode(tokenizer, TEXTS, 12))
+    hidden, _ = embed.hidden_states(tokenizer, model, TEXTS, layer=1, max_length=12, dtype=np.float32, progress=False)
+    np.testing.assert_allclose(hidden, full[1].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_tokenizer_loads_without_the_weights(tiny_bert, tmp_path):
+    import shutil
+
+    folder = tmp_path / "no-weights"
+    shutil.copytree(tiny_bert, folder)
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    tokenizer = embed.load_tokenizer(str(folder))
+    assert tokenizer("i love her smile")["input_ids"] == embed.load_tokenizer(str(tiny_bert))("i love her smile")["input_ids"]
+    with pytest.raises(ValueError, match="model.name"):
+        embed.load_encoder(str(folder), "cpu")
+
+
 def test_missing_model_fails_clearly(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _offline(monkeypatch)
+    started = time.time()
     with pytest.raises(ValueError, match="local folder"):
         embed.load_encoder("no-such-org/no-such-model", "cpu")
+    with pytest.raises(ValueError, match="probes.model"):
+        embed.load_tokenizer("no-such-org/no-such-model", setting="probes.model")
+    assert time.time() - started < 60
+    with pytest.raises(ValueError, match="kind must be"):
+        embed.load_pretrained(str(tmp_path), "seq2seq")
 
 
 def test_store_round_trip_and_samples(tmp_path):

@@ -72,6 +72,10 @@ def test_bad_input(bert, tmp_path):
     assert probes.pick_long_text(pool, 3) == ("a b c", 7)
     with pytest.raises(ValueError, match="norm must be"):
         probes.attract_delta(model, tokenizer, TEXT, 5, norm=-1.0)
+    with pytest.raises(ValueError, match="position"):
+        probes.attention_map(model, tokenizer, "I love her", delta=torch.ones(32))
+    with pytest.raises(ValueError, match="heads must be"):
+        probes.attention_map(model, tokenizer, "I love her", heads="first")
 
 
 def test_a_model_without_attention_probabilities_is_refused(tmp_path):
@@ -90,6 +94,11 @@ def test_causal_lm_answers(tmp_path, monkeypatch):
     path = demo.make_tiny_causal_lm(tmp_path / "lm")
     answers = probes.lm_answers(str(path), ["I love her smile", "I love her much"], max_new_tokens=6, device="cpu")
     assert len(answers) == 2 and all(answers)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # offline as Hugging Face decides it
     with pytest.raises(ValueError, match="probes.lm"):
         probes.lm_answers("no-such-org/no-such-lm", ["a", "b"])
+    (tmp_path / "empty").mkdir()  # a local folder without a model
+    with pytest.raises(ValueError, match=r"(?s)probes.lm.model .* as a tokenizer.*disable probes.lm"):
+        probes.lm_answers(str(tmp_path / "empty"), ["a"])

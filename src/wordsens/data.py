@@ -15,7 +15,6 @@ same id whatever the source.
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import tarfile
@@ -41,12 +40,31 @@ class NoNetwork(RuntimeError):
     """The Hugging Face Hub cannot be reached."""
 
 
-def hub_reachable(timeout: float = 10.0) -> bool:
-    """Whether huggingface.co answers on port 443 within ``timeout`` seconds (offline mode: no)."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or os.environ.get("HF_DATASETS_OFFLINE", "0") not in ("", "0"):
+def hub_reachable(timeout: float = 10.0, *, for_datasets: bool = False) -> bool:
+    """Whether the Hugging Face Hub can be used: not in Hugging Face's offline mode, and its
+    endpoint answers within ``timeout`` seconds (a fast failure without network).
+
+    Offline mode is Hugging Face's own decision: ``huggingface_hub.constants.HF_HUB_OFFLINE``
+    (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``), and with ``for_datasets=True`` also
+    ``datasets.config.HF_HUB_OFFLINE`` (which ``HF_DATASETS_OFFLINE`` sets). The endpoint is
+    ``huggingface_hub.constants.ENDPOINT`` (``HF_ENDPOINT``: a mirror counts).
+    """
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
         return False
+    if for_datasets:
+        from datasets import config as datasets_config
+
+        if datasets_config.HF_HUB_OFFLINE:
+            return False
+    endpoint = urlsplit(constants.ENDPOINT)
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
     try:
-        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -112,7 +130,7 @@ def _read_parquet(path: Path, split: str) -> pd.DataFrame:
 
 
 def _read_hub(name: str, split: str) -> pd.DataFrame:
-    if not hub_reachable():
+    if not hub_reachable(for_datasets=True):
         raise NoNetwork(f"the Hugging Face Hub is not reachable, so {name!r} cannot be downloaded; {_LOCAL_HELP}")
     import datasets
 
@@ -126,7 +144,7 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
 
 def _read_parquet_frame(frame: pd.DataFrame) -> pd.DataFrame:
     # the Hub copy is already in canonical order; file ids are not part of it
-    rows = list(zip(frame["label"].astype(int), np.arange(len(frame)), frame["text"].astype(str)))
+    rows = [(int(label), i, str(text)) for i, (label, text) in enumerate(zip(frame["label"], frame["text"]))]
     return _frame(rows)
 
 

@@ -1,71 +1,147 @@
-"""Hidden states of a Hugging Face encoder for a pool of reviews.
+"""Loading Hugging Face models, the packaged pre-trained encoder, and hidden states of reviews.
 
 Sequences are ``[CLS] review [SEP]`` padded to ``max_length``: row 0 is ``[CLS]``, and rows past a
 review's end are the model's ``[SEP]``/``[PAD]`` embeddings, as in the authors' runs. Any encoder
 that ``transformers.AutoModel`` loads (a Hub name or a local folder) works; layer 0 is the
 embedding output (word + position + token type, after LayerNorm).
+
+Every model and tokenizer of the package is loaded by ``load_pretrained`` (one place for the
+local-folder/Hub decision and its offline error).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from .resources import resolve_device
 
-__all__ = ["encode", "hidden_states", "load_encoder", "model_source"]
+__all__ = [
+    "encode",
+    "hidden_states",
+    "load_encoder",
+    "load_pretrained",
+    "load_tokenizer",
+    "model_source",
+    "truncated",
+]
 
 
 def model_source(name: str, files: Sequence[str]) -> str:
     """What ``from_pretrained`` gets in a workflow job: the folder of the model's files when the
     rule has them as inputs (a local or demo model), else the Hub name."""
-    from pathlib import Path
-
     return str(Path(files[0]).parent) if files else name
 
 
-def _offline_hint(name: str) -> str:
-    return (f"cannot load model {name!r}: it is neither a local folder nor reachable on the Hugging Face Hub. "
-            "Point model.name at a local copy (a folder with config.json and weights, e.g. saved with "
-            "save_pretrained), or run where the Hub is reachable")
+# ------------------------------------------------------------------------------ loading models
+
+_AUTO_CLASSES = {"tokenizer": "AutoTokenizer", "encoder": "AutoModel", "causal-lm": "AutoModelForCausalLM"}
 
 
-def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: bool = False):
+def _hub_cached(name: str) -> bool:
+    """Whether the local Hugging Face cache holds ``name`` (it then loads without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except (ValueError, OSError):  # an invalid repo id, an unreadable cache: not cached
+        return False
+
+
+def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None,
+                    **kwargs):
+    """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
+
+    ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
+    (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
+    folder needs the Hub (``wordsens.data.hub_reachable``: it honours Hugging Face's offline
+    mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
+    names ``setting`` (the config key that gave the name) and the way out (``fix``).
+    """
+    import transformers
+
+    from .data import hub_reachable
+
+    if kind not in _AUTO_CLASSES:
+        raise ValueError(f"kind must be one of {', '.join(_AUTO_CLASSES)}, got {kind!r}")
+    fix = fix or (f"point {setting} at a local copy (a folder with config.json, the weights and the tokenizer "
+                  "files, e.g. saved with save_pretrained), or run where the Hugging Face Hub is reachable")
+    local = Path(name).expanduser()
+    if local.exists():
+        source = str(local)
+    else:
+        if not hub_reachable() and not _hub_cached(name):
+            raise ValueError(f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
+                             f"Hugging Face Hub (nor in its local cache); {fix}")
+        source = name
+    loader = getattr(transformers, _AUTO_CLASSES[kind])
+    try:
+        return loader.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as err:
+        what = {"tokenizer": "a tokenizer", "encoder": "an encoder", "causal-lm": "a causal language model"}[kind]
+        raise ValueError(f"cannot load {setting} {name!r} as {what} ({err}); {fix}") from err
+
+
+def load_tokenizer(source: str, *, setting: str = "model.name"):
+    """Only the tokenizer of a Hub name or local folder (no weights are read)."""
+    return load_pretrained(source, "tokenizer", setting=setting)
+
+
+def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: bool = False,
+                 setting: str = "model.name"):
     """``(tokenizer, model)`` for a Hub name or local folder, in eval mode on ``device``.
 
     ``attentions=True`` loads the eager attention implementation (transformers 5 returns
     attention probabilities only with it).
     """
-    from pathlib import Path
-
-    from transformers import AutoModel, AutoTokenizer
-
-    from .data import hub_reachable
-
-    local = Path(name).expanduser()
-    if not local.exists() and not hub_reachable():
-        try:  # a model already in the local Hugging Face cache loads without the network
-            from huggingface_hub import try_to_load_from_cache
-
-            cached = try_to_load_from_cache(name, "config.json")
-        except Exception:
-            cached = None
-        if not isinstance(cached, str):
-            raise ValueError(_offline_hint(name))
-    source = str(local) if local.exists() else name
     kwargs = {"attn_implementation": "eager"} if attentions else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source, **kwargs)
-    except OSError as err:
-        raise ValueError(f"{_offline_hint(name)} ({err})") from err
+    tokenizer = load_pretrained(name, "tokenizer", setting=setting)
+    model = load_pretrained(name, "encoder", setting=setting, **kwargs)
     model.eval()
     model.to(resolve_device(device))
     return tokenizer, model
+
+
+# ---------------------------------------------------------------------------- hidden states
+
+# Model types whose base model is ``embeddings`` followed by ``encoder.layer`` (a ModuleList run in
+# order, with no final norm), so that running the first l layers gives ``hidden_states[l]``
+# exactly. Others run the full forward pass (tests/test_data.py checks every type listed).
+TRUNCATABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
+
+
+def _layer_list(model) -> torch.nn.ModuleList | None:
+    base = getattr(model, "base_model", model)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    if getattr(model.config, "model_type", None) in TRUNCATABLE and isinstance(layers, torch.nn.ModuleList) \
+            and hasattr(base, "embeddings"):
+        return layers
+    return None
+
+
+@contextlib.contextmanager
+def truncated(model, layer: int) -> Iterator[bool]:
+    """Within the block, ``model``'s encoder runs only its first ``layer`` layers (0: the embedding
+    output alone), so ``last_hidden_state`` is ``hidden_states[layer]`` of the full model. Yields
+    whether the model could be truncated (BERT-like types, ``TRUNCATABLE``); when not, the model is
+    left whole. The original layers are restored on exit."""
+    layers = _layer_list(model)
+    if layers is None:
+        yield False
+        return
+    encoder = getattr(model, "base_model", model).encoder
+    encoder.layer = torch.nn.ModuleList(list(layers)[:layer])
+    try:
+        yield True
+    finally:
+        encoder.layer = layers
 
 
 def encode(tokenizer, texts: Sequence[str], max_length: int) -> dict[str, torch.Tensor]:
@@ -77,11 +153,13 @@ def encode(tokenizer, texts: Sequence[str], max_length: int) -> dict[str, torch.
 @torch.no_grad()
 def hidden_states(
     tokenizer, model, texts: Sequence[str], *, layer: int, max_length: int, batch_size: int = 16,
-    dtype: np.dtype = np.float16, progress: bool = True,
+    dtype: npt.DTypeLike = np.float16, progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Hidden states of ``layer`` for every text: ``(len(texts), max_length, width)`` and lengths.
 
-    Lengths count ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log).
+    Only the layers needed run: the embedding module and the first ``layer`` encoder layers
+    (``truncated``; the full forward pass for architectures it does not know). Lengths count
+    ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log).
     """
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     if not 0 <= layer <= n_layers:
@@ -94,16 +172,20 @@ def hidden_states(
     out = np.empty((len(texts), max_length, width), dtype=dtype)
     lengths = np.empty(len(texts), dtype=np.int64)
     started = time.time()
-    for start in range(0, len(texts), batch_size):
-        batch = encode(tokenizer, texts[start:start + batch_size], max_length)
-        lengths[start:start + len(batch["input_ids"])] = batch["attention_mask"].sum(-1).numpy()
-        batch = {k: v.to(device) for k, v in batch.items()}
-        states = model(**batch, output_hidden_states=True).hidden_states[layer]
-        out[start:start + states.shape[0]] = states.float().cpu().numpy().astype(dtype)
-        done = min(start + batch_size, len(texts))
-        if progress:
-            rate = done / max(time.time() - started, 1e-9)
-            print(f"embedded {done}/{len(texts)} reviews ({rate:.1f}/s)", file=sys.stderr, flush=True)
+    with truncated(model, layer) as short:
+        for start in range(0, len(texts), batch_size):
+            batch = encode(tokenizer, texts[start:start + batch_size], max_length)
+            lengths[start:start + len(batch["input_ids"])] = batch["attention_mask"].sum(-1).numpy()
+            batch = {k: v.to(device) for k, v in batch.items()}
+            if short:
+                states = model(**batch).last_hidden_state
+            else:
+                states = model(**batch, output_hidden_states=True).hidden_states[layer]
+            out[start:start + states.shape[0]] = states.float().cpu().numpy().astype(dtype)
+            done = min(start + batch_size, len(texts))
+            if progress:
+                rate = done / max(time.time() - started, 1e-9)
+                print(f"embedded {done}/{len(texts)} reviews ({rate:.1f}/s)", file=sys.stderr, flush=True)
     if not np.isfinite(out).all():
         raise ValueError("the model produced NaN/Inf hidden states (float16 overflow?); set model.dtype: float32")
     return out, lengths

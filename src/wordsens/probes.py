@@ -29,10 +29,10 @@ __all__ = [
     "attract_delta",
     "gaussian_deltas",
     "layer_change_table",
-    "pick_long_text",
     "layer_changes",
     "lm_answers",
     "moved",
+    "pick_long_text",
     "token_attention",
 ]
 
@@ -107,12 +107,14 @@ def attention_map(model, tokenizer, text: str, *, layer: int = 1, heads: Sequenc
     _check_layer_head(model, layer)
     device = next(model.parameters()).device
     batch = _encode(tokenizer, text, device)
-    context = moved(model, position, delta) if delta is not None else contextlib.nullcontext()
+    if delta is not None and position is None:
+        raise ValueError("a moved token needs its position (0-based, [CLS] = 0) as well as its delta")
+    context = moved(model, position, delta) if delta is not None and position is not None else contextlib.nullcontext()
     with context:
         out = _run(model, batch, attentions=True)
     att = out.attentions[layer - 1][0]  # (heads, L, L)
     n_heads = att.shape[0]
-    idx = list(range(n_heads)) if heads == "all" else [h - 1 for h in heads]
+    idx = list(range(n_heads)) if heads == "all" else [] if isinstance(heads, str) else [h - 1 for h in heads]
     if not idx or any(not 0 <= h < n_heads for h in idx):
         raise ValueError(f"heads must be 'all' or 1-based indices in [1, {n_heads}], got {heads!r}")
     matrix = att[idx].mean(0).float().cpu().numpy()
@@ -196,23 +198,12 @@ def gaussian_deltas(width: int, norm: float, draws: int, seed: int) -> Tensor:
 def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int = 64, device: str = "auto"
                ) -> list[str]:
     """Greedy answers of a causal language model (a Hub name or a local folder) to ``prompts``."""
-    from pathlib import Path
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .data import hub_reachable
+    from .embed import load_pretrained
     from .resources import resolve_device
 
-    local = Path(model_name).expanduser()
-    if not local.exists() and not hub_reachable():
-        raise ValueError(f"cannot load the language model {model_name!r}: not a local folder and the Hugging Face "
-                         "Hub is not reachable; set probes.lm.model to a local folder, or disable probes.lm")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(local) if local.exists() else model_name)
-        model = AutoModelForCausalLM.from_pretrained(str(local) if local.exists() else model_name)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"cannot load the language model {model_name!r} as a causal LM ({err}); set "
-                         "probes.lm.model to a causal language model, or disable probes.lm") from err
+    fix = "set probes.lm.model to a local folder holding a causal language model, or disable probes.lm"
+    tokenizer = load_pretrained(model_name, "tokenizer", setting="probes.lm.model", fix=fix)
+    model = load_pretrained(model_name, "causal-lm", setting="probes.lm.model", fix=fix)
     dev = resolve_device(device)
     model.to(dev).eval()
     answers = []
