@@ -24,15 +24,24 @@ from . import NUMERICS_VERSION, resources
 from .seeds import canonical
 
 __all__ = [
+    "DEMO_LM",
+    "DEMO_MODEL",
+    "GEN_FIGURES",
     "SCHEMA",
+    "WS_FIGURES",
     "ConfigError",
     "GenJob",
     "Grid",
     "Job",
     "Limits",
     "WSJob",
+    "data_label",
     "describe",
     "failed_jobs",
+    "gen_jobs",
+    "gen_searches",
+    "gen_setting",
+    "job_device",
     "load_config",
     "merge",
     "model_tag",
@@ -40,6 +49,7 @@ __all__ = [
     "problems",
     "setting_name",
     "validate",
+    "ws_jobs",
 ]
 
 # The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,16 @@ import seaborn as sns
 
 from .io import atomic_path
 
-__all__ = ["attention_pair", "gen_figure", "layer_changes_figure", "rf_law", "save", "text_table_figure", "ws_figure"]
+__all__ = [
+    "attention_pair",
+    "gen_figure",
+    "layer_changes_figure",
+    "not_run_note",
+    "rf_law",
+    "save",
+    "text_table_figure",
+    "ws_figure",
+]
 
 MAP_TITLES = {"rf": "RF (k = D)", "drf": "deep RF", "raf": "RAF (softmax attention)", "relu_raf": "ReLU-RAF"}
 
@@ -31,9 +41,12 @@ def rf_law(n: np.ndarray) -> np.ndarray:
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int) -> None:
     """Write ``fig`` to every path (format from the suffix), atomically."""
     for path in paths:
-        fmt = Path(path).suffix.lstrip(".")
-        atomic_path(path, lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=dpi, bbox_inches="tight"))
+        atomic_path(path, partial(_savefig, fig, fmt=Path(path).suffix.lstrip("."), dpi=dpi))
     plt.close(fig)
+
+
+def _savefig(fig: plt.Figure, target: Path, *, fmt: str, dpi: int) -> None:
+    fig.savefig(target, format=fmt, dpi=dpi, bbox_inches="tight")
 
 
 def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most: int = 6) -> str:
@@ -169,12 +182,11 @@ def attention_pair(maps_: Sequence[Any], titles: Sequence[str], paths: Sequence[
     size = max(3.2, 0.32 * max(len(m.tokens) for m in maps_) + 1.5)
     fig, axes = plt.subplots(1, len(maps_), figsize=(size * len(maps_) + 1.2, size), squeeze=False,
                              layout="constrained")
-    image = None
-    for i, (ax, amap, title) in enumerate(zip(axes[0], maps_, titles, strict=True)):
-        image = _heatmap(ax, amap.matrix, amap.tokens, vmax, title)
-        if i:
-            ax.set_ylabel("")
-    fig.colorbar(image, ax=list(axes[0]), shrink=0.8, label=colorbar_label)
+    images = [_heatmap(ax, amap.matrix, amap.tokens, vmax, title)
+              for ax, amap, title in zip(axes[0], maps_, titles, strict=True)]
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    fig.colorbar(images[-1], ax=list(axes[0]), shrink=0.8, label=colorbar_label)
     save(fig, paths, int(settings.get("dpi", 150)))
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import torch
 
 __all__ = ["canonical", "canonical_json", "derive_seed", "generator"]
 
 
-def canonical(value: object, *, integral_floats: bool = False) -> object:
+def canonical(value: Any, *, integral_floats: bool = False) -> Any:
     """``value`` with dict keys sorted (as strings) and tuples as lists, recursively.
 
     ``integral_floats=True`` also writes 100.0 as 100 (the same configuration value): what hashes
