@@ -211,3 +211,8 @@ def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
     (log,) = (tmp_path / ".snakemake" / "log").glob("*.log")
     assert plan.failed_jobs(log.read_text()) == [{"rule": "bad", "output": "bad_1.txt", "log": "logs/bad/1.log"}]
     assert (tmp_path / "ok.txt").exists()
+
+
+def test_limits_travel_to_the_jobs_as_text():
+    for limits in (plan.Limits(cpu=3 * GB, gpu=None), plan.Limits(cpu=5, gpu=80 * GB)):
+        assert plan.Limits.from_text(limits.to_text()) == limits

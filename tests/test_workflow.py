@@ -235,7 +235,7 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
     })
     out = snakemake(workdir, "--cores", "1", "--configfile", cf)
     text = out.stdout + out.stderr
-    assert text.count("6 job(s) left out") == 2, text[-3000:]  # at the start and at the end
+    assert text.count("10 job(s) left out") == 2, text[-3000:]  # at the start and at the end
     assert "rf d32_n24 (1 job): needs" in text and "drf d16_n12_L3 (1 job): needs" in text
     assert "0.3 GB allowed by limits.memory_gb" in text and "profiles/slurm" in text
     figures = workdir / "results" / "skip" / "figures"

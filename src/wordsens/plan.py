@@ -250,6 +250,15 @@ class Limits:
             gpu_bytes = resources.available_bytes("cuda") if _gpu_visible() else None
         return cls(cpu_bytes, gpu_bytes)
 
+    def to_text(self) -> str:
+        """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu})
+
+    @classmethod
+    def from_text(cls, text: str) -> Limits:
+        values = json.loads(text)
+        return cls(int(values["cpu"]), None if values["gpu"] is None else int(values["gpu"]))
+
 
 def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
     """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``gpu``)
