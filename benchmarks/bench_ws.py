@@ -16,6 +16,14 @@ minimum over seeds; 1 - 1e-9 or more counts as a tie at float64 rounding).
     python benchmarks/bench_ws.py                 # the table of the numerical-core issue
     python benchmarks/bench_ws.py --quick         # small sizes, about a minute
     python benchmarks/bench_ws.py --jobs rf-768-150 raf-768-50
+    python benchmarks/bench_ws.py --gpu           # DRF at the paper's size on one GPU (device "cuda")
+    python benchmarks/bench_ws.py --gpu --quick --device cpu   # the same script at toy sizes on a CPU
+
+The GPU table (``--gpu``) compares, on the same instance, ``default`` (weights drawn by the GPU's
+own generator, tail layers streamed beyond the job's memory setting) with ``cpu-draws`` (the
+weights drawn on the CPU and copied over: the behaviour before streaming), prints the peak device
+memory, and projects the whole Figure 2 right grid (n in {50, 60, 70, 80}, L in {2, 4, 8}, 10
+trials) from the measured trials.
 """
 
 from __future__ import annotations
@@ -44,6 +52,19 @@ QUICK = {
     "rf-64-40": ("rf", 40, 64, 2, 2, ("reference", "default", "default-same-w"), "quick"),
     "drf-32-20-L2": ("drf", 20, 32, 2, 2, ("reference", "default", "default-same-w"), "quick"),
 }
+# the GPU table: job name -> (map, n, d, L, seeds, methods, targets text, memory setting in GB)
+GPU_JOBS = {
+    "drf-768-50-L2": ("drf", 50, 768, 2, 1, ("default", "cpu-draws"), "<= 3 s", None),
+    "drf-768-80-L4": ("drf", 80, 768, 4, 1, ("default", "cpu-draws"), "<= 20 s", None),
+    "drf-768-80-L8-40GB": ("drf", 80, 768, 8, 1, ("default",), "<= 60 s with the memory setting at 40 GB", 40.0),
+    "drf-768-80-L8-16GB": ("drf", 80, 768, 8, 1, ("default",), "runs; estimate within search noise of 40 GB", 16.0),
+}
+GPU_QUICK = {
+    "drf-16-12-L2": ("drf", 12, 16, 2, 1, ("default", "cpu-draws"), "quick", None),
+    "drf-16-12-L4-streamed": ("drf", 12, 16, 4, 1, ("default",), "quick: two of three tail layers streamed",
+                              0.01205),
+}
+FIG2_RIGHT = [(n, L) for n in (50, 60, 70, 80) for L in (2, 4, 8)]  # 10 trials each in the paper
 TIE = 1e-9
 
 
@@ -61,18 +82,44 @@ def worker(args: argparse.Namespace) -> None:
     if args.method == "default-same-w":
         weights = maps.sample_weights(args.map, args.seed, args.n, args.d, L=args.L)
     method = "reference" if args.method == "reference" else "default"
+    memory = float(args.memory_gb) if args.memory_gb else None
     started = time.perf_counter()
-    res = ws.estimate(args.map, X, seed=args.seed, weights=weights, method=method, L=args.L, device="cpu")
+    res = ws.estimate(args.map, X, seed=args.seed, weights=weights, method=method, L=args.L, device=args.device,
+                      max_memory_gb=memory, draw_on="cpu" if args.method == "cpu-draws" else "device")
     wall = time.perf_counter() - started
     peak = peak_rss_bytes() / 1024**2
+    cuda_peak = torch.cuda.max_memory_allocated() / 1024**2 if args.device.startswith("cuda") else None
     print(json.dumps({"lower": res.lower, "upper": res.upper, "seconds": res.seconds, "wall": wall,
-                      "steps": res.steps, "peak_mb": peak, "sampler": res.sampler, "threads": torch.get_num_threads()}))
+                      "steps": res.steps, "peak_mb": peak, "cuda_peak_mb": cuda_peak, "sampler": res.sampler,
+                      "threads": torch.get_num_threads(), "streamed": res.streamed_layers,
+                      "drawn_on": res.weights_drawn_on}))
 
 
-def run_one(job: tuple, seed: int, method: str) -> dict:
+def run_one(job: tuple, seed: int, method: str, device: str) -> dict:
     map_name, n, d, L = job[:4]
+    memory = job[7] if len(job) > 7 and job[7] else None
     return run_worker(os.path.abspath(__file__), ["--map", map_name, "--n", str(n), "--d", str(d), "--L", str(L),
-                                                  "--seed", str(seed), "--method", method])
+                                                  "--seed", str(seed), "--method", method, "--device", device,
+                                                  *(["--memory-gb", str(memory)] if memory else [])])
+
+
+def project_fig2_right(measured: dict[str, list[dict]], table: dict) -> None:
+    """Project the Figure 2 right grid (120 trials) from measured seconds per step: a trial's time
+    grows like the number of tail layers times D^2 (layers drawn or read per step) times its steps."""
+    per_unit = []
+    for name, rows in measured.items():
+        map_name, n, d, L = table[name][:4]
+        ok = [r for r in rows if "error" not in r]
+        if map_name == "drf" and ok:
+            per_unit += [r["seconds"] / (r["steps"] * max(L - 1, 1) * (n * d) ** 2) for r in ok]
+    if not per_unit:
+        return
+    unit = max(per_unit)  # the slowest measured rate, so the projection is not optimistic
+    d = 768
+    steps = max(r["steps"] for rows in measured.values() for r in rows if "error" not in r)
+    total = sum(10 * unit * steps * max(L - 1, 1) * (n * d) ** 2 for n, L in FIG2_RIGHT)
+    print(f"\nprojected Figure 2 right (d = {d}, {len(FIG2_RIGHT) * 10} trials, {steps} steps each, the slowest "
+          f"measured rate {unit:.3g} s per step and D^2 tail entry): {total / 3600:.2f} device-hours")
 
 
 def main() -> None:
@@ -80,36 +127,50 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
     parser.add_argument("--jobs", nargs="*", help="job names to run (default: all of the chosen set)")
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds per job")
-    add_worker_flags(parser, ("--map", "--method"), ("--n", "--d", "--L", "--seed"))
+    parser.add_argument("--gpu", action="store_true", help="the GPU table (DRF at the paper's size)")
+    parser.add_argument("--device", default=None, help="where the estimates run (default: cuda with --gpu, else cpu)")
+    add_worker_flags(parser, ("--map", "--method", "--memory-gb"), ("--n", "--d", "--L", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
-    table, names = selected(parser, args, JOBS, QUICK)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}", flush=True)
+    jobs, quick = (GPU_JOBS, GPU_QUICK) if args.gpu else (JOBS, QUICK)
+    table, names = selected(parser, args, jobs, quick)
+    device = args.device or ("cuda" if args.gpu else "cpu")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}  "
+          f"device {device}", flush=True)
+    measured: dict[str, list[dict]] = {}
     for name in names:
         job = table[name]
         seeds = args.seeds or job[4]
         print(f"\n## {name}: {job[0]} n={job[1]} d={job[2]}" + (f" L={job[3]}" if job[0] == "drf" else "")
               + f"  target: {job[6]}", flush=True)
-        print(f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}")
+        print(f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}"
+              f" {'GPU MB':>8} {'streamed':>8} {'drawn':>5}")
         rows: dict[str, list[dict]] = {m: [] for m in job[5]}
         for seed in range(seeds):
             for method in job[5]:
-                r = run_one(job, seed, method)
+                r = run_one(job, seed, method, device)
                 rows[method].append(r)
                 if "error" in r:
                     print(f"{seed:>4} {method:>15}  error: {r['error']}", flush=True)
                     continue
                 upper = f"{r['upper']:.4f}" if r["upper"] is not None else "-"
+                gpu = f"{r['cuda_peak_mb']:.0f}" if r.get("cuda_peak_mb") is not None else "-"
                 print(f"{seed:>4} {method:>15} {r['lower']:>12.6f} {upper:>9} {r['steps']:>6} {r['seconds']:>9.3f} "
-                      f"{r['peak_mb']:>8.0f}", flush=True)
+                      f"{r['peak_mb']:>8.0f} {gpu:>8} {str(r.get('streamed')):>8} {r.get('drawn_on', '-'):>5}",
+                      flush=True)
+        measured[name] = rows.get("default", [])
         ok = lambda m: [r for r in rows.get(m, []) if "error" not in r]  # noqa: E731
-        default, ref, same = ok("default"), ok("reference"), ok("default-same-w")
+        default, ref, same, cpu_draws = ok("default"), ok("reference"), ok("default-same-w"), ok("cpu-draws")
         if default:
             mean_t = sum(r["seconds"] for r in default) / len(default)
             peak = max(r["peak_mb"] for r in default)
             print(f"default: mean search {mean_t:.3f} s, max peak {peak:.0f} MB")
+        if default and cpu_draws:
+            old_t = sum(r["seconds"] for r in cpu_draws) / len(cpu_draws)
+            print(f"ratio: time cpu-draws/default = {old_t / mean_t:.1f}x; estimates (other numbers, same law): "
+                  + ", ".join(f"{a['lower']:.4f}/{b['lower']:.4f}" for a, b in zip(default, cpu_draws)))
         if default and ref:
             ref_t = sum(r["seconds"] for r in ref) / len(ref)
             ref_peak = max(r["peak_mb"] for r in ref)
@@ -124,6 +185,8 @@ def main() -> None:
             if same:
                 law = [a["lower"] / b["lower"] for a, b in zip(default, same)]
                 print("estimate default (exact in law)/default-same-w: " + ", ".join(f"{x:.4f}" for x in law))
+    if args.gpu:
+        project_fig2_right(measured, table)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,21 @@ def test_search_results_match_their_definitions():
             assert res.D1 == pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7)
             assert res.err == pytest.approx((res.D1 + res.y) ** 2, rel=1e-12)
             assert res.gamma_min == pytest.approx(max(abs(res.t0), abs(res.D0)))
-            assert res.t1 == res.y and res.delta_norm <= math.sqrt(8) * (1 + 1e-12)
+            assert res.t1 == pytest.approx(res.y, abs=1e-9) and res.delta_norm <= math.sqrt(8) * (1 + 1e-12)
+            # the alignment ratio against its definition, and the identity D1 - D0 = a (y - t0)
+            Xp = X.clone()
+            Xp[0] += res.delta
+            phi, phi_p = maps.raf(X, W).reshape(-1), maps.raf(Xp, W).reshape(-1)
+            if training == "fine_tune":
+                a = float(phi_p @ phi / (phi @ phi))
+            else:
+                Phi = maps.raf(Xt, W).reshape(len(Xt), -1)
+                pphi = phi - torch.linalg.pinv(Phi) @ (Phi @ phi)
+                a = float(phi_p @ pphi / (pphi @ pphi))
+            assert res.alignment == pytest.approx(a, abs=1e-7)
+            assert res.D1 - res.D0 == pytest.approx(res.alignment * (res.y - res.t0), abs=1e-7)
+            assert res.d0_shift == pytest.approx(abs(res.D0 - res.t0))
+            assert res.interpolates and res.train_residual < 1e-9 and res.gram_rank == 20
 
 
 def test_span_sampler_has_the_dense_law():
@@ -103,25 +117,35 @@ def test_span_sampler_has_the_dense_law():
 
 
 def test_science_on_synthetic_data():
-    """n = 40, d = 192, N = 100, 10 simulations: RF cannot flip its prediction (Err >= 2 in 90%,
-    both losses); RAF can with the direct loss (Err <= 0.5 in 70%); the penalised loss lowers the
-    median gamma_min compared with the direct loss."""
-    sims = 10
-    rf = {"surrogate": [], "direct": []}
-    raf_direct, gamma_direct, gamma_pen = [], [], []
-    for s in range(sims):
+    """The mechanism, not only the test error: the alignment ratio ``a`` (D1 - D0 = a (y - t0)).
+
+    RF (n = 40, d = 192, N = 100, 10 simulations, surrogate and direct losses, both trainings):
+    one word cannot separate the two sentences: ``a >= 0.9`` in every one of the 40 searches (the
+    re-training surrogate, which minimises ``a`` itself, reaches 0.948 at best; the bound behind it:
+    ``a_f >= 1 - S`` with S the word sensitivity, about 0.19 at n = 40). RAF (n = 40,
+    d = 768, N = 100, the surrogate loss, both trainings, 8 simulations): ``a <= 0.5`` in at least 7 of
+    8 simulations; were the true rate only 1/2, that would happen with probability 9/256 = 3.5%. The
+    penalised loss lowers the median gamma_min compared with the direct loss (RAF, d = 192).
+    """
+    searches = [("fine_tune", "surrogate", 0.0), ("retrain", "surrogate", 0.0), ("fine_tune", "direct", 0.0),
+                ("retrain", "direct", 0.0)]
+    rf_a = []
+    for s in range(10):
         Xt, yt, X, y = G.synthetic_task(100, 40, 192, seed=derive_seed("science", s))
-        for res in G.simulate("rf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "surrogate", 0.0),
-                                                                        ("fine_tune", "direct", 0.0)]):
-            rf[res.loss].append(res.err)
+        rf_a += [res.alignment for res in G.simulate("rf", Xt, yt, X, y, seed=s, searches=searches)]
+    assert min(rf_a) >= 0.9, sorted(rf_a)
+    raf_separated = 0
+    gamma_direct, gamma_pen = [], []
+    for s in range(8):
+        Xt, yt, X, y = G.synthetic_task(100, 40, 768, seed=derive_seed("science", s))
+        ft, rt = G.simulate("raf", Xt, yt, X, y, seed=s, searches=searches[:2])
+        raf_separated += ft.alignment <= 0.5 and rt.alignment <= 0.5
+        Xt, yt, X, y = G.synthetic_task(100, 40, 192, seed=derive_seed("science", s))
         direct, pen = G.simulate("raf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "direct", 0.0),
                                                                          ("fine_tune", "penalised", 1.0)])
-        raf_direct.append(direct.err)
         gamma_direct.append(direct.gamma_min)
         gamma_pen.append(pen.gamma_min)
-    for loss, errs in rf.items():
-        assert np.mean(np.array(errs) >= 2) >= 0.9, (loss, errs)
-    assert np.mean(np.array(raf_direct) <= 0.5) >= 0.7, raf_direct
+    assert raf_separated >= 7, raf_separated
     assert np.median(gamma_pen) < np.median(gamma_direct), (gamma_pen, gamma_direct)
 
 
@@ -147,12 +171,50 @@ def test_bad_input(change, message):
                   position=position)
 
 
-def test_duplicate_samples_cannot_be_interpolated():
-    Xt, yt, X, y = G.synthetic_task(4, 3, 4, seed=0)
+def test_rank_deficient_training_sets_get_the_pseudo_inverse():
+    """Duplicate samples with opposite labels cannot be interpolated: no error, the min-norm
+    least-squares solution of numpy.linalg.pinv, and the row says it does not interpolate."""
+    Xt, yt, X, y = G.synthetic_task(6, 3, 4, seed=0)
     Xt[1] = Xt[0]
     yt[1] = -yt[0]
-    with pytest.raises(ValueError, match="cannot be interpolated"):
-        G.prepare("raf", Xt, yt, X, y, seed=0)
+    W = maps.attention_weights(0, 4, dtype=torch.float64)
+    setup = G.prepare("raf", Xt, yt, X, y, seed=0, weights=W)
+    Phi = maps.raf(Xt, W).reshape(6, -1).numpy()
+    phi = maps.raf(X, W).reshape(-1).numpy()
+    theta = np.linalg.pinv(Phi) @ yt.numpy()
+    assert setup.t0 == pytest.approx(float(phi @ theta), abs=1e-9)
+    pphi = phi - np.linalg.pinv(Phi) @ (Phi @ phi)
+    assert setup.pphi2 == pytest.approx(float(pphi @ pphi), rel=1e-8)
+    assert setup.fit.rank == 5 and not setup.fit.interpolates and math.isinf(setup.fit.cond)
+    assert setup.fit.residual == pytest.approx(1.0, abs=1e-9)  # both copies are fitted with 0
+    res = G.search(setup, "retrain", "direct", seed=0)
+    assert not res.interpolates and math.isfinite(res.err)
+
+
+def test_near_uniform_attention_with_more_samples_than_dimensions():
+    """RAF on rows sharing a common component (as BERT's position and type embeddings make them),
+    N > d: attention is nearly uniform, so the N feature vectors lie near a space of dimension about
+    d and the Gram matrix is ill-conditioned. The run goes on, matches pinv, and records it."""
+    n, d, N = 12, 4, 40
+    gen = torch.Generator().manual_seed(0)
+    common = torch.randn(d, generator=gen, dtype=torch.float64)
+    rows = common + 0.05 * torch.randn((N + 1, n, d), generator=gen, dtype=torch.float64)
+    rows = rows * (math.sqrt(d) / torch.linalg.vector_norm(rows, dim=-1, keepdim=True))
+    yt = torch.where(torch.arange(N) % 2 == 0, 1.0, -1.0).to(torch.float64)
+    W = maps.attention_weights(1, d, dtype=torch.float64)
+    setup = G.prepare("raf", rows[:N], yt, rows[N], 1.0, seed=0, weights=W)
+    Phi = maps.raf(rows[:N], W).reshape(N, -1).numpy()
+    sv = np.linalg.svd(Phi, compute_uv=False)
+    assert sv[-1] / sv[0] < 1e-6  # ill-conditioned indeed
+    theta = np.linalg.pinv(Phi, rcond=max(Phi.shape) * np.finfo(float).eps) @ yt.numpy()
+    phi = maps.raf(rows[N], W).reshape(-1).numpy()
+    # the smallest kept singular value is ~1e-8 s_max: backward-stable solvers agree to ~eps / 1e-8
+    assert setup.t0 == pytest.approx(float(phi @ theta), rel=1e-6)
+    assert setup.fit.cond > 1e12 and setup.fit.rank == np.linalg.matrix_rank(Phi)
+    assert setup.fit.interpolates == (setup.fit.residual <= G.INTERPOLATION_TOL)
+    for training in G.TRAININGS:
+        res = G.search(setup, training, "surrogate", seed=0)
+        assert math.isfinite(res.err) and math.isfinite(res.alignment)
 
 
 def test_bad_search_options():

@@ -159,8 +159,10 @@ def test_refuses_jobs_that_cannot_fit(monkeypatch):
 
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "400")
     X = synthetic_sample(50, 192, seed=0)
-    with pytest.raises(InsufficientResources, match="profiles/slurm"):
-        ws.estimate("drf", X, seed=0, L=2, device="cpu")
+    with pytest.raises(InsufficientResources, match="profiles/slurm"):  # the dense 9600 x 9600 RF matrix
+        ws.estimate("rf", X, seed=0, sampler="dense", device="cpu")
+    with pytest.raises(InsufficientResources, match="max-memory-gb"):  # not even one streamed DRF block fits
+        ws.estimate("drf", X, seed=0, L=2, device="cpu", max_memory_gb=0.005)
 
 
 def test_no_nan_for_extreme_inputs():

@@ -10,8 +10,6 @@ only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
 
 import torch
 
@@ -21,7 +19,7 @@ from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["DRFProblem", "FirstLayer", "RFProblem", "blockwise_u", "first_layer_problem", "rest_gaussian"]
+__all__ = ["FirstLayer", "RFProblem", "blockwise_u", "exact_u", "rest_gaussian", "rf_problem"]
 
 
 class FirstLayer:
@@ -163,103 +161,58 @@ class RFProblem(Problem):
         return op_norm * self.radius / self.phi_norm
 
 
-class DRFProblem(Problem):
-    def __init__(self, B1: Tensor, u1_64: Tensor, rest: Sequence[Tensor]) -> None:
-        self.d = B1.shape[1]
-        self.radius = math.sqrt(self.d)
-        self.layer = FirstLayer(B1, u1_64, with_gram=False)
-        self.rest = list(rest)
-        with torch.no_grad():
-            self.base = self._tail(torch.relu(self.layer.u)[None])[0]
-            self.base64 = self._tail64(torch.relu(u1_64)[None])[0]
-        self.phi_norm = float(torch.linalg.vector_norm(self.base64))
-
-    def _tail(self, h: Tensor) -> Tensor:
-        for V in self.rest:
-            h = torch.relu(h @ V.T)
-        return h
-
-    def _tail64(self, h: Tensor) -> Tensor:
-        for V in self.rest:
-            out = torch.empty((h.shape[0], V.shape[0]), dtype=torch.float64, device=h.device)
-
-            def fill(rows: slice, chunk: Tensor, h: Tensor = h, out: Tensor = out) -> None:
-                out[:, rows] = torch.relu(h @ chunk.T)
-
-            chunked_rows64(V, fill)
-            h = out
-        return h
-
-    def value(self, D: Tensor) -> Tensor:
-        diff = self._tail(self.layer.forward(D)) - self.base
-        return (diff * diff).sum(-1)
-
-    def exact(self, deltas: Tensor) -> Tensor:
-        return torch.linalg.vector_norm(self._tail64(self.layer.forward64(deltas)) - self.base64, dim=-1)
-
-    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.layer.singular_starts(restarts, self.radius, gen)
-
-
 # --------------------------------------------------------------------------- building problems
 
 
 def rest_gaussian(seed: int, tag: str, position: int, k: int, std: float, device: torch.device) -> Tensor:
+    """``k`` i.i.d. ``N(0, std^2)`` numbers (float64) of the exact sampler's ``V_rest flat(X_rest)``:
+    a small draw, always on the CPU (float32 numbers, as every weight draw), then moved to ``device``."""
     gen = generator(derive_seed(seed, tag, position))
     draw = torch.randn(k, generator=gen, dtype=torch.float32).to(torch.float64)
     return (draw * std).to(device)
 
 
-def first_layer_problem(
-    map_name: str, X64: Tensor, position: int, seed: int, *, sampler: str, weights: Any,
-    k: int, L: int, dtype: torch.dtype, device: torch.device, u_all: Tensor | None = None,
-) -> Problem:
-    """RF or DRF problem at ``position``; the first layer is reduced to its block ``B`` and ``u``."""
+def exact_u(B: Tensor, X64: Tensor, position: int, seed: int, tag: str, gain: float) -> Tensor:
+    """The first-layer pre-activation ``V flat(X) = B x_i + V_rest flat(X_rest)`` with the second term
+    drawn from its exact law ``N(0, gain ||X_rest||^2 / D)`` per row, independently of ``B`` (the
+    weights' variance is ``gain / D``: 1 for RF, 2 for DRF)."""
     n, d = X64.shape
-    D = n * d
-    xi = X64[position].to(device)
     rest_norm2 = float((X64 * X64).sum() - (X64[position] * X64[position]).sum())
+    std = math.sqrt(gain * rest_norm2 / (n * d))
+    return matvec64(B, X64[position].to(B.device)) + rest_gaussian(seed, tag, position, B.shape[0], std, B.device)
+
+
+def rf_problem(
+    X64: Tensor, position: int, seed: int, *, sampler: str, weights: Tensor | None, k: int, dtype: torch.dtype,
+    device: torch.device, draw_on: str = "device", u_all: Tensor | None = None,
+) -> RFProblem:
+    """The RF problem at ``position``: the block ``B`` of ``V`` that the moved token multiplies and
+    ``u = V flat(X)``, from explicit ``weights``, the exact sampler, or the blockwise ``u_all``."""
+    n, d = X64.shape
     cols = slice(position * d, (position + 1) * d)
-    tail: list[Tensor] = []
-    if map_name == "rf":
-        if weights is not None:
-            V = weights.to(device)
-            B = V[:, cols].to(dtype)
-            u = matvec64(V, X64.reshape(-1).to(device))
-        else:
-            B = maps.rf_block(seed, position, n, d, k, dtype=dtype, device=device)
-            if sampler == "exact":
-                u = matvec64(B, xi) + rest_gaussian(seed, "rf-rest", position, k, math.sqrt(rest_norm2 / D), device)
-            else:
-                u = u_all if u_all is not None else matvec64(maps.rf_weights(seed, n, d, k, dtype=dtype, device=device),
-                                                               X64.reshape(-1).to(device))
-        return RFProblem(B, u)
     if weights is not None:
-        V1 = weights[0].to(device)
-        B = V1[:, cols].to(dtype)
-        u = matvec64(V1, X64.reshape(-1).to(device))
-        tail = [V.to(device=device, dtype=dtype) for V in weights[1:]]
+        V = weights.to(device)
+        return RFProblem(V[:, cols].to(dtype), matvec64(V, X64.reshape(-1).to(device)))
+    B = maps.rf_block(seed, position, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+    if sampler == "exact":
+        u = exact_u(B, X64, position, seed, "rf-rest", 1)
     else:
-        B = maps.drf_block(seed, 1, position, n, d, dtype=dtype, device=device)
-        if sampler == "exact":
-            u = matvec64(B, xi) + rest_gaussian(seed, "drf-rest", position, D, math.sqrt(2 * rest_norm2 / D), device)
-        else:
-            assert u_all is not None
-            u = u_all
-        tail = [maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device) for layer in range(2, L + 1)]
-    return DRFProblem(B, u, tail)
+        u = u_all if u_all is not None else blockwise_u("rf", X64, seed, k, dtype, device, draw_on)
+    return RFProblem(B, u)
 
 
-def blockwise_u(map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """First-layer pre-activation ``V flat(X)`` accumulated one column block at a time."""
+def blockwise_u(map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device,
+                draw_on: str = "device") -> Tensor:
+    """First-layer pre-activation ``V flat(X)`` accumulated one column block at a time (the dense
+    matrix's blocks: the same numbers as ``sampler="dense"``, never the whole matrix)."""
     n, d = X64.shape
     rows = k if map_name == "rf" else n * d
     u = torch.zeros(rows, dtype=torch.float64, device=device)
     for j in range(n):
         if map_name == "rf":
-            block = maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device)
+            block = maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
         else:
-            block = maps.drf_block(seed, 1, j, n, d, dtype=dtype, device=device)
+            block = maps.drf_block(seed, 1, j, n, d, dtype=dtype, device=device, draw_on=draw_on)
         u += matvec64(block, X64[j].to(device))
         del block
     return u

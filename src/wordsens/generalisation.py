@@ -43,8 +43,8 @@ from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "check_task", "draw_task", "prepare", "search", "simulate",
-           "synthetic_task"]
+__all__ = ["LOSSES", "TRAININGS", "Fit", "GenResult", "Setup", "check_task", "draw_task", "interpolate", "prepare",
+           "search", "simulate", "synthetic_task"]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
@@ -66,6 +66,8 @@ class Setup:
     t0: float  # phi(X)^T theta*
     phi2: float  # ||phi(X)||^2
     pphi2: float  # ||P phi(X)||^2
+    phi_pphi: float  # phi(X).P phi(X) (= pphi2 up to rounding: P is a projection)
+    fit: Fit
     sampler: str
     seconds: float
     functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
@@ -79,10 +81,22 @@ class Setup:
             D1 = D0 + f[..., 2] * (self.y - self.t0) / self.pphi2
         return D0, D1, (D1 + self.y) ** 2
 
+    def alignment(self, f: Tensor, training: str) -> Tensor:
+        """The alignment ratio ``a`` of the perturbed features with the learned direction, from
+        functional values ``f`` (..., 3): fine-tune ``phi'.phi / ||phi||^2``, re-train
+        ``phi'.P phi / ||P phi||^2``. Since ``D1 - D0 = a (y - t0)``, one word can flip the learned
+        prediction only through a small (or negative) ``a``; ``a ~ 1`` leaves ``D1 - D0 = y - t0``.
+        """
+        return f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
+
+    def t1(self, training: str) -> float:
+        """``phi(X)^T theta_{f|r}``, the second-stage prediction on the new sample (= y when learned)."""
+        f = torch.tensor([self.t0, self.phi2, self.phi_pphi], dtype=torch.float64)
+        return float(self.outcome(f, training)[1])
+
     def loss(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
         if loss == "surrogate":
-            ratio = f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
-            return (ratio + 1) ** 2
+            return (self.alignment(f, training) + 1) ** 2
         D0, _, err = self.outcome(f, training)
         return err + penalty * D0 * D0 if loss == "penalised" else err
 
@@ -157,27 +171,66 @@ def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[i
     return N, n, d
 
 
-def _interpolator(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor]:
-    """``theta* = Phi^T K^-1 Y`` and ``P phi`` (float64) through the Cholesky factor of ``K``."""
-    K = Phi @ Phi.T
-    scale = float(K.diagonal().mean())
-    L, info = torch.linalg.cholesky_ex(K)
-    cond_ok = info == 0
-    if cond_ok:
-        eig = torch.linalg.eigvalsh(K)
-        cond_ok = float(eig[0]) > 1e-10 * float(eig[-1])
-    if not cond_ok:
-        raise ValueError(
-            f"the training set cannot be interpolated: its N = {Phi.shape[0]} feature vectors are linearly "
-            f"dependent (Gram matrix singular at scale {scale:.3g}); use distinct samples, a smaller N, or a "
-            f"larger feature dimension (p = {Phi.shape[1]})")
-    theta = Phi.T @ torch.cholesky_solve(Y[:, None], L)[:, 0]
+@dataclass(frozen=True)
+class Fit:
+    """How the first stage fitted its training set (the min-norm least-squares solution).
 
-    def project(v: Tensor) -> Tensor:
-        return v - Phi.T @ torch.cholesky_solve((Phi @ v)[:, None], L)[:, 0]
+    ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
+    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular); ``rank``: eigenvalues of ``K`` kept by the cutoff; ``residual``:
+    ``max |Phi theta* - Y|``; ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
+    """
+
+    cond: float
+    rank: int  # singular values of Phi above the cutoff of ``interpolate``
+    residual: float
+    interpolates: bool
+
+
+INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
+
+
+def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
+    """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64, never forming a
+    p x p matrix: a Householder QR ``Phi^T = Q R`` (Q kept as its reflectors), then the SVD of the small
+    ``R = U S V^T``, so ``pinv(Phi) = Q U S^+ V^T``.
+
+    The cutoff is explicit: singular values ``s <= max(N, p) * eps * s_max`` count as zero (the
+    default of ``torch.linalg.pinv`` and of the array API: below it a singular value cannot be told
+    from rounding). The authors call ``numpy.linalg.pinv``, whose cutoff ``1e-15 * s_max`` is lower;
+    on ill-conditioned training sets (RAF on BERT-like rows with N > d, repeated reviews) the two can
+    differ along directions with singular values between the two cutoffs. Such sets get the min-norm
+    least-squares solution instead of an error, and ``Fit`` records how well it fits.
+    ``tests/test_generalisation.py`` checks the result against ``numpy.linalg.pinv``.
+    """
+    N, p = Phi.shape
+    m = min(N, p)
+    reflectors, tau = torch.geqrf(Phi.T)  # one (p, N) copy, column-major: Phi's own row-major layout
+    U, S, Vh = torch.linalg.svd(reflectors[:m].triu(), full_matrices=False)  # R = U diag(S) Vh
+    s_max = float(S[0])
+    if not s_max > 0:
+        raise ValueError("every training feature vector is zero (all ReLUs inactive?): nothing can be learned")
+    keep = S > max(N, p) * torch.finfo(torch.float64).eps * s_max
+    s_inv = torch.where(keep, 1.0 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
+    rank = int(keep.sum())
+
+    def q_times(x: Tensor) -> Tensor:  # Q_m x: (m,) -> (p,)
+        full = torch.zeros((p, 1), dtype=x.dtype, device=x.device)
+        full[:m, 0] = x
+        return torch.ormqr(reflectors, tau, full)[:, 0]
+
+    def qt_times(v: Tensor) -> Tensor:  # Q_m^T v: (p,) -> (m,)
+        return torch.ormqr(reflectors, tau, v[:, None], transpose=True)[:m, 0]
+
+    theta = q_times(U @ (s_inv * (Vh @ Y)))
+
+    def project(v: Tensor) -> Tensor:  # (I - pinv(Phi) Phi) v: remove the row-space component
+        coords = U.T @ qt_times(v)
+        return v - q_times(U @ (coords * keep))
 
     pphi = project(project(phi))  # the second pass removes what rounding left in the span
-    return theta, pphi
+    residual = float((Phi @ theta - Y).abs().max())
+    cond = float((S[0] / S[-1]) ** 2) if rank == N else math.inf  # of the Gram matrix Phi Phi^T
+    return theta, pphi, Fit(cond=cond, rank=rank, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
 
 
 def prepare(
@@ -219,7 +272,7 @@ def prepare(
             pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
         Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
         phi = torch.relu(u)
-        theta, pphi = _interpolator(Phi, Y, phi)
+        theta, pphi, fit = interpolate(Phi, Y, phi)
         del Phi, pre_train
         functionals: Any = _RFFunctionals(B.to(dtype), u, torch.stack([theta, phi, pphi]))
     else:
@@ -231,7 +284,7 @@ def prepare(
         for s in range(0, N, 256):
             Phi[s:s + 256] = maps.apply(map_name, Xt64[s:s + 256], W64).reshape(-1, n * d)
         phi = maps.apply(map_name, X64, W64).reshape(-1)
-        theta, pphi = _interpolator(Phi, Y, phi)
+        theta, pphi, fit = interpolate(Phi, Y, phi)
         del Phi
         functionals = _AttentionFunctionals(X64.to(dtype), W64.to(dtype), position,
                                             "softmax" if map_name == "raf" else "relu",
@@ -241,10 +294,11 @@ def prepare(
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
     pphi2 = float(pphi @ pphi)
     if pphi2 <= 1e-24 * phi2:
-        raise ValueError("phi(X) lies in the span of the training features: re-training cannot learn it")
+        raise ValueError(f"phi(X) lies in the span of the N = {N} training feature vectors (p = {phi.numel()} "
+                         "features): re-training cannot learn it; use fewer training samples than features")
     return Setup(map_name=map_name, n=n, d=d, N=N, position=position, y=float(y), t0=float(phi @ theta),
-                 phi2=phi2, pphi2=pphi2, sampler=sampler, seconds=time.perf_counter() - started,
-                 functionals=functionals)
+                 phi2=phi2, pphi2=pphi2, phi_pphi=float(phi @ pphi), fit=fit, sampler=sampler,
+                 seconds=time.perf_counter() - started, functionals=functionals)
 
 
 def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -290,7 +344,14 @@ def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tup
 
 @dataclass
 class GenResult:
-    """One Delta search of a simulation."""
+    """One Delta search of a simulation.
+
+    ``alignment`` is the ratio ``a`` of the row's training mode (``Setup.alignment``) and
+    ``d0_shift`` is ``|D0 - t0|``: ``D1 - D0 = a (y - t0)``, so a small Err comes either from
+    separating the two sentences (small ``a``) or from moving the first-stage prediction (large
+    ``d0_shift``, hence large ``gamma_min``). ``gram_cond``, ``gram_rank``, ``train_residual`` and
+    ``interpolates`` describe the first-stage fit of the simulation (``Fit``).
+    """
 
     map: str
     training: str
@@ -304,6 +365,12 @@ class GenResult:
     D1: float
     err: float
     gamma_min: float
+    alignment: float
+    d0_shift: float
+    gram_cond: float
+    gram_rank: int
+    train_residual: float
+    interpolates: bool
     delta_norm: float
     steps: int
     seconds: float
@@ -364,11 +431,14 @@ def search(
     with torch.no_grad():
         f = setup.functionals.exact(delta[None])[0]
     D0, D1, err = setup.outcome(f, training)
-    t1 = setup.y  # theta_f and theta_r interpolate the new sample (checked in the tests)
+    fit = setup.fit
     return GenResult(map=setup.map_name, training=training, loss=loss, penalty=float(penalty), method="default",
-                     y=setup.y, t0=setup.t0, t1=t1, D0=float(D0), D1=float(D1), err=float(err),
-                     gamma_min=max(abs(setup.t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
-                     steps=steps, seconds=time.perf_counter() - started, delta=delta.cpu())
+                     y=setup.y, t0=setup.t0, t1=setup.t1(training), D0=float(D0), D1=float(D1), err=float(err),
+                     gamma_min=max(abs(setup.t0), abs(float(D0))), alignment=float(setup.alignment(f, training)),
+                     d0_shift=abs(float(D0) - setup.t0), gram_cond=fit.cond, gram_rank=fit.rank,
+                     train_residual=fit.residual, interpolates=fit.interpolates,
+                     delta_norm=float(torch.linalg.vector_norm(delta)), steps=steps,
+                     seconds=time.perf_counter() - started, delta=delta.cpu())
 
 
 def simulate(

@@ -17,7 +17,7 @@ import torch
 
 from . import maps
 from .firstlayer import RFProblem
-from .generalisation import LOSSES, TRAININGS, GenResult, check_task
+from .generalisation import INTERPOLATION_TOL, LOSSES, TRAININGS, GenResult, check_task
 from .search import feasible, matvec64, project
 from .seeds import derive_seed, generator
 
@@ -63,11 +63,12 @@ def ws_search(
 def ws_estimate(
     map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, *, L: int, k: int,
     device: torch.device,
-) -> tuple[int, Tensor, float, float, float | None, int]:
+) -> tuple[int, Tensor, float, float, float | None, int, int]:
     """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
     each), on dense float64 weights (drawn from ``seed`` when ``weights`` is None).
 
-    Returns ``(best position, its Delta, change, ||phi(X)||, RF certificate or None, steps)``."""
+    Returns ``(best position, its Delta, change, ||phi(X)||, RF certificate or None, steps, 0)`` (the
+    last: no streamed DRF layers, every matrix is dense)."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(map_name, seed, n, d, L=L, k=k, dtype=torch.float64, device=device)
@@ -89,7 +90,7 @@ def ws_estimate(
     if map_name == "rf":
         upper = max(RFProblem(weights[:, p * d:(p + 1) * d], matvec64(weights, X.reshape(-1))).upper()
                     for p in positions)
-    return pos, delta, change, phi_norm, upper, total
+    return pos, delta, change, phi_norm, upper, total, 0
 
 
 # --------------------------------------------------------------------------- generalisation
@@ -102,7 +103,9 @@ def gen_search(
     """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
     p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
     map each step (RF: step 100, 300 steps; attention maps: step 1, ``50 n`` steps), projection on
-    the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i + 0.1 N(0, I)``."""
+    the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i`` itself (as the authors' gen.py
+    does; their word-sensitivity script starts at a jittered point instead, see ``ws_search``).
+    ``seed`` draws the weights when ``weights`` is None."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
     N, n, d = check_task(X_train, y_train, X, y)
@@ -123,8 +126,7 @@ def gen_search(
     lr, steps = (100.0, 300) if map_name == "rf" else (1.0, 50 * n)
     onehot = torch.zeros((n, 1), dtype=torch.float64)
     onehot[position] = 1.0
-    gen = generator(derive_seed(seed, "gen-reference-start", position))
-    delta = 0.1 * torch.randn(d, generator=gen, dtype=torch.float64)
+    delta = torch.zeros(d, dtype=torch.float64)
 
     def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         phi_p = maps.apply(map_name, X64 + onehot * delta, weights).reshape(-1)
@@ -137,18 +139,25 @@ def gen_search(
             ratio = (phi_p @ pphi) / (pphi @ pphi)
         err = (D1 + y) ** 2
         value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
-        return value, D0, D1
+        return value, D0, D1, ratio
 
     for _ in range(steps):
         delta.requires_grad_(True)
-        value, _, _ = objective(delta)
+        value, _, _, _ = objective(delta)
         (grad,) = torch.autograd.grad(value, delta)
         with torch.no_grad():
             delta = project(delta.detach()[None] - lr * grad[None], math.sqrt(d))[0]
     with torch.no_grad():
-        _, D0, D1 = objective(delta)
-    err = float((D1 + y) ** 2)
+        _, D0, D1, ratio = objective(delta)
+    v = phi if training == "fine_tune" else pphi
+    t1 = t0 + float(phi @ v) * (y - t0) / float(v @ v)  # phi(X)^T theta_{f|r}
+    sv = torch.linalg.svdvals(Phi)  # the Gram matrix K = Phi Phi^T has eigenvalues sv^2 (and N - p zeros if N > p)
+    singular = float(sv[-1]) == 0 or Phi.shape[0] > Phi.shape[1]
+    residual = float((Phi @ theta - Y).abs().max())
     return GenResult(map=map_name, training=training, loss=loss, penalty=float(penalty), method="reference",
-                     y=float(y), t0=t0, t1=float(y), D0=float(D0), D1=float(D1), err=err,
-                     gamma_min=max(abs(t0), abs(float(D0))), delta_norm=float(torch.linalg.vector_norm(delta)),
+                     y=float(y), t0=t0, t1=t1, D0=float(D0), D1=float(D1), err=float((D1 + y) ** 2),
+                     gamma_min=max(abs(t0), abs(float(D0))), alignment=float(ratio), d0_shift=abs(float(D0) - t0),
+                     gram_cond=math.inf if singular else float((sv[0] / sv[-1]) ** 2),
+                     gram_rank=int(torch.linalg.matrix_rank(Phi)), train_residual=residual,
+                     interpolates=residual <= INTERPOLATION_TOL, delta_norm=float(torch.linalg.vector_norm(delta)),
                      steps=steps, seconds=time.perf_counter() - started, delta=delta)

@@ -17,11 +17,14 @@ if TYPE_CHECKING:  # torch is imported lazily: the Snakefile plans jobs without 
     import torch
 
 __all__ = [
+    "DRFLayout",
     "InsufficientResources",
     "MemoryEstimate",
     "available_bytes",
     "check_fits",
+    "memory_budget",
     "choose_sampler",
+    "drf_layout",
     "peak_rss_bytes",
     "resolve_device",
     "ws_memory",
@@ -108,11 +111,54 @@ def choose_sampler(
     return sampler
 
 
+@dataclass(frozen=True)
+class DRFLayout:
+    """How a DRF estimate holds its tail (layers 2..L) within a memory budget (``wordsens.drf``):
+    ``resident`` layers stay in memory, ``streamed`` ones are regenerated block by block on every
+    pass. ``bytes``: peak array memory of the estimate."""
+
+    resident: int
+    streamed: int
+    bytes: int
+    detail: str
+
+
+def drf_layout(
+    n: int, d: int, L: int, *, budget: int | None = None, restarts: int = 5, dtype: Any = "float32",
+    sampler: str = "exact",
+) -> DRFLayout:
+    """The tail layout of a default-method DRF estimate: every tail layer resident when the arrays fit
+    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block.
+
+    The fixed part: the first layer (its ``(D, d)`` block, or with ``sampler="dense"`` the whole
+    ``(D, D)`` matrix), the per-restart activations and masks of every layer, float64 chunks of the
+    exact evaluation. When even no resident layer fits, the layout still streams everything and its
+    ``bytes`` exceed the budget: ``check_fits`` then refuses the job.
+    """
+    D = n * d
+    b = _itemsize(dtype)
+    first = D * D * b if sampler == "dense" else D * d * b
+    fixed = first + (6 * L + 8) * restarts * D * max(b, 4) + D * d * 4 + 3 * 4 * MB
+    layer = D * D * b
+    tail = L - 1
+    if budget is None or fixed + tail * layer <= budget:
+        resident = tail
+    else:
+        stream_buffer = D * d * (b + 8)  # one block and its float64 copy in the exact evaluation
+        resident = int(max(0, min(tail, (budget - fixed - stream_buffer) // layer)))
+    streamed = tail - resident
+    total = fixed + resident * layer + (D * d * (b + 8) if streamed else 0)
+    detail = f"{resident} resident DRF layers {D} x {D}" + (f", {streamed} streamed in {D} x {d} blocks"
+                                                            if streamed else "") + f", first-layer block {D} x {d}"
+    return DRFLayout(resident=resident, streamed=streamed, bytes=total, detail=detail)
+
+
 def ws_memory(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
-    sampler: str = "exact", dtype: Any = "float32", restarts: int = 8,
+    sampler: str = "exact", dtype: Any = "float32", restarts: int = 8, budget: int | None = None,
 ) -> MemoryEstimate:
-    """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``)."""
+    """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``); for DRF
+    with the default method, within ``budget`` bytes where streaming makes that possible."""
     D = n * d
     k = D if k is None else k
     b = 8 if method == "reference" else _itemsize(dtype)
@@ -128,14 +174,11 @@ def ws_memory(
         work = 12 * R * k * max(b, 4) + chunk + k * d * 4
         return MemoryEstimate(weights + work, detail)
     if map_name == "drf":
-        if method == "reference" or sampler == "dense":
-            weights = L * D * D * b
-            detail = f"{L} DRF matrices {D} x {D}"
-        else:
-            weights = (L - 1) * D * D * b + D * d * b
-            detail = f"{L - 1} DRF matrices {D} x {D} and one {D} x {d} block"
-        work = (6 * L + 8) * R * D * max(b, 4) + D * d * 4 + chunk
-        return MemoryEstimate(weights + work, detail)
+        if method == "reference":
+            work = (6 * L + 8) * R * D * max(b, 4) + D * d * 4 + chunk
+            return MemoryEstimate(L * D * D * b + work, f"{L} DRF matrices {D} x {D}")
+        layout = drf_layout(n, d, L, budget=budget, restarts=R, dtype=dtype, sampler=sampler)
+        return MemoryEstimate(layout.bytes, layout.detail)
     # attention maps: a few (n, n), (n, d), (d, d) arrays, per restart (n, d) at most
     work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
     if method == "reference":
@@ -191,10 +234,28 @@ def available_bytes(device: "torch.device | str") -> int:
     return min(limits) if limits else 2**62
 
 
-def check_fits(estimate: MemoryEstimate, device: "torch.device", what: str) -> None:
-    """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has."""
+def memory_budget(device: "torch.device", max_memory_gb: float | None = None) -> int:
+    """Bytes of arrays one job may hold on ``device``: ``max_memory_gb`` when set, else what the
+    device has free (``available_bytes``; on the CPU less the process's own overhead)."""
+    if max_memory_gb is not None:
+        if isinstance(max_memory_gb, bool) or not isinstance(max_memory_gb, (int, float)) or not max_memory_gb > 0:
+            raise ValueError(f"max_memory_gb must be a positive number of GB, got {max_memory_gb!r}")
+        return int(max_memory_gb * GB)
+    have = available_bytes(device)
+    return have if device.type == "cuda" else max(0, have - PROCESS_OVERHEAD)
+
+
+def check_fits(estimate: MemoryEstimate, device: "torch.device", what: str, *, limit: int | None = None) -> None:
+    """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has,
+    or the ``limit`` (bytes of arrays) that the job was given."""
     need = estimate.bytes if device.type == "cuda" else estimate.total
     have = available_bytes(device)
+    if limit is not None and estimate.bytes > limit:
+        raise InsufficientResources(
+            f"{what} needs about {estimate.bytes / GB:.2f} GB of arrays ({estimate.detail}) but its memory setting "
+            f"allows {limit / GB:.2f} GB. Ways out: raise the setting (--max-memory-gb, ws.max_memory_gb), run it on a "
+            "GPU or a cluster node with more memory (snakemake --profile profiles/slurm), or choose a smaller d or n."
+        )
     if need <= have:
         return
     raise InsufficientResources(
@@ -252,13 +313,20 @@ def job_peak_bytes() -> int | None:
 _RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
 _GEMM_FLOPS = 4.0e10  # float64 matrix products
 _STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
+# A data-centre GPU (H100 class), conservatively: float32 Gaussian draws by the device's own
+# generator, and bytes per second through a matrix-vector product. Not measured by this project yet.
+_GPU_RANDN_PER_S = 5.0e10
+_GPU_STREAM_BYTES = 1.5e12
 
 
 def ws_seconds(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
     sampler: str = "exact", steps: int | None = None, device: str = "cpu", positions: int = 1,
+    budget: int | None = None,
 ) -> float:
-    """Rough CPU wall time of one word-sensitivity estimate (seconds); a GPU divides it by ~20.
+    """Rough wall time of one word-sensitivity estimate (seconds) on a 2-core CPU or (``device="cuda"``)
+    a data-centre GPU. DRF follows its layout within ``budget`` (``drf_layout``); other maps on a GPU
+    take the CPU time divided by ~20.
 
     ``positions``: how many positions are searched (``n`` for ``position="all"``, one search each).
     """
@@ -271,10 +339,19 @@ def ws_seconds(
             block = k * D if sampler in ("dense", "blockwise") else k * d
             t = block / _RANDN_PER_S + 2 * k * d * d * 2 / _GEMM_FLOPS + (steps or 100) * 2 * k * d * 4 / _STREAM_BYTES
     elif map_name == "drf":
-        layers = L if method == "reference" or sampler == "dense" else L - 1
+        randn, stream = (_GPU_RANDN_PER_S, _GPU_STREAM_BYTES) if device == "cuda" else (_RANDN_PER_S, _STREAM_BYTES)
         b = 8 if method == "reference" else 4
-        t = layers * D * D / _RANDN_PER_S + (steps or (300 if method == "reference" else 150)) * max(layers, 1) \
-            * 2 * D * D * b / _STREAM_BYTES
+        steps = steps or (300 if method == "reference" else 150)
+        if method == "reference":
+            resident, streamed = L, 0
+        else:
+            layout = drf_layout(n, d, L, budget=budget, sampler=sampler)
+            resident, streamed = layout.resident + (sampler == "dense"), layout.streamed
+        # resident layers are drawn once and read twice per step (forward, backward); streamed layers
+        # are drawn and read twice per step
+        t = resident * D * D / randn + steps * 2 * (resident + streamed) * D * D * b / stream \
+            + steps * 2 * streamed * D * D / randn
+        return t * positions
     else:
         if method == "reference":
             t = (steps or 50 * n) * (6 * n * n * d * 2 / _GEMM_FLOPS + 1e-3)
@@ -290,11 +367,12 @@ def gen_memory(map_name: str, n: int, d: int, N: int, *, restarts: int = 16) -> 
     if map_name == "rf":
         m = N + 1 + d
         k = D
-        arrays = 3 * (N + 1) * D * 8 + 3 * m * m * 8 + 2 * N * k * 8 + k * d * 4 + 3 * k * 8 + 3 * 8 * MB \
+        # features and the Householder QR copy of them (generalisation.interpolate) at once
+        arrays = 3 * (N + 1) * D * 8 + 3 * m * m * 8 + 3 * N * k * 8 + k * d * 4 + 3 * k * 8 + 3 * 8 * MB \
             + 16 * restarts * k * 4
-        return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k}")
-    arrays = 3 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
-    return MemoryEstimate(arrays, f"features {N} x {D} and the {N} x {N} Gram matrix")
+        return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
+    arrays = 4 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
+    return MemoryEstimate(arrays, f"features {N} x {D} and their QR")
 
 
 def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> float:
@@ -308,4 +386,6 @@ def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> 
     else:
         prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS
         per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / _GEMM_FLOPS + 1e-3)
-    return prepare + searches * per_search
+    # the pseudo-inverse: Householder QR of the (p, N) features (p = D here, k = D for RF), SVD of R
+    solve = 6 * D * N * N / _GEMM_FLOPS + 30 * N**3 / _GEMM_FLOPS
+    return prepare + solve + searches * per_search

@@ -34,8 +34,9 @@ import torch
 
 from . import maps, reference
 from .attention import AttentionProblem
-from .firstlayer import blockwise_u, first_layer_problem
-from .resources import SAMPLERS, check_fits, choose_sampler, resolve_device, ws_memory
+from .drf import drf_problem, drf_tail
+from .firstlayer import blockwise_u, rf_problem
+from .resources import SAMPLERS, check_fits, choose_sampler, memory_budget, resolve_device, ws_memory
 from .search import Problem, SearchSettings, ascend, feasible
 from .seeds import derive_seed, generator
 
@@ -80,6 +81,8 @@ class WSResult:
     dtype: str
     L: int | None = None
     k: int | None = None
+    weights_drawn_on: str = "cpu"  # where the RF/DRF weight blocks were drawn ("cpu" or "cuda")
+    streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.drf)
 
     def as_dict(self) -> dict[str, Any]:
         """All fields but ``delta``, as plain JSON-able values."""
@@ -108,6 +111,8 @@ def estimate(
     max_steps: int = 1000,
     tol: float | None = None,
     patience: int | None = None,
+    max_memory_gb: float | None = None,
+    draw_on: str = "device",
 ) -> WSResult:
     """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
 
@@ -133,6 +138,12 @@ def estimate(
             and convergence rule: stop when the best squared change gains less than ``tol``
             relative in ``patience`` steps (defaults: 1e-5 in 10 iterations for RF, 1e-4 in 10
             steps for DRF, 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
+        max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
+            many tail layers resident as fit and streams the others (``wordsens.drf``): its memory
+            is this setting, not a consequence of n and L. Other maps are only checked against it.
+        draw_on: where RF/DRF weight blocks bound for a GPU are drawn: ``"device"`` (by a generator
+            of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
+            (CPU draws copied over: the same numbers as a CPU run). CPU runs always draw on the CPU.
 
     Raises:
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
@@ -176,9 +187,12 @@ def estimate(
         dtype = torch.float64 if map_name in ("raf", "relu_raf") or method == "reference" else torch.float32
     sampler = choose_sampler(map_name, position=position, method=method, sampler=sampler,
                              explicit_weights=weights is not None)
+    if draw_on not in maps.DRAW_ON:
+        raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
+    budget = memory_budget(dev, max_memory_gb)
     what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if map_name == "drf" else "")
-    check_fits(ws_memory(map_name, n, d, L=L, k=k, method=method, sampler=sampler, dtype=dtype, restarts=restarts),
-               dev, what)
+    check_fits(ws_memory(map_name, n, d, L=L, k=k, method=method, sampler=sampler, dtype=dtype, restarts=restarts,
+                         budget=budget), dev, what, limit=budget)
 
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
@@ -186,8 +200,9 @@ def estimate(
         result = reference.ws_estimate(map_name, X64, seed, positions, weights, L=L, k=k, device=dev)
     else:
         result = _run_default(map_name, X64, seed, positions, weights, L=L, k=k, dtype=dtype, device=dev,
-                              sampler=sampler, restarts=restarts, max_steps=max_steps, tol=tol, patience=patience)
-    best_pos, delta, change, phi_norm, upper, steps = result
+                              sampler=sampler, restarts=restarts, max_steps=max_steps, tol=tol, patience=patience,
+                              draw_on=draw_on, budget=budget)
+    best_pos, delta, change, phi_norm, upper, steps, streamed = result
     return WSResult(
         map=map_name, method=method, n=n, d=d, position=best_pos,
         lower=change / phi_norm if phi_norm > 0 else 0.0, upper=upper,
@@ -196,14 +211,17 @@ def estimate(
         restarts=1 if method == "reference" else restarts, device=str(dev),
         dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
         L=L if map_name == "drf" else None, k=k if map_name == "rf" else None,
+        weights_drawn_on=maps.drawn_on(dev, draw_on if method == "default" else "cpu")
+        if map_name in ("rf", "drf") and weights is None else "cpu",
+        streamed_layers=streamed if map_name == "drf" else None,
     )
 
 
 def _run_default(
     map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, *, L: int, k: int,
     dtype: torch.dtype, device: torch.device, sampler: str, restarts: int, max_steps: int, tol: float,
-    patience: int,
-) -> tuple[int, Tensor, float, float, float | None, int]:
+    patience: int, draw_on: str, budget: int | None,
+) -> tuple[int, Tensor, float, float, float | None, int, int]:
     n, d = X64.shape
     settings = _SETTINGS[map_name]
     keep = min(settings.keep, restarts)
@@ -211,11 +229,16 @@ def _run_default(
     total_steps = 0
     upper_max: float | None = None
     problem: Problem
-    u_all = blockwise_u(map_name, X64, seed, k, dtype, device) if sampler == "blockwise" else None
+    u_all = blockwise_u(map_name, X64, seed, k, dtype, device, draw_on) if sampler == "blockwise" else None
+    tail = drf_tail(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on, budget=budget, restarts=restarts,
+                    sampler=sampler, weights=weights) if map_name == "drf" else None
     for pos in positions:
-        if map_name in ("rf", "drf"):
-            problem = first_layer_problem(map_name, X64, pos, seed, sampler=sampler, weights=weights, k=k, L=L,
-                                           dtype=dtype, device=device, u_all=u_all)
+        if map_name == "rf":
+            problem = rf_problem(X64, pos, seed, sampler=sampler, weights=weights, k=k, dtype=dtype, device=device,
+                                 draw_on=draw_on, u_all=u_all)
+        elif tail is not None:
+            problem = drf_problem(X64, pos, seed, sampler=sampler, weights=weights, tail=tail, dtype=dtype,
+                                  device=device, draw_on=draw_on, u_all=u_all)
         else:
             W = weights if weights is not None else maps.attention_weights(seed, d)
             problem = AttentionProblem(X64.to(device=device, dtype=dtype), W.to(device=device, dtype=dtype), pos,
@@ -247,4 +270,4 @@ def _run_default(
             best = (rel, pos, deltas[j], float(changes[j]), problem.phi_norm)
         del problem
     _, pos, delta, change, phi_norm = best
-    return pos, delta, change, phi_norm, upper_max, total_steps
+    return pos, delta, change, phi_norm, upper_max, total_steps, tail.streamed if tail is not None else 0
