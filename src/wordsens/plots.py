@@ -61,8 +61,8 @@ def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most:
 
 
 def _mark_not_run(ax: plt.Axes, note: str) -> None:
-    ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize="x-small", va="bottom", ha="left", color="dimgray",
-            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "lightgray", "alpha": 0.9})
+    """The note under the panel's axis label, clear of the curves and the legend."""
+    ax.text(0.0, -0.2, note, transform=ax.transAxes, fontsize="x-small", va="top", ha="left", color="dimgray")
 
 
 def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, palette: str) -> None:
