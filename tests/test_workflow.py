@@ -306,3 +306,20 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
     first_compute = min([text.find(f"rule {r}:") for r in ("ws", "gen") if f"rule {r}:" in text] or [len(text)])
     assert failure < first_compute, text[-3000:]
     assert "data.source" in text and "data.path" in text, text[-3000:]
+
+
+def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
+    """The default profile keeps going past a failed job; the end of the run lists the failed jobs
+    (their outputs are missing) with their logs."""
+    workdir = copy_workflow(tmp_path / "wf")
+    cf = write_config(workdir, "missing.yaml", DEMO, {
+        "results": "results/missing", "resources": "resources/missing",
+        "data": {"source": "aclimdb", "path": str(tmp_path / "no-such-aclImdb")},
+        "gen": {"fig4": None, "fig5": None}, "probes": {"enabled": False, "lm": {"enabled": False}},
+    })
+    out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    block = text[text.index("1 job(s) failed"):]
+    assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
+    assert "no-such-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
