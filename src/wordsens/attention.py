@@ -9,15 +9,16 @@ against autograd). The generalisation functionals reuse the same moved-row formu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
 from . import maps
-from .search import Problem, project, sphere
+from .search import Problem, SearchContext, project, sphere
 
 Tensor = torch.Tensor
 
-__all__ = ["AttentionProblem"]
+__all__ = ["AttentionProblem", "raf_prepare", "relu_raf_prepare"]
 
 # The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
 _ISO_STEPS, _ISO_DECAY = 300, 20
@@ -254,3 +255,17 @@ class AttentionProblem(Problem):
         M = M * (self.radius / torch.linalg.vector_norm(M, dim=-1, keepdim=True))
         uniform = sphere(rest - mixed, self.d, self.radius, gen)
         return torch.cat([fixed, M, uniform]).to(self.X.device)
+
+
+def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
+    def prepare(X64: Tensor, seed: int, weights: Tensor | None,
+                ctx: SearchContext) -> Callable[[int], AttentionProblem]:
+        W = weights if weights is not None else maps.attention_weights(seed, X64.shape[1])
+        X, W = X64.to(device=ctx.device, dtype=ctx.dtype), W.to(device=ctx.device, dtype=ctx.dtype)
+        return lambda position: AttentionProblem(X, W, position, kind)
+
+    return prepare
+
+
+raf_prepare = _prepare("softmax")  # the registry's fast paths (wordsens.registry)
+relu_raf_prepare = _prepare("relu")

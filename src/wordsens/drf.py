@@ -14,18 +14,18 @@ is re-evaluated with the same blocks, accumulated in float64.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
 from . import maps
-from .firstlayer import FirstLayer, exact_u
+from .firstlayer import FirstLayer, blockwise_u, exact_u
 from .resources import drf_layout
-from .search import Problem, chunked_rows64, matvec64
+from .search import Problem, SearchContext, chunked_rows64, matvec64
 
 Tensor = torch.Tensor
 
-__all__ = ["DRFProblem", "DRFTail", "drf_problem", "drf_tail"]
+__all__ = ["DRFProblem", "DRFTail", "drf_prepare", "drf_problem", "drf_tail"]
 
 
 class DRFTail:
@@ -133,6 +133,10 @@ class DRFProblem(Problem):
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.layer.singular_starts(restarts, self.radius, gen)
 
+    @property
+    def streamed_layers(self) -> int:  # type: ignore[override]
+        return self.tail.streamed
+
 
 def drf_tail(
     seed: int, n: int, d: int, L: int, *, dtype: torch.dtype, device: torch.device, draw_on: str = "device",
@@ -171,3 +175,21 @@ def drf_problem(
     else:
         raise ValueError(f"sampler {sampler!r} needs the blockwise first-layer pre-activation u_all")
     return DRFProblem(B, u, tail)
+
+
+def drf_prepare(X64: Tensor, seed: int, weights: Sequence[Tensor] | None,
+                ctx: SearchContext) -> Callable[[int], DRFProblem]:
+    """The registry's fast path for DRF: the tail (``drf_tail``) and the blockwise ``u`` built once,
+    then per position ``drf_problem``."""
+    n, d = X64.shape
+    L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
+    u_all = blockwise_u("drf", X64, seed, n * d, ctx.dtype, ctx.device, ctx.draw_on) \
+        if ctx.sampler == "blockwise" and weights is None else None
+    tail = drf_tail(seed, n, d, L, dtype=ctx.dtype, device=ctx.device, draw_on=ctx.draw_on, budget=ctx.budget,
+                    restarts=ctx.restarts, sampler=ctx.sampler, weights=weights)
+
+    def problem(position: int) -> DRFProblem:
+        return drf_problem(X64, position, seed, sampler=ctx.sampler, weights=weights, tail=tail, dtype=ctx.dtype,
+                           device=ctx.device, draw_on=ctx.draw_on, u_all=u_all)
+
+    return problem

@@ -10,16 +10,17 @@ only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
 from . import maps
-from .search import Problem, ascend, chunked_rows64, matvec64, project, sphere
+from .search import Problem, SearchContext, ascend, chunked_rows64, matvec64, project, sphere
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["FirstLayer", "RFProblem", "blockwise_u", "exact_u", "rest_gaussian", "rf_problem"]
+__all__ = ["FirstLayer", "RFProblem", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare", "rf_problem"]
 
 
 class FirstLayer:
@@ -216,3 +217,18 @@ def blockwise_u(map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtyp
         u += matvec64(block, X64[j].to(device))
         del block
     return u
+
+
+def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext) -> Callable[[int], RFProblem]:
+    """The registry's fast path for RF: per position, ``rf_problem`` (the blockwise ``u`` is
+    accumulated once for every position)."""
+    n, d = X64.shape
+    k = ctx.options.get("k") or n * d
+    u_all = blockwise_u("rf", X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on) \
+        if ctx.sampler == "blockwise" and weights is None else None
+
+    def problem(position: int) -> RFProblem:
+        return rf_problem(X64, position, seed, sampler=ctx.sampler, weights=weights, k=k, dtype=ctx.dtype,
+                          device=ctx.device, draw_on=ctx.draw_on, u_all=u_all)
+
+    return problem

@@ -24,11 +24,12 @@ block by block equals the one built at once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
+from . import registry
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -36,27 +37,38 @@ Tensor = torch.Tensor
 __all__ = [
     "MAP_NAMES",
     "apply",
+    "attention_sample",
     "DRAW_ON",
     "attention_weights",
     "block_generator",
     "check_matrix",
     "check_sample",
+    "check_attention",
+    "check_drf",
+    "check_rf",
     "check_weights",
     "drf",
     "drf_block",
+    "drf_forward",
     "drf_layer",
+    "drf_sample",
     "drf_weights",
     "drawn_on",
     "feature_map",
+    "map_names",
     "raf",
+    "raf_forward",
     "relu_raf",
+    "relu_raf_forward",
     "rf",
     "rf_block",
+    "rf_forward",
+    "rf_sample",
     "rf_weights",
     "sample_weights",
 ]
 
-MAP_NAMES = ("rf", "drf", "raf", "relu_raf")
+MAP_NAMES = registry.PAPER_MAPS  # the paper's four; map_names() lists every registered map
 
 
 # --------------------------------------------------------------------------- validation
@@ -98,34 +110,26 @@ def check_matrix(M: Tensor, shape: tuple[int, ...], name: str, hint: str) -> Non
         raise ValueError(f"{name} contains NaN or Inf entries")
 
 
-# --------------------------------------------------------------------------- maps
+# --------------------------------------------------------------------------- the paper's maps
 
 
 def rf(X: Tensor, V: Tensor) -> Tensor:
     """Random features ``relu(V flat(X))``: ``X`` (..., n, d), ``V`` (k, n*d) -> (..., k)."""
-    n, d = check_sample(X)
-    if not isinstance(V, Tensor) or V.ndim != 2 or V.shape[1] != n * d:
-        shape = tuple(V.shape) if isinstance(V, Tensor) else type(V).__name__
-        raise ValueError(f"V must have shape (k, n*d) = (k, {n * d}) for X of shape (n, d) = ({n}, {d}), got {shape}")
-    return _rf(X, V)
+    return apply("rf", X, V, check=True)
 
 
-def _rf(X: Tensor, V: Tensor) -> Tensor:
+def rf_forward(X: Tensor, V: Tensor) -> Tensor:
+    """``rf`` without input checks."""
     return torch.relu(X.reshape(*X.shape[:-2], -1) @ V.T)
 
 
 def drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
     """Deep random features ``h_L``: ``h_0 = flat(X)``, ``h_l = relu(V_l h_{l-1})``; ``V_l`` (D, D)."""
-    n, d = check_sample(X)
-    if isinstance(Vs, Tensor) or len(Vs) == 0:
-        raise ValueError("Vs must be a non-empty sequence of (D, D) matrices, one per layer")
-    D = n * d
-    for layer, V in enumerate(Vs, start=1):
-        check_matrix(V, (D, D), f"Vs[{layer - 1}]", f"layer {layer} of a DRF on D = n*d = {D}")
-    return _drf(X, Vs)
+    return apply("drf", X, Vs, check=True)
 
 
-def _drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
+def drf_forward(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
+    """``drf`` without input checks."""
     h = X.reshape(*X.shape[:-2], -1)
     for V in Vs:
         h = torch.relu(h @ V.T)
@@ -137,18 +141,13 @@ def _scores(X: Tensor, W: Tensor) -> Tensor:
     return (X @ W) @ X.transpose(-1, -2) / math.sqrt(d)
 
 
-def _check_attention(X: Tensor, W: Tensor) -> None:
-    _, d = check_sample(X)
-    check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
-
-
 def raf(X: Tensor, W: Tensor) -> Tensor:
     """Random attention features ``softmax(X W X^T / sqrt(d)) X``: (..., n, d) -> (..., n, d)."""
-    _check_attention(X, W)
-    return _raf(X, W)
+    return apply("raf", X, W, check=True)
 
 
-def _raf(X: Tensor, W: Tensor) -> Tensor:
+def raf_forward(X: Tensor, W: Tensor) -> Tensor:
+    """``raf`` without input checks."""
     return torch.softmax(_scores(X, W), dim=-1) @ X  # torch's softmax subtracts the row maximum
 
 
@@ -157,27 +156,74 @@ def relu_raf(X: Tensor, W: Tensor) -> Tensor:
 
     A row whose ReLU scores are all zero stays zero (its token attends to nothing).
     """
-    _check_attention(X, W)
-    return _relu_raf(X, W)
+    return apply("relu_raf", X, W, check=True)
 
 
-def _relu_raf(X: Tensor, W: Tensor) -> Tensor:
+def relu_raf_forward(X: Tensor, W: Tensor) -> Tensor:
+    """``relu_raf`` without input checks."""
     A = torch.relu(_scores(X, W))
     total = A.sum(dim=-1, keepdim=True)
     safe = torch.where(total > 0, total, torch.ones_like(total))
     return (A / safe) @ X
 
 
-_MAPS: dict[str, Callable[..., Tensor]] = {"rf": rf, "drf": drf, "raf": raf, "relu_raf": relu_raf}
-_FORWARD: dict[str, Callable[..., Tensor]] = {"rf": _rf, "drf": _drf, "raf": _raf, "relu_raf": _relu_raf}
+def check_rf(V: Any, n: int, d: int) -> None:
+    """RF weights: one (k, n*d) matrix."""
+    D = n * d
+    if not isinstance(V, Tensor) or V.ndim != 2 or V.shape[1] != D:
+        shape = tuple(V.shape) if isinstance(V, Tensor) else type(V).__name__
+        raise ValueError(f"RF weights V must have shape (k, n*d) = (k, {D}) for X of shape (n, d) = ({n}, {d}), "
+                         f"got {shape}")
+    check_matrix(V, tuple(V.shape), "V", "RF weights")
+
+
+def check_drf(Vs: Any, n: int, d: int) -> None:
+    """DRF weights: a non-empty list of (D, D) matrices, one per layer."""
+    if isinstance(Vs, Tensor) or not isinstance(Vs, Sequence) or len(Vs) == 0:
+        raise ValueError("Vs must be a non-empty sequence of (D, D) matrices, one per layer")
+    D = n * d
+    for layer, V in enumerate(Vs, start=1):
+        check_matrix(V, (D, D), f"Vs[{layer - 1}]", f"layer {layer} of a DRF on D = n*d = {D}")
+
+
+def check_attention(W: Any, n: int, d: int) -> None:
+    """RAF and ReLU-RAF weights: one (d, d) matrix."""
+    check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
+
+
+# --------------------------------------------------------------------------- every registered map
+
+
+def map_names() -> tuple[str, ...]:
+    """Every registered map (``wordsens.registry``), the paper's four first."""
+    return registry.names()
+
+
+def check_weights(name: str, weights: Any, n: int, d: int, options: Mapping[str, Any] | None = None) -> None:
+    """Raise ``ValueError`` unless ``weights`` have the format and shapes map ``name`` takes at (n, d)."""
+    spec = registry.get(name)
+    if spec.check is not None:
+        registry.resolve(spec.check)(weights, n, d)
+        return
+    if spec.shapes is None:
+        return
+    shapes = spec.shapes(n, d, **spec.option_values(options))
+    if not isinstance(weights, Mapping) or set(weights) != set(shapes):
+        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
+        raise ValueError(f"{name} weights must be a dict with the tensors {sorted(shapes)}, got {got}")
+    for key, shape in shapes.items():
+        W = weights[key]
+        if not isinstance(W, Tensor) or tuple(W.shape) != tuple(shape):
+            got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
+            raise ValueError(f"{name} weight {key!r} has shape {got_shape}, expected {tuple(shape)} (n = {n}, d = {d})")
+        if not bool(torch.isfinite(W).all()):
+            raise ValueError(f"{name} weight {key!r} contains NaN or Inf entries")
 
 
 def feature_map(name: str) -> Callable[..., Tensor]:
-    """The validated map called ``name`` (one of ``MAP_NAMES``)."""
-    try:
-        return _MAPS[name]
-    except KeyError:
-        raise ValueError(f"unknown map {name!r}; choose one of {', '.join(MAP_NAMES)}") from None
+    """The validated map called ``name``: ``phi(X, weights)`` checks its inputs first."""
+    registry.get(name)
+    return lambda X, weights: apply(name, X, weights, check=True)
 
 
 def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
@@ -186,27 +232,21 @@ def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
     ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
     default skips the checks, for inner loops whose inputs were validated once.
     """
+    spec = registry.get(name)
     if check:
-        return feature_map(name)(X, weights)
-    feature_map(name)
-    return _FORWARD[name](X, weights)
+        n, d = check_sample(X)
+        check_weights(name, weights, n, d)
+    return registry.resolve(spec.forward)(X, weights)
 
 
-def check_weights(name: str, weights: Any, n: int, d: int) -> None:
-    """Raise ``ValueError`` unless ``weights`` have the format and shapes map ``name`` takes at (n, d)."""
-    feature_map(name)
-    D = n * d
-    if name == "rf":
-        if not isinstance(weights, Tensor) or weights.ndim != 2 or weights.shape[1] != D:
-            raise ValueError(f"RF weights must be a (k, n*d) = (k, {D}) tensor")
-        check_matrix(weights, tuple(weights.shape), "V", "RF weights")
-    elif name == "drf":
-        if isinstance(weights, Tensor) or not isinstance(weights, Sequence) or len(weights) == 0:
-            raise ValueError("DRF weights must be a non-empty list of (D, D) tensors")
-        for layer, V in enumerate(weights, start=1):
-            check_matrix(V, (D, D), f"weights[{layer - 1}]", f"DRF layer {layer}, D = {D}")
-    else:
-        check_matrix(weights, (d, d), "W", f"attention weights for d = {d}")
+def __getattr__(name: str) -> Callable[..., Tensor]:
+    """``maps.<name>(X, weights)`` for every registered map, plugins included."""
+    if not name.startswith("_"):
+        try:
+            return feature_map(name)
+        except ValueError:
+            pass
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- samplers
@@ -328,15 +368,35 @@ def attention_weights(
     return _draw((d, d), math.sqrt(1.0 / d), derive_seed(_base_seed(seed), "attention"), dtype, device)
 
 
+def rf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
+              device: str | torch.device = "cpu", draw_on: str = "device", k: int | None = None) -> Tensor:
+    """The registry's RF sampler (``rf_weights``)."""
+    return rf_weights(seed, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+
+
+def drf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu", draw_on: str = "device", L: int = 2) -> list[Tensor]:
+    """The registry's DRF sampler (``drf_weights``)."""
+    return drf_weights(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on)
+
+
+def attention_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
+                     device: str | torch.device = "cpu", draw_on: str = "device") -> Tensor:
+    """The registry's RAF / ReLU-RAF sampler (``attention_weights``; small: drawn on the CPU)."""
+    return attention_weights(seed, d, dtype=dtype, device=device)
+
+
 def sample_weights(
     map_name: str, seed: int | torch.Generator, n: int, d: int, *,
-    L: int = 2, k: int | None = None,
     dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
-) -> Tensor | list[Tensor]:
-    """Dense weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W)."""
-    feature_map(map_name)
-    if map_name == "rf":
-        return rf_weights(seed, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
-    if map_name == "drf":
-        return drf_weights(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on)
-    return attention_weights(seed, d, dtype=dtype, device=device)
+    **options: Any,
+) -> Any:
+    """Weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W, the
+    other maps: a dict of named tensors), drawn from ``seed``. ``options``: the map's options
+    (RF ``k``, DRF ``L``, multi-head maps ``heads``; ``wordsens maps`` lists them). ``L`` and ``k``
+    are accepted for every map and ignored by those without them, as before the registry."""
+    spec = registry.get(map_name)
+    _check_positive(n=n, d=d)
+    values = spec.option_values({key: value for key, value in options.items()
+                                 if value is not None and (key in spec.options or key not in ("L", "k"))})
+    return registry.resolve(spec.sample)(seed, n, d, dtype=dtype, device=device, draw_on=draw_on, **values)

@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 
-from . import maps
+from . import maps, registry
 from .firstlayer import RFProblem
+from .generic import cast_weights
 from .generalisation import INTERPOLATION_TOL, LOSSES, TRAININGS, GenResult, check_task
-from .search import feasible, matvec64, project
+from .search import Search, SearchContext, feasible, matvec64, project
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -35,7 +36,8 @@ def ws_search(
     """The authors' algorithm on the full map in float64; returns (best delta, its change, steps)."""
     n, d = X.shape
     r = math.sqrt(d)
-    lr, steps = (100.0, 300) if map_name in ("rf", "drf") else (10.0, 50 * n)
+    spec = registry.get(map_name)
+    lr, steps = spec.reference[0], spec.reference_steps(n)
     phi0 = maps.apply(map_name, X, weights, check=True)
     onehot = torch.zeros((n, 1), dtype=X.dtype, device=X.device)
     onehot[position] = 1.0
@@ -60,37 +62,33 @@ def ws_search(
     return best_delta, best_change, steps
 
 
-def ws_estimate(
-    map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, *, L: int, k: int,
-    device: torch.device,
-) -> tuple[int, Tensor, float, float, float | None, int, int]:
+def ws_estimate(map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any,
+                ctx: SearchContext) -> Search:
     """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
-    each), on dense float64 weights (drawn from ``seed`` when ``weights`` is None).
-
-    Returns ``(best position, its Delta, change, ||phi(X)||, RF certificate or None, steps, 0)`` (the
-    last: no streamed DRF layers, every matrix is dense)."""
+    each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
+    None, on ``ctx.device``). RF also gets its certificate."""
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, L=L, k=k, dtype=torch.float64, device=device)
-    elif isinstance(weights, Tensor):
-        weights = weights.to(device=device, dtype=torch.float64)
+        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, device=ctx.device,
+                                      draw_on=ctx.draw_on, **ctx.options)
     else:
-        weights = [V.to(device=device, dtype=torch.float64) for V in weights]
-    X = X64.to(device)
+        weights = cast_weights(weights, torch.float64, ctx.device)
+    X = X64.to(ctx.device)
     phi_norm = float(torch.linalg.vector_norm(maps.apply(map_name, X, weights, check=True)))
-    best = None
-    total = 0
+    best: Search | None = None
+    profile, total = [], 0
     for pos in positions:
         delta, change, steps = ws_search(map_name, X, weights, pos, seed)
         total += steps
-        if best is None or change > best[2]:
-            best = (pos, feasible(delta, math.sqrt(d)), change)
-    pos, delta, change = best
-    upper = None
-    if map_name == "rf":
-        upper = max(RFProblem(weights[:, p * d:(p + 1) * d], matvec64(weights, X.reshape(-1))).upper()
-                    for p in positions)
-    return pos, delta, change, phi_norm, upper, total, 0
+        if best is None or change > best.change:
+            best = Search(pos, feasible(delta, math.sqrt(d)), change, phi_norm)
+        profile.append(change / phi_norm if phi_norm > 0 else 0.0)
+    assert best is not None
+    best.steps, best.profile = total, profile
+    if registry.get(map_name).cost == "rf":
+        best.upper = max(RFProblem(weights[:, p * d:(p + 1) * d], matvec64(weights, X.reshape(-1))).upper()
+                         for p in positions)
+    return best
 
 
 # --------------------------------------------------------------------------- generalisation

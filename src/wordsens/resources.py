@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import registry
+
 if TYPE_CHECKING:  # torch is imported lazily: the Snakefile plans jobs without loading it
     import torch
 
@@ -100,7 +102,7 @@ def choose_sampler(
     """
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    if map_name not in ("rf", "drf"):
+    if registry.get(map_name).cost not in ("rf", "drf"):
         return "dense"
     if explicit_weights or method == "reference":
         return "dense"
@@ -156,9 +158,13 @@ def drf_layout(
 def ws_memory(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
     sampler: str = "exact", dtype: Any = "float32", restarts: int = 8, budget: int | None = None,
+    options: dict[str, Any] | None = None,
 ) -> MemoryEstimate:
     """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``); for DRF
-    with the default method, within ``budget`` bytes where streaming makes that possible."""
+    with the default method, within ``budget`` bytes where streaming makes that possible. The map's
+    cost model comes from the registry (``wordsens.registry``)."""
+    spec = registry.get(map_name)
+    map_name = spec.cost if spec.cost in ("rf", "drf") else map_name
     D = n * d
     k = D if k is None else k
     b = 8 if method == "reference" else _itemsize(dtype)
@@ -179,11 +185,18 @@ def ws_memory(
             return MemoryEstimate(L * D * D * b + work, f"{L} DRF matrices {D} x {D}")
         layout = drf_layout(n, d, L, budget=budget, restarts=R, dtype=dtype, sampler=sampler)
         return MemoryEstimate(layout.bytes, layout.detail)
-    # attention maps: a few (n, n), (n, d), (d, d) arrays, per restart (n, d) at most
-    work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
-    if method == "reference":
-        work += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
-    return MemoryEstimate(work, f"attention arrays for n = {n}, d = {d}")
+    if spec.cost == "attention":
+        # a few (n, n), (n, d), (d, d) arrays, per restart (n, d) at most
+        work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
+        if method == "reference":
+            work += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
+        return MemoryEstimate(work, f"attention arrays for n = {n}, d = {d}")
+    # dense maps (the variants, plugins): every weight in the working dtype and in float64, and per
+    # restart the autograd graph of the full map (a few (n, n) scores and (n, 4 d) activations)
+    weights = spec.weight_count(n, d, options) * (b + 8)
+    graph = R * 12 * (n * n + 4 * n * d) * max(b, 4) * (2 if method == "reference" else 1)
+    return MemoryEstimate(int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + chunk,
+                          f"{map_name} weights and the graph of {R} restarts at n = {n}, d = {d}")
 
 
 def _cgroup_limit() -> int | None:
@@ -322,7 +335,7 @@ _GPU_STREAM_BYTES = 1.5e12
 def ws_seconds(
     map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
     sampler: str = "exact", steps: int | None = None, device: str = "cpu", positions: int = 1,
-    budget: int | None = None,
+    budget: int | None = None, options: dict[str, Any] | None = None,
 ) -> float:
     """Rough wall time of one word-sensitivity estimate (seconds) on a 2-core CPU or (``device="cuda"``)
     a data-centre GPU. DRF follows its layout within ``budget`` (``drf_layout``); other maps on a GPU
@@ -330,6 +343,8 @@ def ws_seconds(
 
     ``positions``: how many positions are searched (``n`` for ``position="all"``, one search each).
     """
+    spec = registry.get(map_name)
+    map_name = spec.cost if spec.cost in ("rf", "drf") else map_name
     D = n * d
     k = D if k is None else k
     if map_name == "rf":
@@ -352,11 +367,20 @@ def ws_seconds(
         t = resident * D * D / randn + steps * 2 * (resident + streamed) * D * D * b / stream \
             + steps * 2 * streamed * D * D / randn
         return t * positions
-    else:
+    elif spec.cost == "attention":
         if method == "reference":
             t = (steps or 50 * n) * (6 * n * n * d * 2 / _GEMM_FLOPS + 1e-3)
         else:
-            t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / _GEMM_FLOPS
+            t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) \
+                + 300 * (d * d + n * d) * 2 / _GEMM_FLOPS
+        t *= spec.cost_scale
+    else:  # dense maps: forward and backward of the full map per restart and step
+        full = 2 * n * n * d + 2 * n * spec.weight_count(n, d, options)
+        if method == "reference":
+            t = spec.reference_steps(n) * (3 * full / _GEMM_FLOPS + 1e-3)
+        else:
+            t = (steps or 300) * (3 * full * spec.settings.restarts / _GEMM_FLOPS + 1e-3)
+        t *= spec.cost_scale
     t *= positions
     return t / 20 if device == "cuda" else t
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -20,7 +21,8 @@ Tensor = torch.Tensor
 __all__ = [
     "CHUNK_BYTES",
     "Problem",
-    "SearchSettings",
+    "Search",
+    "SearchContext",
     "ascend",
     "chunked_rows64",
     "feasible",
@@ -36,16 +38,37 @@ _HALVE_EVERY = 10
 CHUNK_BYTES = 4 * 1024**2  # float64 chunk size of exact evaluations and Gram matrices
 
 
-@dataclass(frozen=True)
-class SearchSettings:
-    """Per-map defaults of the default word-sensitivity search (see ``ascend``)."""
+@dataclass
+class Search:
+    """What a word-sensitivity search found: the maximising position, its Delta (float64), the
+    change ``||phi(X^i(Delta)) - phi(X)||`` and ``||phi(X)||``, a certified upper bound on the
+    relative change (RF), the steps taken, the DRF tail layers streamed, and the relative change
+    reached at every position searched."""
 
-    restarts: int  # starts searched as one batch
-    keep: int  # restarts left after successive halvings
-    patience: int  # steps over which the best value must gain ``tol``
-    tol: float
-    momentum: float  # weight of the previous unit step in the step direction
-    polish: bool  # converge the leader tightly at the end
+    position: int
+    delta: Tensor
+    change: float
+    phi_norm: float
+    upper: float | None = None
+    steps: int = 0
+    streamed: int = 0
+    profile: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a map's ``prepare`` (``registry.MapSpec.fast``) needs besides the sample, seed and weights:
+    the working dtype and device, the RF/DRF sampler, where weight blocks are drawn, the memory budget
+    (bytes; None: no limit), the batch of restarts and the map's options."""
+
+    map_name: str
+    dtype: torch.dtype
+    device: torch.device
+    sampler: str = "dense"
+    draw_on: str = "device"
+    budget: int | None = None
+    restarts: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 class Problem(abc.ABC):
@@ -83,6 +106,8 @@ class Problem(abc.ABC):
     def upper(self) -> float | None:
         """A certified upper bound on the relative change, where the problem has one."""
         return None
+
+    streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.drf)
 
 
 def chunked_rows64(M: Tensor, fn: Callable[[slice, Tensor], None]) -> None:

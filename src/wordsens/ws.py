@@ -32,12 +32,9 @@ from typing import Any
 
 import torch
 
-from . import maps, reference
-from .attention import AttentionProblem
-from .drf import drf_problem, drf_tail
-from .firstlayer import blockwise_u, rf_problem
+from . import generic, maps, reference, registry
 from .resources import SAMPLERS, check_fits, choose_sampler, memory_budget, resolve_device, ws_memory
-from .search import Problem, SearchSettings, ascend, feasible
+from .search import Search, SearchContext, ascend, feasible
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -45,19 +42,6 @@ Tensor = torch.Tensor
 __all__ = ["METHODS", "SAMPLERS", "WSResult", "estimate"]
 
 METHODS = ("default", "reference")
-
-# RF/DRF steps stream large matrices and their landscape is benign (the top singular start is
-# nearly optimal; momentum only slows the creep to the maximum): few restarts, no momentum. RF
-# uses the subspace ascent of RFProblem.search, whose iterations are few, so a tight tolerance.
-# Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
-# momentum along ridges, and a final polish.
-_SETTINGS = {
-    "rf": SearchSettings(restarts=5, keep=5, patience=10, tol=1e-5, momentum=0.0, polish=False),
-    "drf": SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False),
-    "raf": SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True),
-    "relu_raf": SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True),
-}
-
 
 @dataclass
 class WSResult:
@@ -83,6 +67,8 @@ class WSResult:
     k: int | None = None
     weights_drawn_on: str = "cpu"  # where the RF/DRF weight blocks were drawn ("cpu" or "cuda")
     streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.drf)
+    options: dict[str, Any] = field(default_factory=dict)  # the map's options (L and k have their fields)
+    profile: list[float] | None = None  # position "all": the estimate at every position
 
     def as_dict(self) -> dict[str, Any]:
         """All fields but ``delta``, as plain JSON-able values."""
@@ -104,6 +90,7 @@ def estimate(
     method: str = "default",
     L: int = 2,
     k: int | None = None,
+    options: dict[str, Any] | None = None,
     dtype: torch.dtype | None = None,
     device: str | torch.device | None = "auto",
     sampler: str = "auto",
@@ -117,15 +104,20 @@ def estimate(
     """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
 
     Args:
-        map_name: ``"rf"``, ``"drf"``, ``"raf"`` or ``"relu_raf"``.
+        map_name: a registered map (``wordsens.registry``; ``wordsens maps`` lists them): the
+            paper's ``"rf"``, ``"drf"``, ``"raf"``, ``"relu_raf"`` and the attention variants.
         X: the sample (n, d); rows should have norm sqrt(d) (see ``wordsens.preprocess``).
         seed: seeds the weights (when ``weights`` is None) and the search.
         position: 0-based token index of the perturbed row, or ``"all"`` for the true sup over
-            every position (one position at a time; the result names the maximising one).
-        weights: explicit weights in the map's format (RF: ``V``; DRF: list; RAF maps: ``W``).
+            every position (one position at a time; the result names the maximising one and
+            ``profile`` holds the estimate at every position).
+        weights: explicit weights in the map's format (RF: ``V``; DRF: list; RAF maps: ``W``; the
+            variants: a dict of named tensors).
         method: ``"default"`` (the fast search) or ``"reference"`` (the authors' algorithm).
-        L: DRF depth. k: RF width (default ``n * d``).
-        dtype: working dtype of the default search (float32 for RF/DRF, float64 for attention).
+        L: DRF depth. k: RF width (default ``n * d``). Both are map options, like ``options``.
+        options: the map's options (``wordsens maps`` lists them, e.g. ``{"heads": 12}``).
+        dtype: working dtype of the default search (the map's default: float32 for RF/DRF,
+            float64 for attention).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         sampler: how RF/DRF weights are drawn when ``weights`` is None: ``"exact"`` (only the
             perturbed token's block ``B`` and, independently, ``V_rest flat(X_rest)`` as its exact
@@ -133,11 +125,11 @@ def estimate(
             dense matrix's blocks one at a time: same numbers as ``"dense"``, never the whole
             matrix), ``"dense"`` (the whole matrix); ``"auto"``: exact for one position,
             blockwise for ``"all"``, dense when ``weights`` are given.
-        restarts, max_steps, tol, patience: the default search's batch of starts (default 5 for
-            RF/DRF, 64 for attention, of which the best 8 survive successive halvings), step cap
-            and convergence rule: stop when the best squared change gains less than ``tol``
-            relative in ``patience`` steps (defaults: 1e-5 in 10 iterations for RF, 1e-4 in 10
-            steps for DRF, 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
+        restarts, max_steps, tol, patience: the default search's batch of starts, step cap and
+            convergence rule: stop when the best squared change gains less than ``tol`` relative in
+            ``patience`` steps (defaults per map in the registry: 5 restarts and 1e-5 in 10
+            iterations for RF, 1e-4 in 10 steps for DRF, 64 restarts of which the best 8 survive
+            and 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
         max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
             many tail layers resident as fit and streams the others (``wordsens.drf``): its memory
             is this setting, not a consequence of n and L. Other maps are only checked against it.
@@ -149,13 +141,13 @@ def estimate(
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
         InsufficientResources: the job cannot fit the device's memory.
     """
-    maps.feature_map(map_name)
+    spec = registry.get(map_name)
     n, d = maps.check_sample(X)
     if X.ndim != 2:
         raise ValueError(f"X must be one sample of shape (n, d), got {tuple(X.shape)}")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    settings = _SETTINGS[map_name]
+    settings = spec.settings
     restarts = settings.restarts if restarts is None else restarts
     patience = settings.patience if patience is None else patience
     tol = settings.tol if tol is None else tol
@@ -175,76 +167,71 @@ def estimate(
         positions = [position]
     else:
         raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
+    given = dict(options or {})
+    if "L" in spec.options:
+        given.setdefault("L", L)
+    if "k" in spec.options:
+        given.setdefault("k", k)
+    values = spec.option_values(given)
     if weights is not None:
-        maps.check_weights(map_name, weights, n, d)
-        if map_name == "rf":
-            k = int(weights.shape[0])
-        if map_name == "drf":
-            L = len(weights)
-    k = n * d if k is None else k
+        maps.check_weights(map_name, weights, n, d, values)
+        if spec.cost == "rf":
+            values["k"] = int(weights.shape[0])
+        if spec.cost == "drf":
+            values["L"] = len(weights)
+    if spec.cost == "rf" and values.get("k") is None:
+        values["k"] = n * d
     dev = resolve_device(device)
     if dtype is None:
-        dtype = torch.float64 if map_name in ("raf", "relu_raf") or method == "reference" else torch.float32
+        dtype = torch.float64 if method == "reference" else getattr(torch, settings.dtype)
     sampler = choose_sampler(map_name, position=position, method=method, sampler=sampler,
                              explicit_weights=weights is not None)
     if draw_on not in maps.DRAW_ON:
         raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
     budget = memory_budget(dev, max_memory_gb)
-    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if map_name == "drf" else "")
+    L, k = int(values.get("L", L)), values.get("k")
+    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if spec.cost == "drf" else "")
     check_fits(ws_memory(map_name, n, d, L=L, k=k, method=method, sampler=sampler, dtype=dtype, restarts=restarts,
-                         budget=budget), dev, what, limit=budget)
+                         budget=budget, options=values), dev, what, limit=budget)
 
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
+    ctx = SearchContext(map_name=map_name, dtype=dtype, device=dev, sampler=sampler, draw_on=draw_on, budget=budget,
+                        restarts=restarts, options=values)
     if method == "reference":
-        result = reference.ws_estimate(map_name, X64, seed, positions, weights, L=L, k=k, device=dev)
+        result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
     else:
-        result = _run_default(map_name, X64, seed, positions, weights, L=L, k=k, dtype=dtype, device=dev,
-                              sampler=sampler, restarts=restarts, max_steps=max_steps, tol=tol, patience=patience,
-                              draw_on=draw_on, budget=budget)
-    best_pos, delta, change, phi_norm, upper, steps, streamed = result
+        result = _run_default(spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol,
+                              patience=patience)
     return WSResult(
-        map=map_name, method=method, n=n, d=d, position=best_pos,
-        lower=change / phi_norm if phi_norm > 0 else 0.0, upper=upper,
-        delta=delta.cpu(), delta_norm=float(torch.linalg.vector_norm(delta)), phi_norm=phi_norm,
-        steps=steps, seconds=time.perf_counter() - started, sampler=sampler,
+        map=map_name, method=method, n=n, d=d, position=result.position,
+        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0, upper=result.upper,
+        delta=result.delta.cpu(), delta_norm=float(torch.linalg.vector_norm(result.delta)),
+        phi_norm=result.phi_norm, steps=result.steps, seconds=time.perf_counter() - started, sampler=sampler,
         restarts=1 if method == "reference" else restarts, device=str(dev),
         dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
-        L=L if map_name == "drf" else None, k=k if map_name == "rf" else None,
-        weights_drawn_on=maps.drawn_on(dev, draw_on if method == "default" else "cpu")
-        if map_name in ("rf", "drf") and weights is None else "cpu",
-        streamed_layers=streamed if map_name == "drf" else None,
+        L=L if spec.cost == "drf" else None, k=k if spec.cost == "rf" else None,
+        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost in ("rf", "drf") and weights is None else "cpu",
+        streamed_layers=result.streamed if spec.cost == "drf" else None,
+        options={key: value for key, value in values.items() if key not in ("L", "k")},
+        profile=result.profile if position == "all" else None,
     )
 
 
-def _run_default(
-    map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, *, L: int, k: int,
-    dtype: torch.dtype, device: torch.device, sampler: str, restarts: int, max_steps: int, tol: float,
-    patience: int, draw_on: str, budget: int | None,
-) -> tuple[int, Tensor, float, float, float | None, int, int]:
-    n, d = X64.shape
-    settings = _SETTINGS[map_name]
-    keep = min(settings.keep, restarts)
-    best = None
+def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list[int], weights: Any,
+                 ctx: SearchContext, *, max_steps: int, tol: float, patience: int) -> Search:
+    settings = spec.settings
+    keep = min(settings.keep, ctx.restarts)
+    prepare = registry.resolve(spec.fast) if spec.fast is not None else generic.prepare
+    problem_at = prepare(X64, seed, weights, ctx)
+    best: Search | None = None
     total_steps = 0
     upper_max: float | None = None
-    problem: Problem
-    u_all = blockwise_u(map_name, X64, seed, k, dtype, device, draw_on) if sampler == "blockwise" else None
-    tail = drf_tail(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on, budget=budget, restarts=restarts,
-                    sampler=sampler, weights=weights) if map_name == "drf" else None
+    profile: list[float] = []
     for pos in positions:
-        if map_name == "rf":
-            problem = rf_problem(X64, pos, seed, sampler=sampler, weights=weights, k=k, dtype=dtype, device=device,
-                                 draw_on=draw_on, u_all=u_all)
-        elif tail is not None:
-            problem = drf_problem(X64, pos, seed, sampler=sampler, weights=weights, tail=tail, dtype=dtype,
-                                  device=device, draw_on=draw_on, u_all=u_all)
-        else:
-            W = weights if weights is not None else maps.attention_weights(seed, d)
-            problem = AttentionProblem(X64.to(device=device, dtype=dtype), W.to(device=device, dtype=dtype), pos,
-                                        "softmax" if map_name == "raf" else "relu")
+        problem = problem_at(pos)
         gen = generator(derive_seed(seed, "search", pos))
-        starts = problem.starts(restarts, gen).to(device=device, dtype=dtype)
+        starts = problem.starts(ctx.restarts, gen).to(device=ctx.device, dtype=ctx.dtype)
         best_D, steps = problem.search(starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep,
                                        momentum=settings.momentum)
         total_steps += steps
@@ -254,8 +241,7 @@ def _run_default(
             with torch.no_grad():
                 lead = int(torch.argmax(problem.value_and_grad(best_D)[0]))
             polished, extra = ascend(problem, best_D[lead:lead + 1], max_steps=min(300, max_steps - steps),
-                                      tol=1e-12, patience=10, keep=1, momentum=settings.momentum,
-                                      eta_min=1e-9)
+                                     tol=1e-12, patience=10, keep=1, momentum=settings.momentum, eta_min=1e-9)
             best_D = torch.cat([best_D, polished])
             total_steps += extra
         deltas = torch.stack([feasible(D, problem.radius) for D in best_D])
@@ -266,8 +252,10 @@ def _run_default(
         if upper is not None:
             upper_max = upper if upper_max is None else max(upper_max, upper)
         rel = float(changes[j]) / problem.phi_norm if problem.phi_norm > 0 else 0.0
-        if best is None or rel > best[0]:
-            best = (rel, pos, deltas[j], float(changes[j]), problem.phi_norm)
+        if best is None or rel > max(profile):
+            best = Search(pos, deltas[j], float(changes[j]), problem.phi_norm, streamed=problem.streamed_layers)
+        profile.append(rel)
         del problem
-    _, pos, delta, change, phi_norm = best
-    return pos, delta, change, phi_norm, upper_max, total_steps, tail.streamed if tail is not None else 0
+    assert best is not None
+    best.upper, best.steps, best.profile = upper_max, total_steps, profile
+    return best

@@ -1,0 +1,27 @@
+"""A toy map registered as a plugin (tests/test_registry.py, the workflow test): phi = tanh(X W) / sqrt(d),
+weights {"W": (d, d)} i.i.d. N(0, 1/d), no fast path (the full-map search)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from wordsens import registry
+from wordsens.seeds import derive_seed, generator
+
+
+def forward(X: torch.Tensor, weights: dict) -> torch.Tensor:
+    return torch.tanh(X @ weights["W"]) / math.sqrt(X.shape[-1])
+
+
+def sample(seed, n, d, *, dtype=torch.float32, device="cpu", draw_on="device", scale=1.0):
+    G = torch.randn((d, d), generator=generator(derive_seed(int(seed), "toy")), dtype=torch.float32)
+    return {"W": (G * (scale / math.sqrt(d))).to(device=device, dtype=dtype)}
+
+
+registry.register(registry.MapSpec(
+    "toy", "toy map (tanh)", "tanh(X W) / sqrt(d)", "W (d, d), i.i.d. N(0, scale^2/d)",
+    forward=forward, sample=sample, shapes=lambda n, d, scale=1.0: {"W": (d, d)},
+    settings=registry.SearchSettings(restarts=8, keep=4, patience=20, tol=1e-6, momentum=0.0, polish=False),
+    reference=(10.0, 200), options={"scale": 1.0}))
