@@ -216,3 +216,13 @@ def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
 def test_limits_travel_to_the_jobs_as_text():
     for limits in (plan.Limits(cpu=3 * GB, gpu=None), plan.Limits(cpu=5, gpu=80 * GB)):
         assert plan.Limits.from_text(limits.to_text()) == limits
+
+
+def test_planning_does_not_load_torch():
+    """The Snakefile plans in every cluster job's Snakemake process too: without torch there (about
+    180 MB), that process stays within the memory each job requests for it."""
+    code = ("import sys, wordsens.plan, wordsens.seeds, wordsens.io; "
+            "config = wordsens.plan.load_config('config.yaml', 'config/demo.yaml'); "
+            "wordsens.plan.Grid(config, limits=wordsens.plan.Limits(cpu=2**34, gpu=None)); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

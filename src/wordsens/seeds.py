@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported lazily: the workflow's planning process never loads it
+    import torch
 
 __all__ = ["canonical", "canonical_json", "derive_seed", "generator"]
 
@@ -54,6 +55,8 @@ def derive_seed(*parts: object) -> int:
 
 def generator(seed: int | torch.Generator) -> torch.Generator:
     """A CPU generator for ``seed`` (an int), or ``seed`` itself when it already is one."""
+    import torch
+
     if isinstance(seed, torch.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, int):
