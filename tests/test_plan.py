@@ -226,3 +226,22 @@ def test_planning_does_not_load_torch():
             "wordsens.plan.Grid(config, limits=wordsens.plan.Limits(cpu=2**34, gpu=None)); "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_a_memory_setting_lets_drf_stream_within_it():
+    """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.resources
+    drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
+    drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
+    wildcards = {"map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
+    big = plan.Limits(cpu=64 * GB, gpu=None)
+    resident = plan.Grid(_demo(drf), limits=big)
+    assert resident.unfit  # every layer resident: about 99 GB
+    streamed = plan.Grid(_demo(plan.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
+    job = streamed.job(wildcards)
+    layout = resources.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
+    assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
+    assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
+    assert job.seconds > plan.Grid(_demo(drf), limits=plan.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
+    tiny = plan.Grid(_demo(plan.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
+    assert [j.point for j in tiny.unfit] == ["drf d768_n80_L8"]
+    assert "0.5 GB allowed by ws.max_memory_gb" in tiny.left_out_message()

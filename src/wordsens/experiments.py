@@ -64,7 +64,8 @@ def ws_rows(
     """Run the word-sensitivity trials of one job; one row per trial.
 
     ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. ``settings`` holds ``position``,
-    ``method``, ``device``, ``min_tokens`` and the ``search`` options. Trial ``t`` draws its review
+    ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on`` and the ``search`` options;
+    rows record where the weights were drawn and, for DRF, how many layers were streamed. Trial ``t`` draws its review
     (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
     trial's numbers do not depend on the chunking or the order of jobs.
     """
@@ -84,7 +85,8 @@ def ws_rows(
         started = time.perf_counter()
         res = ws.estimate(map_name, X, seed=weight_seed, position=settings.get("position", 0),
                           method=settings.get("method", "default"), L=L or 2,
-                          device=settings.get("device", "auto"), **search)
+                          device=settings.get("device", "auto"), max_memory_gb=settings.get("max_memory_gb"),
+                          draw_on=settings.get("draw_on", "device"), **search)
         rows.append({
             "experiment": "ws", "map": map_name, "data": data_label, "d": d, "n": n, "L": L, "trial": trial,
             "seed": weight_seed, "review_id": info["review_id"], "label": info["label"],
@@ -92,13 +94,15 @@ def ws_rows(
             "phi_norm": res.phi_norm, "delta_norm": res.delta_norm, "steps": res.steps,
             "search_seconds": res.seconds, "wall_seconds": time.perf_counter() - started,
             "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
-            "method": res.method, "sampler": res.sampler,
+            "method": res.method, "sampler": res.sampler, "weights_drawn_on": res.weights_drawn_on,
+            "streamed_layers": res.streamed_layers,
             "device": res.device, "dtype": res.dtype, "threads": threads, "config_hash": chash, **prov,
         })
     for pid, name, hwm in job_processes():
         print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
     frame = pd.DataFrame(rows)
     frame["L"] = frame["L"].astype("Int64")
+    frame["streamed_layers"] = frame["streamed_layers"].astype("Int64")
     frame["upper"] = frame["upper"].astype("float64")
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
     return frame

@@ -299,6 +299,8 @@ class Job:
     memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
     device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
     seconds: float  # estimated wall time of the whole chunk
+    arrays: int  # peak bytes of its arrays (wordsens.resources estimates)
+    cap: int | None  # bytes of arrays its memory setting allows (ws.max_memory_gb), None: no setting
     params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
 
     @property
@@ -391,6 +393,8 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
     """Every word-sensitivity job of ``config["ws"]``, with its params and estimates."""
     ws = config["ws"]
     method, position = ws["method"], ws["position"]
+    # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
+    budget = None if ws["max_memory_gb"] is None else int(ws["max_memory_gb"] * GB)
     jobs: list[WSJob] = []
     for map_name, grid in ws["maps"].items():
         if not grid:
@@ -398,14 +402,16 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
         device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=map_name == "drf")
         sampler = resources.choose_sampler(map_name, position=position, method=method)
         settings = {"position": position, "method": method, "device": device, "min_tokens": ws["min_tokens"],
-                    "search": dict(ws["search"])}
+                    "max_memory_gb": ws["max_memory_gb"], "draw_on": ws["draw_on"], "search": dict(ws["search"])}
         for d in grid["d"]:
             for n in grid["n"]:
                 for L in grid.get("L", [None]):
-                    estimate = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler)
+                    estimate = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler,
+                                                   budget=budget)
                     host, on_device = _placed(estimate, device)
                     secs = resources.ws_seconds(map_name, n, d, L=L or 2, method=method, sampler=sampler,
-                                                device=device, positions=n if position == "all" else 1)
+                                                device=device, positions=n if position == "all" else 1,
+                                                budget=budget)
                     for chunk, trials in enumerate(_chunks(ws["trials"], ws["trials_per_job"])):
                         params = canonical({
                             "map": map_name, "d": d, "n": n, "L": L, "trials": list(trials), "seed": config["seed"],
@@ -413,7 +419,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
                             "numerics_version": numerics_version,
                         })
                         jobs.append(WSJob("ws", map_name, ws["data"], chunk, device, host, on_device,
-                                          secs * len(trials), params, d, n, L, trials))
+                                          secs * len(trials), estimate.bytes, budget, params, d, n, L, trials))
     return jobs
 
 
@@ -452,7 +458,8 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
                                 "numerics_version": numerics_version,
                             })
                             jobs.append(GenJob("gen", map_name, data, chunk, device, host, on_device,
-                                               secs * len(sims), params, figure, n, N, d, sims, searches))
+                                               secs * len(sims), estimate.bytes, None, params, figure, n, N, d,
+                                               sims, searches))
     return jobs
 
 
@@ -482,7 +489,7 @@ class Grid:
 
     def fits(self, job: Job) -> bool:
         limit = self.limit(job.device)
-        return limit is None or job.device_bytes <= limit
+        return (limit is None or job.device_bytes <= limit) and (job.cap is None or job.arrays <= job.cap)
 
     def job(self, wildcards: Mapping[str, Any]) -> Job:
         """The job that writes the output with these wildcards (a Snakemake ``Wildcards`` object)."""
@@ -530,9 +537,13 @@ class Grid:
         for point, jobs in points.items():
             job = jobs[0]
             allowed = self.limit(job.device)
-            where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
+            if job.cap is not None and job.arrays > job.cap:
+                need, allowed, where = job.arrays, job.cap, "ws.max_memory_gb (arrays)"
+            else:
+                need = job.device_bytes
+                where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
             lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
-                         f"{job.device_bytes / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}")
+                         f"{need / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}")
         head = (f"{len(self.unfit)} job(s) cannot fit the memory one job may use here, so nothing runs "
                 "(limits.unfit: fail):" if fail else
                 f"{len(self.unfit)} job(s) left out: they need more memory than one job may use here "
