@@ -74,6 +74,7 @@ class AttentionProblem(Problem):
         self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
         self.W64 = W.to(torch.float64)
         self.X64 = X.to(torch.float64)
+        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 else None
         self.onehot = (~others).to(X.dtype)
         # contiguous operands of the hand-written gradient
         self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
@@ -168,9 +169,20 @@ class AttentionProblem(Problem):
         return value + 0.25 * (g_out * g_out).sum(-1), grad
 
     def exact(self, deltas: Tensor) -> Tensor:
-        X = self.moved_samples(deltas)
-        base = maps.apply(self.map_name, self.X64, self.W64)
-        return torch.linalg.vector_norm((maps.apply(self.map_name, X, self.W64) - base).flatten(1), dim=-1)
+        """Change norms with the plain map in float64, one moved sample at a time (each holds a few
+        (n, n) arrays: 134 MB apiece at n = 4096)."""
+        if self._base64 is None:
+            self._base64 = maps.apply(self.map_name, self.X64, self.W64)
+        return torch.stack([torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)
+                            for X in self.moved_samples(deltas)])
+
+    def select(self, deltas: Tensor) -> tuple[int, float]:
+        """The best of ``deltas`` by the fast value (float64 here, the same algebra as the map), and
+        its change re-evaluated with the plain map: one full evaluation instead of one per candidate."""
+        with torch.no_grad():
+            values = self.value(deltas.to(self.X.dtype))
+        j = int(torch.argmax(values))
+        return j, float(self.exact(deltas[j:j + 1])[0])
 
     def moved_samples(self, deltas: Tensor) -> Tensor:
         """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
@@ -231,7 +243,7 @@ class AttentionProblem(Problem):
             u = Wsym @ x
             active = (Y @ x > 0) & others
             if bool(active.any()) or float(u @ x) <= 0:
-                g = -Y[active].sum(0) + (float(u @ x) <= 0) * u
+                g = -(active.to(Y.dtype) @ Y) + (float(u @ x) <= 0) * u
             else:
                 g = x - out_i
             norm = float(torch.linalg.vector_norm(g))

@@ -20,7 +20,7 @@ from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["FirstLayer", "RFProblem", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare", "rf_problem"]
+__all__ = ["FirstLayer", "RFProblem", "SubspaceRF", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare", "rf_problem"]
 
 
 class FirstLayer:
@@ -34,15 +34,19 @@ class FirstLayer:
         d = B.shape[1]
         dev = B.device
         self.gram_active = torch.zeros((d, d), dtype=torch.float64, device=dev)
-        self.gram = torch.zeros((d, d), dtype=torch.float64, device=dev) if with_gram else None
+        inactive = torch.zeros((d, d), dtype=torch.float64, device=dev) if with_gram else None
 
         def accumulate(rows: slice, chunk: Tensor) -> None:
-            masked = chunk * active[rows, None]
-            self.gram_active.addmm_(masked.T, masked)
-            if self.gram is not None:
-                self.gram.addmm_(chunk.T, chunk)
+            # every row enters one product only: the Gram matrix of B is the active part plus the rest
+            on = active[rows]
+            part = chunk[on]
+            self.gram_active.addmm_(part.T, part)
+            if inactive is not None:
+                part = chunk[~on]
+                inactive.addmm_(part.T, part)
 
         chunked_rows64(B, accumulate)
+        self.gram = self.gram_active + inactive if inactive is not None else None
 
     def forward(self, D: Tensor) -> Tensor:
         return torch.relu(self.u + D @ self.B.T)
@@ -76,7 +80,7 @@ class FirstLayer:
         return starts
 
 
-class _SubspaceRF(Problem):
+class SubspaceRF(Problem):
     """RF restricted to subspaces, one per restart: ``Delta_r = c_r V_r``, so the change is
     ``||relu(u + c_r Y_r) - relu(u)||^2`` with ``Y_r = V_r B^T`` (m, k)."""
 
@@ -88,6 +92,15 @@ class _SubspaceRF(Problem):
     def value(self, D: Tensor) -> Tensor:
         diff = torch.relu(self.u + torch.einsum("rm,rmk->rk", D, self.Y)) - self.base
         return (diff * diff).sum(-1)
+
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        """``value`` and its gradient written out (no autograd graph of the (R, k) activations);
+        ``tests/test_ws.py`` checks it against autograd."""
+        pre = self.u + torch.einsum("rm,rmk->rk", D, self.Y)
+        diff = torch.relu(pre) - self.base
+        g = torch.where(pre > 0, 2 * diff, torch.zeros_like(diff))
+        return (diff * diff).sum(-1), torch.einsum("rk,rmk->rm", g, self.Y)
 
     def exact(self, deltas: Tensor) -> Tensor:  # pragma: no cover - never evaluated exactly
         return self.value(deltas.to(self.Y.dtype)).sqrt().to(torch.float64)
@@ -137,7 +150,7 @@ class RFProblem(Problem):
                 basis = torch.linalg.qr(vectors.transpose(1, 2).to(torch.float64))[0].transpose(1, 2).to(D.dtype)
                 m = basis.shape[1]
                 Y = (basis.reshape(R * m, -1) @ B.T).reshape(R, m, -1)  # the map on each subspace
-                sub = _SubspaceRF(Y, u, base, r)
+                sub = SubspaceRF(Y, u, base, r)
                 c, _ = ascend(sub, torch.einsum("rd,rmd->rm", D, basis), max_steps=60, tol=1e-9, patience=10,
                                keep=R, momentum=0.0, eta_min=1e-9)
                 steps += 1

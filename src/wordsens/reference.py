@@ -17,10 +17,11 @@ import torch
 
 from . import maps, registry
 from .firstlayer import RFProblem
+from .generalisation import INTERPOLATION_TOL, LOSSES, TRAININGS, GenResult
 from .generic import cast_weights
-from .generalisation import INTERPOLATION_TOL, LOSSES, TRAININGS, GenResult, check_task
 from .search import Search, SearchContext, feasible, matvec64, project
 from .seeds import derive_seed, generator
+from .tasks import check_task
 
 Tensor = torch.Tensor
 

@@ -107,6 +107,13 @@ class Problem(abc.ABC):
         """A certified upper bound on the relative change, where the problem has one."""
         return None
 
+    def select(self, deltas: Tensor) -> tuple[int, float]:
+        """The index of the best of ``deltas`` (float64, (R, d)) and its exact change norm."""
+        with torch.no_grad():
+            changes = self.exact(deltas)
+        j = int(torch.argmax(changes))
+        return j, float(changes[j])
+
     streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.drf)
 
 

@@ -245,15 +245,13 @@ def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list
             best_D = torch.cat([best_D, polished])
             total_steps += extra
         deltas = torch.stack([feasible(D, problem.radius) for D in best_D])
-        with torch.no_grad():
-            changes = problem.exact(deltas)
-        j = int(torch.argmax(changes))
+        j, change = problem.select(deltas)
         upper = problem.upper()
         if upper is not None:
             upper_max = upper if upper_max is None else max(upper_max, upper)
-        rel = float(changes[j]) / problem.phi_norm if problem.phi_norm > 0 else 0.0
+        rel = change / problem.phi_norm if problem.phi_norm > 0 else 0.0
         if best is None or rel > max(profile):
-            best = Search(pos, deltas[j], float(changes[j]), problem.phi_norm, streamed=problem.streamed_layers)
+            best = Search(pos, deltas[j], change, problem.phi_norm, streamed=problem.streamed_layers)
         profile.append(rel)
         del problem
     assert best is not None
