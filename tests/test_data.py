@@ -252,6 +252,16 @@ def test_a_missing_packaged_model_names_the_extra(monkeypatch, tmp_path):
     assert (spec.width, spec.layers, spec.max_positions) == (384, 6, 512)
 
 
+def test_the_packaged_models_are_known_without_torch():
+    """The workflow's planning reads ``embed.PACKAGED_MODELS`` and must stay torch-free."""
+    import subprocess
+    import sys
+
+    code = ("import sys, wordsens.embed as e; assert e.PACKAGED_MODELS['minilm'].width == 384; "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_missing_model_fails_clearly(monkeypatch, tmp_path):
     _offline(monkeypatch)
     started = time.time()

