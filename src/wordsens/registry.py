@@ -205,3 +205,63 @@ register(MapSpec(
     forward="wordsens.maps:relu_raf_forward", sample="wordsens.maps:attention_sample",
     check="wordsens.maps:check_attention", fast="wordsens.attention:relu_raf_prepare", settings=_ATTENTION,
     cost="attention"))
+
+# --------------------------------------------------------------------------- attention variants (issue 10)
+# wordsens.variants holds their forwards, samplers and weight checks, wordsens.variants_fast their
+# searches; the shapes are written here, without torch, since the planner reads them.
+
+
+def _check_heads(map_name: str, d: int, heads: Any) -> int:
+    """``heads`` after checking that it is a positive integer dividing ``d`` (multi-head maps)."""
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+        raise ValueError(f"{map_name}: the option heads must be a positive integer, got {heads!r}")
+    if d % heads:
+        divisors = [h for h in range(1, min(d, 64) + 1) if d % h == 0]
+        raise ValueError(f"{map_name} splits d into heads of width d/heads, but d = {d} is not a multiple of "
+                         f"heads = {heads}; choose heads among the divisors of d (e.g. {divisors[-6:]}) through "
+                         "the map's options (options={'heads': ...}) or another d")
+    return heads
+
+
+def _mh_raf_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]:
+    h = _check_heads("mh_raf", d, heads)
+    return {"Wq": (h, d, d // h), "Wk": (h, d, d // h), "Wv": (h, d, d // h), "Wo": (d, d)}
+
+
+def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]:
+    _check_heads("block", d, heads)
+    return {**_mh_raf_shapes(n, d, heads), "W1": (d, 4 * d), "W2": (4 * d, d)}
+
+
+_VARIANT_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True)
+
+register(MapSpec(
+    "sigmoid_raf", "sigmoid attention", "sigmoid(X W X^T / sqrt(d) - log n) X, no row normalisation",
+    "W (d, d), i.i.d. N(0, 1/d)",
+    forward="wordsens.variants:sigmoid_raf_forward", sample="wordsens.variants:sigmoid_raf_sample",
+    shapes=lambda n, d: {"W": (d, d)}, fast="wordsens.variants_fast:sigmoid_raf_prepare",
+    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=1.0))
+register(MapSpec(
+    "linear_raf", "linear attention (elu + 1)",
+    "A X, A_jk = q_j.k_k / sum_k q_j.k_k, q_j = f(Wq^T x_j), k_k = f(Wk^T x_k), f = elu + 1",
+    "Wq, Wk (d, d), i.i.d. N(0, 1/d)",
+    forward="wordsens.variants:linear_raf_forward", sample="wordsens.variants:linear_raf_sample",
+    shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)}, fast="wordsens.variants_fast:linear_raf_prepare",
+    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=1.0))
+register(MapSpec(
+    "mh_raf", "multi-head attention",
+    "concat_h softmax((X Wq_h)(X Wk_h)^T / sqrt(d/h)) X Wv_h, times Wo; h heads (option heads)",
+    "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
+    forward="wordsens.variants:mh_raf_forward", sample="wordsens.variants:mh_raf_sample",
+    shapes=_mh_raf_shapes, check="wordsens.variants:mh_raf_check",
+    fast="wordsens.variants_fast:mh_raf_prepare", settings=_VARIANT_ATTENTION, cost="attention", cost_scale=1.0,
+    options={"heads": 12}))
+register(MapSpec(
+    "block", "transformer block (post-LN)",
+    "Y = LN(X + mh_raf(X)), phi = LN(Y + relu(Y W1) W2), LN without affine parameters (eps 1e-5)",
+    "mh_raf's weights, W1 (d, 4d) i.i.d. N(0, 2/d), W2 (4d, d) i.i.d. N(0, 1/(4d))",
+    forward="wordsens.variants:block_forward", sample="wordsens.variants:block_sample",
+    shapes=_block_shapes, check="wordsens.variants:block_check",
+    fast="wordsens.variants_fast:block_prepare",
+    settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=False, dtype="float32"),
+    cost="dense", cost_scale=1.0, options={"heads": 12}))
