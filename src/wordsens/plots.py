@@ -16,6 +16,7 @@ import pandas as pd
 import seaborn as sns
 
 from .io import atomic_path
+from .theory import rf_law
 
 __all__ = [
     "attention_pair",
@@ -29,13 +30,6 @@ __all__ = [
 ]
 
 MAP_TITLES = {"rf": "RF (k = D)", "drf": "deep RF", "raf": "RAF (softmax attention)", "relu_raf": "ReLU-RAF"}
-
-
-def rf_law(n: np.ndarray) -> np.ndarray:
-    """Back-of-envelope RF word sensitivity (1 + sqrt(2/n)) / sqrt(n): the dotted line of Figure 2
-    (workflow/report/ws_figure.rst; it decays like 1/sqrt(n), as the README's introduction says)."""
-    n = np.asarray(n, dtype=float)
-    return (1 + np.sqrt(2 / n)) / np.sqrt(n)
 
 
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int) -> None:
