@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -388,3 +391,38 @@ def test_renderings_show_every_claim():
     assert md.count("\n| ") == len(frame) + 1  # header + one line per row
     page = claims_html(frame.assign(note=frame["note"].where(frame["claim"] != "rf_law", "a < b & c")))
     assert "a &lt; b &amp; c" in page and page.count("<tr ") == len(frame)
+
+
+# ----------------------------------------------------------------------------- light imports
+
+HEAVY = ("torch", "matplotlib", "seaborn", "transformers")
+LIGHT_RUN = """
+import json, sys
+from wordsens.claims import claims_from_results, claims_html, claims_markdown, format_claims
+frame = claims_from_results(sys.argv[1], resamples=20)
+format_claims(frame), claims_markdown(frame), claims_html(frame)
+print(json.dumps({"claims": sorted(set(frame["claim"])), "heavy": [m for m in sys.argv[2:] if m in sys.modules]}))
+"""
+
+
+def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
+    """``wordsens claims`` stays light: computing and rendering the table (the RF law included) loads
+    neither torch nor the plotting libraries. Run in a fresh interpreter, since this one has them."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    ws_table("rf", {(192, n): float(law(n)) for n in RF_N}).to_parquet(tables / "ws_rf.parquet")
+    gen_rows("fig4", "rf").to_parquet(tables / "gen_fig4_synthetic.parquet")
+    done = subprocess.run([sys.executable, "-c", LIGHT_RUN, str(tmp_path), *HEAVY], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"rf_slope", "rf_law", "fig4_rf_alignment", "err_bound"} <= set(out["claims"])
+    assert out["heavy"] == []
+
+
+def test_rf_law_is_the_papers_estimate_and_one_function():
+    from wordsens import plots, theory
+
+    assert plots.rf_law is theory.rf_law
+    assert theory.rf_law(np.array([90, 150])) == pytest.approx([0.1211, 0.0911], abs=1e-4)  # section 2: 0.12, 0.09
+    assert theory.rf_law(4.0) == pytest.approx(law(4.0)) and np.ndim(theory.rf_law(4.0)) == 0
