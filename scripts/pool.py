@@ -1,13 +1,13 @@
-"""Snakemake adapter: the seeded, balanced pool of short reviews."""
+"""Snakemake adapter: the seeded, balanced pool of short reviews (only the tokenizer is loaded)."""
 import pandas as pd
 
 from wordsens.data import select_pool
-from wordsens.embed import load_encoder, model_source
+from wordsens.embed import load_tokenizer, model_source
 from wordsens.io import log_to, write_table
 
 log_to(snakemake.log[0])
 p = snakemake.params
-tokenizer, _ = load_encoder(model_source(p.model_name, snakemake.input.model), "cpu")
+tokenizer = load_tokenizer(model_source(p.model_name, snakemake.input.model))
 pool = select_pool(pd.read_parquet(snakemake.input.reviews), tokenizer, pool_size=p.pool_size,
                    max_tokens=p.max_tokens, seed=p.seed)
 write_table(snakemake.output.pool, pool)
