@@ -245,3 +245,14 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     tiny = plan.Grid(_demo(plan.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
     assert [j.point for j in tiny.unfit] == ["drf d768_n80_L8"]
     assert "0.5 GB allowed by ws.max_memory_gb" in tiny.left_out_message()
+
+
+def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
+    monkeypatch.setenv(plan.PLANNED_LIMITS, "")  # restored (removed) after the test
+    monkeypatch.delenv(plan.PLANNED_LIMITS)
+    config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
+    planned = plan.planned_limits(config, planner=True)
+    assert planned == plan.Limits(cpu=3 * GB, gpu=40 * GB)
+    # a job's process on another node, with other settings visible, takes the planner's limits
+    assert plan.planned_limits(_demo(), planner=False) == planned
+    assert plan.planned_limits(_demo(), planner=True) != planned  # the planner measures again

@@ -297,9 +297,9 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
                 if started[-1] in ("ws", "gen"):
                     break  # keep-going: the jobs that need no data go on after the failure
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=120)
+        if proc.poll() is None:  # the run (in a temporary copy) is not needed any further
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # drains the pipe, reaps the process
     text = "".join(lines)
     assert started[0] == "reviews", (started, text[-3000:])
     failure = text.index("Error in rule reviews")

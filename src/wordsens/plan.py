@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,7 @@ __all__ = [
     "merge",
     "model_tag",
     "model_width",
+    "planned_limits",
     "problems",
     "setting_name",
     "validate",
@@ -258,6 +260,21 @@ class Limits:
     def from_text(cls, text: str) -> Limits:
         values = json.loads(text)
         return cls(int(values["cpu"]), None if values["gpu"] is None else int(values["gpu"]))
+
+
+PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
+
+
+def planned_limits(config: dict, *, planner: bool) -> Limits:
+    """The limits a workflow plans with. The planning process (``planner``) measures them and
+    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
+    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
+    device are the ones planned."""
+    if planner or PLANNED_LIMITS not in os.environ:
+        limits = Limits.of(config)
+        os.environ[PLANNED_LIMITS] = limits.to_text()
+        return limits
+    return Limits.from_text(os.environ[PLANNED_LIMITS])
 
 
 def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:

@@ -29,14 +29,15 @@ FORMATS = config["plots"]["formats"]
 PLOTS = canonical(config["plots"])
 
 # ----------------------------------------------------------------------------- the job grid
-# A cluster job parses this file again on its node, where the free memory and the GPUs differ: it
-# takes the planner's limits (exported to it with the environment), so that its params and device
-# are the ones planned.
-if workflow.is_main_process or "WORDSENS_PLANNED_LIMITS" not in os.environ:
-    LIMITS = wsplan.Limits.of(config)
-    os.environ["WORDSENS_PLANNED_LIMITS"] = LIMITS.to_text()
-else:
-    LIMITS = wsplan.Limits.from_text(os.environ["WORDSENS_PLANNED_LIMITS"])
+# A cluster job parses this file again on its node: it plans with the planner's limits (passed on
+# to it in WORDSENS_PLANNED_LIMITS), so that its params and device are the ones planned.
+LIMITS = wsplan.planned_limits(config, planner=workflow.is_main_process)
+
+
+envvars:
+    wsplan.PLANNED_LIMITS,
+
+
 GRID = wsplan.Grid(config, limits=LIMITS, numerics_version=NUMERICS_VERSION)
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
