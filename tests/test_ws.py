@@ -11,9 +11,8 @@ import pytest
 import torch
 
 from wordsens import maps, ws
-from wordsens.preprocess import synthetic_sample
 from wordsens.attention import AttentionProblem
-from wordsens.firstlayer import SubspaceRF
+from wordsens.preprocess import synthetic_sample
 from wordsens.search import Problem
 
 
@@ -41,23 +40,6 @@ def test_attention_incremental_form_matches_full_map(kind, n, d, i):
     v_hand, g_hand = problem.value_and_grad(D)
     torch.testing.assert_close(v_hand, v_auto, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(g_hand, g_auto, rtol=1e-9, atol=1e-9)
-
-
-def test_rf_subspace_gradient_written_out_equals_autograd():
-    from wordsens.firstlayer import RFProblem
-
-    X = synthetic_sample(5, 4, seed=2)
-    V = maps.rf_weights(3, 5, 4, dtype=torch.float64)
-    problem = RFProblem(V[:, 4:8], V @ X.reshape(-1))
-    basis = torch.linalg.qr(torch.randn((3, 4, 2), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-                            )[0].transpose(1, 2)  # three restarts, two directions each
-    Y = torch.einsum("rmd,kd->rmk", basis, problem.layer.B)
-    sub = SubspaceRF(Y, problem.layer.u, problem.base, problem.radius)
-    c = torch.randn((3, 2), dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    v_hand, g_hand = sub.value_and_grad(c)
-    v_auto, g_auto = Problem.value_and_grad(sub, c)
-    torch.testing.assert_close(v_hand, v_auto, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(g_hand, g_auto, rtol=1e-12, atol=1e-12)
 
 
 def test_attention_incremental_form_on_zero_relu_rows():

@@ -93,15 +93,6 @@ class SubspaceRF(Problem):
         diff = torch.relu(self.u + torch.einsum("rm,rmk->rk", D, self.Y)) - self.base
         return (diff * diff).sum(-1)
 
-    @torch.no_grad()
-    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
-        """``value`` and its gradient written out (no autograd graph of the (R, k) activations);
-        ``tests/test_ws.py`` checks it against autograd."""
-        pre = self.u + torch.einsum("rm,rmk->rk", D, self.Y)
-        diff = torch.relu(pre) - self.base
-        g = torch.where(pre > 0, 2 * diff, torch.zeros_like(diff))
-        return (diff * diff).sum(-1), torch.einsum("rk,rmk->rm", g, self.Y)
-
     def exact(self, deltas: Tensor) -> Tensor:  # pragma: no cover - never evaluated exactly
         return self.value(deltas.to(self.Y.dtype)).sqrt().to(torch.float64)
 
