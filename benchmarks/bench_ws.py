@@ -45,13 +45,26 @@ JOBS = {
     "rf-768-150": ("rf", 150, 768, 2, 2, ("default",), "<= 15 s, <= 1 GB peak (reference: 106 GB matrix)"),
     "drf-192-50-L2": ("drf", 50, 192, 2, 2, ("reference", "default", "default-same-w"),
                       ">= 5x faster, <= 1 GB peak, estimate >= reference"),
+    # the attention variants of issue 10 (default and reference share X and the weights of the seed)
+    "sigmoid_raf-768-50": ("sigmoid_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
+    "linear_raf-768-50": ("linear_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
+    "mh_raf-768-50": ("mh_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
+    "block-768-50": ("block", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
+    "mh_raf-768-1024": ("mh_raf", 1024, 768, 2, 1, ("default",), "<= 60 s"),
+    "block-768-256": ("block", 256, 768, 2, 1, ("default",), "<= 120 s"),
 }
 QUICK = {
     "raf-256-50": ("raf", 50, 256, 2, 3, ("reference", "default"), "quick"),
     "relu_raf-256-50": ("relu_raf", 50, 256, 2, 3, ("reference", "default"), "quick"),
     "rf-64-40": ("rf", 40, 64, 2, 2, ("reference", "default", "default-same-w"), "quick"),
     "drf-32-20-L2": ("drf", 20, 32, 2, 2, ("reference", "default", "default-same-w"), "quick"),
+    "sigmoid_raf-64-20": ("sigmoid_raf", 20, 64, 2, 2, ("reference", "default"), "quick"),
+    "linear_raf-64-20": ("linear_raf", 20, 64, 2, 2, ("reference", "default"), "quick"),
+    "mh_raf-64-20-h4": ("mh_raf", 20, 64, 2, 2, ("reference", "default", "default-same-w"), "quick"),
+    "block-64-10-h4": ("block", 10, 64, 2, 2, ("reference", "default"), "quick"),
 }
+# map options of a job (the map's defaults otherwise): job name -> options
+OPTIONS = {"mh_raf-64-20-h4": {"heads": 4}, "block-64-10-h4": {"heads": 4}}
 # the GPU table: job name -> (map, n, d, L, seeds, methods, targets text, memory setting in GB)
 GPU_JOBS = {
     "drf-768-50-L2": ("drf", 50, 768, 2, 1, ("default", "cpu-draws"), "<= 3 s", None),
@@ -78,14 +91,15 @@ def worker(args: argparse.Namespace) -> None:
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))
+    options = json.loads(args.options) if args.options else None
     weights = None
     if args.method == "default-same-w":
-        weights = maps.sample_weights(args.map, args.seed, args.n, args.d, L=args.L)
+        weights = maps.sample_weights(args.map, args.seed, args.n, args.d, L=args.L, **(options or {}))
     method = "reference" if args.method == "reference" else "default"
     memory = float(args.memory_gb) if args.memory_gb else None
     started = time.perf_counter()
     res = ws.estimate(args.map, X, seed=args.seed, weights=weights, method=method, L=args.L, device=args.device,
-                      max_memory_gb=memory, draw_on="cpu" if args.method == "cpu-draws" else "device")
+                      max_memory_gb=memory, options=options, draw_on="cpu" if args.method == "cpu-draws" else "device")
     wall = time.perf_counter() - started
     peak = peak_rss_bytes() / 1024**2
     cuda_peak = torch.cuda.max_memory_allocated() / 1024**2 if args.device.startswith("cuda") else None
@@ -95,12 +109,13 @@ def worker(args: argparse.Namespace) -> None:
                       "drawn_on": res.weights_drawn_on}))
 
 
-def run_one(job: tuple, seed: int, method: str, device: str) -> dict:
+def run_one(job: tuple, seed: int, method: str, device: str, options: dict | None = None) -> dict:
     map_name, n, d, L = job[:4]
     memory = job[7] if len(job) > 7 and job[7] else None
     return run_worker(os.path.abspath(__file__), ["--map", map_name, "--n", str(n), "--d", str(d), "--L", str(L),
                                                   "--seed", str(seed), "--method", method, "--device", device,
-                                                  *(["--memory-gb", str(memory)] if memory else [])])
+                                                  *(["--memory-gb", str(memory)] if memory else []),
+                                                  *(["--options", json.dumps(options)] if options else [])])
 
 
 def project_fig2_right(measured: dict[str, list[dict]], table: dict) -> None:
@@ -129,7 +144,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds per job")
     parser.add_argument("--gpu", action="store_true", help="the GPU table (DRF at the paper's size)")
     parser.add_argument("--device", default=None, help="where the estimates run (default: cuda with --gpu, else cpu)")
-    add_worker_flags(parser, ("--map", "--method", "--memory-gb"), ("--n", "--d", "--L", "--seed"))
+    add_worker_flags(parser, ("--map", "--method", "--memory-gb", "--options"), ("--n", "--d", "--L", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
@@ -144,13 +159,13 @@ def main() -> None:
         job = table[name]
         seeds = args.seeds or job[4]
         print(f"\n## {name}: {job[0]} n={job[1]} d={job[2]}" + (f" L={job[3]}" if job[0] == "drf" else "")
-              + f"  target: {job[6]}", flush=True)
+              + (f" {OPTIONS[name]}" if name in OPTIONS else "") + f"  target: {job[6]}", flush=True)
         print(f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}"
               f" {'GPU MB':>8} {'streamed':>8} {'drawn':>5}")
         rows: dict[str, list[dict]] = {m: [] for m in job[5]}
         for seed in range(seeds):
             for method in job[5]:
-                r = run_one(job, seed, method, device)
+                r = run_one(job, seed, method, device, OPTIONS.get(name))
                 rows[method].append(r)
                 if "error" in r:
                     print(f"{seed:>4} {method:>15}  error: {r['error']}", flush=True)

@@ -129,14 +129,16 @@ def mh_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
     """Multi-head attention with value and output projections: (..., n, d) -> (..., n, d); no checks.
 
     Head ``h`` is ``softmax((X Wq_h)(X Wk_h)^T / sqrt(d_h)) X Wv_h`` with ``d_h = d / heads``; the
-    heads are concatenated in order (head 0 first) and multiplied by ``Wo``.
+    heads are concatenated in order (head 0 first) and multiplied by ``Wo``. The queries, keys and
+    values come from one product with the stacked matrices, the heads from torch's
+    ``scaled_dot_product_attention`` (no mask, scale ``1 / sqrt(d_h)``: this very formula).
     """
-    Wq, Wk, Wv = weights["Wq"], weights["Wk"], weights["Wv"]
-    heads, dh = Wq.shape[0], Wq.shape[-1]
-    Xh = X.unsqueeze(-3)  # (..., 1, n, d)
-    Q, K, V = Xh @ Wq, Xh @ Wk, Xh @ Wv  # (..., heads, n, dh)
-    att = torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(dh), dim=-1)  # softmax subtracts the row maximum
-    H = (att @ V).transpose(-3, -2)  # (..., n, heads, dh)
+    Wq = weights["Wq"]
+    heads, d, dh = Wq.shape
+    stacked = torch.cat([Wq, weights["Wk"], weights["Wv"]]).permute(1, 0, 2).reshape(d, 3 * heads * dh)
+    QKV = (X @ stacked).unflatten(-1, (3 * heads, dh)).transpose(-3, -2)  # (..., 3 heads, n, dh)
+    Q, K, V = QKV.split(heads, dim=-3)
+    H = F.scaled_dot_product_attention(Q, K, V).transpose(-3, -2)  # (..., n, heads, dh)
     return H.reshape(*H.shape[:-2], heads * dh) @ weights["Wo"]
 
 

@@ -8,9 +8,10 @@ recomputed. A search step then costs ``O(n d + d^2)`` per restart for ``sigmoid_
 gradients come from autograd on these formulas. ``tests/test_variants.py`` checks every value
 against the plain map and every gradient against autograd on the plain map.
 
-``block`` has no such form (its feed-forward layer acts on every row that attention changes, i.e.
-on all of them): it is searched on the full map (``wordsens.generic``) with the informed starts of
-its attention part.
+``block`` has no such form for its norm: its feed-forward layer acts on every row that attention
+changes, i.e. on all of them. Its search takes the attention output of every row from the closed
+form of ``mh_raf`` (``O(n d h)`` per restart instead of a multi-head pass) and runs the residual,
+LayerNorm and feed-forward layers in full.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Any
 import torch
 
 from . import maps, registry
-from .generic import FullMapProblem, cast_weights
+from .generic import cast_weights
 from .search import Problem, SearchContext, sphere
-from .variants import elu1
+from .variants import elu1, layer_norm
 
 Tensor = torch.Tensor
 
@@ -221,15 +222,69 @@ class LinearProblem(MovedTokenProblem):
 # --------------------------------------------------------------------------- multi-head attention
 
 
-class MultiHeadProblem(MovedTokenProblem):
-    """``mh_raf`` with row ``i`` moved.
+class _HeadsProblem(MovedTokenProblem):
+    """What ``mh_raf`` and ``block`` share: per head ``h``, a query row ``j != i`` becomes
+    ``(1 - w_hj) M_hj + w_hj v_h'`` (``M_hj``: its output with column ``i`` left out, ``w_hj =
+    sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' = x' Wv_h``), so its change is
+    ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is recomputed."""
 
-    Per head ``h``, a query row ``j != i`` becomes ``(1 - w_hj) M_hj + w_hj v_h'`` (``M_hj``: its
-    output with column ``i`` left out, ``w_hj = sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' =
-    x' Wv_h``), so its change is ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``. After
-    ``Wo`` the change of row ``j`` is ``z_j Wo`` with ``z_j`` the concatenated head changes, and its
-    squared norm is the quadratic form ``z_j G z_j^T`` with ``G = Wo Wo^T``. Written out, with
-    ``a_j`` the concatenated ``A_hj`` and ``G_hg`` the (d/h, d/h) blocks of ``G``::
+    def __init__(self, map_name: str, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
+                 W64: Mapping[str, Tensor]) -> None:
+        Wq, Wk, Wv, Wo = (weights[key] for key in ("Wq", "Wk", "Wv", "Wo"))
+        h, d, dh = Wq.shape
+        super().__init__(map_name, X, X64, W64, position, heads=h)
+        n, i = self.n, position
+        self.h, self.dh = h, dh
+        s = 1.0 / math.sqrt(dh)
+        Qh, Kh, self.Vh = X @ Wq, X @ Wk, X @ Wv  # (h, n, dh)
+        S = (Qh @ Kh.transpose(-1, -2)) * s
+        self.out0 = torch.softmax(S, dim=-1) @ self.Vh
+        if n > 1:
+            S.masked_fill_(~self.others[None, None, :], float("-inf"))
+            logz, M = torch.logsumexp(S, dim=-1), torch.softmax(S, dim=-1) @ self.Vh
+        else:
+            logz, M = torch.zeros((h, n), dtype=X.dtype, device=X.device), torch.zeros_like(self.out0)
+        del S
+        self.logz = (logz * self.mask)[:, None, :]  # (h, 1, n)
+        self.M = M * self.mask[None, :, None]
+        self.A = (self.M - self.out0) * self.mask[None, :, None]
+        self._QhT = (Qh * s).transpose(-1, -2).contiguous()  # (h, dh, n): column scores k_h' @ QhT
+        self._KhT = (Kh * s).transpose(-1, -2).contiguous()  # row scores q_h' @ KhT
+        self._W = torch.cat([Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d),
+                             Wq.permute(1, 0, 2).reshape(d, d)], dim=1).contiguous()  # (d, 3d): k', v', q'
+        self.Wo, self.Wk, self.Wv, self.Qh = Wo, Wk, Wv, Qh
+        self.out0_i, self.vi = self.out0[:, i:i + 1], self.Vh[:, i:i + 1]  # (h, 1, dh)
+
+    def _heads(self, Z: Tensor) -> Tensor:
+        return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, d) -> (h, R, dh)
+
+    def moved(self, D: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """For moves ``D`` (R, d): the new weights ``w`` (h, R, n) of column ``i`` (0 in row ``i``),
+        the new values ``v'`` (h, R, dh) and the new output of row ``i`` per head (h, R, dh)."""
+        d, i = self.d, self.i
+        kvq = (self.xi + D) @ self._W
+        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d:2 * d]), self._heads(kvq[:, 2 * d:])
+        w = torch.sigmoid(kp @ self._QhT - self.logz) * self.mask
+        rows = qp @ self._KhT  # (h, R, n)
+        self_score = (qp * kp).sum(-1, keepdim=True) / math.sqrt(self.dh)
+        att = torch.softmax(rows + self.onehot * (self_score - rows), dim=-1)
+        return w, vp, att @ self.Vh + att[..., i:i + 1] * (vp - self.vi)
+
+    def concat(self, Z: Tensor) -> Tensor:
+        """Heads (h, R, dh) concatenated in order: (R, d)."""
+        return Z.transpose(0, 1).reshape(Z.shape[1], self.d)
+
+    def informed(self) -> Tensor:
+        """See ``attention_directions``."""
+        return attention_directions(self.X, {"Wk": self.Wk, "Wv": self.Wv, "Wo": self.Wo}, self.i, Qh=self.Qh)
+
+
+class MultiHeadProblem(_HeadsProblem):
+    """``mh_raf`` with row ``i`` moved (see ``_HeadsProblem``).
+
+    After ``Wo`` the change of row ``j != i`` is ``z_j Wo`` with ``z_j`` the concatenated head
+    changes, and its squared norm is the quadratic form ``z_j G z_j^T`` with ``G = Wo Wo^T``. Written
+    out, with ``a_j`` the concatenated ``A_hj`` and ``G_hg`` the (d/h, d/h) blocks of ``G``::
 
         a_j G a_j + 2 sum_h w_hj (aG_hj . v_h' - aG_hj . M_hj)
           + sum_{h,g} w_hj w_gj (v_h' G_hg v_g' - 2 v_h' G_hg M_gj + M_hj G_hg M_gj)
@@ -241,69 +296,66 @@ class MultiHeadProblem(MovedTokenProblem):
 
     def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
                  W64: Mapping[str, Tensor]) -> None:
-        Wq, Wk, Wv, Wo = (weights[key] for key in ("Wq", "Wk", "Wv", "Wo"))
-        h, d, dh = Wq.shape
-        super().__init__("mh_raf", X, X64, W64, position, heads=h)
-        n, i = self.n, position
-        self.h, self.dh = h, dh
-        s = 1.0 / math.sqrt(dh)
-        Qh, Kh, self.Vh = X @ Wq, X @ Wk, X @ Wv  # (h, n, dh)
-        S = (Qh @ Kh.transpose(-1, -2)) * s
-        out0 = torch.softmax(S, dim=-1) @ self.Vh
-        if n > 1:
-            S.masked_fill_(~self.others[None, None, :], float("-inf"))
-            logz, M = torch.logsumexp(S, dim=-1), torch.softmax(S, dim=-1) @ self.Vh
-        else:
-            logz, M = torch.zeros((h, n), dtype=X.dtype, device=X.device), torch.zeros_like(out0)
-        del S
-        self.logz = (logz * self.mask)[:, None, :]  # (h, 1, n)
-        M = M * self.mask[None, :, None]
-        A = (M - out0) * self.mask[None, :, None]
-        a = A.transpose(0, 1).reshape(n, d)
-        G = Wo @ Wo.T
+        super().__init__("mh_raf", X, weights, position, X64, W64)
+        n, d, h, dh, M = self.n, self.d, self.h, self.dh, self.M
+        a = self.concat(self.A)
+        G = self.Wo @ self.Wo.T
         aG = a @ G
         self.const = (aG * a).sum(-1)
         aG = aG.reshape(n, h, dh).transpose(0, 1)  # (h, n, dh)
         self.aGM = (aG * M).sum(-1)[:, None, :]  # (h, 1, n)
         self._aGT = aG.transpose(-1, -2).contiguous()  # (h, dh, n)
-        G4 = G.reshape(h, dh, h, dh)
-        N = torch.einsum("hagb,gjb->hagj", G4, M)  # (h, dh, h, n)
-        self.E = torch.einsum("hja,hagj->hgj", M, N)[:, None]  # (h, 1, h, n)
+        N = torch.einsum("hagb,gjb->hagj", G.reshape(h, dh, h, dh), M)  # (h, dh, h, n)
+        self._E = torch.einsum("hja,hagj->jhg", M, N).contiguous()  # (n, h, g): M_hj G_hg M_gj
         self._N = N.reshape(h, dh, h * n).contiguous()
         self._Grows = G.reshape(h, dh, d).contiguous()
-        self._QhT = (Qh * s).transpose(-1, -2).contiguous()  # (h, dh, n): column scores k_h' @ QhT
-        self._KhT = (Kh * s).transpose(-1, -2).contiguous()  # row scores q_h' @ KhT
-        self._W = torch.cat([Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d),
-                             Wq.permute(1, 0, 2).reshape(d, d)], dim=1).contiguous()  # (d, 3d): k', v', q'
-        self.Wo, self.Wk, self.Wv, self.Qh = Wo, Wk, Wv, Qh
-        self.out0_i, self.vi = out0[:, i:i + 1], self.Vh[:, i:i + 1]  # (h, 1, dh)
-
-    def _heads(self, Z: Tensor) -> Tensor:
-        return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, d) -> (h, R, dh)
 
     def value(self, D: Tensor) -> Tensor:
-        R, n, d, h, i = D.shape[0], self.n, self.d, self.h, self.i
-        x = self.xi + D
-        kvq = x @ self._W
-        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d:2 * d]), self._heads(kvq[:, 2 * d:])
-        w = torch.sigmoid(kp @ self._QhT - self.logz) * self.mask  # (h, R, n)
+        R, n, h = D.shape[0], self.n, self.h
+        w, vp, out_i = self.moved(D)  # w: (h, R, n)
+        wg = w.transpose(0, 1)  # (R, g, n)
         lin = 2 * (w * (vp @ self._aGT - self.aGM)).sum(0)  # (R, n)
-        vG = (vp @ self._Grows).reshape(h, R, h, self.dh)
-        B = (vG * vp.transpose(0, 1)[None]).sum(-1)  # (h, R, g): v_h' G_hg v_g'
+        # sum_{h,g} w_hj w_gj (v_h' G_hg v_g' + M_hj G_hg M_gj - 2 v_h' G_hg M_gj), term by term
+        B = ((vp @ self._Grows).reshape(h, R, h, self.dh) * vp.transpose(0, 1)[None]).sum(-1)  # (h, R, g)
+        Bw = B.transpose(0, 1) @ wg  # (R, h, n): sum_g B_hg w_gj
+        Ew = (self._E @ w.permute(2, 0, 1)).permute(1, 2, 0)  # (h, R, n): sum_g E_hgj w_gj
         C = (vp @ self._N).reshape(h, R, h, n)  # v_h' G_hg M_gj
-        F = B[..., None] - 2 * C + self.E
-        quad = ((w[:, :, None, :] * F).sum(0) * w.transpose(0, 1)).sum(1)  # (R, n)
+        Cw = (C * wg[None]).sum(2)  # (h, R, n)
+        quad = (w * (Bw.transpose(0, 1) + Ew - 2 * Cw)).sum(0)  # (R, n)
         others = ((self.const + lin + quad) * self.mask).sum(-1)
-        rows = qp @ self._KhT  # (h, R, n)
-        self_score = (qp * kp).sum(-1, keepdim=True) / math.sqrt(self.dh)
-        att = torch.softmax(rows + self.onehot * (self_score - rows), dim=-1)
-        out_i = att @ self.Vh + att[..., i:i + 1] * (vp - self.vi)
-        diff = (out_i - self.out0_i).transpose(0, 1).reshape(R, d) @ self.Wo
+        diff = self.concat(out_i - self.out0_i) @ self.Wo
         return others + (diff * diff).sum(-1)
 
-    def informed(self) -> Tensor:
-        """See ``attention_directions``."""
-        return attention_directions(self.X, {"Wk": self.Wk, "Wv": self.Wv, "Wo": self.Wo}, self.i, Qh=self.Qh)
+
+class BlockProblem(_HeadsProblem):
+    """``block`` with row ``i`` moved: the attention output of every row from ``_HeadsProblem``'s
+    closed form (row ``j != i`` changes by ``A_j Wo + sum_h w_hj (v_h' Wo_h - M_hj Wo_h)``,
+    ``O(n d h)`` per restart instead of a full multi-head pass), then the residual, LayerNorm and
+    feed-forward layer on every row (they act on all the rows that attention changes)."""
+
+    def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
+                 W64: Mapping[str, Tensor]) -> None:
+        super().__init__("block", X, weights, position, X64, W64)
+        h, dh, d = self.h, self.dh, self.d
+        Wo_h = self.Wo.reshape(h, dh, d)
+        self.attention0 = self.concat(self.out0) @ self.Wo  # (n, d)
+        self.AWo = self.concat(self.A) @ self.Wo
+        self.MWo = (self.M @ Wo_h).transpose(0, 1).contiguous()  # (n, h, d): M_hj Wo_h
+        self._Wo_h = Wo_h.contiguous()
+        self.W1, self.W2 = weights["W1"], weights["W2"]
+        self.base = registry.resolve(registry.get("block").forward)(X, weights)
+
+    def value(self, D: Tensor) -> Tensor:
+        w, vp, out_i = self.moved(D)
+        wt = w.permute(1, 2, 0)  # (R, n, h)
+        u = (vp @ self._Wo_h).transpose(0, 1)  # (R, h, d): v_h' Wo_h
+        change = self.AWo + wt @ u - (wt.transpose(0, 1) @ self.MWo).transpose(0, 1)  # (R, n, d)
+        row_i = self.concat(out_i) @ self.Wo  # (R, d)
+        attention = self.attention0 + change + self.onehot[:, None] * (row_i[:, None] - self.attention0)
+        Z = self.X + self.onehot[:, None] * D[:, None, :] + attention
+        Y = layer_norm(Z)
+        diff = (layer_norm(Y + torch.relu(Y @ self.W1) @ self.W2) - self.base).flatten(1)
+        return (diff * diff).sum(-1)
 
 
 def attention_directions(X: Tensor, weights: Mapping[str, Tensor], position: int, *, Qh: Tensor | None = None
@@ -328,23 +380,6 @@ def attention_directions(X: Tensor, weights: Mapping[str, Tensor], position: int
         value = U @ (U.T @ value)
         value = value / torch.linalg.vector_norm(value).clamp_min(1e-300)
     return _unit_rows(torch.cat([torch.stack([attract, -attract, xi, -xi, value, -value]), per_head]))
-
-
-# --------------------------------------------------------------------------- the transformer block
-
-
-class BlockProblem(FullMapProblem):
-    """``block`` with row ``i`` moved, on the full map (every row goes through the feed-forward
-    layer), with the informed starts of its attention part (``MultiHeadProblem.informed``)."""
-
-    def __init__(self, X64: Tensor, weights: Mapping[str, Tensor], position: int, *, dtype: torch.dtype,
-                 device: torch.device) -> None:
-        forward = registry.resolve(registry.get("block").forward)
-        super().__init__(forward, X64, weights, position, dtype=dtype, device=device)
-
-    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        informed = attention_directions(self.X64, self.W64, self.i)
-        return informed_starts(informed, self.radius, restarts, gen).to(self.X.device)
 
 
 # --------------------------------------------------------------------------- prepare (registry.fast)
@@ -378,9 +413,4 @@ def _prepare(cls: Callable[..., MovedTokenProblem]) -> Callable[..., Callable[[i
 sigmoid_raf_prepare = _prepare(SigmoidProblem)
 linear_raf_prepare = _prepare(LinearProblem)
 mh_raf_prepare = _prepare(MultiHeadProblem)
-
-
-def block_prepare(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> Callable[[int], BlockProblem]:
-    """The full-map search of ``block`` with informed starts: weights drawn from ``seed`` unless given."""
-    W = _weights(X64, seed, weights, ctx)
-    return lambda position: BlockProblem(X64, W, position, dtype=ctx.dtype, device=ctx.device)
+block_prepare = _prepare(BlockProblem)
