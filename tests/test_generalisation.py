@@ -66,7 +66,7 @@ def test_search_results_match_their_definitions():
             W = maps.attention_weights(0, 8, dtype=torch.float64)
             ref = _explicit("raf", Xt, yt, X, y, W, res.delta)
             key = "f" if training == "fine_tune" else "r"
-            assert res.D1 == pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7)
+            assert pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7) == res.D1
             assert res.err == pytest.approx((res.D1 + res.y) ** 2, rel=1e-12)
             assert res.gamma_min == pytest.approx(max(abs(res.t0), abs(res.D0)))
             assert res.t1 == pytest.approx(res.y, abs=1e-9) and res.delta_norm <= math.sqrt(8) * (1 + 1e-12)
@@ -81,7 +81,7 @@ def test_search_results_match_their_definitions():
                 pphi = phi - torch.linalg.pinv(Phi) @ (Phi @ phi)
                 a = float(phi_p @ pphi / (pphi @ pphi))
             assert res.alignment == pytest.approx(a, abs=1e-7)
-            assert res.D1 - res.D0 == pytest.approx(res.alignment * (res.y - res.t0), abs=1e-7)
+            assert pytest.approx(res.alignment * (res.y - res.t0), abs=1e-7) == res.D1 - res.D0
             assert res.d0_shift == pytest.approx(abs(res.D0 - res.t0))
             assert res.interpolates and res.train_residual < 1e-9 and res.gram_rank == 20
 
@@ -233,13 +233,14 @@ def test_cli_gen_prints_one_json_line():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d", "8",
-                          "--training", "retrain", "--loss", "penalised", "--penalty", "0.5", "--seed", "3"],
+    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d",
+                          "8", "--training", "retrain", "--loss", "penalised", "--penalty", "0.5", "--seed", "3"],
                          capture_output=True, text=True, check=True)
     row = json.loads(out.stdout)
     for key in ("t0", "t1", "D0", "D1", "err", "gamma_min", "steps", "seconds", "peak_memory_mb", "N", "penalty"):
         assert key in row
     assert row["err"] == pytest.approx((row["D1"] + row["y"]) ** 2)
-    bad = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d", "8",
-                          "--training", "retrain", "--loss", "direct", "--penalty", "0.5"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d",
+                          "8", "--training", "retrain", "--loss", "direct", "--penalty", "0.5"], capture_output=True,
+                         text=True)
     assert bad.returncode == 2 and "penalised" in bad.stderr

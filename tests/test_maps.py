@@ -152,7 +152,8 @@ def test_normalise():
     E = torch.randn(2, 10, 7, dtype=torch.float64)
     X = normalise(E, 4, 3)
     assert X.shape == (2, 4, 3)
-    torch.testing.assert_close(torch.linalg.vector_norm(X, dim=-1), torch.full((2, 4), math.sqrt(3), dtype=torch.float64))
+    torch.testing.assert_close(torch.linalg.vector_norm(X, dim=-1),
+                               torch.full((2, 4), math.sqrt(3), dtype=torch.float64))
     # rows keep their direction
     torch.testing.assert_close(X[0, 1] / X[0, 1].norm(), E[0, 1, :3] / E[0, 1, :3].norm())
     with pytest.raises(ValueError, match="only 10"):

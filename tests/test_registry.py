@@ -29,7 +29,7 @@ def test_the_paper_maps_come_first():
         spec = registry.get(name)
         assert spec.label and spec.formula and spec.weight_law
         assert callable(registry.resolve(spec.forward)) and callable(registry.resolve(spec.sample))
-    with pytest.raises(ValueError, match="unknown map 'nope'.*rf, drf, raf, relu_raf"):
+    with pytest.raises(ValueError, match=r"unknown map 'nope'.*rf, drf, raf, relu_raf"):
         registry.get("nope")
 
 

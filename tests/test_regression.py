@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from workflow_utils import ROOT
 
 pytestmark = pytest.mark.slow

@@ -14,10 +14,10 @@ import torch
 from scipy import stats
 
 from wordsens import maps, ws
-from wordsens.preprocess import synthetic_sample
-from wordsens.seeds import derive_seed
 from wordsens.firstlayer import rest_gaussian
+from wordsens.preprocess import synthetic_sample
 from wordsens.search import matvec64
+from wordsens.seeds import derive_seed
 
 ALPHA = 0.01  # every two-sample test runs at the 1% level
 Z_ALPHA = stats.norm.ppf(1 - ALPHA / 2)  # 2.576, two-sided
@@ -122,7 +122,8 @@ def test_exact_sampler_ws_estimates_have_the_dense_law():
     for s in range(m):
         X = synthetic_sample(n, d, derive_seed("ws-sample", s))
         a = ws.estimate("rf", X, seed=derive_seed("exact", s), restarts=2)
-        b = ws.estimate("rf", X, seed=derive_seed("dense", s), restarts=2, weights=maps.rf_weights(derive_seed("dense", s), n, d))
+        b = ws.estimate("rf", X, seed=derive_seed("dense", s), restarts=2,
+                        weights=maps.rf_weights(derive_seed("dense", s), n, d))
         for res in (a, b):
             assert res.lower <= res.upper
             assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)

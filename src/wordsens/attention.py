@@ -60,10 +60,11 @@ class AttentionProblem(Problem):
                 logz, M = torch.logsumexp(S_wo, dim=-1), torch.softmax(S_wo, dim=-1) @ X
             else:
                 logz, M = torch.zeros(n, dtype=X.dtype, device=X.device), torch.zeros_like(X)
-            self.logz, self.z = logz.masked_fill(~others, 0.0), None
+            self.logz, self.z = logz.masked_fill(~others, 0.0), torch.zeros_like(logz)  # z: ReLU only
         else:
             Z = torch.relu(S) * others[None, :]
-            self.z, self.logz = Z.sum(-1), None
+            self.z = Z.sum(-1)
+            self.logz = torch.zeros_like(self.z)  # softmax only
             M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
         self.M = M * others[:, None]
         A = (self.M - out0) * others[:, None]

@@ -20,7 +20,8 @@ from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["FirstLayer", "RFProblem", "SubspaceRF", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare", "rf_problem"]
+__all__ = ["FirstLayer", "RFProblem", "SubspaceRF", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare",
+           "rf_problem"]
 
 
 class FirstLayer:
@@ -158,7 +159,7 @@ class RFProblem(Problem):
                     break
         return D, steps
 
-    def upper(self) -> float | None:
+    def upper(self) -> float:
         assert self.layer.gram is not None
         lam = float(torch.linalg.eigvalsh(self.layer.gram)[-1])
         # float64 Gram and eigenvalue errors are below 1e-9 relative at any size used here

@@ -156,8 +156,9 @@ class Fit:
     """How the first stage fitted its training set (the min-norm least-squares solution).
 
     ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
-    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular); ``rank``: eigenvalues of ``K`` kept by the cutoff; ``residual``:
-    ``max |Phi theta* - Y|``; ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
+    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular);
+    ``rank``: singular values of ``Phi`` kept by the cutoff; ``residual``: ``max |Phi theta* - Y|``;
+    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
     """
 
     cond: float
@@ -189,7 +190,7 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     s_max = float(S[0])
     if not s_max > 0:
         raise ValueError("every training feature vector is zero (all ReLUs inactive?): nothing can be learned")
-    keep = S > max(N, p) * torch.finfo(torch.float64).eps * s_max
+    keep = max(N, p) * torch.finfo(torch.float64).eps * s_max < S
     s_inv = torch.where(keep, 1.0 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
     rank = int(keep.sum())
 

@@ -36,7 +36,7 @@ class FullMapProblem(Problem):
 
     def __init__(self, forward: Callable[..., Tensor], X64: Tensor, weights: Any, position: int, *,
                  dtype: torch.dtype, device: torch.device) -> None:
-        n, d = X64.shape
+        d = X64.shape[1]
         self.forward, self.i, self.d = forward, position, d
         self.radius = math.sqrt(d)
         self.X = X64.to(device=device, dtype=dtype)

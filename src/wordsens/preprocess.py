@@ -75,7 +75,7 @@ def draw_sample(
     row = int(eligible[int(torch.randint(0, eligible.size, (1,), generator=gen))])
     X = review_samples(source, row, n, d, dtype=dtype)
     index = source.index  # type: ignore[attr-defined]
-    info = {"review_id": int(index["review_id"].iloc[row]), "label": int(index["label"].iloc[row]),
+    info: dict[str, object] = {"review_id": int(index["review_id"].iloc[row]), "label": int(index["label"].iloc[row]),
             "length": int(index["length"].iloc[row])}
     return X, info
 

@@ -127,7 +127,7 @@ def gen_search(
     onehot[position] = 1.0
     delta = torch.zeros(d, dtype=torch.float64)
 
-    def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         phi_p = maps.apply(map_name, X64 + onehot * delta, weights).reshape(-1)
         D0 = phi_p @ theta
         if training == "fine_tune":

@@ -24,9 +24,9 @@ __all__ = [
     "MemoryEstimate",
     "available_bytes",
     "check_fits",
-    "memory_budget",
     "choose_sampler",
     "drf_layout",
+    "memory_budget",
     "peak_rss_bytes",
     "resolve_device",
     "ws_memory",
@@ -71,7 +71,7 @@ def _itemsize(dtype: Any) -> int:
     return sizes[name]
 
 
-def resolve_device(device: "str | torch.device | None") -> "torch.device":
+def resolve_device(device: str | torch.device | None) -> torch.device:
     """``"auto"``/None -> CUDA when available, else CPU; otherwise the named device, validated."""
     import torch
 
@@ -90,7 +90,7 @@ SAMPLERS = ("auto", "exact", "dense", "blockwise")
 
 
 def choose_sampler(
-    map_name: str, *, position: "int | str" = 0, method: str = "default", sampler: str = "auto",
+    map_name: str, *, position: int | str = 0, method: str = "default", sampler: str = "auto",
     explicit_weights: bool = False,
 ) -> str:
     """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
@@ -202,7 +202,8 @@ def ws_memory(
 def _cgroup_limit() -> int | None:
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = open(path).read().strip()
+            with open(path) as fh:
+                text = fh.read().strip()
         except OSError:
             continue
         if text.isdigit() and int(text) < 2**60:
@@ -210,7 +211,7 @@ def _cgroup_limit() -> int | None:
     return None
 
 
-def available_bytes(device: "torch.device | str") -> int:
+def available_bytes(device: torch.device | str) -> int:
     """Memory a job may use on ``device``.
 
     CUDA: free device memory. CPU: the smallest of MemAvailable, the cgroup limit, the SLURM
@@ -247,7 +248,7 @@ def available_bytes(device: "torch.device | str") -> int:
     return min(limits) if limits else 2**62
 
 
-def memory_budget(device: "torch.device", max_memory_gb: float | None = None) -> int:
+def memory_budget(device: torch.device, max_memory_gb: float | None = None) -> int:
     """Bytes of arrays one job may hold on ``device``: ``max_memory_gb`` when set, else what the
     device has free (``available_bytes``; on the CPU less the process's own overhead)."""
     if max_memory_gb is not None:
@@ -258,7 +259,7 @@ def memory_budget(device: "torch.device", max_memory_gb: float | None = None) ->
     return have if device.type == "cuda" else max(0, have - PROCESS_OVERHEAD)
 
 
-def check_fits(estimate: MemoryEstimate, device: "torch.device", what: str, *, limit: int | None = None) -> None:
+def check_fits(estimate: MemoryEstimate, device: torch.device, what: str, *, limit: int | None = None) -> None:
     """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has,
     or the ``limit`` (bytes of arrays) that the job was given."""
     need = estimate.bytes if device.type == "cuda" else estimate.total
@@ -303,7 +304,8 @@ def job_processes() -> list[tuple[int, str, int]]:
     out, pid = [], os.getpid()
     try:
         while pid > 1:
-            fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+            with open(f"/proc/{pid}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
             name = fields.get("Name", "").strip()
             if name.startswith("slurmstepd"):
                 break
@@ -404,8 +406,8 @@ def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> 
     D = n * d
     if map_name == "rf":
         m = N + 1 + d
-        prepare = 2 * N * N * D / _GEMM_FLOPS + 10 * m**3 / _GEMM_FLOPS + D * m / _RANDN_PER_S + 2 * D * m * m / _GEMM_FLOPS \
-            + 2 * N * N * D / _GEMM_FLOPS
+        prepare = 2 * N * N * D / _GEMM_FLOPS + 10 * m**3 / _GEMM_FLOPS + D * m / _RANDN_PER_S \
+            + 2 * D * m * m / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS
         per_search = 300 * 2 * D * d * 4 / _STREAM_BYTES  # k = D rows of B, streamed twice per step
     else:
         prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS
