@@ -63,7 +63,8 @@ def main() -> None:
     parser.add_argument("--jobs", nargs="*")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--searches", choices=sorted(SEARCHES), default="one",
-                        help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: a Figure 4 point)")
+                        help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: "
+                             "a Figure 4 point)")
     add_worker_flags(parser, ("--map", "--method"), ("--n", "--N", "--d", "--seed"))
     args = parser.parse_args()
     if args.worker:

@@ -53,9 +53,9 @@ def test_tarball_and_parquet_readers_agree_with_the_folder(corpus, tmp_path):
 
 
 def test_reader_errors(corpus, tmp_path):
-    with pytest.raises(ValueError, match="unknown data.source"):
+    with pytest.raises(ValueError, match=r"unknown data.source"):
         data.load_reviews("ftp")
-    with pytest.raises(ValueError, match="needs data.path"):
+    with pytest.raises(ValueError, match=r"needs data.path"):
         data.load_reviews("aclimdb")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         data.load_reviews("aclimdb", path=str(tmp_path / "nowhere"))
@@ -113,7 +113,7 @@ def test_hub_reachable_follows_hugging_face_settings(monkeypatch):
 def test_no_network_fails_fast_with_the_local_keys(monkeypatch):
     _offline(monkeypatch)
     started = time.time()
-    with pytest.raises(data.NoNetwork, match="data.source") as err:
+    with pytest.raises(data.NoNetwork, match=r"data.source") as err:
         data.load_reviews("hub")
     assert "data.path" in str(err.value)
     assert time.time() - started < 60
@@ -133,7 +133,7 @@ def test_pool_is_balanced_short_and_seeded(corpus, tiny_bert):
     pd.testing.assert_frame_equal(pool, again)
     other = data.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=2)
     assert set(other["review_id"]) != set(pool["review_id"])
-    with pytest.raises(ValueError, match="lower data.pool_size"):
+    with pytest.raises(ValueError, match=r"lower data.pool_size"):
         data.select_pool(reviews, tokenizer, pool_size=60, max_tokens=20, seed=1)
     with pytest.raises(ValueError, match="even"):
         data.select_pool(reviews, tokenizer, pool_size=7, max_tokens=20, seed=1)
@@ -152,7 +152,7 @@ def test_hidden_states_of_a_local_model(tiny_bert):
     np.testing.assert_allclose(hidden, expected, rtol=1e-5, atol=1e-5)
     last, _ = embed.hidden_states(tokenizer, model, texts, layer=2, max_length=12, progress=False)
     assert not np.allclose(last.astype(np.float32), hidden, atol=1e-2)
-    with pytest.raises(ValueError, match="model.layer"):
+    with pytest.raises(ValueError, match=r"model.layer"):
         embed.hidden_states(tokenizer, model, texts, layer=3, max_length=12, progress=False)
 
 
@@ -232,8 +232,9 @@ def test_the_tokenizer_loads_without_the_weights(tiny_bert, tmp_path):
     for weights in folder.glob("*.safetensors"):
         weights.unlink()
     tokenizer = embed.load_tokenizer(str(folder))
-    assert tokenizer("i love her smile")["input_ids"] == embed.load_tokenizer(str(tiny_bert))("i love her smile")["input_ids"]
-    with pytest.raises(ValueError, match="model.name"):
+    expected = embed.load_tokenizer(str(tiny_bert))("i love her smile")["input_ids"]
+    assert tokenizer("i love her smile")["input_ids"] == expected
+    with pytest.raises(ValueError, match=r"model.name"):
         embed.load_encoder(str(folder), "cpu")
 
 
@@ -267,7 +268,7 @@ def test_missing_model_fails_clearly(monkeypatch, tmp_path):
     started = time.time()
     with pytest.raises(ValueError, match="local folder"):
         embed.load_encoder("no-such-org/no-such-model", "cpu")
-    with pytest.raises(ValueError, match="probes.model"):
+    with pytest.raises(ValueError, match=r"probes.model"):
         embed.load_tokenizer("no-such-org/no-such-model", setting="probes.model")
     with pytest.raises(ValueError, match="extract_packaged_model"):  # a packaged model's name, not extracted
         embed.load_encoder("minilm", "cpu")
@@ -299,7 +300,7 @@ def test_store_round_trip_and_samples(tmp_path):
     with pytest.raises(ValueError, match="model width"):
         preprocess.draw_sample(store, 5, 6, seed=0)
     (tmp_path / "store" / "index.parquet").unlink()
-    with pytest.raises(CorruptCache, match="index.parquet"):
+    with pytest.raises(CorruptCache, match=r"index.parquet"):
         load_embeddings(tmp_path / "store")
     with pytest.raises(FileNotFoundError):
         load_embeddings(tmp_path / "nothing")

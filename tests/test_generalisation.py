@@ -116,6 +116,7 @@ def test_span_sampler_has_the_dense_law():
     assert stats.ks_2samp(ad, bd).pvalue > 0.01
 
 
+@pytest.mark.slow
 def test_science_on_synthetic_data():
     """The mechanism, not only the test error: the alignment ratio ``a`` (D1 - D0 = a (y - t0)).
 

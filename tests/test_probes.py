@@ -97,7 +97,7 @@ def test_causal_lm_answers(tmp_path, monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # offline as Hugging Face decides it
-    with pytest.raises(ValueError, match="probes.lm"):
+    with pytest.raises(ValueError, match=r"probes.lm"):
         probes.lm_answers("no-such-org/no-such-lm", ["a", "b"])
     (tmp_path / "empty").mkdir()  # a local folder without a model
     with pytest.raises(ValueError, match=r"(?s)probes.lm.model .* as a tokenizer.*disable probes.lm"):

@@ -125,7 +125,7 @@ def _read_parquet(path: Path, split: str) -> pd.DataFrame:
     if missing:
         raise ValueError(f"{path} lacks the column(s) {sorted(missing)}; IMDb Parquet files need text and label")
     file_id = frame["file_id"] if "file_id" in frame.columns else pd.Series(np.arange(len(frame)))
-    rows = list(zip(frame["label"].astype(int), file_id.astype(int), frame["text"].astype(str)))
+    rows = list(zip(frame["label"].astype(int), file_id.astype(int), frame["text"].astype(str), strict=False))
     return _frame(rows)
 
 
@@ -137,14 +137,16 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
     try:
         ds = datasets.load_dataset(name, split=split)
     except Exception as err:  # datasets raises many types for network and cache problems
-        raise NoNetwork(f"downloading {name!r} from the Hub failed ({type(err).__name__}: {err}); {_LOCAL_HELP}") from err
+        raise NoNetwork(f"downloading {name!r} from the Hub failed ({type(err).__name__}: {err}); "
+                        f"{_LOCAL_HELP}") from err
     frame = ds.to_pandas()
     return _read_parquet_frame(frame)
 
 
 def _read_parquet_frame(frame: pd.DataFrame) -> pd.DataFrame:
     # the Hub copy is already in canonical order; file ids are not part of it
-    rows = [(int(label), i, str(text)) for i, (label, text) in enumerate(zip(frame["label"], frame["text"]))]
+    pairs = zip(frame["label"], frame["text"], strict=True)
+    rows = [(int(label), i, str(text)) for i, (label, text) in enumerate(pairs)]
     return _frame(rows)
 
 
@@ -193,7 +195,7 @@ def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens:
         for start in range(0, len(subset), batch_size):
             chunk = subset.iloc[start:start + batch_size]
             ids = tokenizer(list(chunk["text"]), add_special_tokens=False, truncation=False)["input_ids"]
-            for (rid, text), tokens in zip(zip(chunk["review_id"], chunk["text"]), ids):
+            for (rid, text), tokens in zip(zip(chunk["review_id"], chunk["text"], strict=False), ids, strict=False):
                 if len(tokens) < max_tokens:
                     picked[label].append((int(rid), label, len(tokens), text))
                     if len(picked[label]) == half:
@@ -203,5 +205,5 @@ def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens:
         if len(picked[label]) < half:
             raise ValueError(f"only {len(picked[label])} {'positive' if label else 'negative'} reviews have fewer than "
                              f"{max_tokens} tokens, {half} needed; lower data.pool_size or raise data.max_tokens")
-    rows = [row for pair in zip(picked[0], picked[1]) for row in pair]
+    rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
     return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "text"])

@@ -62,7 +62,7 @@ def make_tiny_bert(directory: str | Path, *, hidden: int = 64, layers: int = 2, 
     ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention
     scores are large enough for attention to concentrate (with 0.02 it is nearly uniform)."""
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def make_tiny_causal_lm(directory: str | Path, *, hidden: int = 32, layers: int 
                         seed: int = 0) -> Path:
     """A randomly initialised GPT-2 style causal LM with the demo WordPiece tokenizer."""
     import torch
-    from transformers import BertTokenizerFast, GPT2Config, GPT2LMHeadModel
+    from transformers import BertTokenizerFast, GPT2Config, GPT2LMHeadModel  # type: ignore[attr-defined]
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

