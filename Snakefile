@@ -28,6 +28,8 @@ prepend_pythonpath(_SRC)
 
 # validates the configuration (workflow/schemas/config.schema.yaml) and plans the job grid
 include: "workflow/rules/common.smk"
+# the packaged pre-trained encoders (model.name: minilm), before the rules that load models
+include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/sensitivity.smk"
@@ -41,6 +43,7 @@ localrules:
     demo_corpus,
     demo_model,
     demo_lm,
+    packaged_model,
     reviews,
     ws_table,
     gen_table,

