@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wordsens import NUMERICS_VERSION, plan, resources
+from wordsens import NUMERICS_VERSIONS, plan, resources
 from wordsens.experiments import config_hash
 from wordsens.seeds import canonical, canonical_json, derive_seed
 
@@ -117,14 +117,25 @@ def test_params_are_the_configuration_slice_without_threads():
     more_threads = plan.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
     assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
     ws = grid.job({"map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
-    assert ws.params["numerics_version"] == NUMERICS_VERSION and "threads" not in str(ws.params)
+    assert ws.params["numerics_version"] == NUMERICS_VERSIONS["ws"] and "threads" not in str(ws.params)
     assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
     assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
-    assert plan.Grid(_demo(), limits=SMALL, numerics_version="bumped").jobs[0].params["numerics_version"] == "bumped"
     # a search setting changes exactly the WS params
     steps = plan.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
     changed = {job.kind for job, new in zip(grid.jobs, steps.jobs, strict=True) if job.params != new.params}
     assert changed == {"ws"}
+
+
+def test_each_experiment_has_its_numerics_version():
+    """A bump of one experiment's numerics version changes the params of its jobs only (so
+    Snakemake re-runs those), and every job carries its own experiment's version."""
+    grid = plan.Grid(_demo(), limits=SMALL)
+    assert {job.kind: job.params["numerics_version"] for job in grid.jobs} == NUMERICS_VERSIONS
+    for bumped in ("ws", "gen"):
+        versions = {**NUMERICS_VERSIONS, bumped: "bumped"}
+        other = plan.Grid(_demo(), limits=SMALL, numerics_versions=versions)
+        changed = {job.kind for job, new in zip(grid.jobs, other.jobs, strict=True) if job.params != new.params}
+        assert changed == {bumped}
 
 
 def test_runtime_follows_the_sampler_and_the_positions():

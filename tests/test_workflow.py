@@ -161,19 +161,25 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
             shutil.copy2(saved / str(i), path)
 
 
-def test_numerics_version_bump_reruns_experiments(demo_run):
-    """The numerics version is part of every WS and generalisation job's params (the grid gets it
-    from common.smk's import): a bump re-runs them."""
+@pytest.mark.parametrize("experiment", ["ws", "gen"])
+def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
+    """Each experiment's numerics version (wordsens.NUMERICS_VERSIONS) is part of the params of its
+    jobs (the grid gets it from common.smk's import): a bump re-runs those jobs and what depends on
+    them, and nothing of the other experiment."""
     common = demo_run / "workflow" / "rules" / "common.smk"
     text = common.read_text()
-    assert "from wordsens import NUMERICS_VERSION" in text
-    common.write_text(text.replace("from wordsens import NUMERICS_VERSION",
-                                   "NUMERICS_VERSION = 'bumped-for-test'"))
+    line = "from wordsens import NUMERICS_VERSIONS"
+    assert line in text
+    common.write_text(text.replace(line, f"{line}\nNUMERICS_VERSIONS = {{**NUMERICS_VERSIONS, "
+                                         f"{experiment!r}: 'bumped-for-test'}}"))
     try:
         jobs = planned_jobs(demo_run, DEMO)
-        assert jobs.get("ws") == 26 and jobs.get("gen") == 24
     finally:
         common.write_text(text)
+    if experiment == "ws":
+        assert jobs == {"ws": 26, "ws_table": 4, "ws_figure": 2, "all": 1}
+    else:
+        assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "all": 1}
 
 
 def test_report(demo_run):

@@ -7,6 +7,10 @@ Numerics live in small modules: ``maps`` (the four feature maps and their weight
 
 __version__ = "0.1.0"
 
-# Bump when a change of the numerics changes results: it is part of every experiment job's params,
-# so Snakemake re-runs the affected jobs (it does not see edits to imported modules).
-NUMERICS_VERSION = "ws-1"
+# Versions of the numerics, per experiment: bump one when a change of the numerics changes its
+# results. Each is part of the params of every job of its experiment (and recorded in its rows),
+# so Snakemake re-runs exactly those jobs (it does not see edits to imported modules).
+#   ws:  word-sensitivity estimates (wordsens.ws and the modules behind it)
+#   gen: generalisation simulations (wordsens.generalisation); gen-2: the first stage solved by a
+#        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row (issue 13)
+NUMERICS_VERSIONS = {"ws": "ws-1", "gen": "gen-2"}

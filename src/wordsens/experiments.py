@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from . import NUMERICS_VERSION, __version__, preprocess, ws
+from . import NUMERICS_VERSIONS, __version__, preprocess, ws
 from .resources import job_peak_bytes, job_processes, peak_rss_bytes
 from .seeds import canonical_json, derive_seed
 
@@ -41,11 +41,11 @@ def _git_commit() -> str:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
-def provenance() -> dict[str, str]:
-    """Versions and the machine, for every row."""
+def provenance(experiment: str) -> dict[str, str]:
+    """Versions (the numerics version of ``experiment``: ``ws`` or ``gen``) and the machine, for every row."""
     return {
         "version": __version__,
-        "numerics_version": NUMERICS_VERSION,
+        "numerics_version": NUMERICS_VERSIONS[experiment],
         "git_commit": _git_commit(),
         "torch": torch.__version__,
         "host": platform.node(),
@@ -73,7 +73,7 @@ def ws_rows(
     search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash({"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label,
                          "settings": settings})
-    prov = provenance()
+    prov = provenance("ws")
     rows = []
     for trial in trials:
         print(f"started trial {trial} of {map_name} d={d} n={n}" + (f" L={L}" if L else "")
@@ -125,7 +125,7 @@ def gen_rows(
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash({"figure": figure, "map": map_name, "n": n, "N": N, "d": d, "seed": seed,
                          "data": data_label, "settings": settings, "searches": searches})
-    prov = provenance()
+    prov = provenance("gen")
     rows = []
     for sim in simulations:
         print(f"started simulation {sim} of {figure} {map_name} n={n} N={N} d={d}"

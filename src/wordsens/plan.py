@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import NUMERICS_VERSION, resources
+from . import NUMERICS_VERSIONS, resources
 from .seeds import canonical
 
 __all__ = [
@@ -413,8 +413,9 @@ def _placed(estimate: resources.MemoryEstimate, device: str) -> tuple[int, int]:
     return estimate.job, estimate.job
 
 
-def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSION) -> list[WSJob]:
-    """Every word-sensitivity job of ``config["ws"]``, with its params and estimates."""
+def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[WSJob]:
+    """Every word-sensitivity job of ``config["ws"]``, with its params and estimates (``numerics_version``:
+    ``wordsens.NUMERICS_VERSIONS["ws"]``, part of every job's params)."""
     ws = config["ws"]
     method, position = ws["method"], ws["position"]
     # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
@@ -454,8 +455,9 @@ def gen_searches(figure: str, fig: dict) -> tuple[tuple[str, str, float], ...]:
     return tuple((t, loss, 0.0) for t in fig["trainings"] for loss in fig["losses"])
 
 
-def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSION) -> list[GenJob]:
-    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with its params and estimates."""
+def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["gen"]) -> list[GenJob]:
+    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with its params and estimates
+    (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["gen"]``)."""
     gen = config["gen"]
     device = job_device(gen["device"], gpu=limits.gpu is not None)
     settings = {"position": gen["position"], "device": device, "min_tokens": gen["min_tokens"],
@@ -499,10 +501,11 @@ class Grid:
     chunk files of a table (``select``) and name what a figure is missing (``left_out``).
     """
 
-    def __init__(self, config: dict, *, limits: Limits | None = None, numerics_version: str = NUMERICS_VERSION):
+    def __init__(self, config: dict, *, limits: Limits | None = None,
+                 numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS):
         self.limits = Limits.of(config) if limits is None else limits
-        self.jobs: list[Job] = [*ws_jobs(config, self.limits, numerics_version),
-                                *gen_jobs(config, self.limits, numerics_version)]
+        self.jobs: list[Job] = [*ws_jobs(config, self.limits, numerics_versions["ws"]),
+                                *gen_jobs(config, self.limits, numerics_versions["gen"])]
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
         self._by_wildcards = {tuple(sorted(job.wildcards.items())): job for job in self.fit}

@@ -7,7 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from wordsens import plan as wsplan
-from wordsens import NUMERICS_VERSION
+from wordsens import NUMERICS_VERSIONS
 from wordsens.embed import PACKAGED_MODELS
 from wordsens.seeds import canonical
 
@@ -39,7 +39,7 @@ envvars:
     wsplan.PLANNED_LIMITS,
 
 
-GRID = wsplan.Grid(config, limits=LIMITS, numerics_version=NUMERICS_VERSION)
+GRID = wsplan.Grid(config, limits=LIMITS, numerics_versions=NUMERICS_VERSIONS)
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
 UNFIT_FAIL = config["limits"]["unfit"] == "fail"
