@@ -36,6 +36,7 @@ include: "workflow/rules/sensitivity.smk"
 include: "workflow/rules/generalisation.smk"
 include: "workflow/rules/probes.smk"
 include: "workflow/rules/plots.smk"
+include: "workflow/rules/claims.smk"
 
 
 localrules:
@@ -49,6 +50,7 @@ localrules:
     gen_table,
     ws_figure,
     gen_figure,
+    claims,
 
 
 # The jobs left out (limits.unfit: skip) are listed when the grid is planned and again at the end,

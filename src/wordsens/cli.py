@@ -1,5 +1,6 @@
-"""Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout) and
-``wordsens plan`` (the planned grid of a workflow configuration, see ``wordsens.plan``).
+"""Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout),
+``wordsens plan`` (the planned grid of a workflow configuration, see ``wordsens.plan``) and
+``wordsens claims RESULTS_DIR`` (the claims table of a run, see ``wordsens.claims``).
 
 Heavy modules (pandas, transformers) are imported only by the subcommands that need them, so a
 synthetic RF estimate runs in a process of a few hundred MB.
@@ -112,7 +113,31 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
     plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
+
+    claims = sub.add_parser(
+        "claims", help="print the claims table of a run: the paper's statements checked on its own tables",
+        description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
+                    "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet) and "
+                    "print it: per claim and scope the statistic, its 95%% bootstrap interval over trials or "
+                    "simulations, the expectation and the verdict (holds, fails, not run, no claim). The same "
+                    "table as the workflow's tables/claims.csv (with the same --seed as the config's seed).",
+    )
+    claims.add_argument("results", metavar="RESULTS_DIR", help="the results folder of a run (config key 'results')")
+    claims.add_argument("--format", choices=["text", "markdown", "csv"], default="text",
+                        help="text (a terminal table, the default), markdown (a pipe table) or csv (every column)")
+    claims.add_argument("--seed", type=int, default=0, help="seeds the bootstrap (default 0, as config.yaml's seed)")
+    claims.add_argument("--resamples", type=_positive_int, default=1000,
+                        help="bootstrap resamples per claim (default 1000)")
     return parser
+
+
+def _run_claims(args: argparse.Namespace) -> str:
+    from .claims import claims_from_results, claims_markdown, format_claims
+
+    frame = claims_from_results(args.results, seed=args.seed, resamples=args.resamples)
+    if args.format == "csv":
+        return frame.to_csv(index=False, float_format="%.6g")
+    return claims_markdown(frame) if args.format == "markdown" else format_claims(frame) + "\n"
 
 
 def _run_ws(args: argparse.Namespace) -> dict:
@@ -183,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .plan import describe, load_config
 
             print(describe(load_config(args.base, *args.configfile)))
+            return 0
+        if args.command == "claims":
+            sys.stdout.write(_run_claims(args))
             return 0
         if args.command == "ws":
             out = _run_ws(args)

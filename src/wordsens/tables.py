@@ -1,4 +1,4 @@
-"""Result tables: concatenation with checks, atomic Parquet + CSV output."""
+"""Result tables: concatenation with checks, atomic Parquet + CSV output, the claims table's files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 
 from .io import CorruptCache, atomic_path, write_table
 
-__all__ = ["concatenate", "write_both"]
+__all__ = ["concatenate", "write_both", "write_claims"]
 
 # Metric columns that must be present and finite in every word-sensitivity row.
 _FINITE = ("lower", "phi_norm", "delta_norm")
@@ -38,3 +38,16 @@ def concatenate(paths: Iterable[str | Path]) -> pd.DataFrame:
 def write_both(frame: pd.DataFrame, parquet: str | Path, csv: str | Path) -> None:
     write_table(parquet, frame)
     atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))
+
+
+def write_claims(frame: pd.DataFrame, csv: str | Path, html: str | Path) -> None:
+    """The claims table (``wordsens.claims.compute_claims``) as CSV and as the report's HTML page."""
+    from .claims import claims_html
+
+    atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.6g"))
+    page = claims_html(frame)
+
+    def write_page(path: Path) -> None:
+        path.write_text(page)
+
+    atomic_path(html, write_page)

@@ -195,6 +195,19 @@ def get_gen_left_out(wildcards):
     )
 
 
+def get_claims_tables(wildcards):
+    """The run's own tables the claims are computed from, named by file stem (ws_<map>,
+    gen_<figure>_<data>: the names wordsens.claims.compute_claims reads)."""
+    tables = {
+        f"ws_{m}": rules.ws_table.output.parquet.format(map=m) for m in GRID.ws_maps()
+    }
+    for figure, data in GRID.gen_tables():
+        tables[f"gen_{figure}_{data}"] = rules.gen_table.output.parquet.format(
+            figure=figure, gdata=data
+        )
+    return tables
+
+
 def get_report_category(wildcards):
     """Figure stems (fig2_rf_drf, fig4_generalisation, ...) -> "Figure 2", ..."""
     stem = wildcards.get("wsfig") or wildcards.get("genfig")
@@ -209,6 +222,8 @@ def targets():
         out += collect(rules.gen_table.output, figure=figure, gdata=data)
         genfig = next(stem for stem, f in wsplan.GEN_FIGURES.items() if f == figure)
         out += collect(rules.gen_figure.output, genfig=genfig, gdata=data)
+    if GRID.ws_maps() or GRID.gen_tables():
+        out += list(rules.claims.output)
     if config["probes"]["enabled"]:
         out += list(rules.fig1_attention.output) + list(rules.fig3_probes.output)
     if config["probes"]["lm"]["enabled"]:

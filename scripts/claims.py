@@ -1,0 +1,12 @@
+"""Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables."""
+import pandas as pd
+
+from wordsens.claims import compute_claims, format_claims
+from wordsens.io import log_to
+from wordsens.tables import write_claims
+
+log_to(snakemake.log[0])
+tables = {name: pd.read_parquet(path) for name, path in snakemake.input.items()}
+frame = compute_claims(tables, seed=snakemake.params.seed)
+write_claims(frame, snakemake.output.csv, snakemake.output.html)
+print(format_claims(frame))

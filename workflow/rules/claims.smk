@@ -1,0 +1,23 @@
+# The claims table (issue 13): the paper's statements, and a few derived ones, checked on the run's
+# own tables (wordsens.claims). Verdicts are facts about the run: a claim that fails is a row of the
+# table, never a failed job.
+
+
+rule claims:
+    input:
+        unpack(get_claims_tables),
+    output:
+        csv=f"{RES}/tables/claims.csv",
+        html=report(
+            f"{RES}/tables/claims.html",
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+    log:
+        f"{LOGS}/claims/claims.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        seed=config["seed"],
+    script:
+        "../../scripts/claims.py"
