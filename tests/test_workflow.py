@@ -59,7 +59,8 @@ def test_demo_produces_every_table_and_figure(demo_run):
             assert (table["delta_norm"] <= np.sqrt(table["d"]) * (1 + 1e-12)).all()
             if data == "imdb":
                 assert (table["review_id"] >= 0).all()
-        for stem in ("fig4_generalisation", "fig5_penalised"):
+        for stem in ("fig4_generalisation", "fig5_penalised", "fig4_generalisation_alignment",
+                     "fig5_penalised_alignment"):
             for ext in config["plots"]["formats"]:
                 assert (results / "figures" / f"{stem}_{data}.{ext}").stat().st_size > 5000
     # probes: Figure 1 (attention maps, the optional LM table) and Figure 3 panels 3-4
@@ -78,6 +79,28 @@ def test_demo_produces_every_table_and_figure(demo_run):
     # the demo wrote nothing outside its own folders
     assert not (demo_run / "results" / "paper").exists()
     assert not (demo_run / "resources" / "imdb").exists()
+
+
+def test_claims_table_of_the_demo(demo_run):
+    """tables/claims.csv holds a verdict for every claim of issue 13 (toy sizes may fail some: the run
+    completes anyway), its HTML page is written, and `wordsens claims` prints the same table."""
+    from wordsens.claims import CLAIMS, COLUMNS
+
+    config = _demo_config()
+    results = demo_run / config["results"]
+    claims = pd.read_csv(results / "tables" / "claims.csv")
+    assert list(claims.columns) == COLUMNS
+    assert set(claims["verdict"]) <= {"holds", "fails", "not run", "no claim"}
+    assert set(claims["claim"]) == set(CLAIMS) - {"map_slope"}  # the demo runs only the paper's maps
+    run = claims[claims["verdict"] != "not run"]
+    assert {"rf_slope", "raf_floor", "fig4_rf_alignment", "err_bound", "fig5_penalty"} <= set(run["claim"])
+    assert (results / "tables" / "claims.html").read_text().count("<tr") == len(claims) + 1
+    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "claims", str(results)], capture_output=True,
+                         text=True, check=True, env=env())
+    assert out.stdout.count("\n") > len(claims) and "rf_slope" in out.stdout and "verdict" in out.stdout
+    csv = subprocess.run([sys.executable, "-m", "wordsens.cli", "claims", str(results), "--format", "csv",
+                          "--seed", str(config["seed"])], capture_output=True, text=True, check=True, env=env())
+    assert csv.stdout == (results / "tables" / "claims.csv").read_text()
 
 
 def test_demo_embeddings_store_is_checksummed(demo_run):
@@ -101,14 +124,14 @@ def test_adding_a_grid_value_runs_only_the_new_jobs(demo_run):
     raf = dict(config["ws"]["maps"]["raf"], n=config["ws"]["maps"]["raf"]["n"] + [12])
     cf = write_config(demo_run, "more_n.yaml", DEMO, {"ws": {"maps": {"raf": raf}}})
     jobs = planned_jobs(demo_run, cf)
-    assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "ws_figure": 1, "all": 1}
+    assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "ws_figure": 1, "claims": 1, "all": 1}
 
 
 def test_changing_a_search_setting_reruns_ws_jobs_and_dependents_only(demo_run):
     cf = write_config(demo_run, "search.yaml", DEMO, {"ws": {"search": {"max_steps": 299}}})
     jobs = planned_jobs(demo_run, cf)
     assert jobs.get("ws") == 26
-    assert set(jobs) == {"ws", "ws_table", "ws_figure", "all"} and jobs["ws_figure"] == 2
+    assert set(jobs) == {"ws", "ws_table", "ws_figure", "claims", "all"} and jobs["ws_figure"] == 2
 
 
 def test_changing_threads_reruns_nothing(demo_run):
@@ -132,7 +155,7 @@ def test_adding_a_penalty_reruns_only_figure_5(demo_run):
     cf = write_config(demo_run, "penalty.yaml", DEMO, {"gen": {"fig5": fig5}})
     jobs = planned_jobs(demo_run, cf)
     points = sum(len(ns) for ns in fig5["maps"].values()) * len(fig5["N"]) * len(config["gen"]["data"])
-    assert jobs == {"gen": points, "gen_table": 2, "gen_figure": 2, "all": 1}
+    assert jobs == {"gen": points, "gen_table": 2, "gen_figure": 2, "claims": 1, "all": 1}
 
 
 def test_changing_the_layer_makes_new_embeddings(demo_run):
@@ -155,7 +178,7 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
         shutil.copy2(path, saved / str(i))
         path.unlink()
     try:
-        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "ws_table": 1, "ws_figure": 1, "all": 1}
+        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "ws_table": 1, "ws_figure": 1, "claims": 1, "all": 1}
     finally:
         for i, path in enumerate(lost):
             shutil.copy2(saved / str(i), path)
@@ -177,15 +200,15 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
     finally:
         common.write_text(text)
     if experiment == "ws":
-        assert jobs == {"ws": 26, "ws_table": 4, "ws_figure": 2, "all": 1}
+        assert jobs == {"ws": 26, "ws_table": 4, "ws_figure": 2, "claims": 1, "all": 1}
     else:
-        assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "all": 1}
+        assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "claims": 1, "all": 1}
 
 
 def test_report(demo_run):
     snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
     html = (demo_run / "report.html").read_text(errors="replace")
-    for figure in ("Figure 1", "Figure 2", "Figure 3", "Figure 4", "Figure 5"):
+    for figure in ("Figure 1", "Figure 2", "Figure 3", "Figure 4", "Figure 5", "Claims"):
         assert figure in html
 
 

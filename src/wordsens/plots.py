@@ -122,38 +122,79 @@ def _gen_panel(map_name: str, n: int) -> str:
     return f"{MAP_TITLES[map_name].split(' (')[0]}, n = {n}"
 
 
+GEN_Y = {
+    "err": ("test error Err", None),
+    "alignment": (r"alignment ratio $a$", 1.0),  # the reference line: a = 1, no separation
+}
+
+
+def _not_interpolating(table: pd.DataFrame) -> pd.Series:
+    """Rows whose first-stage model does not interpolate its training set (``interpolates`` False;
+    tables written before that column existed count as interpolating)."""
+    if "interpolates" not in table:
+        return pd.Series(False, index=table.index)
+    return ~table["interpolates"].fillna(True).astype(bool)
+
+
 def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Sequence[str | Path], *,
-               hue: str, left_out: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None) -> None:
-    """Figures 4 and 5 as one ``seaborn.relplot``: Err against gamma_min, rows = training,
+               hue: str, y: str = "err", left_out: Sequence[dict[str, Any]] = (),
+               settings: dict[str, Any] | None = None) -> plt.Figure:
+    """Figures 4 and 5 as one ``seaborn.relplot``: ``y`` against gamma_min, rows = training,
     columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross
-    direct). Points left out are named under the panels."""
+    direct). ``y``: ``"err"`` (the test error: the paper's figures) or ``"alignment"`` (the
+    alignment ratio a of each row, with the reference line a = 1: the companion figures).
+
+    Rows whose first stage does not interpolate its training set (``interpolates == False``) are
+    drawn hollow and counted in the title; points left out are named under the panels. Returns the
+    (saved, closed) figure.
+    """
     settings = settings or {}
     if table.empty:
         raise ValueError("no generalisation results to plot")
+    if y not in GEN_Y:
+        raise ValueError(f"y must be one of {sorted(GEN_Y)}, got {y!r}")
+    if y not in table:
+        raise ValueError(f"the table has no column {y!r}: re-run the generalisation jobs (wordsens.NUMERICS_VERSIONS)")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     cols = [_gen_panel(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
     trainings = [TRAINING_TITLES[t] for t in TRAINING_TITLES if t in set(table["training"])]
     losses = [loss for loss in LOSS_MARKERS if loss in set(table["loss"])]
     levels = sorted(table[hue].unique())
+    palette = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True))
     frame = table.assign(panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
                          training=table["training"].map(TRAINING_TITLES))
     grid = sns.relplot(
-        data=frame, x="gamma_min", y="err", row="training", col="panel", hue=hue, style="loss",
-        kind="scatter", row_order=trainings, col_order=cols, hue_order=levels,
-        palette=dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True)),
+        data=frame, x="gamma_min", y=y, row="training", col="panel", hue=hue, style="loss",
+        kind="scatter", row_order=trainings, col_order=cols, hue_order=levels, palette=palette,
         style_order=losses, markers={loss: LOSS_MARKERS[loss] for loss in losses}, s=28, alpha=0.85,
         linewidth=0.8, height=3.0, aspect=3.4 / 3.0, facet_kws={"sharex": False, "sharey": "row"},
         legend="full" if len(losses) > 1 else "brief",
     )
     grid.set_titles("{col_name}, {row_name}")
-    grid.set_axis_labels(r"$\gamma_{\min}$", "test error Err")
-    for ax in grid.axes.flat:
+    label, reference = GEN_Y[y]
+    grid.set_axis_labels(r"$\gamma_{\min}$", label)
+    hollow = frame[_not_interpolating(frame)]
+    for (training, panel), ax in grid.axes_dict.items():
         ax.set_xlim(left=0)
-        ax.set_ylim(bottom=-0.05)
+        if reference is None:
+            ax.set_ylim(bottom=-0.05)
+        else:
+            ax.axhline(reference, color="dimgray", ls="--", lw=1, zorder=0)
+        part = hollow[(hollow["training"] == training) & (hollow["panel"] == panel)]
+        for (level, loss), points in part.groupby([hue, "loss"]):
+            ax.scatter(points["gamma_min"], points[y], marker=LOSS_MARKERS[str(loss)], s=28, facecolors="white",
+                       edgecolors=[palette[level]], linewidths=1.0, zorder=3, label="_not_interpolating")
+    if reference is not None:
+        grid.figure.text(0.01, 1.0, "dashed: a = 1 (one word cannot separate the two sentences)",
+                         fontsize="small", color="dimgray", va="bottom", ha="left")
+    if len(hollow):
+        grid.figure.suptitle(f"hollow: {len(hollow)} of {len(frame)} rows whose first stage does not "
+                             "interpolate its training set", fontsize="small", y=1.04)
     if left_out:
         note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
         grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
     save(grid.figure, paths, int(settings.get("dpi", 150)))
+    return grid.figure
 
 
 def _heatmap(ax: plt.Axes, matrix: np.ndarray, tokens: Sequence[str], vmax: float, title: str):

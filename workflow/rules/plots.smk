@@ -1,6 +1,7 @@
 # Figures of the paper, drawn from the aggregated tables (changing plots.* re-runs only these):
 # one rule per family. ws_figure draws Figure 2 (RF, DRF) and Figure 3 panels 1-2 (RAF, ReLU-RAF),
-# plain and times sqrt(n); gen_figure draws Figure 4 (colour N) and Figure 5 (colour penalty).
+# plain and times sqrt(n); gen_figure draws Figure 4 (colour N) and Figure 5 (colour penalty), each
+# with its companion: the alignment ratio a against gamma_min in the same layout.
 
 
 wildcard_constraints:
@@ -43,6 +44,12 @@ rule gen_figure:
         figures=[
             report(p, caption="../report/gen_figure.rst", category=get_report_category)
             for p in figure_files("{genfig}_{gdata}")
+        ],
+        alignment=[
+            report(
+                p, caption="../report/gen_alignment.rst", category=get_report_category
+            )
+            for p in figure_files("{genfig}_alignment_{gdata}")
         ],
     log:
         f"{LOGS}/gen_figure/{{genfig}}_{{gdata}}.log",
