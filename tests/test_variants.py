@@ -261,7 +261,7 @@ def test_position_all_and_resource_estimates():
 def test_heads_must_divide_d():
     X = synthetic_sample(4, 10, seed=0)
     for name in ("mh_raf", "block"):
-        with pytest.raises(ValueError, match="d = 10 is not a multiple of heads = 12.*divisors"):
+        with pytest.raises(ValueError, match=r"d = 10 is not a multiple of heads = 12.*divisors"):
             maps.sample_weights(name, 0, 4, 10)
         with pytest.raises(ValueError, match="d = 10 is not a multiple of heads = 4"):
             ws.estimate(name, X, seed=0, options={"heads": 4})

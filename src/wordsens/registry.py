@@ -234,6 +234,11 @@ def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]
 
 
 _VARIANT_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True)
+# cost_scale: resources.ws_seconds of the default search against the times measured on the project's
+# 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
+# n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
+# at n = 50, 36-45 s at n = 256. (The reference method's estimates of mh_raf and block come out low:
+# their full maps cost n d^2 per step, more than the attention and dense models assume at this scale.)
 # multi-head attention: the same search in float32 (half the time at n = 1024; the estimates agree
 # with float64 to 1e-6 relative: the final value is evaluated in float64 anyway)
 _VARIANT_MH = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32")
@@ -243,21 +248,21 @@ register(MapSpec(
     "W (d, d), i.i.d. N(0, 1/d)",
     forward="wordsens.variants:sigmoid_raf_forward", sample="wordsens.variants:sigmoid_raf_sample",
     shapes=lambda n, d: {"W": (d, d)}, fast="wordsens.variants_fast:sigmoid_raf_prepare",
-    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=1.0))
+    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=2.5))
 register(MapSpec(
     "linear_raf", "linear attention (elu + 1)",
     "A X, A_jk = q_j.k_k / sum_k q_j.k_k, q_j = f(Wq^T x_j), k_k = f(Wk^T x_k), f = elu + 1",
     "Wq, Wk (d, d), i.i.d. N(0, 1/d)",
     forward="wordsens.variants:linear_raf_forward", sample="wordsens.variants:linear_raf_sample",
     shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)}, fast="wordsens.variants_fast:linear_raf_prepare",
-    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=1.0))
+    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=8.0))
 register(MapSpec(
     "mh_raf", "multi-head attention",
     "concat_h softmax((X Wq_h)(X Wk_h)^T / sqrt(d/h)) X Wv_h, times Wo; h heads (option heads)",
     "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
     forward="wordsens.variants:mh_raf_forward", sample="wordsens.variants:mh_raf_sample",
     shapes=_mh_raf_shapes, check="wordsens.variants:mh_raf_check",
-    fast="wordsens.variants_fast:mh_raf_prepare", settings=_VARIANT_MH, cost="attention", cost_scale=1.0,
+    fast="wordsens.variants_fast:mh_raf_prepare", settings=_VARIANT_MH, cost="attention", cost_scale=10.0,
     options={"heads": 12}))
 register(MapSpec(
     "block", "transformer block (post-LN)",
@@ -267,4 +272,4 @@ register(MapSpec(
     shapes=_block_shapes, check="wordsens.variants:block_check",
     fast="wordsens.variants_fast:block_prepare",
     settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=False, dtype="float32"),
-    cost="dense", cost_scale=1.0, options={"heads": 12}))
+    cost="dense", cost_scale=0.2, options={"heads": 12}))

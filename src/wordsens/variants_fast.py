@@ -30,12 +30,14 @@ from .variants import elu1, layer_norm
 Tensor = torch.Tensor
 
 __all__ = [
+    "BlockProblem",
     "LinearProblem",
     "MovedTokenProblem",
     "MultiHeadProblem",
     "SigmoidProblem",
     "attention_directions",
     "block_prepare",
+    "informed_starts",
     "linear_raf_prepare",
     "mh_raf_prepare",
     "sigmoid_raf_prepare",
@@ -237,14 +239,16 @@ class _HeadsProblem(MovedTokenProblem):
         self.h, self.dh = h, dh
         s = 1.0 / math.sqrt(dh)
         Qh, Kh, self.Vh = X @ Wq, X @ Wk, X @ Wv  # (h, n, dh)
-        S = (Qh @ Kh.transpose(-1, -2)) * s
-        self.out0 = torch.softmax(S, dim=-1) @ self.Vh
-        if n > 1:
-            S.masked_fill_(~self.others[None, None, :], float("-inf"))
-            logz, M = torch.logsumexp(S, dim=-1), torch.softmax(S, dim=-1) @ self.Vh
-        else:
-            logz, M = torch.zeros((h, n), dtype=X.dtype, device=X.device), torch.zeros_like(self.out0)
-        del S
+        self.out0, M = torch.empty_like(self.Vh), torch.zeros_like(self.Vh)
+        logz = torch.zeros((h, n), dtype=X.dtype, device=X.device)
+        for head in range(h):  # one (n, n) score matrix at a time
+            S = (Qh[head] @ Kh[head].T) * s
+            self.out0[head] = torch.softmax(S, dim=-1) @ self.Vh[head]
+            if n > 1:  # the statistics of every row without column i
+                S.masked_fill_(~self.others[None, :], float("-inf"))
+                logz[head] = torch.logsumexp(S, dim=-1)
+                M[head] = torch.softmax(S, dim=-1) @ self.Vh[head]
+            del S
         self.logz = (logz * self.mask)[:, None, :]  # (h, 1, n)
         self.M = M * self.mask[None, :, None]
         self.A = (self.M - self.out0) * self.mask[None, :, None]
