@@ -4,26 +4,23 @@
 # Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
 from wordsens.embed import _archive as packaged_archive
 
-
-def packaged_models_used():
-    """The packaged names this configuration loads: model.name when the review pool, its
-    embeddings or the probes need it; probes.model when the probes run."""
-    probes = config["probes"]
-    uses_model = any(job.data == "imdb" for job in GRID.fit) or (
-        probes["enabled"]
-        and (probes["model"] is None or probes["fig3"]["text"] is None)
-    )
-    names = [config["model"]["name"]] if uses_model else []
-    if probes["enabled"] and probes["model"]:
-        names.append(probes["model"])
-    return sorted({name for name in names if name in PACKAGED_MODELS})
-
+# The packaged names this configuration loads: model.name when the review pool, its embeddings or
+# the probes need it; probes.model when the probes run.
+_probes = config["probes"]
+_loaded = []
+if any(job.data == "imdb" for job in GRID.fit) or (
+    _probes["enabled"] and (_probes["model"] is None or _probes["fig3"]["text"] is None)
+):
+    _loaded.append(config["model"]["name"])
+if _probes["enabled"] and _probes["model"]:
+    _loaded.append(_probes["model"])
+PACKAGED_USED = sorted({name for name in _loaded if name in PACKAGED_MODELS})
 
 # A missing package stops the planning with the install command, before any job runs. Where the
 # rules' software comes from conda or a container (--software-deployment-method), the job's
 # environment holds the package (workflow/envs/wordsens.yaml), not this one: the rule's log says it.
 if not getattr(workflow.deployment_settings, "deployment_method", None):
-    for _name in packaged_models_used():
+    for _name in PACKAGED_USED:
         try:
             packaged_archive(PACKAGED_MODELS[_name])
         except ImportError as err:
