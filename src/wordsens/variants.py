@@ -137,8 +137,10 @@ def mh_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
     heads, d, dh = Wq.shape
     stacked = torch.cat([Wq, weights["Wk"], weights["Wv"]]).permute(1, 0, 2).reshape(d, 3 * heads * dh)
     QKV = (X @ stacked).unflatten(-1, (3 * heads, dh)).transpose(-3, -2)  # (..., 3 heads, n, dh)
-    Q, K, V = QKV.split(heads, dim=-3)
-    H = F.scaled_dot_product_attention(Q, K, V).transpose(-3, -2)  # (..., n, heads, dh)
+    batch, n = QKV.shape[:-3], QKV.shape[-2]
+    # as 4-D tensors (batch, heads, n, dh): torch's fused kernel, whose memory grows like n, not n^2
+    Q, K, V = (T.reshape(-1, heads, n, dh) for T in QKV.split(heads, dim=-3))
+    H = F.scaled_dot_product_attention(Q, K, V).reshape(*batch, heads, n, dh).transpose(-3, -2)  # (..., n, heads, dh)
     return H.reshape(*H.shape[:-2], heads * dh) @ weights["Wo"]
 
 
