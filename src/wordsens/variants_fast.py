@@ -142,7 +142,8 @@ class MovedTokenProblem(Problem):
                           momentum=momentum)
         if not self.polish or steps >= max_steps:
             return D, steps
-        twin = self if self.X.dtype == torch.float64 else type(self)(self.X64, self.W64, self.i, self.X64, self.W64)
+        make: Callable[..., MovedTokenProblem] = type(self)  # the problems take (X, weights, position, X64, W64)
+        twin = self if self.X.dtype == torch.float64 else make(self.X64, self.W64, self.i, self.X64, self.W64)
         D = D.to(torch.float64)
         with torch.no_grad():
             lead = int(torch.argmax(twin.value(D)))
