@@ -221,6 +221,30 @@ def test_starts_lie_in_the_ball_and_include_the_reference_start(name):
     assert bool(((starts @ xi).abs() > math.sqrt(d) * (1 - 1e-9)).any())  # +-x_i
 
 
+def test_on_sphere_follows_the_sphere_where_the_gradient_points_out():
+    from wordsens.variants_fast import OnSphere
+
+    n, d, options = SMALL["sigmoid_raf"]
+    X = synthetic_sample(n, d, seed=2)
+    W = maps.sample_weights("sigmoid_raf", 3, n, d, dtype=torch.float64)
+    problem = _problem("sigmoid_raf", X, W, 1, options)
+    wrapped = OnSphere(problem)
+    D = torch.randn(6, d, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    D[:3] *= math.sqrt(d) / D[:3].norm(dim=-1, keepdim=True)  # on the sphere
+    D[3:] *= 0.5 / D[3:].norm(dim=-1, keepdim=True)  # inside
+    value, grad = problem.value_and_grad(D)
+    value_s, grad_s = wrapped.value_and_grad(D)
+    torch.testing.assert_close(value_s, value, rtol=0, atol=0)
+    outward = (grad * D).sum(-1) > 0
+    for r in range(6):
+        if r < 3 and outward[r]:  # the tangential part: orthogonal to D, the same tangential component
+            assert abs(float(grad_s[r] @ D[r])) < 1e-9 * float(grad[r].norm() * D[r].norm())
+            torch.testing.assert_close(grad_s[r] - grad[r], (grad_s[r] - grad[r]) @ D[r] / D[r].norm() ** 2 * D[r])
+        else:
+            torch.testing.assert_close(grad_s[r], grad[r], rtol=0, atol=0)
+    assert bool(outward[:3].any())
+
+
 # --------------------------------------------------------------------------- estimates against the reference
 
 
