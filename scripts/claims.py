@@ -1,12 +1,13 @@
-"""Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables."""
+"""Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables (the
+variants table adds the maps that the paper's grids do not have)."""
 import pandas as pd
 
 from wordsens.claims import compute_claims, format_claims
 from wordsens.io import log_to
-from wordsens.tables import write_claims
+from wordsens.tables import claims_inputs, write_claims
 
 log_to(snakemake.log[0])
-tables = {name: pd.read_parquet(path) for name, path in snakemake.input.items()}
+tables = claims_inputs({name: pd.read_parquet(path) for name, path in snakemake.input.items()})
 frame = compute_claims(tables, seed=snakemake.params.seed)
 write_claims(frame, snakemake.output.csv, snakemake.output.html)
 print(format_claims(frame))

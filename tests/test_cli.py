@@ -1,15 +1,26 @@
-"""The command line's table-reading subcommands on hand-made results folders (no workflow run)."""
+"""The command line: `wordsens claims` on hand-made results folders, `wordsens maps`, and `wordsens ws`
+with a plugin's map and its options."""
 
 from __future__ import annotations
 
+import argparse
 import io
+import json
+import math
+import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from wordsens import cli
 from wordsens.claims import COLUMNS, compute_claims
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -58,3 +69,77 @@ def test_claims_of_a_folder_without_tables_names_the_fix(tmp_path):
     code, out, err = _run("claims", str(tmp_path / "nowhere"))
     assert code == 2 and not out
     assert "wordsens claims: error" in err and "results folder" in err
+
+
+def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
+    from wordsens.tables import claims_inputs
+
+    results, tables = _results(tmp_path)
+    rows = []
+    for map_name, slope in (("sigmoid_raf", 0.0), ("rf", -2.0)):
+        for n in (10, 50, 250):
+            for trial in range(3):
+                rows.append({"map": map_name, "data": "synthetic", "d": 768, "n": n, "L": None, "trial": trial,
+                             "lower": n**slope * (1 + 0.01 * trial)})
+    variants = pd.DataFrame(rows)
+    variants.to_parquet(results / "tables" / "variants.parquet")
+    inputs = claims_inputs({**tables, "variants": variants})
+    assert sorted(inputs) == ["ws_raf", "ws_rf", "ws_sigmoid_raf"]
+    assert inputs["ws_rf"] is tables["ws_rf"]  # the paper's grid keeps its own table
+    expected = compute_claims(inputs, resamples=100)
+    code, csv, _ = _run("claims", str(results), "--format", "csv", "--resamples", "100")
+    parsed = pd.read_csv(io.StringIO(csv))
+    assert code == 0 and list(parsed["claim"]) == list(expected["claim"])
+    (slope,) = parsed[(parsed["claim"] == "map_slope") & (parsed["map"] == "sigmoid_raf")]["value"]
+    assert abs(slope) < 0.01
+    assert (parsed.loc[parsed["claim"] == "rf_slope", "verdict"] == "holds").all()  # from ws_rf, not variants
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """The CLI in a fresh interpreter (a plugin, once registered, stays registered in a process)."""
+    return subprocess.run([sys.executable, "-m", "wordsens.cli", *argv], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "WORDSENS_PLUGINS": ""}, timeout=300)
+
+
+def test_a_plugin_map_runs_from_the_cli_with_its_options():
+    out = _cli("ws", "--plugin", "tests/plugins/toy_map.py", "--map", "toy", "--d", "8", "--n", "5",
+               "--option", "scale=2.5", "--max-steps", "40", "--max-memory-gb", "1", "--draw-on", "cpu")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["map"] == "toy" and result["options"] == {"scale": 2.5} and result["n"] == 5
+    assert result["lower"] > 0 and result["delta_norm"] <= math.sqrt(8) * (1 + 1e-12)
+    # the same estimate through the library, with the plugin loaded the same way
+    code = ("import json, sys; from wordsens import registry, ws, preprocess; from wordsens.seeds import derive_seed; "
+            "registry.load_plugins(['tests/plugins/toy_map.py']); "
+            "X, _ = preprocess.draw_sample('synthetic', 5, 8, derive_seed(0, 'sample')); "
+            "print(ws.estimate('toy', X, seed=0, options={'scale': 2.5}, max_steps=40, device='cpu').lower)")
+    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                            env={**os.environ, "WORDSENS_PLUGINS": ""})
+    assert float(direct.stdout) == pytest.approx(result["lower"], rel=1e-12)
+    # the plugin's map is a --map choice only with the plugin; options are checked by the map
+    assert "invalid choice: 'toy'" in _cli("ws", "--map", "toy", "--d", "8", "--n", "5").stderr
+    bad = _cli("ws", "--plugin", "tests/plugins/toy_map.py", "--map", "toy", "--d", "8", "--n", "5", "--option",
+               "heads=2")
+    assert bad.returncode == 2 and "has no option heads" in bad.stderr
+    assert "cannot import the map plugin" in _cli("--plugin", "no_such_module_xyz", "maps").stderr
+
+
+def test_maps_lists_every_registered_map_with_its_formula_and_options():
+    from wordsens import registry
+
+    out = _cli("maps", "--plugin", "tests/plugins/toy_map.py")
+    assert out.returncode == 0, out.stderr
+    names = [line.split(":")[0] for line in out.stdout.splitlines() if line and not line.startswith(" ")]
+    assert names == [*registry.names(), "toy"]
+    assert "toy: toy map (tanh)" in out.stdout and "options:    scale=1.0" in out.stdout
+    spec = registry.get("mh_raf")
+    assert f"  formula:    {spec.formula}" in out.stdout and "options:    heads=12" in out.stdout
+    assert f"  weights:    {spec.weight_law}" in out.stdout
+
+
+def test_option_values_are_parsed():
+    assert cli._option("heads=4") == ("heads", 4) and cli._option("scale=2.5") == ("scale", 2.5)
+    assert cli._option("k=null") == ("k", None) and cli._option("name=abc") == ("name", "abc")
+    assert cli._option("flag=true") == ("flag", True)
+    with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
+        cli._option("heads")

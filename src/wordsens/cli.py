@@ -1,6 +1,10 @@
 """Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout),
-``wordsens plan`` (the planned grid of a workflow configuration, see ``wordsens.plan``) and
-``wordsens claims RESULTS_DIR`` (the claims table of a run, see ``wordsens.claims``).
+``wordsens maps`` (the registered feature maps, see ``wordsens.registry``), ``wordsens plan`` (the
+planned grid of a workflow configuration, see ``wordsens.plan``) and ``wordsens claims RESULTS_DIR``
+(the claims table of a run, see ``wordsens.claims``).
+
+``--plugin`` (before or after the subcommand) imports modules that register more maps before the
+parser is built, so that ``--map`` offers them.
 
 Heavy modules (pandas, transformers) are imported only by the subcommands that need them, so a
 synthetic RF estimate runs in a process of a few hundred MB.
@@ -10,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -37,6 +43,37 @@ def _position(text: str) -> int | str:
     return value
 
 
+def _option(text: str) -> tuple[str, Any]:
+    """``key=value`` with the value read as an int, a float, null/none (None), true/false, or text."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected key=value (e.g. heads=4), got {text!r}")
+    value: Any = raw
+    for parse in (int, float):
+        try:
+            value = parse(raw)
+            break
+        except ValueError:
+            continue
+    else:
+        value = {"null": None, "none": None, "true": True, "false": False}.get(raw.lower(), raw)
+    return key, value
+
+
+def _load_plugins(argv: Sequence[str]) -> None:
+    """Export the ``--plugin`` values in WORDSENS_PLUGINS (beside any already there) and import them."""
+    from . import registry
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--plugin", action="append", default=[])
+    plugins = pre.parse_known_args(list(argv))[0].plugin
+    if plugins:
+        plugins = [os.path.abspath(p) if p.endswith(".py") else p for p in plugins]
+        present = [p for p in os.environ.get(registry.PLUGINS_ENV, "").split(",") if p]
+        os.environ[registry.PLUGINS_ENV] = ",".join(dict.fromkeys([*present, *plugins]))
+    registry.load_plugins()
+
+
 def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default="synthetic", metavar="synthetic|PATH",
                    help="'synthetic' (i.i.d. Gaussian rows rescaled to norm sqrt(d), the default) or an embedding "
@@ -46,10 +83,15 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from . import registry
+
     parser = argparse.ArgumentParser(
         prog="wordsens",
         description="Word sensitivity of attention layers vs. random features (Bombari & Mondelli, ICML 2024).",
     )
+    plugin_help = ("a module name or .py file that registers feature maps (wordsens.registry); repeatable, also "
+                   "after the subcommand; added to WORDSENS_PLUGINS")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py", help=plugin_help)
     sub = parser.add_subparsers(dest="command", required=True)
 
     ws = sub.add_parser(
@@ -58,7 +100,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     "||Delta|| <= sqrt(d) and print one JSON line: lower (the relative change reached), upper "
                     "(an RF certificate, else null), steps, seconds, peak memory and every setting.",
     )
-    ws.add_argument("--map", required=True, choices=["rf", "drf", "raf", "relu_raf"], help="the feature map")
+    ws.add_argument("--map", required=True, choices=registry.names(),
+                    help="the feature map: any registered map (`wordsens maps` lists them with their formulas)")
     ws.add_argument("--d", required=True, type=_positive_int, help="embedding dimension (coordinates kept per token)")
     ws.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
     ws.add_argument("--L", type=_positive_int, default=2, help="DRF depth (default 2)")
@@ -76,7 +119,27 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="working dtype of the default search (default float32 for RF/DRF, float64 for attention)")
     ws.add_argument("--restarts", type=_positive_int, default=None, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
+    ws.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE", dest="options",
+                    help="a map option (repeatable), e.g. --option heads=4 for mh_raf and block; values are read as "
+                         "int, float, true/false, null or text; `wordsens maps` lists each map's options")
+    ws.add_argument("--max-memory-gb", type=float, default=None,
+                    help="peak array memory allowed, in GB (default: what the device has free); DRF streams the "
+                         "layers that do not fit")
+    ws.add_argument("--draw-on", choices=["device", "cpu"], default="device",
+                    help="where RF/DRF weights bound for a GPU are drawn: 'device' (the GPU's generator, the "
+                         "default) or 'cpu' (the same numbers as a CPU run)")
+    ws.add_argument("--plugin", action="append", default=argparse.SUPPRESS, metavar="MODULE|FILE.py",
+                    help=plugin_help)
     _add_data_args(ws)
+
+    maps = sub.add_parser(
+        "maps", help="list the registered feature maps: formula, weight law, options",
+        description="List every registered feature map (wordsens.registry: the paper's four, the attention "
+                    "variants, and the maps of --plugin modules): its name (for --map and the workflow's config), "
+                    "plot label, formula, weight law and options with their defaults.",
+    )
+    maps.add_argument("--plugin", action="append", default=argparse.SUPPRESS, metavar="MODULE|FILE.py",
+                      help=plugin_help)
 
     gen = sub.add_parser(
         "gen", help="one generalisation simulation: learn a new sample, then flip its label by changing one word",
@@ -117,7 +180,8 @@ def _build_parser() -> argparse.ArgumentParser:
     claims = sub.add_parser(
         "claims", help="print the claims table of a run: the paper's statements checked on its own tables",
         description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
-                    "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet) and "
+                    "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet, and "
+                    "variants.parquet for the maps without a ws_<map> table) and "
                     "print it: per claim and scope the statistic, its 95%% bootstrap interval over trials or "
                     "simulations, the expectation and the verdict (holds, fails, not run, no claim). The same "
                     "table as the workflow's tables/claims.csv (with the same --seed as the config's seed).",
@@ -132,9 +196,18 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _run_claims(args: argparse.Namespace) -> str:
-    from .claims import claims_from_results, claims_markdown, format_claims
+    from pathlib import Path
 
-    frame = claims_from_results(args.results, seed=args.seed, resamples=args.resamples)
+    import pandas as pd
+
+    from .claims import claims_markdown, compute_claims, format_claims, read_tables
+    from .tables import claims_inputs
+
+    tables = read_tables(args.results)
+    variants = Path(args.results) / "tables" / "variants.parquet"
+    if variants.is_file():  # as the workflow's claims rule: the variant maps' slopes
+        tables["variants"] = pd.read_parquet(variants)
+    frame = compute_claims(claims_inputs(tables), seed=args.seed, resamples=args.resamples)
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.6g")
     return claims_markdown(frame) if args.format == "markdown" else format_claims(frame) + "\n"
@@ -157,7 +230,8 @@ def _run_ws(args: argparse.Namespace) -> dict:
     dtype = getattr(torch, args.dtype) if args.dtype else None
     result = ws.estimate(args.map, X, seed=args.seed, position=args.position, method=args.method, L=args.L, k=args.k,
                          dtype=dtype, device=args.device, sampler=args.sampler, restarts=args.restarts,
-                         max_steps=args.max_steps)
+                         max_steps=args.max_steps, options=dict(args.options), max_memory_gb=args.max_memory_gb,
+                         draw_on=args.draw_on)
     out = result.as_dict()
     out.update(data=args.data, seed=args.seed, review_id=info["review_id"], label=info["label"],
                peak_memory_mb=round(peak_rss_bytes() / 1024**2, 1), version=__version__)
@@ -197,13 +271,34 @@ def _run_gen(args: argparse.Namespace) -> dict:
     return out
 
 
+def _describe_maps() -> str:
+    from . import registry
+
+    blocks = []
+    for name in registry.names():
+        spec = registry.get(name)
+        options = ", ".join(f"{key}={value!r}" for key, value in spec.options.items()) or "none"
+        blocks.append(f"{name}: {spec.label}\n  formula:    {spec.formula}\n  weights:    {spec.weight_law}\n"
+                      f"  options:    {options}\n  fast path:  {'yes' if spec.fast else 'no (full-map search)'}")
+    return "\n".join(blocks) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _load_plugins(argv)
+    except ValueError as err:
+        print(f"wordsens: error: {err}", file=sys.stderr)
+        return 2
     parser = _build_parser()
     args = parser.parse_args(argv)
     from .io import CorruptCache
     from .resources import InsufficientResources
 
     try:
+        if args.command == "maps":
+            sys.stdout.write(_describe_maps())
+            return 0
         if args.command == "plan":
             from .plan import describe, load_config
 

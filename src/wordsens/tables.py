@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +10,7 @@ import pandas as pd
 
 from .io import CorruptCache, atomic_path, write_table
 
-__all__ = ["concatenate", "write_both", "write_claims"]
+__all__ = ["claims_inputs", "concatenate", "write_both", "write_claims"]
 
 # Metric columns that must be present and finite in every word-sensitivity row.
 _FINITE = ("lower", "phi_norm", "delta_norm")
@@ -38,6 +38,19 @@ def concatenate(paths: Iterable[str | Path]) -> pd.DataFrame:
 def write_both(frame: pd.DataFrame, parquet: str | Path, csv: str | Path) -> None:
     write_table(parquet, frame)
     atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))
+
+
+def claims_inputs(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables the claims are computed from (``wordsens.claims.compute_claims``): the ``ws_<map>``
+    and ``gen_<figure>_<data>`` tables as they are, and the ``variants`` table split by map into
+    ``ws_<map>`` for every map that has no table of the paper's grids (a variant map gets its slope,
+    reported without a verdict)."""
+    out = {key: frame for key, frame in tables.items() if key != "variants"}
+    variants = tables.get("variants")
+    if variants is not None:
+        for map_name, rows in variants.groupby("map", sort=False):
+            out.setdefault(f"ws_{map_name}", rows.reset_index(drop=True))
+    return out
 
 
 def write_claims(frame: pd.DataFrame, csv: str | Path, html: str | Path) -> None:
