@@ -51,6 +51,10 @@ localrules:
     ws_figure,
     gen_figure,
     claims,
+    study_table,
+    variants_figure,
+    long_context_figure,
+    positions_figure,
 
 
 # The jobs left out (limits.unfit: skip) are listed when the grid is planned and again at the end,

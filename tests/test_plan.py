@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 GB = resources.GB
 SMALL = plan.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
+NO_STUDIES = {"variants": None, "long_context": None, "positions": None}  # the paper's grids only
 
 
 def _demo(changes: dict | None = None) -> dict:
@@ -69,7 +72,7 @@ def test_schema_refuses_with_the_key(changes, key):
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, ["ws.maps.raf.n", "model.max_length"]),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, ["ws.maps.raf.d", "model width 64"]),
         ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
-          "gen": {"fig4": None, "fig5": None}}, ["ws.maps is empty"]),
+          "gen": {"fig4": None, "fig5": None}, **NO_STUDIES}, ["ws.maps is empty"]),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, ["data.pool_size >= 51"]),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, ["gen.fig4.maps.raf", "model.max_length"]),
         ({"gen": {"d": 128}}, ["gen.d", "model width"]),
@@ -98,15 +101,16 @@ def test_grid_looks_jobs_up_by_their_wildcards():
     config = _demo()
     grid = plan.Grid(config, limits=SMALL)
     points = sum(len(g["d"]) * len(g["n"]) * len(g.get("L", [1])) for g in config["ws"]["maps"].values())
-    assert len([j for j in grid.jobs if j.kind == "ws"]) == points  # trials_per_job = trials: one chunk each
+    paper = [j for j in grid.jobs if j.kind == "ws" and j.study == "ws"]
+    assert len(paper) == points  # trials_per_job = trials: one chunk each
     for job in grid.fit:
         assert grid.job(job.wildcards) is job
-    rf = grid.select(map="rf")
+    rf = grid.select(study="ws", map="rf")
     assert {job.map for job in rf} == {"rf"} and len(rf) == 6
     fig4 = grid.select(figure="fig4", gdata="imdb")
     assert {(job.figure, job.data) for job in fig4} == {("fig4", "imdb")} and len(fig4) == 8
     with pytest.raises(LookupError, match="no job"):
-        grid.job({"map": "rf", "setting": "d99_n8", "chunk": "0"})
+        grid.job({"study": "ws", "map": "rf", "setting": "d99_n8", "chunk": "0"})
     assert grid.ws_maps() == ["drf", "raf", "relu_raf", "rf"]
     assert grid.ws_figures() == ["fig2_rf_drf", "fig3_raf_relu_raf"]
     assert ("fig5", "synthetic") in grid.gen_tables()
@@ -116,7 +120,7 @@ def test_params_are_the_configuration_slice_without_threads():
     grid = plan.Grid(_demo(), limits=SMALL)
     more_threads = plan.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
     assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
-    ws = grid.job({"map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
+    ws = grid.job({"study": "ws", "map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
     assert ws.params["numerics_version"] == NUMERICS_VERSIONS["ws"] and "threads" not in str(ws.params)
     assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
     assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
@@ -143,16 +147,16 @@ def test_runtime_follows_the_sampler_and_the_positions():
     the blockwise sampler that resources.choose_sampler picks for it."""
     one = plan.Grid(_demo(), limits=SMALL)
     every = plan.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
-    for wildcards in ({"map": "raf", "setting": "d32_n16", "chunk": "0"},
-                      {"map": "rf", "setting": "d32_n24", "chunk": "0"}):
+    for wildcards in ({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
+                      {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"}):
         a, b = one.job(wildcards), every.job(wildcards)
         sampler = resources.choose_sampler(a.map, position="all")
         expected = resources.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
         assert b.seconds == pytest.approx(expected)
         assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
         assert b.runtime >= a.runtime
-    assert every.job({"map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
-        16 * one.job({"map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds)
+    assert every.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
+        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds)
 
 
 def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
@@ -175,7 +179,7 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     config = _demo({"ws": {"data": "synthetic", "device": "auto", "maps": {"drf": {"d": [768], "n": [80], "L": [4]}}}})
     cpu_only = plan.Grid(config, limits=SMALL)
     with_gpu = plan.Grid(config, limits=plan.Limits(cpu=16 * GB, gpu=80 * GB))
-    drf = with_gpu.job({"map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
+    drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
     assert drf.device_bytes == resources.ws_memory("drf", 80, 768, L=4).bytes <= 80 * GB
     assert drf.mem_mb * resources.MB < drf.device_bytes  # the host does not hold the weights
@@ -243,7 +247,7 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.resources
     drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
     drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
-    wildcards = {"map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
+    wildcards = {"study": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
     big = plan.Limits(cpu=64 * GB, gpu=None)
     resident = plan.Grid(_demo(drf), limits=big)
     assert resident.unfit  # every layer resident: about 99 GB
@@ -267,3 +271,119 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert plan.planned_limits(_demo(), planner=False) == planned
     assert plan.planned_limits(_demo(), planner=True) != planned  # the planner measures again
+
+
+# ----------------------------------------------------------------------------- studies beyond the paper (issue 10)
+
+
+def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_alone():
+    from wordsens import registry
+
+    config = _demo()
+    grid = plan.Grid(config, limits=SMALL)
+    assert grid.studies() == list(plan.STUDIES)
+    by_study: dict[str, list] = {}
+    for job in grid.jobs:
+        if isinstance(job, plan.WSJob):
+            by_study.setdefault(job.study, []).append(job)
+    variants, long_context = config["variants"], config["long_context"]
+    assert {job.map for job in by_study["variants"]} == set(registry.names())  # maps: all
+    assert len(by_study["variants"]) == len(registry.names()) * len(variants["n"])
+    assert sorted((j.map, j.n) for j in by_study["long_synthetic"]) == [("raf", 8), ("raf", 32), ("raf", 128),
+                                                                       ("rf", 8), ("rf", 32)]
+    # IMDb stops at long_context.max_length = 64 (and runs there); RF is capped at max_n = 32 before that
+    assert sorted((j.map, j.n) for j in by_study["long_imdb"]) == [("raf", 8), ("raf", 32), ("raf", 64),
+                                                                  ("rf", 8), ("rf", 32)]
+    assert {j.store for j in by_study["long_imdb"]} == {"long"} and {j.store for j in by_study["ws"]} == {"main"}
+    assert all(j.params["data_label"].endswith(f":len{long_context['max_length']}") for j in by_study["long_imdb"])
+    mh = grid.job({"study": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
+    assert mh.params["settings"]["options"] == {"heads": 4} and mh.point == "variants mh_raf d16_n4"
+    drf = grid.job({"study": "variants", "map": "drf", "setting": "d16_n4_L2", "chunk": "0"})
+    assert drf.L == 2 and "options" not in drf.params["settings"]
+    (raf,) = [j for j in by_study["positions"] if j.map == "raf"]
+    assert raf.params["settings"]["position"] == "all" and raf.params["settings"]["profile"] is True
+    assert raf.params["settings"]["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
+    assert raf.seconds == pytest.approx(resources.ws_seconds("raf", 32, 16, positions=32) * 2)
+    # the paper's jobs are the same with or without the studies (same params: nothing re-runs)
+    paper = [j for j in grid.jobs if j.kind == "gen" or j.study == "ws"]
+    alone = plan.Grid(_demo(NO_STUDIES), limits=SMALL)
+    assert [(j.wildcards, j.params) for j in paper] == [(j.wildcards, j.params) for j in alone.jobs]
+    assert alone.studies() == [] and grid.ws_maps() == alone.ws_maps()
+
+
+def test_study_settings_follow_the_registry_and_left_out_points_name_their_study():
+    config = _demo({"variants": {"d": 768, "n": [10, 1000], "maps": ["drf", "raf"], "max_n": {"drf": 1000}}})
+    grid = plan.Grid(config, limits=SMALL)
+    (big,) = [j for j in grid.unfit if j.map == "drf"]
+    assert big.point == "variants drf d768_n1000_L2" and big.n == 1000
+    assert grid.left_out(study="variants") and not grid.left_out(study="ws")
+    assert "variants drf d768_n1000_L2 (1 job): needs" in grid.left_out_message()
+    estimate = resources.ws_memory("mh_raf", 50, 768, options={"heads": 4})
+    job = plan.Grid(_demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
+                    limits=SMALL).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
+    assert job.arrays == estimate.bytes
+
+
+@pytest.mark.parametrize(
+    "changes,words",
+    [
+        ({"ws": {"maps": {"nosuch": {"d": [16], "n": [8]}}}}, ["ws.maps.nosuch", "unknown map 'nosuch'", "plugins"]),
+        ({"variants": {"maps": ["raf", "nosuch"]}}, ["variants.maps (nosuch)", "unknown map"]),
+        ({"variants": {"options": {"mh_raf": {"heads": 5}}}}, ["variants.maps (mh_raf)", "heads = 5"]),
+        ({"variants": {"options": {"raf": {"heads": 2}}}}, ["variants.maps (raf)", "no option heads"]),
+        ({"long_context": {"maps": ["nosuch"]}}, ["long_context.maps (nosuch)"]),
+        ({"positions": {"maps": ["raf"], "n": 64}}, ["positions.n = 64 > model.max_length = 48"]),
+        ({"positions": {"d": 128}}, ["positions.d = 128 > the model width 64"]),
+        ({"ws": {"maps": {"mh_raf": {"d": [16], "n": [8], "options": {"heads": 3}}}}}, ["ws.maps.mh_raf", "heads"]),
+        ({"plugins": ["/no/such/plugin.py"]}, ["plugins:", "/no/such/plugin.py"]),
+    ],
+)
+def test_maps_options_and_plugins_are_checked_against_the_registry(changes, words, monkeypatch):
+    monkeypatch.setenv("WORDSENS_PLUGINS", "")
+    with pytest.raises(plan.ConfigError) as info:
+        _demo(changes)
+    text = str(info.value)
+    assert all(word in text for word in words), text
+
+
+def test_a_plugin_in_the_config_is_exported_and_its_map_planned():
+    """plugins: [toy_map.py] in the config: exported in WORDSENS_PLUGINS (absolute path) and loaded by
+    the validation, so that a ws.maps grid of the toy map is planned with its options and the
+    registry's cost model. In a fresh interpreter: a registered plugin stays registered."""
+    toy = ROOT / "tests" / "plugins" / "toy_map.py"
+    code = f"""
+import os, yaml
+from wordsens import plan, registry, resources
+config = plan.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
+config = plan.merge(config, {{"plugins": ["tests/plugins/toy_map.py"], "variants": None, "long_context": None,
+    "positions": None, "ws": {{"maps": {{"toy": {{"d": [8], "n": [4, 6], "options": {{"scale": 2.0}}}}}}}}}})
+plan.validate(config)
+assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r}, os.environ["WORDSENS_PLUGINS"]
+assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_map.py"]
+grid = plan.Grid(config, limits=plan.Limits(cpu=2**34, gpu=None))
+job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6", "chunk": "0"}})
+assert job.params["settings"]["options"] == {{"scale": 2.0}}
+assert job.arrays == resources.ws_memory("toy", 6, 8, options={{"scale": 2.0}}).bytes
+assert "toy" in grid.ws_maps()
+"""
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})
+
+
+def test_default_variants_and_long_context_stay_within_one_cpu_hour():
+    """issue 10: the default long_context + variants grids cost at most 1 CPU-hour per `wordsens plan`
+    (in a fresh interpreter: no plugin registered by another test)."""
+    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "plan"], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"})
+    hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment: ")[1].splitlines()[0]))
+    beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
+    assert 0.5 < beyond <= 1.0, out.stdout
+    assert f"variants + long_context: {beyond:.2f} CPU-hours" in out.stdout
+
+
+def test_long_context_imdb_points_stop_at_the_stored_length():
+    section = {"n": [64, 256, 1024, 4096], "max_n": {"rf": 1024, "tiny": 32}, "max_length": 512}
+    assert plan.long_context_ns(section, "raf", "synthetic") == [64, 256, 1024, 4096]
+    assert plan.long_context_ns(section, "raf", "imdb") == [64, 256, 512]
+    assert plan.long_context_ns(section, "rf", "synthetic") == [64, 256, 1024]
+    assert plan.long_context_ns(section, "rf", "imdb") == [64, 256, 512]
+    assert plan.long_context_ns(section, "tiny", "imdb") == []

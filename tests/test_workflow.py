@@ -4,6 +4,7 @@ skips it)."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -76,6 +77,32 @@ def test_demo_produces_every_table_and_figure(demo_run):
         for ext in config["plots"]["formats"]:
             path = results / "figures" / f"{stem}.{ext}"
             assert path.stat().st_size > 5000, path
+    # beyond the paper: every registered map, long contexts (IMDb up to the second store's length),
+    # per-position profiles of the same reviews for every map
+    from wordsens import registry
+
+    tables = results / "tables"
+    variants = pd.read_parquet(tables / "variants.parquet")
+    assert set(variants["map"]) == set(registry.names())
+    assert len(variants) == len(registry.names()) * len(config["variants"]["n"]) * config["variants"]["trials"]
+    assert set(variants.loc[variants["map"] == "mh_raf", "options"]) == {'{"heads":4}'}
+    long_context = config["long_context"]
+    synthetic, imdb = pd.read_parquet(tables / "long_synthetic.parquet"), pd.read_parquet(tables / "long_imdb.parquet")
+    assert synthetic["n"].max() == max(long_context["n"]) and (synthetic["data"] == "synthetic").all()
+    assert imdb["n"].max() == long_context["max_length"] and (imdb["review_id"] >= 0).all()
+    assert imdb["data"].str.endswith(f":len{long_context['max_length']}").all()
+    assert (synthetic.loc[synthetic["map"] == "rf", "n"] <= long_context["max_n"]["rf"]).all()
+    assert synthetic.groupby(["map", "n"]).size().eq(long_context["trials"]).all()
+    positions = pd.read_parquet(tables / "positions.parquet")
+    n = config["positions"]["n"]
+    assert len(positions) == len(config["positions"]["maps"]) * config["positions"]["reviews"] * n
+    assert set(positions["token"]) <= {"[CLS]", "word", "[SEP]", "[PAD]"}
+    assert (positions.loc[positions["position"] == 0, "token"] == "[CLS]").all()
+    by_map = positions.groupby("map")["review_id"].apply(list)
+    assert by_map["raf"] == by_map["rf"]  # the same reviews for every map
+    for stem in ("fig_variants", "fig_long_context", "fig_positions"):
+        for ext in config["plots"]["formats"]:
+            assert (results / "figures" / f"{stem}.{ext}").stat().st_size > 5000, stem
     # the demo wrote nothing outside its own folders
     assert not (demo_run / "results" / "paper").exists()
     assert not (demo_run / "resources" / "imdb").exists()
@@ -91,9 +118,13 @@ def test_claims_table_of_the_demo(demo_run):
     claims = pd.read_csv(results / "tables" / "claims.csv")
     assert list(claims.columns) == COLUMNS
     assert set(claims["verdict"]) <= {"holds", "fails", "not run", "no claim"}
-    assert set(claims["claim"]) == set(CLAIMS) - {"map_slope"}  # the demo runs only the paper's maps
+    assert set(claims["claim"]) == set(CLAIMS)
+    # the variant maps (from the variants table): their slopes, without a verdict
+    slopes = claims[claims["claim"] == "map_slope"]
+    assert {"sigmoid_raf", "linear_raf", "mh_raf", "block"} <= set(slopes["map"])
+    assert set(slopes["verdict"]) == {"no claim"}
     run = claims[claims["verdict"] != "not run"]
-    assert {"rf_slope", "raf_floor", "fig4_rf_alignment", "err_bound", "fig5_penalty"} <= set(run["claim"])
+    assert {"rf_slope", "raf_ratio", "fig4_rf_alignment", "err_bound", "fig5_penalty"} <= set(run["claim"])
     assert (results / "tables" / "claims.html").read_text().count("<tr") == len(claims) + 1
     out = subprocess.run([sys.executable, "-m", "wordsens.cli", "claims", str(results)], capture_output=True,
                          text=True, check=True, env=env())
@@ -104,15 +135,20 @@ def test_claims_table_of_the_demo(demo_run):
 
 
 def test_demo_embeddings_store_is_checksummed(demo_run):
+    """One store at model.max_length, and the long-context store of the same pool at its length."""
     from wordsens.io import load_embeddings
 
     config = _demo_config()
-    stores = list((demo_run / config["resources"] / "embeddings").rglob("meta.json"))
-    assert len(stores) == 1
-    store = load_embeddings(stores[0].parent)
+    stores = sorted((demo_run / config["resources"] / "embeddings").rglob("meta.json"))
+    assert [s.parent.name for s in stores] == ["layer0", f"layer0_len{config['long_context']['max_length']}"]
+    store, long = (load_embeddings(s.parent) for s in stores)
     assert store.hidden.shape == (config["data"]["pool_size"], config["model"]["max_length"], 64)
     assert set(store.index["label"]) == {0, 1}
     assert (store.index["length"] <= config["model"]["max_length"]).all()
+    assert long.hidden.shape == (config["data"]["pool_size"], config["long_context"]["max_length"], 64)
+    assert list(long.index["review_id"]) == list(store.index["review_id"])
+    # the first rows are the same hidden states (position embeddings do not depend on the padding)
+    np.testing.assert_allclose(long.hidden[:, :8], store.hidden[:, :8], rtol=1e-4, atol=1e-5)
 
 
 def test_nothing_to_do_after_a_run(demo_run):
@@ -127,11 +163,22 @@ def test_adding_a_grid_value_runs_only_the_new_jobs(demo_run):
     assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "ws_figure": 1, "claims": 1, "all": 1}
 
 
+# every WS table and figure of the demo: the paper's (4 maps, 2 figures), the studies' (4 tables, 3 figures)
+WS_DEPENDENTS = {"ws_table": 4, "ws_figure": 2, "study_table": 4, "variants_figure": 1, "long_context_figure": 1,
+                 "positions_figure": 1, "claims": 1, "all": 1}
+
+
+def _ws_jobs_of_the_demo() -> int:
+    from wordsens import plan
+
+    config = plan.load_config(ROOT / "config.yaml", ROOT / DEMO)
+    return len(plan.ws_jobs(config, plan.Limits(cpu=2**40, gpu=None)))
+
+
 def test_changing_a_search_setting_reruns_ws_jobs_and_dependents_only(demo_run):
+    """ws.search applies to the paper's grids and to every study (variants, long contexts, positions)."""
     cf = write_config(demo_run, "search.yaml", DEMO, {"ws": {"search": {"max_steps": 299}}})
-    jobs = planned_jobs(demo_run, cf)
-    assert jobs.get("ws") == 26
-    assert set(jobs) == {"ws", "ws_table", "ws_figure", "claims", "all"} and jobs["ws_figure"] == 2
+    assert planned_jobs(demo_run, cf) == {"ws": _ws_jobs_of_the_demo(), **WS_DEPENDENTS}
 
 
 def test_changing_threads_reruns_nothing(demo_run):
@@ -146,7 +193,19 @@ def test_changing_threads_reruns_nothing(demo_run):
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
     assert planned_jobs(demo_run, cf) == {"ws_figure": 2, "gen_figure": 4, "fig1_attention": 1, "fig3_probes": 1,
-                                          "fig1_lm": 1, "all": 1}
+                                          "fig1_lm": 1, "variants_figure": 1, "long_context_figure": 1,
+                                          "positions_figure": 1, "all": 1}
+
+
+def test_adding_a_variants_n_runs_only_its_jobs(demo_run):
+    """A new n in variants runs one job per registered map, then the variants table, its figure and
+    the claims (which read the variant maps' slopes); nothing of the paper's grids."""
+    from wordsens import registry
+
+    config = _demo_config()
+    cf = write_config(demo_run, "variants_n.yaml", DEMO, {"variants": {"n": config["variants"]["n"] + [8]}})
+    assert planned_jobs(demo_run, cf) == {"ws": len(registry.names()), "study_table": 1, "variants_figure": 1,
+                                          "claims": 1, "all": 1}
 
 
 def test_adding_a_penalty_reruns_only_figure_5(demo_run):
@@ -200,7 +259,7 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
     finally:
         common.write_text(text)
     if experiment == "ws":
-        assert jobs == {"ws": 26, "ws_table": 4, "ws_figure": 2, "claims": 1, "all": 1}
+        assert jobs == {"ws": _ws_jobs_of_the_demo(), **WS_DEPENDENTS}
     else:
         assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "claims": 1, "all": 1}
 
@@ -231,7 +290,10 @@ def test_lint_is_clean(demo_run):
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, "max_length"),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, "model width"),
         ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
-          "gen": {"fig4": None, "fig5": None}}, "ws.maps is empty"),
+          "gen": {"fig4": None, "fig5": None}, "variants": None, "long_context": None, "positions": None},
+         "ws.maps is empty"),
+        ({"ws": {"maps": {"toy": {"d": [8], "n": [4]}}}}, "unknown map 'toy'"),
+        ({"variants": {"options": {"mh_raf": {"heads": 3}}}}, "heads = 3"),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, "max_length"),
         ({"gen": {"d": 128}}, "model width"),
@@ -260,7 +322,8 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
     cf = write_config(workdir, "skip.yaml", DEMO, {
         "results": "results/skip", "limits": {"memory_gb": 0.3},
         "ws": {"maps": {"raf": None, "relu_raf": None}}, "gen": {"fig4": None, "fig5": None},
-        "probes": {"enabled": False, "lm": {"enabled": False}},
+        "probes": {"enabled": False, "lm": {"enabled": False}}, "variants": None, "long_context": None,
+        "positions": None,
     })
     out = snakemake(workdir, "--cores", "1", "--configfile", cf)
     text = out.stdout + out.stderr
@@ -352,3 +415,32 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
     block = text[text.index("1 job(s) failed"):]
     assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
     assert "no-such-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
+
+
+def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
+    """plugins: [tests/plugins/toy_map.py] registers the toy map for the planning and every job: a
+    ws.maps grid with its options gets a table, the variants figure labels it from the registry, and
+    the claims table reports its slope."""
+    workdir = copy_workflow(tmp_path / "wf")
+    toy = ROOT / "tests" / "plugins" / "toy_map.py"
+    cf = write_config(workdir, "toy.yaml", DEMO, {
+        "results": "results/toy", "plugins": [str(toy)],
+        "ws": {"data": "synthetic", "trials": 2, "trials_per_job": 2,
+               "maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None,
+                        "toy": {"d": [8], "n": [4, 8], "options": {"scale": 2.0}}}},
+        "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
+        "long_context": None, "positions": None, "gen": {"fig4": None, "fig5": None},
+        "probes": {"enabled": False, "lm": {"enabled": False}},
+    })
+    snakemake(workdir, "--cores", "2", "--configfile", cf)
+    results = workdir / "results" / "toy"
+    table = pd.read_parquet(results / "tables" / "ws_toy.parquet")
+    assert sorted(table["n"]) == [4, 4, 8, 8] and [json.loads(o) for o in table["options"]] == [{"scale": 2.0}] * 4
+    variants = pd.read_parquet(results / "tables" / "variants.parquet")
+    assert set(variants["map"]) == {"toy", "raf"} and set(variants.loc[variants["map"] == "toy", "options"]) == {"{}"}
+    assert (results / "figures" / "fig_variants.png").stat().st_size > 5000
+    claims = pd.read_csv(results / "tables" / "claims.csv")
+    assert claims.loc[claims["claim"] == "map_slope", "map"].tolist() == ["toy"]
+    # every job knew the plugin: the ws jobs' logs name the toy map's trials
+    log = (results / "logs" / "ws" / "toy" / "d8_n4" / "chunk0.log").read_text()
+    assert "started trial 0 of toy d=8 n=4" in log

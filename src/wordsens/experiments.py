@@ -23,7 +23,9 @@ from . import NUMERICS_VERSIONS, __version__, preprocess, ws
 from .resources import job_peak_bytes, job_processes, peak_rss_bytes
 from .seeds import canonical_json, derive_seed
 
-__all__ = ["config_hash", "gen_rows", "provenance", "ws_rows"]
+__all__ = ["TOKEN_KINDS", "config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
+
+TOKEN_KINDS = ("[CLS]", "word", "[SEP]", "[PAD]")
 
 
 def config_hash(params: Any) -> str:
@@ -57,6 +59,16 @@ def _mb(value: int | None) -> float | None:
     return None if value is None else value / 1024**2
 
 
+def token_kinds(n: int, length: int | None) -> list[str]:
+    """What each of the first ``n`` rows of a review's embeddings holds: ``[CLS]`` (row 0), ``word``,
+    ``[SEP]`` (row ``length - 1``; ``length`` counts ``[CLS]`` and ``[SEP]``, as the embedding
+    store's index does) and ``[PAD]`` (rows ``>= length``). ``length`` None (synthetic rows): ``row``."""
+    if length is None:
+        return ["row"] * n
+    return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word"
+            for i in range(n)]
+
+
 def ws_rows(
     *, map_name: str, d: int, n: int, L: int | None, trials: list[int], seed: int, source: Any,
     data_label: str, settings: dict[str, Any],
@@ -68,6 +80,12 @@ def ws_rows(
     rows record where the weights were drawn and, for DRF, how many layers were streamed. Trial ``t`` draws its review
     (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
     trial's numbers do not depend on the chunking or the order of jobs.
+
+    Optional settings: ``options`` (the map's options, passed to ``ws.estimate`` and recorded as
+    JSON in the column ``options``); ``shared_samples`` (trial ``t`` draws the same review for
+    every map: its sample seed leaves the map out); ``profile`` (with ``position`` "all": one row per
+    trial and position, ``lower`` the estimate at that position, ``token`` what the row holds,
+    ``sup_position``/``sup_lower`` the trial's sup).
     """
     threads = torch.get_num_threads()
     search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
@@ -79,15 +97,16 @@ def ws_rows(
         print(f"started trial {trial} of {map_name} d={d} n={n}" + (f" L={L}" if L else "")
               + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
         key = (seed, "ws", map_name, d, n, L, trial)
-        X, info = preprocess.draw_sample(source, n, d, derive_seed(*key, "sample"),
+        sample_key = (seed, "ws", "shared", d, n, trial) if settings.get("shared_samples") else key
+        X, info = preprocess.draw_sample(source, n, d, derive_seed(*sample_key, "sample"),
                                          min_tokens=bool(settings.get("min_tokens", False)))
         weight_seed = derive_seed(*key, "weights")
         started = time.perf_counter()
         res = ws.estimate(map_name, X, seed=weight_seed, position=settings.get("position", 0),
                           method=settings.get("method", "default"), L=L or 2,
                           device=settings.get("device", "auto"), max_memory_gb=settings.get("max_memory_gb"),
-                          draw_on=settings.get("draw_on", "device"), **search)
-        rows.append({
+                          draw_on=settings.get("draw_on", "device"), options=settings.get("options"), **search)
+        row = {
             "experiment": "ws", "map": map_name, "data": data_label, "d": d, "n": n, "L": L, "trial": trial,
             "seed": weight_seed, "review_id": info["review_id"], "label": info["label"],
             "review_tokens": info["length"], "position": res.position, "lower": res.lower, "upper": res.upper,
@@ -95,9 +114,15 @@ def ws_rows(
             "search_seconds": res.seconds, "wall_seconds": time.perf_counter() - started,
             "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
             "method": res.method, "sampler": res.sampler, "weights_drawn_on": res.weights_drawn_on,
-            "streamed_layers": res.streamed_layers,
+            "streamed_layers": res.streamed_layers, "options": canonical_json(res.options),
             "device": res.device, "dtype": res.dtype, "threads": threads, "config_hash": chash, **prov,
-        })
+        }
+        if settings.get("profile") and res.profile is not None:
+            kinds = token_kinds(n, None if info["review_id"] == -1 else int(info["length"]))  # type: ignore[call-overload]
+            rows += [{**row, "position": i, "lower": value, "upper": None, "token": kind, "sup_position": res.position,
+                      "sup_lower": res.lower} for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))]
+        else:
+            rows.append(row)
     for pid, name, hwm in job_processes():
         print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
     frame = pd.DataFrame(rows)

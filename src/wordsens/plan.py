@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import NUMERICS_VERSIONS, resources
+from . import NUMERICS_VERSIONS, registry, resources
 from .seeds import canonical
 
 __all__ = [
@@ -131,10 +131,25 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
     except WorkflowError as err:
         cause = err.__context__
         raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
-    found = problems(config)
+    found = export_plugins(config) or problems(config)
     if found:
         raise ConfigError(found)
     return config
+
+
+def export_plugins(config: dict) -> list[str]:
+    """Export the config's ``plugins`` (``.py`` paths made absolute) in ``WORDSENS_PLUGINS``, beside
+    any already there, for this process and every job it starts (the workflow passes the variable
+    to cluster jobs with ``envvars``), and import them; returns the problems (a plugin that cannot
+    be imported)."""
+    entries = [str(Path(p).expanduser().resolve()) if p.endswith(".py") else p for p in config["plugins"]]
+    present = [p.strip() for p in os.environ.get(registry.PLUGINS_ENV, "").split(",") if p.strip()]
+    os.environ[registry.PLUGINS_ENV] = ",".join(dict.fromkeys([*present, *entries]))
+    try:
+        registry.load_plugins()
+    except ValueError as err:
+        return [f"plugins: {err}"]
+    return []
 
 
 def model_tag(name: str) -> str:
@@ -181,9 +196,11 @@ def problems(config: dict) -> list[str]:
     data, model, ws, gen = config["data"], config["model"], config["ws"], config["gen"]
     grids = {m: g for m, g in ws["maps"].items() if g}
     figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
-    if not grids and not figures:
+    studies = [key for key in ("variants", "long_context", "positions") if config.get(key)]
+    if not grids and not figures and not studies:
         out.append("ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
                    "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid")
+    out += _study_problems(config)
     width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
     for map_name, grid in grids.items():
         if ws["data"] == "imdb":
@@ -225,6 +242,65 @@ def problems(config: dict) -> list[str]:
         if not hub_reachable():
             out.append(f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
                        "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false")
+    return out
+
+
+def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds: Iterable[int]) -> list[str]:
+    """An unregistered map, or options the map refuses at some d (e.g. heads not dividing d)."""
+    known = registry.names()
+    if map_name not in known:
+        return [f"{key}: unknown map {map_name!r}; registered: {', '.join(known)} (a plugin's map needs its module "
+                "or .py file in plugins:)"]
+    spec = registry.get(map_name)
+    try:
+        values = spec.option_values(options)
+        if spec.shapes is not None:
+            for d in ds:
+                spec.shapes(2, d, **values)
+    except (ValueError, TypeError) as err:
+        return [f"{key}: {err}"]
+    return []
+
+
+def _study_problems(config: dict) -> list[str]:
+    """Map names and options of every WS grid (ws.maps and the studies), and the studies' sizes
+    against the encoder (IMDb rows: n at most the stored length, d at most the model width)."""
+    out: list[str] = []
+    model = config["model"]
+    for map_name, grid in config["ws"]["maps"].items():
+        if grid:
+            out += _map_problems(f"ws.maps.{map_name}", map_name, grid.get("options"), grid["d"])
+    imdb: list[tuple[str, int, int, int]] = []  # (key, d, largest n, stored length)
+    variants = config.get("variants")
+    if variants:
+        for map_name in variant_maps(variants):
+            opts = variants["options"].get(map_name)
+            out += _map_problems(f"variants.maps ({map_name})", map_name, opts, [variants["d"]])
+        if variants["data"] == "imdb":
+            imdb.append(("variants", variants["d"], max(variants["n"]), model["max_length"]))
+    long_context = config.get("long_context")
+    if long_context:
+        for map_name in long_context["maps"]:
+            opts = long_context["options"].get(map_name)
+            out += _map_problems(f"long_context.maps ({map_name})", map_name, opts, [long_context["d"]])
+        if "imdb" in long_context["data"]:
+            imdb.append(("long_context", long_context["d"], 0, long_context["max_length"]))
+    positions = config.get("positions")
+    if positions:
+        for map_name in positions["maps"]:
+            opts = positions["options"].get(map_name)
+            out += _map_problems(f"positions.maps ({map_name})", map_name, opts, [positions["d"]])
+        imdb.append(("positions", positions["d"], positions["n"], model["max_length"]))
+    for section in ("variants", "long_context", "positions"):
+        for map_name in (config.get(section) or {}).get("options", {}):
+            if map_name not in registry.names():
+                out.append(f"{section}.options.{map_name}: unknown map; registered: {', '.join(registry.names())}")
+    width = model_width(model["name"]) if imdb else None
+    for key, d, n, length in imdb:
+        if n > length:
+            out.append(f"{key}.n = {n} > model.max_length = {length} (IMDb rows): lower n or raise model.max_length")
+        if width is not None and d > width:
+            out.append(f"{key}.d = {d} > the model width {width} ({model['name']}): lower {key}.d")
     return out
 
 
@@ -294,8 +370,8 @@ def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
 
 # ----------------------------------------------------------------------------- jobs
 def setting_name(map_name: str, d: int, n: int, L: int | None = None) -> str:
-    """The path component of one WS grid point: ``d768_n50`` or, for DRF, ``d768_n50_L2``."""
-    return f"d{d}_n{n}_L{L}" if map_name == "drf" else f"d{d}_n{n}"
+    """The path component of one WS grid point: ``d768_n50`` or, with a depth (DRF), ``d768_n50_L2``."""
+    return f"d{d}_n{n}_L{L}" if L is not None else f"d{d}_n{n}"
 
 
 def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
@@ -303,10 +379,12 @@ def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
     return f"{map_name}_n{n}_N{N}_d{d}"
 
 
-def data_label(config: dict, data: str) -> str:
-    """What a result row records as its data: the encoder and layer of the embeddings, or synthetic."""
+def data_label(config: dict, data: str, *, long: bool = False) -> str:
+    """What a result row records as its data: the encoder and layer of the embeddings (``long``: the
+    long-context store, with its length), or synthetic."""
     if data == "imdb":
-        return f"imdb:{model_tag(config['model']['name'])}:layer{config['model']['layer']}"
+        label = f"imdb:{model_tag(config['model']['name'])}:layer{config['model']['layer']}"
+        return f"{label}:len{config['long_context']['max_length']}" if long else label
     return "synthetic"
 
 
@@ -341,6 +419,12 @@ class Job:
         return f"{self.map} {self.setting}"
 
     @property
+    def store(self) -> str | None:
+        """The embedding store the job reads: ``main`` (model.max_length), ``long`` (the
+        long-context store) or None (synthetic rows)."""
+        return "main" if self.data == "imdb" else None
+
+    @property
     def mem_mb(self) -> int:
         """Host memory to request (MB)."""
         return max(256, -(-self.memory_bytes // resources.MB))
@@ -367,6 +451,7 @@ class WSJob(Job):
     n: int
     L: int | None
     trials: tuple[int, ...]
+    study: str = "ws"  # ws (the paper's grids, ws.maps) or one of STUDIES
 
     @property
     def setting(self) -> str:
@@ -374,7 +459,15 @@ class WSJob(Job):
 
     @property
     def wildcards(self) -> dict[str, str]:
-        return {"map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
+        return {"study": self.study, "map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
+
+    @property
+    def point(self) -> str:
+        return f"{self.map} {self.setting}" if self.study == "ws" else f"{self.study} {self.map} {self.setting}"
+
+    @property
+    def store(self) -> str | None:
+        return "long" if self.study == "long_imdb" else super().store
 
 
 @dataclass(frozen=True)
@@ -413,38 +506,127 @@ def _placed(estimate: resources.MemoryEstimate, device: str) -> tuple[int, int]:
     return estimate.job, estimate.job
 
 
-def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[WSJob]:
-    """Every word-sensitivity job of ``config["ws"]``, with its params and estimates (``numerics_version``:
-    ``wordsens.NUMERICS_VERSIONS["ws"]``, part of every job's params)."""
+# WS studies beyond the paper's grids (ws.maps, study "ws"): ordinary WS jobs, each study with its
+# own results folder and table, so that the paper's figures are untouched
+STUDIES = ("variants", "long_synthetic", "long_imdb", "positions")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One WS grid point of a study, with the settings its jobs share."""
+
+    study: str
+    map: str
+    data: str  # imdb | synthetic
+    d: int
+    n: int
+    L: int | None
+    options: dict
+    position: int | str
+    trials: int
+    per_job: int
+    extra: dict = field(default_factory=dict)  # settings only a study has (profile, shared samples)
+
+
+def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, int | None]:
+    """A grid's map options without DRF's depth, and the depth (DRF: the option L, default 2)."""
+    opts = dict(options or {})
+    if map_name != "drf" and registry.get(map_name).cost != "drf":
+        return opts, None
+    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", 2))
+
+
+def _capped(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> list[int]:
+    cap = max_n.get(map_name)
+    return [n for n in ns if cap is None or n <= cap]
+
+
+def variant_maps(section: dict) -> list[str]:
+    """The maps of the variants section: every registered map for ``all`` (plugins included)."""
+    return list(registry.names()) if section["maps"] == "all" else list(section["maps"])
+
+
+def long_context_ns(section: dict, map_name: str, data: str) -> list[int]:
+    """Context lengths of one long-context curve: the grid's n up to the map's ``max_n``; on IMDb
+    also up to ``max_length`` (the encoder's position limit), and ``max_length`` itself."""
+    ns = _capped(section["n"], map_name, section["max_n"])
+    if data != "imdb":
+        return ns
+    limit = section["max_length"]
+    cap = section["max_n"].get(map_name)
+    return sorted({n for n in ns if n <= limit} | ({limit} if cap is None or cap >= limit else set()))
+
+
+def ws_points(config: dict) -> list[Point]:
+    """Every WS grid point: the paper's (``ws.maps``) and those of the studies (``variants``,
+    ``long_context``, ``positions``)."""
     ws = config["ws"]
-    method, position = ws["method"], ws["position"]
-    # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
-    budget = None if ws["max_memory_gb"] is None else int(ws["max_memory_gb"] * GB)
-    jobs: list[WSJob] = []
+    points: list[Point] = []
     for map_name, grid in ws["maps"].items():
         if not grid:
             continue
-        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=map_name == "drf")
-        sampler = resources.choose_sampler(map_name, position=position, method=method)
-        settings = {"position": position, "method": method, "device": device, "min_tokens": ws["min_tokens"],
-                    "max_memory_gb": ws["max_memory_gb"], "draw_on": ws["draw_on"], "search": dict(ws["search"])}
         for d in grid["d"]:
             for n in grid["n"]:
                 for L in grid.get("L", [None]):
-                    estimate = resources.ws_memory(map_name, n, d, L=L or 2, method=method, sampler=sampler,
-                                                   budget=budget)
-                    host, on_device = _placed(estimate, device)
-                    secs = resources.ws_seconds(map_name, n, d, L=L or 2, method=method, sampler=sampler,
-                                                device=device, positions=n if position == "all" else 1,
-                                                budget=budget)
-                    for chunk, trials in enumerate(_chunks(ws["trials"], ws["trials_per_job"])):
-                        params = canonical({
-                            "map": map_name, "d": d, "n": n, "L": L, "trials": list(trials), "seed": config["seed"],
-                            "data": ws["data"], "data_label": data_label(config, ws["data"]), "settings": settings,
-                            "numerics_version": numerics_version,
-                        })
-                        jobs.append(WSJob("ws", map_name, ws["data"], chunk, device, host, on_device,
-                                          secs * len(trials), estimate.bytes, budget, params, d, n, L, trials))
+                    points.append(Point("ws", map_name, ws["data"], d, n, L, dict(grid.get("options") or {}),
+                                        ws["position"], ws["trials"], ws["trials_per_job"]))
+    section = config.get("variants")
+    if section:
+        for map_name in variant_maps(section):
+            opts, L = _options(map_name, section["options"].get(map_name))
+            for n in _capped(section["n"], map_name, section["max_n"]):
+                points.append(Point("variants", map_name, section["data"], section["d"], n, L, opts,
+                                    section["position"], section["trials"], section["trials_per_job"]))
+    section = config.get("long_context")
+    if section:
+        for data in section["data"]:
+            for map_name in section["maps"]:
+                opts, L = _options(map_name, section["options"].get(map_name))
+                for n in long_context_ns(section, map_name, data):
+                    points.append(Point(f"long_{data}", map_name, data, section["d"], n, L, opts,
+                                        section["position"], section["trials"], section["trials_per_job"]))
+    section = config.get("positions")
+    if section:
+        for map_name in section["maps"]:
+            opts, L = _options(map_name, section["options"].get(map_name))
+            # every position searched, on the same reviews for every map
+            points.append(Point("positions", map_name, "imdb", section["d"], section["n"], L, opts, "all",
+                                section["reviews"], section["reviews"], {"profile": True, "shared_samples": True}))
+    return points
+
+
+def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[WSJob]:
+    """Every word-sensitivity job (``ws_points``: the paper's grids and the studies), with its params
+    and estimates (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["ws"]``, part of every job's params).
+
+    The settings of ``ws`` (method, device, search, memory, ...) apply to every study."""
+    ws = config["ws"]
+    method = ws["method"]
+    # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
+    budget = None if ws["max_memory_gb"] is None else int(ws["max_memory_gb"] * GB)
+    jobs: list[WSJob] = []
+    for pt in ws_points(config):
+        spec = registry.get(pt.map)
+        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost == "drf")
+        sampler = resources.choose_sampler(pt.map, position=pt.position, method=method)
+        settings = {"position": pt.position, "method": method, "device": device, "min_tokens": ws["min_tokens"],
+                    "max_memory_gb": ws["max_memory_gb"], "draw_on": ws["draw_on"], "search": dict(ws["search"]),
+                    **({"options": pt.options} if pt.options else {}), **pt.extra}
+        L = pt.L or 2
+        estimate = resources.ws_memory(pt.map, pt.n, pt.d, L=L, k=pt.options.get("k"), method=method,
+                                       sampler=sampler, budget=budget, options=pt.options)
+        host, on_device = _placed(estimate, device)
+        secs = resources.ws_seconds(pt.map, pt.n, pt.d, L=L, k=pt.options.get("k"), method=method, sampler=sampler,
+                                    device=device, positions=pt.n if pt.position == "all" else 1, budget=budget,
+                                    options=pt.options)
+        label = data_label(config, pt.data, long=pt.study == "long_imdb")
+        for chunk, trials in enumerate(_chunks(pt.trials, pt.per_job)):
+            params = canonical({
+                "map": pt.map, "d": pt.d, "n": pt.n, "L": pt.L, "trials": list(trials), "seed": config["seed"],
+                "data": pt.data, "data_label": label, "settings": settings, "numerics_version": numerics_version,
+            })
+            jobs.append(WSJob("ws", pt.map, pt.data, chunk, device, host, on_device, secs * len(trials),
+                              estimate.bytes, budget, params, pt.d, pt.n, pt.L, trials, pt.study))
     return jobs
 
 
@@ -531,13 +713,23 @@ class Grid:
         return [job for job in self.fit if job.matches(**wildcards)]
 
     def ws_maps(self) -> list[str]:
-        """Maps with at least one WS job that fits (each gets a table)."""
-        return sorted({job.map for job in self.fit if job.kind == "ws"})
+        """Maps of the paper's grids (ws.maps) with at least one WS job that fits (each gets a table)."""
+        return sorted({job.map for job in self.fit if isinstance(job, WSJob) and job.study == "ws"})
 
     def ws_figures(self) -> list[str]:
         """WS figures with at least one configured map, fitting or not (missing points are marked)."""
-        configured = {job.map for job in self.jobs if job.kind == "ws"}
+        configured = {job.map for job in self.jobs if isinstance(job, WSJob) and job.study == "ws"}
         return [stem for stem, maps in WS_FIGURES.items() if configured & set(maps)]
+
+    def studies(self) -> list[str]:
+        """The studies (``STUDIES``) with at least one job that fits (each gets a table)."""
+        found = {job.study for job in self.fit if isinstance(job, WSJob)}
+        return [study for study in STUDIES if study in found]
+
+    def study_maps(self, *studies: str) -> list[str]:
+        """The maps configured in ``studies`` (fitting or not), in registry order."""
+        found = {job.map for job in self.jobs if isinstance(job, WSJob) and job.study in studies}
+        return [name for name in registry.names() if name in found]
 
     def gen_tables(self) -> list[tuple[str, str]]:
         """(figure, data) pairs with at least one generalisation job that fits."""
@@ -585,7 +777,7 @@ class Grid:
 
 def _values(job: Job) -> dict[str, Any]:
     if isinstance(job, WSJob):
-        return {"d": job.d, "n": job.n, "L": job.L}
+        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n, "L": job.L}
     assert isinstance(job, GenJob)
     return {"figure": job.figure, "data": job.data, "n": job.n, "N": job.N, "d": job.d}
 
@@ -606,23 +798,42 @@ def failed_jobs(log_text: str) -> list[dict[str, str]]:
     return list(found.values())
 
 
+def _group(job: Job) -> str:
+    """The experiment of a job, as ``describe`` groups them: ``ws``, a study or a figure."""
+    return job.figure if isinstance(job, GenJob) else job.study  # type: ignore[attr-defined]
+
+
+def study_hours(grid: Grid) -> dict[str, float]:
+    """Estimated CPU-hours of every planned job, per experiment (``ws``, each study, ``fig4``,
+    ``fig5``), jobs left out included."""
+    hours: dict[str, float] = {}
+    for job in grid.jobs:
+        hours[_group(job)] = hours.get(_group(job), 0.0) + job.seconds / 3600
+    return hours
+
+
 def describe(config: dict, limits: Limits | None = None) -> str:
     """Human summary: job counts, estimated hours, peak memory, where jobs run, what is left out."""
     grid = Grid(config, limits=limits)
-    lines = ["jobs (word sensitivity: per map, grid point and chunk of trials; generalisation: per figure, "
+    lines = ["jobs (word sensitivity: per study, map, grid point and chunk of trials; generalisation: per figure, "
              "data, map, n, N and chunk of simulations):"]
     groups: dict[str, list[Job]] = {}
     for job in grid.jobs:
-        name = f"{job.figure} {job.map}" if isinstance(job, GenJob) else f"ws {job.map}"
-        groups.setdefault(f"{name} ({job.device})", []).append(job)
+        groups.setdefault(f"{_group(job)} {job.map} ({job.device})", []).append(job)
     for name in sorted(groups):
         mine = groups[name]
         hours = sum(job.seconds for job in mine) / 3600
         peak = max(job.device_bytes for job in mine) / GB
-        lines.append(f"  {name:21s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
+        lines.append(f"  {name:30s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
     total_h = sum(job.seconds for job in grid.jobs) / 3600
     peak = max((job.device_bytes for job in grid.jobs), default=0) / GB
-    lines.append(f"  {'total':21s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
+    lines.append(f"  {'total':30s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
+    per = study_hours(grid)
+    lines.append("CPU-hours per experiment: " + ", ".join(f"{key} {value:.2f}" for key, value in per.items()))
+    beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
+    if beyond:
+        lines.append(f"variants + long_context: {beyond:.2f} CPU-hours (estimates; the defaults are sized to "
+                     "stay within 1)")
     lines.append(f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
                  + (f"{grid.limits.gpu / GB:.1f} GB (limits.gpu_memory_gb)" if grid.limits.gpu is not None
                     else "none visible (limits.gpu_memory_gb)"))

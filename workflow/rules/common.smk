@@ -7,6 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from wordsens import plan as wsplan
+from wordsens import registry
 from wordsens import NUMERICS_VERSIONS
 from wordsens.embed import PACKAGED_MODELS
 from wordsens.seeds import canonical
@@ -26,6 +27,9 @@ LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
 MODEL_TAG = wsplan.model_tag(config["model"]["name"])
 EMB = f"{RSRC}/embeddings/{MODEL_TAG}/layer{config['model']['layer']}"
+# long_context on IMDb: the same pool embedded again at long_context.max_length (a second store)
+LONG = config["long_context"]
+EMB_LONG = f"{EMB}_len{LONG['max_length']}" if LONG else None
 FORMATS = config["plots"]["formats"]
 PLOTS = canonical(config["plots"])
 
@@ -35,8 +39,11 @@ PLOTS = canonical(config["plots"])
 LIMITS = wsplan.planned_limits(config, planner=workflow.is_main_process)
 
 
+# The validation above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
+# every job, local or on a cluster, imports the same maps.
 envvars:
     wsplan.PLANNED_LIMITS,
+    registry.PLUGINS_ENV,
 
 
 GRID = wsplan.Grid(config, limits=LIMITS, numerics_versions=NUMERICS_VERSIONS)
@@ -95,15 +102,12 @@ def model_files(name):
     return [str(path / "config.json")] if (path / "config.json").exists() else []
 
 
-def embed_mem_mb():
+def embed_mem_mb(max_length=None):
     m, d = config["model"], config["data"]
+    length = max_length or m["max_length"]
     width = wsplan.model_width(m["name"]) or 1024
-    store = (
-        d["pool_size"] * m["max_length"] * width * (2 if m["dtype"] == "float16" else 4)
-    )
-    batch = (
-        m["batch_size"] * m["max_length"] * width * 4 * 40
-    )  # activations of one forward pass
+    store = d["pool_size"] * length * width * (2 if m["dtype"] == "float16" else 4)
+    batch = m["batch_size"] * length * width * 4 * 40  # activations of one forward pass
     return int((2 * store + batch) / 1024**2) + 2048  # + the model and the interpreter
 
 
@@ -136,18 +140,28 @@ def get_gpu(wildcards):
 
 
 def get_embeddings(wildcards):
-    """The embedding store, for jobs on IMDb data."""
-    return (
-        dict(rules.embed.output.items()) if GRID.job(wildcards).data == "imdb" else {}
-    )
+    """The embedding store a job on IMDb data reads: the main one, or the long-context one."""
+    store = GRID.job(wildcards).store
+    if store is None:
+        return {}
+    return dict((rules.embed_long if store == "long" else rules.embed).output.items())
+
+
+def _chunk_files(jobs):
+    return [
+        getattr(rules, job.kind).output.table.format(**job.wildcards) for job in jobs
+    ]
 
 
 def get_chunks(wildcards):
-    """The per-job files of one table: every chunk of a WS map, or of a figure's data source."""
-    return [
-        getattr(rules, job.kind).output.table.format(**job.wildcards)
-        for job in GRID.select(**wildcards)
-    ]
+    """The per-job files of one table: every chunk of a figure's data source (generalisation), or of
+    a WS study."""
+    return _chunk_files(GRID.select(**wildcards))
+
+
+def get_ws_chunks(wildcards):
+    """Every chunk of one map of the paper's WS grids (ws.maps)."""
+    return _chunk_files(GRID.select(study="ws", map=wildcards.map))
 
 
 def get_ws_tables(wildcards):
@@ -166,7 +180,11 @@ def get_ws_figure_maps(wildcards):
 
 def get_ws_left_out(wildcards):
     """Grid points of a WS figure's maps that were left out: the figure and the report mark them."""
-    return [p for m in wsplan.WS_FIGURES[wildcards.wsfig] for p in GRID.left_out(map=m)]
+    return [
+        p
+        for m in wsplan.WS_FIGURES[wildcards.wsfig]
+        for p in GRID.left_out(study="ws", map=m)
+    ]
 
 
 def get_gen_table(wildcards):
@@ -197,7 +215,8 @@ def get_gen_left_out(wildcards):
 
 def get_claims_tables(wildcards):
     """The run's own tables the claims are computed from, named by file stem (ws_<map>,
-    gen_<figure>_<data>: the names wordsens.claims.compute_claims reads)."""
+    gen_<figure>_<data>, variants), which wordsens.tables.claims_inputs turns into its inputs.
+    """
     tables = {
         f"ws_{m}": rules.ws_table.output.parquet.format(map=m) for m in GRID.ws_maps()
     }
@@ -205,6 +224,9 @@ def get_claims_tables(wildcards):
         tables[f"gen_{figure}_{data}"] = rules.gen_table.output.parquet.format(
             figure=figure, gdata=data
         )
+    # the variant maps without a table of their own: their slopes
+    if "variants" in GRID.studies():
+        tables["variants"] = rules.study_table.output.parquet.format(study="variants")
     return tables
 
 
@@ -212,6 +234,27 @@ def get_report_category(wildcards):
     """Figure stems (fig2_rf_drf, fig4_generalisation, ...) -> "Figure 2", ..."""
     stem = wildcards.get("wsfig") or wildcards.get("genfig")
     return f"Figure {stem[3]}"
+
+
+def get_long_context_tables(wildcards):
+    """The long-context tables with results, named by data source."""
+    return {
+        study.removeprefix("long_"): rules.study_table.output.parquet.format(
+            study=study
+        )
+        for study in GRID.studies()
+        if study.startswith("long_")
+    }
+
+
+def study_labels(*studies):
+    """Plot labels of a study's maps (wordsens.registry), in registry order."""
+    return {name: registry.get(name).label for name in GRID.study_maps(*studies)}
+
+
+def study_left_out(*studies):
+    """Grid points of the studies left out (limits.unfit: skip): the figure and its caption name them."""
+    return [p for study in studies for p in GRID.left_out(study=study)]
 
 
 # ----------------------------------------------------------------------------- targets
@@ -222,8 +265,16 @@ def targets():
         out += collect(rules.gen_table.output, figure=figure, gdata=data)
         genfig = next(stem for stem, f in wsplan.GEN_FIGURES.items() if f == figure)
         out += collect(rules.gen_figure.output, genfig=genfig, gdata=data)
-    if GRID.ws_maps() or GRID.gen_tables():
+    if GRID.ws_maps() or GRID.gen_tables() or "variants" in GRID.studies():
         out += list(rules.claims.output)
+    studies = GRID.studies()
+    out += collect(rules.study_table.output, study=studies)
+    if "variants" in studies:
+        out += list(rules.variants_figure.output)
+    if any(s.startswith("long_") for s in studies):
+        out += list(rules.long_context_figure.output)
+    if "positions" in studies:
+        out += list(rules.positions_figure.output)
     if config["probes"]["enabled"]:
         out += list(rules.fig1_attention.output) + list(rules.fig3_probes.output)
     if config["probes"]["lm"]["enabled"]:

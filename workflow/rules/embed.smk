@@ -30,3 +30,24 @@ rule embed:
         dtype=config["model"]["dtype"],
     script:
         "../../scripts/embed.py"
+
+
+# long_context on IMDb: the same pool embedded again at long_context.max_length (up to the encoder's
+# position limit, 512 for BERT), in a second store beside the first (the first is never rewritten).
+if EMB_LONG:
+
+    use rule embed as embed_long with:
+        output:
+            hidden=f"{EMB_LONG}/hidden.npy",
+            index=f"{EMB_LONG}/index.parquet",
+            meta=f"{EMB_LONG}/meta.json",
+        log:
+            f"{LOGS}/embed_long/{MODEL_TAG}_layer{config['model']['layer']}_len{LONG['max_length']}.log",
+        benchmark:
+            f"{BENCH}/embed_long/{MODEL_TAG}_layer{config['model']['layer']}_len{LONG['max_length']}.tsv"
+        resources:
+            mem_mb=embed_mem_mb(LONG["max_length"]),
+            runtime=120,
+            gpu=1 if config["model"]["device"] == "cuda" else 0,
+        params:
+            max_length=LONG["max_length"],

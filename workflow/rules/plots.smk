@@ -62,3 +62,72 @@ rule gen_figure:
         plots=PLOTS,
     script:
         "../../scripts/plot_gen.py"
+
+
+# Beyond the paper (issue 10): every registered map on one grid, long contexts, per-position profiles.
+rule variants_figure:
+    input:
+        table=rules.study_table.output.parquet.format(study="variants"),
+    output:
+        figures=[
+            report(
+                p, caption="../report/fig_variants.rst", category="Beyond the paper"
+            )
+            for p in figure_files("fig_variants")
+        ],
+    log:
+        f"{LOGS}/variants_figure/fig_variants.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        labels=study_labels("variants"),
+        left_out=study_left_out("variants"),
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_variants.py"
+
+
+rule long_context_figure:
+    input:
+        unpack(get_long_context_tables),
+    output:
+        figures=[
+            report(
+                p,
+                caption="../report/fig_long_context.rst",
+                category="Beyond the paper",
+            )
+            for p in figure_files("fig_long_context")
+        ],
+    log:
+        f"{LOGS}/long_context_figure/fig_long_context.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        labels=study_labels("long_synthetic", "long_imdb"),
+        imdb_limit=LONG["max_length"] if LONG else None,
+        left_out=study_left_out("long_synthetic", "long_imdb"),
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_long_context.py"
+
+
+rule positions_figure:
+    input:
+        table=rules.study_table.output.parquet.format(study="positions"),
+    output:
+        figures=[
+            report(
+                p, caption="../report/fig_positions.rst", category="Beyond the paper"
+            )
+            for p in figure_files("fig_positions")
+        ],
+    log:
+        f"{LOGS}/positions_figure/fig_positions.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        labels=study_labels("positions"),
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_positions.py"

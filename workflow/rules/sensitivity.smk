@@ -1,8 +1,13 @@
-# Word-sensitivity jobs (one per map, grid point and chunk of trials) and their tables.
+# Word-sensitivity jobs (one per study, map, grid point and chunk of trials) and their tables. The
+# paper's grids (ws.maps) are study "ws" (results/ws/<map>/..., tables/ws_<map>); the studies beyond
+# the paper (variants, long_synthetic, long_imdb, positions) write results/<study>/<map>/... and one
+# table each (tables/<study>), so that the paper's figures are untouched.
 
 
 wildcard_constraints:
-    map="rf|drf|raf|relu_raf",
+    study="|".join(("ws", *wsplan.STUDIES)),
+    # every registered map, plugins included (wordsens.registry, loaded by the validation)
+    map="|".join(registry.names()),
     setting=r"d\d+_n\d+(_L\d+)?",
     chunk=r"\d+",
 
@@ -11,11 +16,11 @@ rule ws:
     input:
         unpack(get_embeddings),
     output:
-        table=f"{RES}/ws/{{map}}/{{setting}}/chunk{{chunk}}.parquet",
+        table=f"{RES}/{{study}}/{{map}}/{{setting}}/chunk{{chunk}}.parquet",
     log:
-        f"{LOGS}/ws/{{map}}/{{setting}}/chunk{{chunk}}.log",
+        f"{LOGS}/{{study}}/{{map}}/{{setting}}/chunk{{chunk}}.log",
     benchmark:
-        f"{BENCH}/ws/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
+        f"{BENCH}/{{study}}/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
     conda:
         "../envs/wordsens.yaml"
     threads: config["ws"]["threads"]
@@ -31,12 +36,28 @@ rule ws:
 
 rule ws_table:
     input:
-        chunks=get_chunks,
+        chunks=get_ws_chunks,
     output:
         parquet=f"{RES}/tables/ws_{{map}}.parquet",
         csv=f"{RES}/tables/ws_{{map}}.csv",
     log:
         f"{LOGS}/ws_table/{{map}}.log",
+    conda:
+        "../envs/wordsens.yaml"
+    script:
+        "../../scripts/aggregate.py"
+
+
+rule study_table:
+    input:
+        chunks=get_chunks,
+    output:
+        parquet=f"{RES}/tables/{{study}}.parquet",
+        csv=f"{RES}/tables/{{study}}.csv",
+    log:
+        f"{LOGS}/study_table/{{study}}.log",
+    wildcard_constraints:
+        study="|".join(wsplan.STUDIES),
     conda:
         "../envs/wordsens.yaml"
     script:
