@@ -38,7 +38,8 @@ from _harness import add_worker_flags, run_worker, selected
 
 # job name -> (map, n, d, L, seeds, methods, targets text)
 JOBS = {
-    "raf-768-250": ("raf", 250, 768, 2, 3, ("reference", "default"), ">= 100x faster, estimate >= reference on every seed"),
+    "raf-768-250": ("raf", 250, 768, 2, 3, ("reference", "default"),
+                    ">= 100x faster, estimate >= reference on every seed"),
     "raf-768-50": ("raf", 50, 768, 2, 5, ("reference", "default"), ">= 20x faster, estimate >= reference"),
     "relu_raf-768-50": ("relu_raf", 50, 768, 2, 5, ("reference", "default"), ">= 20x faster, estimate >= reference"),
     "rf-192-90": ("rf", 90, 192, 2, 2, ("reference", "default", "default-same-w"), "<= 3 s, <= 300 MB peak, same law"),
@@ -46,8 +47,10 @@ JOBS = {
     "drf-192-50-L2": ("drf", 50, 192, 2, 2, ("reference", "default", "default-same-w"),
                       ">= 5x faster, <= 1 GB peak, estimate >= reference"),
     # the attention variants of issue 10 (default and reference share X and the weights of the seed)
-    "sigmoid_raf-768-50": ("sigmoid_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
-    "linear_raf-768-50": ("linear_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
+    "sigmoid_raf-768-50": ("sigmoid_raf", 50, 768, 2, 3, ("reference", "default"),
+                           ">= 10x faster, estimate >= reference"),
+    "linear_raf-768-50": ("linear_raf", 50, 768, 2, 3, ("reference", "default"),
+                          ">= 10x faster, estimate >= reference"),
     "mh_raf-768-50": ("mh_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
     "block-768-50": ("block", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
     "mh_raf-768-1024": ("mh_raf", 1024, 768, 2, 1, ("default",), "<= 60 s"),
@@ -173,11 +176,12 @@ def main() -> None:
                 upper = f"{r['upper']:.4f}" if r["upper"] is not None else "-"
                 gpu = f"{r['cuda_peak_mb']:.0f}" if r.get("cuda_peak_mb") is not None else "-"
                 print(f"{seed:>4} {method:>15} {r['lower']:>12.6f} {upper:>9} {r['steps']:>6} {r['seconds']:>9.3f} "
-                      f"{r['peak_mb']:>8.0f} {gpu:>8} {str(r.get('streamed')):>8} {r.get('drawn_on', '-'):>5}",
+                      f"{r['peak_mb']:>8.0f} {gpu:>8} {r.get('streamed')!s:>8} {r.get('drawn_on', '-'):>5}",
                       flush=True)
         measured[name] = rows.get("default", [])
-        ok = lambda m: [r for r in rows.get(m, []) if "error" not in r]  # noqa: E731
-        default, ref, same, cpu_draws = ok("default"), ok("reference"), ok("default-same-w"), ok("cpu-draws")
+        ok = {m: [r for r in rs if "error" not in r] for m, rs in rows.items()}
+        default, ref = ok.get("default", []), ok.get("reference", [])
+        same, cpu_draws = ok.get("default-same-w", []), ok.get("cpu-draws", [])
         if default:
             mean_t = sum(r["seconds"] for r in default) / len(default)
             peak = max(r["peak_mb"] for r in default)
@@ -185,7 +189,7 @@ def main() -> None:
         if default and cpu_draws:
             old_t = sum(r["seconds"] for r in cpu_draws) / len(cpu_draws)
             print(f"ratio: time cpu-draws/default = {old_t / mean_t:.1f}x; estimates (other numbers, same law): "
-                  + ", ".join(f"{a['lower']:.4f}/{b['lower']:.4f}" for a, b in zip(default, cpu_draws)))
+                  + ", ".join(f"{a['lower']:.4f}/{b['lower']:.4f}" for a, b in zip(default, cpu_draws, strict=False)))
         if default and ref:
             ref_t = sum(r["seconds"] for r in ref) / len(ref)
             ref_peak = max(r["peak_mb"] for r in ref)
@@ -193,12 +197,12 @@ def main() -> None:
                   f"peak memory reference/default = {ref_peak / peak:.1f}x")
             compare = same if same else default
             label = "default-same-w" if same else "default"
-            ratios = [c["lower"] / r["lower"] for c, r in zip(compare, ref)]
+            ratios = [c["lower"] / r["lower"] for c, r in zip(compare, ref, strict=False)]
             verdict = "ok" if min(ratios) >= 1 - TIE else "BELOW reference"
             print(f"estimate {label}/reference: min {min(ratios):.6f}, mean {sum(ratios) / len(ratios):.4f} "
                   f"over {len(ratios)} seeds ({verdict})")
             if same:
-                law = [a["lower"] / b["lower"] for a, b in zip(default, same)]
+                law = [a["lower"] / b["lower"] for a, b in zip(default, same, strict=False)]
                 print("estimate default (exact in law)/default-same-w: " + ", ".join(f"{x:.4f}" for x in law))
     if args.gpu:
         project_fig2_right(measured, table)

@@ -176,7 +176,7 @@ def _layer0(minilm, texts: list[str], max_length: int) -> tuple[np.ndarray, np.n
 def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
     _, texts = reviews
     hidden, lengths = _layer0(minilm, [TEXT, *texts[:4]], 128)
-    for H, length in zip(hidden, lengths):
+    for H, length in zip(hidden, lengths, strict=True):
         norms = np.linalg.norm(H[:length], axis=1)
         assert norms.max() / norms.min() > 1.2  # measured 1.70-1.77: real rows are not on a sphere
         for d in (SPEC.width, SPEC.width // 2):
