@@ -101,6 +101,8 @@ def _expected_jobs(config: dict) -> dict[str, int]:
     ws = config["ws"]
     ws_jobs = sum(math.prod(len(grid[k]) for k in ("d", "n", "L") if k in grid) for grid in ws["maps"].values()
                   if grid) * math.ceil(ws["trials"] / ws["trials_per_job"])
+    positions = config.get("positions")
+    ws_jobs += len(positions["maps"]) if positions else 0  # one job per map profiles every position of its reviews
     gen = config["gen"]
     gen_jobs = sum(sum(len(ns) for ns in gen[f]["maps"].values()) * len(gen[f]["N"]) for f in ("fig4", "fig5")
                    if gen[f]) * len(gen["data"]) * math.ceil(gen["simulations"] / gen["simulations_per_job"])
@@ -118,6 +120,8 @@ def test_pretrained_config_plans(tmp_path):
     assert config["data"]["source"] == "parquet"
     assert max(d for g in config["ws"]["maps"].values() if g for d in g["d"]) <= SPEC.width
     assert config["gen"]["d"] == SPEC.width and config["gen"]["data"] == ["imdb"]
+    assert config["variants"] is None and config["long_context"] is None  # d = 768 > the width
+    assert config["positions"]["d"] <= SPEC.width
     expected = _expected_jobs(config)
 
     workdir = copy_workflow(tmp_path / "wf")  # ../shared/data is absent beside this copy
