@@ -207,8 +207,8 @@ register(MapSpec(
     cost="attention"))
 
 # --------------------------------------------------------------------------- attention variants (issue 10)
-# wordsens.variants holds their forwards, samplers and weight checks, wordsens.variants_fast their
-# searches; the shapes are written here, without torch, since the planner reads them.
+# wordsens.variants holds their forwards, samplers and weight checks, wordsens.variants_fast and
+# wordsens.variants_heads their searches; the shapes are written here, without torch, since the planner reads them.
 
 
 def _check_heads(map_name: str, d: int, heads: Any) -> int:
@@ -262,7 +262,7 @@ register(MapSpec(
     "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
     forward="wordsens.variants:mh_raf_forward", sample="wordsens.variants:mh_raf_sample",
     shapes=_mh_raf_shapes, check="wordsens.variants:mh_raf_check",
-    fast="wordsens.variants_fast:mh_raf_prepare", settings=_VARIANT_MH, cost="attention", cost_scale=10.0,
+    fast="wordsens.variants_heads:mh_raf_prepare", settings=_VARIANT_MH, cost="attention", cost_scale=10.0,
     options={"heads": 12}))
 register(MapSpec(
     "block", "transformer block (post-LN)",
@@ -270,6 +270,6 @@ register(MapSpec(
     "mh_raf's weights, W1 (d, 4d) i.i.d. N(0, 2/d), W2 (4d, d) i.i.d. N(0, 1/(4d))",
     forward="wordsens.variants:block_forward", sample="wordsens.variants:block_sample",
     shapes=_block_shapes, check="wordsens.variants:block_check",
-    fast="wordsens.variants_fast:block_prepare",
+    fast="wordsens.variants_heads:block_prepare",
     settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=False, dtype="float32"),
     cost="dense", cost_scale=0.2, options={"heads": 12}))
