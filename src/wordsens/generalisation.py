@@ -1,4 +1,4 @@
-"""Generalisation after changing one word (paper.md, section 3), without p x p matrices.
+"""Generalisation after changing one word (the paper's Figures 4-5), without p x p matrices.
 
 A simulation: a training set (N samples, labels +-1), a new sample (X, y), a map and its weights.
 The min-norm interpolator ``theta* = pinv(Phi) Y`` learns the training set; the new sample is then
@@ -14,7 +14,7 @@ Everything the Delta search needs reduces to three linear functionals of the per
     D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
     D1 (re-train)  = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
 
-RF weights are drawn only on the span they act on (design.md idea 1): with
+RF weights are drawn only on the span they act on: with
 ``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
 ``N(0, Z^T Z / D)``, drawn as ``G R`` with ``R^T R = Z^T Z`` and ``G`` (k x m) i.i.d.
 ``N(0, 1/D)``. ``R`` comes from the eigendecomposition of the m x m Gram matrix, assembled from
