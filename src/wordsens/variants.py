@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
-from .maps import _base_seed, _draw
+from .maps import base_seed, draw_gaussian
 from .seeds import derive_seed
 
 Tensor = torch.Tensor
@@ -168,19 +168,19 @@ def _shapes(map_name: str, n: int, d: int, heads: int) -> Mapping[str, tuple[int
 def _tensor(base: int, map_name: str, key: str, shape: tuple[int, ...], var: float, dtype: torch.dtype,
             device: str | torch.device) -> Tensor:
     """One weight tensor, i.i.d. N(0, var), from its own seed (float32 CPU draws, then cast)."""
-    return _draw(shape, math.sqrt(var), derive_seed(base, map_name, key), dtype, device)
+    return draw_gaussian(shape, math.sqrt(var), derive_seed(base, map_name, key), dtype, device)
 
 
 def sigmoid_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
                        device: str | torch.device = "cpu", draw_on: str = "device") -> dict[str, Tensor]:
     """``{"W"}``, i.i.d. N(0, 1/d) (small: always drawn on the CPU, ``draw_on`` is ignored)."""
-    return {"W": _tensor(_base_seed(seed), "sigmoid_raf", "W", (d, d), 1.0 / d, dtype, device)}
+    return {"W": _tensor(base_seed(seed), "sigmoid_raf", "W", (d, d), 1.0 / d, dtype, device)}
 
 
 def linear_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
                       device: str | torch.device = "cpu", draw_on: str = "device") -> dict[str, Tensor]:
     """``{"Wq", "Wk"}``, each (d, d) i.i.d. N(0, 1/d), drawn on the CPU."""
-    base = _base_seed(seed)
+    base = base_seed(seed)
     return {key: _tensor(base, "linear_raf", key, (d, d), 1.0 / d, dtype, device) for key in ("Wq", "Wk")}
 
 
@@ -189,7 +189,7 @@ def mh_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.d
                   heads: int = DEFAULT_HEADS) -> dict[str, Tensor]:
     """``{"Wq", "Wk", "Wv"}`` (heads, d, d/heads) and ``{"Wo"}`` (d, d), all i.i.d. N(0, 1/d), drawn on the CPU."""
     shapes = _shapes("mh_raf", n, d, heads)
-    base = _base_seed(seed)
+    base = base_seed(seed)
     return {key: _tensor(base, "mh_raf", key, shapes[key], 1.0 / d, dtype, device) for key in _MH_KEYS}
 
 
@@ -198,7 +198,7 @@ def block_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dt
                  heads: int = DEFAULT_HEADS) -> dict[str, Tensor]:
     """``mh_raf``'s weights of the same seed, ``W1`` (d, 4d) N(0, 2/d) and ``W2`` (4d, d) N(0, 1/(4d))."""
     _shapes("block", n, d, heads)
-    base = _base_seed(seed)
+    base = base_seed(seed)
     weights = mh_raf_sample(base, n, d, dtype=dtype, device=device, heads=heads)
     weights["W1"] = _tensor(base, "block", "W1", (d, 4 * d), 2.0 / d, dtype, device)
     weights["W2"] = _tensor(base, "block", "W2", (4 * d, d), 1.0 / (4 * d), dtype, device)

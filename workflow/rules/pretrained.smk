@@ -2,7 +2,7 @@
 # from their Python package into resources/models/<name>/ with no network, then loaded by every
 # rule like a local folder (common.smk's model_files gives that folder's config.json as input).
 # Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
-from wordsens.embed import _archive as packaged_archive
+from wordsens.embed import packaged_archive
 
 # The packaged names this configuration loads: model.name when the review pool, its embeddings or
 # the probes need it; probes.model when the probes run.
