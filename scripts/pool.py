@@ -1,4 +1,5 @@
-"""Snakemake adapter: the seeded, balanced pool of short reviews (only the tokenizer is loaded)."""
+"""Snakemake adapter: a seeded, balanced pool of reviews, short (data) or long (long_context); only
+the tokenizer is loaded."""
 import pandas as pd
 
 from wordsens.data import select_pool
@@ -9,6 +10,6 @@ log_to(snakemake.log[0])
 p = snakemake.params
 tokenizer = load_tokenizer(model_source(p.model_name, snakemake.input.model))
 pool = select_pool(pd.read_parquet(snakemake.input.reviews), tokenizer, pool_size=p.pool_size,
-                   max_tokens=p.max_tokens, seed=p.seed)
+                   max_tokens=p.max_tokens, min_tokens=p.min_tokens, section=p.section, seed=p.seed)
 write_table(snakemake.output.pool, pool)
 print(f"pool of {len(pool)} reviews, {pool['tokens'].min()}-{pool['tokens'].max()} tokens")

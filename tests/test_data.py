@@ -139,6 +139,26 @@ def test_pool_is_balanced_short_and_seeded(corpus, tiny_bert):
         data.select_pool(reviews, tokenizer, pool_size=7, max_tokens=20, seed=1)
 
 
+def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
+    """The long-context pool: reviews of at least min_tokens tokens and no upper bound; errors name
+    the long_context keys."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    reviews = data.load_reviews("aclimdb", path=str(corpus))
+    pool = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=60, seed=1,
+                            section="long_context")
+    assert len(pool) == 10 and pool["label"].sum() == 5
+    assert (pool["tokens"] >= 60).all()
+    counted = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in pool["text"]]
+    assert counted == list(pool["tokens"])
+    short = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=60, seed=1)
+    assert not set(short["review_id"]) & set(pool["review_id"])
+    with pytest.raises(ValueError, match=r"at least 100000 tokens.*lower long_context.pool_size"):
+        data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=100_000, seed=1,
+                         section="long_context")
+
+
 def test_hidden_states_of_a_local_model(tiny_bert):
     tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
     texts = ["the movie was great", "i love her smile . really very much"]

@@ -91,6 +91,10 @@ def test_demo_produces_every_table_and_figure(demo_run):
     assert synthetic["n"].max() == max(long_context["n"]) and (synthetic["data"] == "synthetic").all()
     assert imdb["n"].max() == long_context["max_length"] and (imdb["review_id"] >= 0).all()
     assert imdb["data"].str.endswith(f":len{long_context['max_length']}").all()
+    # the long store holds long reviews only: [CLS], words and [SEP] fill every position, no [PAD] row
+    (index,) = (demo_run / config["resources"]).rglob(f"layer*_len{long_context['max_length']}/index.parquet")
+    lengths = pd.read_parquet(index)["length"]
+    assert len(lengths) == long_context["pool_size"] and (lengths == long_context["max_length"]).all()
     assert (synthetic.loc[synthetic["map"] == "rf", "n"] <= long_context["max_n"]["rf"]).all()
     assert synthetic.groupby(["map", "n"]).size().eq(long_context["trials"]).all()
     positions = pd.read_parquet(tables / "positions.parquet")

@@ -271,9 +271,18 @@ def _study_problems(config: dict) -> list[str]:
             out += _map_problems(f"positions.maps ({map_name})", map_name, opts, [positions["d"]])
         imdb.append(("positions", positions["d"], positions["n"], model["max_length"]))
     for section in ("variants", "long_context", "positions"):
-        for map_name in (config.get(section) or {}).get("options", {}):
-            if map_name not in registry.names():
-                out.append(f"{section}.options.{map_name}: unknown map; registered: {', '.join(registry.names())}")
+        for key in ("options", "max_n"):
+            for map_name in (config.get(section) or {}).get(key, {}):
+                if map_name not in registry.names():
+                    out.append(f"{section}.{key}.{map_name}: unknown map; registered: {', '.join(registry.names())}")
+    for section in ("variants", "long_context"):
+        study = config.get(section)
+        if study:
+            ns = [n for m in (variant_maps(study) if section == "variants" else study["maps"])
+                  for n in capped_ns(study["n"], m, study["max_n"])]
+            if ns and study["position"] >= min(ns):
+                out.append(f"{section}.position {study['position']} is beyond the smallest n = {min(ns)} of "
+                           f"{section}: choose a position below every n")
     width = model_width(model["name"]) if imdb else None
     for key, d, n, length in imdb:
         if n > length:

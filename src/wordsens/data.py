@@ -172,20 +172,23 @@ def load_reviews(source: str, *, path: str | None = None, split: str = "train",
     return frame
 
 
-def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens: int, seed: int,
-                batch_size: int = 256) -> pd.DataFrame:
-    """A balanced, seeded pool of reviews with fewer than ``max_tokens`` WordPiece tokens.
+def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens: int | None, seed: int,
+                min_tokens: int = 0, section: str = "data", batch_size: int = 256) -> pd.DataFrame:
+    """A balanced, seeded pool of reviews with at least ``min_tokens`` and fewer than ``max_tokens``
+    WordPiece tokens (``None``: no upper bound).
 
-    Special tokens are not counted. Reviews of each label are visited in a seeded random order and
-    tokenised in batches until ``pool_size / 2`` of each are found, so the whole corpus is only
-    tokenised when short reviews are rare. Returns ``review_id``, ``label``, ``tokens`` (WordPiece
-    tokens, specials excluded), ``text``, in the visiting order (positives and negatives
-    interleaved).
+    Special tokens are not counted. The paper's pool keeps short reviews (``data.max_tokens``); the
+    long-context pool keeps long ones (``min_tokens``), so that its reviews fill every position.
+    ``section`` is the configuration section named in the errors. Reviews of each label are
+    visited in a seeded random order and tokenised in batches until ``pool_size / 2`` of each are
+    found, so the whole corpus is only tokenised when such reviews are rare. Returns ``review_id``,
+    ``label``, ``tokens`` (WordPiece tokens, specials excluded), ``text``, in the visiting order
+    (positives and negatives interleaved).
     """
     if pool_size < 2 or pool_size % 2:
-        raise ValueError(f"data.pool_size must be an even number >= 2 (half per label), got {pool_size}")
-    if max_tokens < 1:
-        raise ValueError(f"data.max_tokens must be >= 1, got {max_tokens}")
+        raise ValueError(f"{section}.pool_size must be an even number >= 2 (half per label), got {pool_size}")
+    if max_tokens is not None and max_tokens <= max(min_tokens, 0):
+        raise ValueError(f"{section}.max_tokens must be > {max(min_tokens, 0)}, got {max_tokens}")
     half = pool_size // 2
     picked: dict[int, list[tuple[int, int, int, str]]] = {0: [], 1: []}
     for label in (0, 1):
@@ -196,14 +199,18 @@ def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens:
             chunk = subset.iloc[start:start + batch_size]
             ids = tokenizer(list(chunk["text"]), add_special_tokens=False, truncation=False)["input_ids"]
             for (rid, text), tokens in zip(zip(chunk["review_id"], chunk["text"], strict=False), ids, strict=False):
-                if len(tokens) < max_tokens:
+                if min_tokens <= len(tokens) and (max_tokens is None or len(tokens) < max_tokens):
                     picked[label].append((int(rid), label, len(tokens), text))
                     if len(picked[label]) == half:
                         break
             if len(picked[label]) == half:
                 break
         if len(picked[label]) < half:
-            raise ValueError(f"only {len(picked[label])} {'positive' if label else 'negative'} reviews have fewer than "
-                             f"{max_tokens} tokens, {half} needed; lower data.pool_size or raise data.max_tokens")
+            which = "positive" if label else "negative"
+            if min_tokens > 0:
+                raise ValueError(f"only {len(picked[label])} {which} reviews have at least {min_tokens} tokens, {half} "
+                                 f"needed; lower {section}.pool_size or {section}.max_length")
+            raise ValueError(f"only {len(picked[label])} {which} reviews have fewer than {max_tokens} tokens, {half} "
+                             f"needed; lower {section}.pool_size or raise {section}.max_tokens")
     rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
     return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "text"])

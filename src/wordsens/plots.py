@@ -347,7 +347,8 @@ def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str 
     solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials, the least-squares slope
     of log WS on log n over every trial with its 95% t-interval in the legend, the RF law
     (1 + sqrt(2/n)) / sqrt(n) where RF ran, and a line where the IMDb curves stop (``imdb_limit``:
-    the encoder's position limit, the length the embeddings were extracted at)."""
+    the length the long reviews were embedded at, ``long_context.max_length``, at most the
+    encoder's position limit)."""
     settings = settings or {}
     present = {data: t for data, t in tables.items() if not t.empty}
     if not present:
@@ -374,7 +375,7 @@ def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str 
         ax.plot(grid, rf_law(grid), color="black", ls=":", lw=1.5, label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$")
     if imdb_limit is not None and "imdb" in present:
         ax.axvline(imdb_limit, color="dimgray", ls="-.", lw=1)
-        ax.annotate(f"IMDb stops: the encoder's\nlimit, n = {imdb_limit}", (imdb_limit, 1.0),
+        ax.annotate(f"IMDb stops: reviews embedded\nat n = {imdb_limit} tokens", (imdb_limit, 1.0),
                     xycoords=("data", "axes fraction"), xytext=(-4, -4), textcoords="offset points",
                     ha="right", va="top", fontsize="x-small", color="dimgray")
     ax.set_xscale("log")

@@ -69,6 +69,8 @@ rule pool:
         model_name=config["model"]["name"],
         pool_size=config["data"]["pool_size"],
         max_tokens=config["data"]["max_tokens"],
+        min_tokens=0,
+        section="data",
         seed=config["seed"],
     script:
         "../../scripts/pool.py"

@@ -32,11 +32,27 @@ rule embed:
         "../../scripts/embed.py"
 
 
-# long_context on IMDb: the same pool embedded again at long_context.max_length (up to the encoder's
-# position limit, 512 for BERT), in a second store beside the first (the first is never rewritten).
+# long_context on IMDb: a second pool of long reviews (at least max_length - 2 WordPiece tokens, so
+# that [CLS], the words and [SEP] fill every position: no [PAD] row at any n), embedded at
+# long_context.max_length (up to the encoder's position limit, 512 for BERT) in a second store
+# beside the first (the first is never rewritten).
 if EMB_LONG:
 
+    use rule pool as pool_long with:
+        output:
+            pool=f"{RSRC}/pools/{MODEL_TAG}/pool_long{LONG['max_length']}.parquet",
+        log:
+            f"{LOGS}/pool_long/{MODEL_TAG}_len{LONG['max_length']}.log",
+        params:
+            pool_size=LONG["pool_size"],
+            max_tokens=None,
+            min_tokens=LONG["max_length"] - 2,
+            section="long_context",
+
     use rule embed as embed_long with:
+        input:
+            pool=rules.pool_long.output.pool,
+            model=model_files(config["model"]["name"]),
         output:
             hidden=f"{EMB_LONG}/hidden.npy",
             index=f"{EMB_LONG}/index.parquet",
