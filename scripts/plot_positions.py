@@ -7,4 +7,4 @@ from wordsens.plots import positions_figure
 log_to(snakemake.log[0])
 p = snakemake.params
 positions_figure(pd.read_parquet(snakemake.input.table), snakemake.output.figures, labels=p.labels,
-                 settings=p.plots)
+                 left_out=p.left_out, settings=p.plots)

@@ -192,3 +192,7 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         assert len(pads) == (1 if (part["token"] == "[PAD]").any() else 0)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["[CLS]", "word", "[SEP]", "[PAD]"]
+    # a map left out (limits.unfit: skip) is named on the figure
+    fig = plots.positions_figure(table[table["map"] == "raf"], [tmp_path / "q.png"], labels={"raf": "RAF", "rf": "RF"},
+                                 left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}])
+    assert any("not run: map=rf d=64 n=128 (needs 31.5 GB)" in t.get_text() for t in fig.texts)

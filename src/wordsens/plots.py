@@ -398,10 +398,11 @@ TOKEN_STYLES = {"[CLS]": ("*", "tab:red", 90), "word": ("o", None, 14), "[SEP]":
 
 
 def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels: Mapping[str, str],
-                     settings: dict[str, Any] | None = None) -> plt.Figure:
+                     left_out: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None) -> plt.Figure:
     """Per-position profiles: the WS of every position i of each review (columns) for each map of
     ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
-    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded."""
+    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. Maps ``left_out``
+    (``limits.unfit: skip``) are named under the panels."""
     settings = settings or {}
     maps_ = [m for m in labels if m in set(table["map"])]
     if not maps_:
@@ -440,6 +441,11 @@ def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels
                for k, (m, col, _) in TOKEN_STYLES.items() if k in set(table["token"])]
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False, fontsize="small",
                bbox_to_anchor=(0.5, 1.0))
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    bottom = 0.0
+    if left_out:
+        note = not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; ")
+        fig.text(0.01, 0.01, note, fontsize="x-small", va="bottom", ha="left", color="dimgray")
+        bottom = 0.05
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)))
     return fig

@@ -128,6 +128,7 @@ rule positions_figure:
         "../envs/wordsens.yaml"
     params:
         labels=study_labels("positions"),
+        left_out=study_left_out("positions"),
         plots=PLOTS,
     script:
         "../../scripts/plot_positions.py"
