@@ -98,7 +98,7 @@ def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     """The CLI in a fresh interpreter (a plugin, once registered, stays registered in a process)."""
     return subprocess.run([sys.executable, "-m", "wordsens.cli", *argv], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "WORDSENS_PLUGINS": ""}, timeout=300)
+                          cwd=ROOT, env={**os.environ, "WORDSENS_PLUGINS": ""}, timeout=1200)
 
 
 def test_a_plugin_map_runs_from_the_cli_with_its_options():

@@ -147,7 +147,7 @@ def test_cancelled_job_is_retried_and_the_workflow_completes(slurm, tmp_path):
             time.sleep(0.5)
         assert job_id, "the WS job never started under SLURM"
         subprocess.run(["scancel", job_id], check=True)
-        output, _ = proc.communicate(timeout=900)
+        output, _ = proc.communicate(timeout=3600)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -163,7 +163,7 @@ def test_cancelled_job_is_retried_and_the_workflow_completes(slurm, tmp_path):
     local = copy_workflow(tmp_path / "local")
     shutil.copy2(workdir / cf, local / cf)
     subprocess.run([sys.executable, "-m", "snakemake", "--directory", str(local), "--cores", "2", "--configfile", cf],
-                   check=True, capture_output=True, env=env(), cwd=local, timeout=900)
+                   check=True, capture_output=True, env=env(), cwd=local, timeout=3600)
     theirs = pd.read_parquet(local / "results" / "fault" / "tables" / "ws_rf.parquet").sort_values("trial")
     assert len(ours) == 6
     for column in METRICS:

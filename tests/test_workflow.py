@@ -368,7 +368,7 @@ def test_dry_run_of_the_shipped_config_names_what_it_leaves_out(tmp_path):
     workdir = copy_workflow(tmp_path / "wf")
     small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "rules"], cwd=workdir, env=small,
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=1800)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     assert "job(s) left out" in text and "drf d768_n80_L8 (1 job): needs" in text and "Ways out" in text

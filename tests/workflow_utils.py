@@ -32,7 +32,7 @@ def env() -> dict[str, str]:
     return out
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, timeout: int = 3600, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
            *args]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=workdir)
