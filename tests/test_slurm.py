@@ -133,12 +133,12 @@ def test_cancelled_job_is_retried_and_the_workflow_completes(slurm, tmp_path):
         **NO_STUDIES,
     })
     log = workdir / "results" / "fault" / "logs" / "ws" / "rf" / "d64_n60" / "chunk0.log"
-    cmd = ["timeout", "-s", "KILL", "900", sys.executable, "-m", "snakemake", "--directory", str(workdir),
+    cmd = ["timeout", "-s", "KILL", "3600", sys.executable, "-m", "snakemake", "--directory", str(workdir),
            *SLURM_ARGS, "--configfile", cf]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), cwd=workdir,
                             start_new_session=True)
     try:
-        deadline = time.time() + 300
+        deadline = time.time() + 1800  # a hang guard: the job starts when SLURM schedules it
         job_id = None
         while time.time() < deadline and job_id is None:
             if log.exists():
