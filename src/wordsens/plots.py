@@ -441,11 +441,9 @@ def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels
                for k, (m, col, _) in TOKEN_STYLES.items() if k in set(table["token"])]
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False, fontsize="small",
                bbox_to_anchor=(0.5, 1.0))
-    bottom = 0.0
     if left_out:
-        note = not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; ")
-        fig.text(0.01, 0.01, note, fontsize="x-small", va="bottom", ha="left", color="dimgray")
-        bottom = 0.05
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+        fig.text(0.01, 0.01, not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "), fontsize="x-small",
+                 va="bottom", ha="left", color="dimgray")
+    fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)))
     return fig
