@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,9 +132,9 @@ def data_label(config: dict, data: str, *, long: bool = False) -> str:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(ABC):
     """One job of the grid, run by rule ``kind`` (``ws`` or ``gen``); Snakemake finds it by the
-    wildcards of its output path."""
+    wildcards of its output path. Each kind (``WSJob``, ``GenJob``) names its setting and wildcards."""
 
     kind: str
     map: str
@@ -148,12 +149,14 @@ class Job:
     params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
 
     @property
-    def setting(self) -> str:  # pragma: no cover - defined by each kind
-        raise NotImplementedError
+    @abstractmethod
+    def setting(self) -> str:
+        """The grid point's folder name, e.g. ``d768_n50_L2``."""
 
     @property
-    def wildcards(self) -> dict[str, str]:  # pragma: no cover - defined by each kind
-        raise NotImplementedError
+    @abstractmethod
+    def wildcards(self) -> dict[str, str]:
+        """The wildcards of the job's output path."""
 
     @property
     def point(self) -> str:
