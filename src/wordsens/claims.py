@@ -131,21 +131,25 @@ _GEN_REQUIRED = ("figure", "map", "data", "d", "n", "N", "simulation", "training
 
 
 def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ...)."""
+    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ...), and the
+    ``variants`` table when the run has one (``wordsens.tables.claims_inputs`` splits it by map)."""
     folder = Path(results_dir) / "tables"
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder: pass the workflow's results folder (config key "
                                 "'results', e.g. results/), which holds tables/")
     tables = {}
     for path in sorted(folder.glob("*.parquet")):
-        if table_kind(path.stem) is not None:
+        if table_kind(path.stem) is not None or path.stem == "variants":
             tables[path.stem] = pd.read_parquet(path)
     return tables
 
 
 def claims_from_results(results_dir: str | Path, *, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
-    """:func:`compute_claims` on the tables of a results folder (``RESULTS/tables/*.parquet``)."""
-    return compute_claims(read_tables(results_dir), seed=seed, resamples=resamples)
+    """:func:`compute_claims` on the tables of a results folder (``RESULTS/tables/*.parquet``), the
+    variant maps included, as the workflow's claims rule computes them."""
+    from .tables import claims_inputs
+
+    return compute_claims(claims_inputs(read_tables(results_dir)), seed=seed, resamples=resamples)
 
 
 def _check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:

@@ -196,18 +196,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _run_claims(args: argparse.Namespace) -> str:
-    from pathlib import Path
+    from .claims import claims_from_results, claims_markdown, format_claims
 
-    import pandas as pd
-
-    from .claims import claims_markdown, compute_claims, format_claims, read_tables
-    from .tables import claims_inputs
-
-    tables = read_tables(args.results)
-    variants = Path(args.results) / "tables" / "variants.parquet"
-    if variants.is_file():  # as the workflow's claims rule: the variant maps' slopes
-        tables["variants"] = pd.read_parquet(variants)
-    frame = compute_claims(claims_inputs(tables), seed=args.seed, resamples=args.resamples)
+    frame = claims_from_results(args.results, seed=args.seed, resamples=args.resamples)
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.6g")
     return claims_markdown(frame) if args.format == "markdown" else format_claims(frame) + "\n"
