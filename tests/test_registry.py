@@ -3,7 +3,9 @@ through the library (the CLI and the workflow tests use the same plugin)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +18,29 @@ from wordsens.preprocess import synthetic_sample
 PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
 
 
+@contextlib.contextmanager
+def _toy_registered() -> Iterator[registry.MapSpec]:
+    """The toy plugin's map, registered inside the block only: the registry is restored on exit, so no
+    later test of this process (the workflow's job counts with ``variants.maps: all``) sees it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+        mp.setattr(registry, "_loaded_env", registry._loaded_env)
+        mp.setenv(registry.PLUGINS_ENV, str(PLUGIN))
+        registry.load_plugins()
+        yield registry.get("toy")
+
+
 @pytest.fixture()
-def toy(monkeypatch):
-    monkeypatch.setenv(registry.PLUGINS_ENV, str(PLUGIN))
-    registry.load_plugins()
-    return registry.get("toy")
+def toy():
+    with _toy_registered() as spec:
+        yield spec
+
+
+def test_a_plugin_map_does_not_outlive_its_test():
+    before = registry.names()
+    with _toy_registered():
+        assert "toy" in registry.names()
+    assert registry.names() == before and "toy" not in before
 
 
 def test_the_paper_maps_come_first():
