@@ -80,6 +80,10 @@ def test_schema_refuses_with_the_key(changes, key):
         ({"probes": {"fig3": {"token": 99}}}, ["probes.fig3.token"]),
         ({"probes": {"lm": {"model": "no-such-org/no-such-lm"}}}, ["probes.lm.model"]),
         ({"ws": {"position": 9}}, ["ws.position 9", "smallest n = 4", "ws.maps.raf"]),
+        ({"model": {"max_length": 600}}, ["model.max_length = 600 > the 512 positions of demo-tiny-bert"]),
+        ({"long_context": {"max_length": 1024}}, ["long_context.max_length = 1024 > the 512 positions"]),
+        ({"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
+         ["model.max_length = 513 > the 512 positions of minilm"]),
     ],
 )
 def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch):
@@ -89,6 +93,28 @@ def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch
     text = str(info.value)
     assert all(word in text for word in words), text
     assert all(":" in problem for problem in info.value.problems)  # key: problem ... fix
+
+
+def test_encoder_positions_come_from_a_local_config_json(tmp_path):
+    """A local encoder folder's config.json gives its width and positions before anything is loaded;
+    long_context.max_length is checked only where it embeds IMDb reviews."""
+    folder = tmp_path / "my-encoder"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 32, "max_position_embeddings": 40}')
+    assert (plan.model_width(str(folder)), plan.model_positions(str(folder))) == (32, 40)
+    changes = {"model": {"name": str(folder), "max_length": 48}, "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
+               "long_context": {"data": ["synthetic", "imdb"], "max_length": 64}}
+    with pytest.raises(plan.ConfigError) as info:
+        _demo(changes)
+    fix = "(the encoder cannot embed longer inputs) or choose a model.name with more positions"
+    assert info.value.problems == [
+        f"model.max_length = 48 > the 40 positions of {folder}: lower model.max_length {fix}",
+        f"long_context.max_length = 64 > the 40 positions of {folder}: lower long_context.max_length {fix}",
+    ]
+    with pytest.raises(plan.ConfigError) as info:
+        _demo(plan.merge(changes, {"long_context": {"data": ["synthetic"]}}))
+    assert [p for p in info.value.problems if "positions" in p] == [info.value.problems[0]]
+    assert plan.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
 
 def test_good_configurations_have_no_problems():

@@ -30,6 +30,7 @@ __all__ = [
     "load_config",
     "long_context_ns",
     "merge",
+    "model_positions",
     "model_tag",
     "model_width",
     "problems",
@@ -144,15 +145,20 @@ def model_tag(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def model_width(name: str) -> int | None:
-    """Hidden size of a demo or packaged model (``wordsens.embed.PACKAGED_MODELS``), else from a local
-    config.json (local folder or Hugging Face cache), else None."""
-    from .embed import PACKAGED_MODELS  # torch-free
+_KNOWN_MODELS = {"bert-base-uncased": (768, 512), "bert-base-cased": (768, 512), "bert-large-uncased": (1024, 512)}
+
+
+def _model_facts(name: str) -> tuple[int | None, int | None]:
+    """(hidden size, position limit) of a demo or packaged model (``wordsens.embed.PACKAGED_MODELS``),
+    else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
+    names; None where unknown (the embedding job checks again with the loaded model)."""
+    from .demo import TINY_BERT_POSITIONS, TINY_BERT_WIDTH  # torch-free
+    from .embed import PACKAGED_MODELS
 
     if name == DEMO_MODEL:
-        return 64
+        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
     if name in PACKAGED_MODELS:
-        return PACKAGED_MODELS[name].width
+        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
     candidates = [Path(name).expanduser() / "config.json"]
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -164,8 +170,32 @@ def model_width(name: str) -> int | None:
         pass
     for candidate in candidates:
         if candidate.is_file():
-            return int(json.loads(candidate.read_text()).get("hidden_size", 0)) or None
-    return {"bert-base-uncased": 768, "bert-base-cased": 768, "bert-large-uncased": 1024}.get(name)
+            found = json.loads(candidate.read_text())
+            return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
+    return _KNOWN_MODELS.get(name, (None, None))
+
+
+def model_width(name: str) -> int | None:
+    """Hidden size of the encoder ``name`` where it can be known without loading it, else None."""
+    return _model_facts(name)[0]
+
+
+def model_positions(name: str) -> int | None:
+    """Position limit (``max_position_embeddings``) of the encoder ``name`` where it can be known
+    without loading it, else None."""
+    return _model_facts(name)[1]
+
+
+def _length_problems(config: dict) -> list[str]:
+    """model.max_length and long_context.max_length (IMDb stores) against the encoder's positions."""
+    model, long_context = config["model"], config.get("long_context")
+    lengths = [("model.max_length", model["max_length"])]
+    if long_context and "imdb" in long_context["data"]:
+        lengths.append(("long_context.max_length", long_context["max_length"]))
+    positions = model_positions(model["name"])
+    return [f"{key} = {length} > the {positions} positions of {model['name']}: lower {key} (the encoder cannot "
+            "embed longer inputs) or choose a model.name with more positions"
+            for key, length in lengths if positions is not None and length > positions]
 
 
 def problems(config: dict) -> list[str]:
@@ -180,6 +210,7 @@ def problems(config: dict) -> list[str]:
         out.append("ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
                    "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid")
     out += _study_problems(config)
+    out += _length_problems(config)
     width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
     for map_name, grid in grids.items():
         if ws["data"] == "imdb":

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VOCAB_WORDS", "make_corpus", "make_tiny_bert", "make_tiny_causal_lm"]
+__all__ = ["TINY_BERT_POSITIONS", "TINY_BERT_WIDTH", "VOCAB_WORDS", "make_corpus", "make_tiny_bert",
+           "make_tiny_causal_lm"]
+
+TINY_BERT_WIDTH = 64  # the demo encoder (model.name: demo-tiny-bert), as the workflow builds it
+TINY_BERT_POSITIONS = 512
 
 _POSITIVE = ["great", "wonderful", "moving", "brilliant", "funny", "beautiful", "superb", "charming", "love", "best"]
 _NEGATIVE = ["awful", "boring", "dull", "terrible", "weak", "bad", "worst", "poor", "silly", "waste"]
@@ -55,8 +59,8 @@ def _write_vocab(directory: Path) -> Path:
     return path
 
 
-def make_tiny_bert(directory: str | Path, *, hidden: int = 64, layers: int = 2, heads: int = 4,
-                   max_positions: int = 512, initializer_range: float = 0.2, seed: int = 0) -> Path:
+def make_tiny_bert(directory: str | Path, *, hidden: int = TINY_BERT_WIDTH, layers: int = 2, heads: int = 4,
+                   max_positions: int = TINY_BERT_POSITIONS, initializer_range: float = 0.2, seed: int = 0) -> Path:
     """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``.
 
     ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention

@@ -315,7 +315,8 @@ def hidden_states(
                          f"got {layer}")
     positions = int(getattr(model.config, "max_position_embeddings", max_length))
     if max_length > positions:
-        raise ValueError(f"model.max_length {max_length} exceeds the model's {positions} positions")
+        raise ValueError(f"max_length {max_length} exceeds the model's {positions} positions: lower model.max_length "
+                         "(or long_context.max_length for the long-context store)")
     device = next(model.parameters()).device
     width = int(model.config.hidden_size)
     out = np.empty((len(texts), max_length, width), dtype=dtype)
