@@ -146,10 +146,16 @@ def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
     reviews = data.load_reviews("aclimdb", path=str(corpus))
-    pool = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=60, seed=1,
-                            section="long_context")
+    length = 62
+    pool = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=data.tokens_to_fill(length),
+                            seed=1, section="long_context")
     assert len(pool) == 10 and pool["label"].sum() == 5
     assert (pool["tokens"] >= 60).all()
+    # at max_length = 62 every review fills every position: [CLS], its words, [SEP]; no [PAD]
+    encoded = tokenizer(list(pool["text"]), max_length=length, padding="max_length", truncation=True)["input_ids"]
+    assert all(tokenizer.pad_token_id not in ids and ids[-1] == tokenizer.sep_token_id for ids in encoded)
+    with pytest.raises(ValueError, match="special tokens"):
+        data.tokens_to_fill(2)
     counted = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in pool["text"]]
     assert counted == list(pool["tokens"])
     short = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=60, seed=1)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .seeds import derive_seed
 
-__all__ = ["SOURCES", "NoNetwork", "hub_reachable", "load_reviews", "select_pool"]
+__all__ = ["SOURCES", "NoNetwork", "hub_reachable", "load_reviews", "select_pool", "tokens_to_fill"]
 
 SOURCES = ("hub", "aclimdb", "tarball", "parquet")
 _NAME = re.compile(r"^(\d+)_(\d+)\.txt$")
@@ -170,6 +170,15 @@ def load_reviews(source: str, *, path: str | None = None, split: str = "train",
     if bad:
         raise ValueError(f"labels must be 0 (negative) or 1 (positive), found {sorted(bad)}")
     return frame
+
+
+def tokens_to_fill(max_length: int, specials: int = 2) -> int:
+    """The fewest WordPiece tokens a review needs to fill every one of ``max_length`` positions with
+    its words and the ``specials`` tokens a BERT input adds ([CLS] and [SEP]): no [PAD] row at any n
+    (the long-context pool's ``min_tokens``)."""
+    if max_length <= specials:
+        raise ValueError(f"max_length must exceed the {specials} special tokens, got {max_length}")
+    return max_length - specials
 
 
 def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens: int | None, seed: int,

@@ -9,6 +9,7 @@ from snakemake.exceptions import WorkflowError
 from wordsens import plan as wsplan
 from wordsens import registry
 from wordsens import NUMERICS_VERSIONS
+from wordsens.data import tokens_to_fill
 from wordsens.embed import PACKAGED_MODELS
 from wordsens.seeds import canonical
 

@@ -46,7 +46,7 @@ if EMB_LONG:
         params:
             pool_size=LONG["pool_size"],
             max_tokens=None,
-            min_tokens=LONG["max_length"] - 2,
+            min_tokens=tokens_to_fill(LONG["max_length"]),
             section="long_context",
 
     use rule embed as embed_long with:
