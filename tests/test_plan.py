@@ -114,6 +114,10 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     with pytest.raises(plan.ConfigError) as info:
         _demo(plan.merge(changes, {"long_context": {"data": ["synthetic"]}}))
     assert [p for p in info.value.problems if "positions" in p] == [info.value.problems[0]]
+    # nothing embedded (every grid on synthetic rows): neither length matters
+    synthetic = {"ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}, "positions": None,
+                 "long_context": {"data": ["synthetic"]}, "probes": {"enabled": False}}
+    assert plan.problems(_demo(plan.merge(changes, synthetic))) == []
     assert plan.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
 

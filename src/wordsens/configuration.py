@@ -187,9 +187,14 @@ def model_positions(name: str) -> int | None:
 
 
 def _length_problems(config: dict) -> list[str]:
-    """model.max_length and long_context.max_length (IMDb stores) against the encoder's positions."""
-    model, long_context = config["model"], config.get("long_context")
-    lengths = [("model.max_length", model["max_length"])]
+    """model.max_length and long_context.max_length against the encoder's positions, each where an
+    embedding store is made at that length (some grid runs on IMDb rows)."""
+    model, ws, gen = config["model"], config["ws"], config["gen"]
+    variants, long_context, positions = (config.get(key) for key in ("variants", "long_context", "positions"))
+    main_store = ((ws["data"] == "imdb" and any(ws["maps"].values()))
+                  or ("imdb" in gen["data"] and any(gen[f] for f in ("fig4", "fig5")))
+                  or bool(variants and variants["data"] == "imdb") or bool(positions))
+    lengths = [("model.max_length", model["max_length"])] if main_store else []
     if long_context and "imdb" in long_context["data"]:
         lengths.append(("long_context.max_length", long_context["max_length"]))
     positions = model_positions(model["name"])
