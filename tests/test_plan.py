@@ -57,6 +57,7 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
         ({"limits": {"unfit": "maybe"}}, "limits.unfit"),
         ({"gen": {"fig5": {"penalties": []}}}, "gen.fig5.penalties"),
         ({"gen": {"fig4": {"losses": ["hinge"]}}}, "gen.fig4.losses"),
+        ({"long_context": {"max_length": 2}}, "long_context.max_length"),
     ],
 )
 def test_schema_refuses_with_the_key(changes, key):
