@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wordsens import NUMERICS_VERSIONS, plan, resources
+from wordsens import NUMERICS_VERSIONS, configuration, plan, resources
 from wordsens.experiments import config_hash
 from wordsens.seeds import canonical, canonical_json, derive_seed
 
@@ -102,7 +102,7 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     folder = tmp_path / "my-encoder"
     folder.mkdir()
     (folder / "config.json").write_text('{"hidden_size": 32, "max_position_embeddings": 40}')
-    assert (plan.model_width(str(folder)), plan.model_positions(str(folder))) == (32, 40)
+    assert (configuration.model_width(str(folder)), configuration.model_positions(str(folder))) == (32, 40)
     changes = {"model": {"name": str(folder), "max_length": 48}, "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
                "long_context": {"data": ["synthetic", "imdb"], "max_length": 64}}
     with pytest.raises(plan.ConfigError) as info:
@@ -119,7 +119,7 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     synthetic = {"ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}, "positions": None,
                  "long_context": {"data": ["synthetic"]}, "probes": {"enabled": False}}
     assert plan.problems(_demo(plan.merge(changes, synthetic))) == []
-    assert plan.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
+    assert configuration.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
 
 def test_good_configurations_have_no_problems():
