@@ -10,7 +10,9 @@ __version__ = "0.1.0"
 # Versions of the numerics, per experiment: bump one when a change of the numerics changes its
 # results. Each is part of the params of every job of its experiment (and recorded in its rows),
 # so Snakemake re-runs exactly those jobs (it does not see edits to imported modules).
-#   ws:  word-sensitivity estimates (wordsens.ws and the modules behind it)
+#   ws:  word-sensitivity estimates (wordsens.ws and the modules behind it); ws-2: attention maps also
+#        run the authors' algorithm as a candidate where its schedule fits the step budget, and the
+#        variants polish their leader (the block too, 30 float64 steps)
 #   gen: generalisation simulations (wordsens.generalisation); gen-2: the first stage solved by a
 #        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row (issue 13)
-NUMERICS_VERSIONS = {"ws": "ws-1", "gen": "gen-2"}
+NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-2"}

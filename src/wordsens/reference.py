@@ -19,8 +19,7 @@ from . import maps, registry
 from .firstlayer import RFProblem
 from .generalisation import INTERPOLATION_TOL, LOSSES, TRAININGS, GenResult
 from .generic import cast_weights
-from .search import Search, SearchContext, feasible, matvec64, project
-from .seeds import derive_seed, generator
+from .search import Search, SearchContext, authors_start, feasible, matvec64, project
 from .tasks import check_task
 
 Tensor = torch.Tensor
@@ -42,8 +41,7 @@ def ws_search(
     phi0 = maps.apply(map_name, X, weights, check=True)
     onehot = torch.zeros((n, 1), dtype=X.dtype, device=X.device)
     onehot[position] = 1.0
-    gen = generator(derive_seed(seed, "reference-start", position))
-    delta = (0.1 * torch.randn(d, generator=gen, dtype=torch.float64)).to(X.device)
+    delta = authors_start(seed, position, d).to(X.device)
     best_delta, best_change = delta.clone(), -1.0
     for _ in range(steps):
         delta.requires_grad_(True)

@@ -51,6 +51,10 @@ class SearchSettings:
     momentum: float  # weight of the previous unit step in the step direction
     polish: bool  # converge the leader tightly at the end
     dtype: str = "float64"  # working dtype of the search (the final value is always float64)
+    # where the authors' whole schedule fits the step budget (their steps <= max_steps), also run their
+    # algorithm and keep its best point (polished) among the candidates: the estimate is then never
+    # below theirs on the same instance
+    follow_authors: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,7 @@ def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
 _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=10, tol=1e-5, momentum=0.0, polish=False, dtype="float32")
 # Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
 # momentum along ridges, and a final polish.
-_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True)
+_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True)
 
 register(MapSpec(
     "rf", "RF (k = D)", "relu(V flat(X)), in R^k", "V (k, n d), i.i.d. N(0, 1/(n d)); k = n d unless set",
@@ -233,10 +237,12 @@ def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]
     return {**_mh_raf_shapes(n, d, heads), "W1": (d, 4 * d), "W2": (4 * d, d)}
 
 
-# The variants' problems polish their best point themselves, in float64 along the sphere
-# (wordsens.variants_fast.MovedTokenProblem.search): polish is off here. mh_raf searches in float32.
-_VARIANT_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=False)
-_VARIANT_MH = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=False, dtype="float32")
+# The variants' problems polish in float64 along the sphere (wordsens.variants_fast.MovedTokenProblem.polish),
+# also where they search in float32 (mh_raf, block).
+_VARIANT_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True,
+                                    follow_authors=True)
+_VARIANT_MH = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32",
+                             follow_authors=True)
 # cost_scale: resources.ws_seconds of the default search against the times measured on the project's
 # 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
 # n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
@@ -271,5 +277,6 @@ register(MapSpec(
     forward="wordsens.variants:block_forward", sample="wordsens.variants:block_sample",
     shapes=_block_shapes, check="wordsens.variants:block_check",
     fast="wordsens.variants_heads:block_prepare",
-    settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=False, dtype="float32"),
+    settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32",
+                            follow_authors=True),
     cost="dense", cost_scale=0.2, options={"heads": 12}))

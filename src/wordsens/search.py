@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from .seeds import derive_seed, generator
+
 Tensor = torch.Tensor
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "Search",
     "SearchContext",
     "ascend",
+    "authors_start",
     "chunked_rows64",
     "feasible",
     "matvec64",
@@ -102,6 +105,16 @@ class Problem(abc.ABC):
                momentum: float) -> tuple[Tensor, int]:
         """The default search from ``starts``: ``ascend`` unless a problem knows better."""
         return ascend(self, starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep, momentum=momentum)
+
+    polish_steps: int = 300  # the step cap of ``polish``
+
+    def polish(self, D: Tensor, *, max_steps: int, momentum: float) -> tuple[Tensor, int]:
+        """The point ``D`` (1, d) converged tightly (relative gains down to 1e-12) by ``ascend``, which
+        never lowers its value: a tie with another algorithm's local maximum is not lost to a loose
+        stopping rule. ``D`` is in the working dtype; returns the point (float64) and the steps taken."""
+        D, steps = ascend(self, D, max_steps=max_steps, tol=1e-12, patience=10, keep=1, momentum=momentum,
+                          eta_min=1e-9)
+        return D.to(torch.float64), steps
 
     def upper(self) -> float | None:
         """A certified upper bound on the relative change, where the problem has one."""
@@ -203,3 +216,10 @@ def ascend(
             if new - old <= tol * max(abs(new), 1e-30):
                 break
     return D, steps
+
+
+def authors_start(seed: int, position: int, d: int) -> Tensor:
+    """The start of the authors' search at ``position``: ``0.1 N(0, I_d)`` (float64, CPU), seeded."""
+    return 0.1 * torch.randn(d, generator=generator(derive_seed(seed, "reference-start", position)),
+                             dtype=torch.float64)
+

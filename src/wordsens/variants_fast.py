@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 _EXACT_BYTES = 2**28  # float64 working memory of one chunk of exact evaluations
-_POLISH_STEPS, _POLISH_PATIENCE = 300, 40  # the polish of MovedTokenProblem.search
+_POLISH_PATIENCE = 40  # the polish of MovedTokenProblem
 
 
 def unit_rows(dirs: Tensor) -> Tensor:
@@ -125,26 +125,13 @@ class MovedTokenProblem(Problem):
             out.append(torch.linalg.vector_norm((self.forward(X, self.W64) - self.base64).flatten(1), dim=-1))
         return torch.cat(out)
 
-    polish = True  # converge the best point of the search tightly, in float64 (see search)
-
-    def search(self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int,
-               momentum: float) -> tuple[Tensor, int]:
-        """``ascend`` from ``starts`` in the working dtype, then (``polish``) the best point converged
-        to float64 precision by ``ascend`` on the float64 problem along the sphere (``OnSphere``).
-        Returns the survivors and the polished point, in float64. (The registry's ``polish`` of
-        these maps is off: this replaces it.)"""
-        D, steps = ascend(self, starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep,
-                          momentum=momentum)
-        if not self.polish or steps >= max_steps:
-            return D, steps
+    def polish(self, D: Tensor, *, max_steps: int, momentum: float) -> tuple[Tensor, int]:
+        """The point ``D`` (1, d) converged to float64 precision by ``ascend`` on the float64 problem
+        along the sphere (``OnSphere``), which never lowers its value."""
         make: Callable[..., MovedTokenProblem] = type(self)  # the problems take (X, weights, position, X64, W64)
         twin = self if self.X.dtype == torch.float64 else make(self.X64, self.W64, self.i, self.X64, self.W64)
-        D = D.to(torch.float64)
-        with torch.no_grad():
-            lead = int(torch.argmax(twin.value(D)))
-        polished, extra = ascend(OnSphere(twin), D[lead:lead + 1], max_steps=min(_POLISH_STEPS, max_steps - steps),
-                                 tol=1e-12, patience=_POLISH_PATIENCE, keep=1, momentum=momentum, eta_min=1e-9)
-        return torch.cat([D, polished]), steps + extra
+        return ascend(OnSphere(twin), D.to(torch.float64), max_steps=max_steps, tol=1e-12, patience=_POLISH_PATIENCE,
+                      keep=1, momentum=momentum, eta_min=1e-9)
 
     def informed(self) -> Tensor:
         """Unit directions (m, d), float64 on the CPU, suggested by the map's structure."""

@@ -150,7 +150,8 @@ class BlockProblem(_HeadsProblem):
     def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
                  W64: Mapping[str, Tensor]) -> None:
         super().__init__("block", X, weights, position, X64, W64)
-        self.polish = False  # a float64 twin would run the feed-forward layer in float64 at every step
+        # the float64 twin of the polish runs the feed-forward layer in float64 on every row: a short polish
+        self.polish_steps = 30
         h, dh, d = self.h, self.dh, self.d
         Wo_h = self.Wo.reshape(h, dh, d)
         self.attention0 = self.concat(self.out0) @ self.Wo  # (n, d)

@@ -34,7 +34,7 @@ import torch
 
 from . import generic, maps, reference, registry
 from .resources import SAMPLERS, check_fits, choose_sampler, memory_budget, resolve_device, ws_memory
-from .search import Search, SearchContext, ascend, feasible
+from .search import Search, SearchContext, feasible
 from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -218,6 +218,18 @@ def estimate(
     )
 
 
+def _authors_point(spec: registry.MapSpec, X64: Tensor, seed: int, position: int, weights: Any,
+                   ctx: SearchContext) -> tuple[Tensor, int]:
+    """The best point (1, d), float64, of the authors' algorithm run as is (``reference.ws_search``: the
+    very numbers of ``method="reference"`` on the same instance), and its steps."""
+    n, d = X64.shape
+    if weights is None:
+        weights = maps.sample_weights(spec.name, seed, n, d, dtype=torch.float64, **ctx.options)
+    delta, _, taken = reference.ws_search(spec.name, X64, generic.cast_weights(weights, torch.float64, X64.device),
+                                          position, seed)
+    return delta[None].to(device=ctx.device), taken
+
+
 def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list[int], weights: Any,
                  ctx: SearchContext, *, max_steps: int, tol: float, patience: int) -> Search:
     settings = spec.settings
@@ -234,15 +246,26 @@ def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list
         starts = problem.starts(ctx.restarts, gen).to(device=ctx.device, dtype=ctx.dtype)
         best_D, steps = problem.search(starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep,
                                        momentum=settings.momentum)
+        best_D = best_D.to(torch.float64)
         total_steps += steps
+        to_polish: list[Tensor] = []
         if settings.polish and steps < max_steps:
-            # converge the leader tightly: a tie with another algorithm's local maximum is not lost
-            # to a loose stopping rule
+            # the leader, converged tightly: a tie with another algorithm's local maximum is not lost to
+            # a loose stopping rule
             with torch.no_grad():
-                lead = int(torch.argmax(problem.value_and_grad(best_D)[0]))
-            polished, extra = ascend(problem, best_D[lead:lead + 1], max_steps=min(300, max_steps - steps),
-                                     tol=1e-12, patience=10, keep=1, momentum=settings.momentum, eta_min=1e-9)
-            best_D = torch.cat([best_D, polished])
+                lead = int(torch.argmax(problem.value(best_D.to(ctx.dtype))))
+            to_polish.append(best_D[lead:lead + 1])
+        if settings.follow_authors and spec.reference_steps(X64.shape[0]) <= max_steps:
+            # the authors' whole schedule fits the step budget: their best point is a candidate too, so
+            # the estimate cannot end below theirs
+            point, extra = _authors_point(spec, X64, seed, pos, weights, ctx)
+            best_D = torch.cat([best_D, point])
+            total_steps += extra
+            to_polish.append(point)
+        for point in to_polish:
+            polished, extra = problem.polish(point.to(ctx.dtype), max_steps=min(problem.polish_steps, max_steps),
+                                             momentum=settings.momentum)
+            best_D = torch.cat([best_D, polished.to(torch.float64)])
             total_steps += extra
         deltas = torch.stack([feasible(D, problem.radius) for D in best_D])
         j, change = problem.select(deltas)
