@@ -14,5 +14,7 @@ __version__ = "0.1.0"
 #        run the authors' algorithm as a candidate where its schedule fits the step budget, and the
 #        variants polish their leader (the block too, 30 float64 steps)
 #   gen: generalisation simulations (wordsens.generalisation); gen-2: the first stage solved by a
-#        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row (issue 13)
-NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-2"}
+#        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row; gen-3: RF's
+#        weights on the span of the samples drawn through the unique symmetric square root of their
+#        Gram matrix (the same numbers on every CPU)
+NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-3"}

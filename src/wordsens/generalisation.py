@@ -286,10 +286,12 @@ def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tup
     """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
 
     The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
-    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with
-    ``R = sqrt(Lambda) U^T`` from its eigendecomposition, which is exact for singular Gram matrices
-    too (zero eigenvalues give zero columns), unlike a Cholesky factor. ``V Z = G R`` with ``G``
-    (k x m) i.i.d. ``N(0, 1/D)``."""
+    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with ``R`` its
+    symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
+    matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
+    gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
+    signs and, for repeated eigenvalues such as the block's, their arbitrary basis, which LAPACK
+    kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
     N, n, d = Xt64.shape
     D = n * d
     flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
@@ -304,7 +306,7 @@ def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tup
     gram[N + 1:, :N + 1] = block.T
     gram[N + 1:, N + 1:] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
     eigval, eigvec = torch.linalg.eigh(gram)
-    R = eigval.clamp_min(0).sqrt()[:, None] * eigvec.T  # R^T R = gram
+    R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
     gen = generator(derive_seed(seed, "rf-span", position))
     pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
     u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
