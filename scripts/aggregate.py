@@ -1,4 +1,5 @@
 """Snakemake adapter: concatenate per-job tables (Parquet and CSV)."""
+
 from wordsens.io import log_to
 from wordsens.tables import concatenate, write_both
 

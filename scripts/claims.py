@@ -1,5 +1,6 @@
 """Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables (the
 variants table adds the maps that the paper's grids do not have)."""
+
 import pandas as pd
 
 from wordsens.claims import compute_claims, format_claims

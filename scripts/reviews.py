@@ -1,4 +1,5 @@
 """Snakemake adapter: read the IMDb reviews from the configured source into one Parquet file."""
+
 from wordsens.data import load_reviews
 from wordsens.io import log_to, write_table
 

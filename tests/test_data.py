@@ -147,8 +147,15 @@ def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
     reviews = data.load_reviews("aclimdb", path=str(corpus))
     length = 62
-    pool = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=data.tokens_to_fill(length),
-                            seed=1, section="long_context")
+    pool = data.select_pool(
+        reviews,
+        tokenizer,
+        pool_size=10,
+        max_tokens=None,
+        min_tokens=data.tokens_to_fill(length),
+        seed=1,
+        section="long_context",
+    )
     assert len(pool) == 10 and pool["label"].sum() == 5
     assert (pool["tokens"] >= 60).all()
     # at max_length = 62 every review fills every position: [CLS], its words, [SEP]; no [PAD]
@@ -161,15 +168,17 @@ def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
     short = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=60, seed=1)
     assert not set(short["review_id"]) & set(pool["review_id"])
     with pytest.raises(ValueError, match=r"at least 100000 tokens.*lower long_context.pool_size"):
-        data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=100_000, seed=1,
-                         section="long_context")
+        data.select_pool(
+            reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=100_000, seed=1, section="long_context"
+        )
 
 
 def test_hidden_states_of_a_local_model(tiny_bert):
     tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
     texts = ["the movie was great", "i love her smile . really very much"]
-    hidden, lengths = embed.hidden_states(tokenizer, model, texts, layer=0, max_length=12, batch_size=1,
-                                          dtype=np.float32, progress=False)
+    hidden, lengths = embed.hidden_states(
+        tokenizer, model, texts, layer=0, max_length=12, batch_size=1, dtype=np.float32, progress=False
+    )
     assert hidden.shape == (2, 12, 32)
     assert list(lengths) == [6, 10]  # [CLS] + words + [SEP]
     with torch.no_grad():
@@ -201,8 +210,9 @@ def test_hidden_states_run_only_the_layers_they_need(tiny_bert):
     try:
         for layer in (0, 1, 2):
             calls.clear()
-            hidden, _ = embed.hidden_states(tokenizer, model, TEXTS, layer=layer, max_length=12, batch_size=2,
-                                            dtype=np.float32, progress=False)
+            hidden, _ = embed.hidden_states(
+                tokenizer, model, TEXTS, layer=layer, max_length=12, batch_size=2, dtype=np.float32, progress=False
+            )
             np.testing.assert_allclose(hidden, full[layer].numpy(), rtol=1e-5, atol=1e-6)
             assert sorted(set(calls)) == list(range(layer))  # later layers never ran
     finally:
@@ -217,8 +227,15 @@ def test_every_truncatable_type_gives_the_full_hidden_states(model_type):
     states (random weights, padded batch); the list in ``embed.TRUNCATABLE`` rests on this test."""
     from transformers import AutoConfig, AutoModel
 
-    config = AutoConfig.for_model(model_type, vocab_size=99, hidden_size=32, num_hidden_layers=3,
-                                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=40)
+    config = AutoConfig.for_model(
+        model_type,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=40,
+    )
     if model_type == "electra":
         config.embedding_size = 16  # ELECTRA projects smaller embeddings up to the hidden size
     torch.manual_seed(0)
@@ -284,8 +301,10 @@ def test_the_packaged_models_are_known_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys, wordsens.embed as e; assert e.PACKAGED_MODELS['minilm'].width == 384; "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys, wordsens.embed as e; assert e.PACKAGED_MODELS['minilm'].width == 384; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

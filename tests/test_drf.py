@@ -58,15 +58,23 @@ def test_streamed_problem_equals_the_dense_map():
     weights = maps.drf_weights(5, N_, D_, L_, dtype=torch.float64)
     tail = drf_tail(5, N_, D_, L_, dtype=torch.float64, device=torch.device("cpu"), budget=0)
     tail.layers = tail.layers  # every layer streamed, drawn from seed 5 like `weights`
-    problem = drf_problem(X, 1, 5, sampler="dense", weights=None, tail=tail, dtype=torch.float64,
-                          device=torch.device("cpu"),
-                          u_all=weights[0] @ X.reshape(-1))
+    problem = drf_problem(
+        X,
+        1,
+        5,
+        sampler="dense",
+        weights=None,
+        tail=tail,
+        dtype=torch.float64,
+        device=torch.device("cpu"),
+        u_all=weights[0] @ X.reshape(-1),
+    )
     delta = torch.randn((1, D_), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     Xp = X.clone()
     Xp[1] += delta[0]
     expected = torch.linalg.vector_norm(maps.drf(Xp, weights) - maps.drf(X, weights))
     # the problem's first layer is the block of layer 1 at position 1: drawn from the same seed
-    torch.testing.assert_close(problem.layer.B, weights[0][:, D_:2 * D_])
+    torch.testing.assert_close(problem.layer.B, weights[0][:, D_ : 2 * D_])
     assert float(problem.exact(delta)[0]) == pytest.approx(float(expected), rel=1e-10)
 
 
@@ -102,9 +110,11 @@ def test_the_memory_budget_is_respected():
     """n = 40, d = 64, L = 6: five tail layers of 26 MB (131 MB resident). With a 60 MB budget the
     estimate streams the layers that do not fit, and its peak resident memory grows by at most the
     budget (plus 15 MB of allocator slack); without a budget it grows by the whole tail."""
+
     def run(budget_gb: float) -> dict:
-        out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(budget_gb)], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK_SCRIPT, str(budget_gb)], capture_output=True, text=True, check=True
+        )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     budget = 60 * 1024**2
@@ -132,8 +142,9 @@ def test_cuda_draws_are_seeded_and_recorded():
     a = maps.drf_block(3, 2, 1, 5, 4, device="cuda")
     torch.testing.assert_close(a, maps.drf_block(3, 2, 1, 5, 4, device="cuda"))
     assert not torch.equal(a.cpu(), maps.drf_block(3, 2, 1, 5, 4))
-    torch.testing.assert_close(maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(),
-                               maps.drf_block(3, 2, 1, 5, 4))
+    torch.testing.assert_close(
+        maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(), maps.drf_block(3, 2, 1, 5, 4)
+    )
     res = ws.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
     assert res.weights_drawn_on == "cuda"
 
@@ -151,6 +162,8 @@ def test_cpu_and_cuda_estimates_are_equal_in_law():
     trials = 120
     values = {}
     for device in ("cpu", "cuda"):
-        values[device] = [ws.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
-                          for t in range(trials)]
+        values[device] = [
+            ws.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
+            for t in range(trials)
+        ]
     assert stats.ks_2samp(values["cpu"], values["cuda"]).pvalue > 0.01

@@ -72,8 +72,14 @@ def test_schema_refuses_with_the_key(changes, key):
     [
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, ["ws.maps.raf.n", "model.max_length"]),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, ["ws.maps.raf.d", "model width 64"]),
-        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
-          "gen": {"fig4": None, "fig5": None}, **NO_STUDIES}, ["ws.maps is empty"]),
+        (
+            {
+                "ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+                "gen": {"fig4": None, "fig5": None},
+                **NO_STUDIES,
+            },
+            ["ws.maps is empty"],
+        ),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, ["data.pool_size >= 51"]),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, ["gen.fig4.maps.raf", "model.max_length"]),
         ({"gen": {"d": 128}}, ["gen.d", "model width"]),
@@ -83,8 +89,10 @@ def test_schema_refuses_with_the_key(changes, key):
         ({"ws": {"position": 9}}, ["ws.position 9", "smallest n = 4", "ws.maps.raf"]),
         ({"model": {"max_length": 600}}, ["model.max_length = 600 > the 512 positions of demo-tiny-bert"]),
         ({"long_context": {"max_length": 1024}}, ["long_context.max_length = 1024 > the 512 positions"]),
-        ({"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
-         ["model.max_length = 513 > the 512 positions of minilm"]),
+        (
+            {"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
+            ["model.max_length = 513 > the 512 positions of minilm"],
+        ),
     ],
 )
 def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch):
@@ -103,8 +111,11 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text('{"hidden_size": 32, "max_position_embeddings": 40}')
     assert (configuration.model_width(str(folder)), configuration.model_positions(str(folder))) == (32, 40)
-    changes = {"model": {"name": str(folder), "max_length": 48}, "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
-               "long_context": {"data": ["synthetic", "imdb"], "max_length": 64}}
+    changes = {
+        "model": {"name": str(folder), "max_length": 48},
+        "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
+        "long_context": {"data": ["synthetic", "imdb"], "max_length": 64},
+    }
     with pytest.raises(plan.ConfigError) as info:
         _demo(changes)
     fix = "(the encoder cannot embed longer inputs) or choose a model.name with more positions"
@@ -116,8 +127,13 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
         _demo(plan.merge(changes, {"long_context": {"data": ["synthetic"]}}))
     assert [p for p in info.value.problems if "positions" in p] == [info.value.problems[0]]
     # nothing embedded (every grid on synthetic rows): neither length matters
-    synthetic = {"ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}, "positions": None,
-                 "long_context": {"data": ["synthetic"]}, "probes": {"enabled": False}}
+    synthetic = {
+        "ws": {"data": "synthetic"},
+        "gen": {"data": ["synthetic"]},
+        "positions": None,
+        "long_context": {"data": ["synthetic"]},
+        "probes": {"enabled": False},
+    }
     assert plan.problems(_demo(plan.merge(changes, synthetic))) == []
     assert configuration.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
@@ -178,8 +194,10 @@ def test_runtime_follows_the_sampler_and_the_positions():
     the blockwise sampler that resources.choose_sampler picks for it."""
     one = plan.Grid(_demo(), limits=SMALL)
     every = plan.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
-    for wildcards in ({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
-                      {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"}):
+    for wildcards in (
+        {"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
+        {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"},
+    ):
         a, b = one.job(wildcards), every.job(wildcards)
         sampler = resources.choose_sampler(a.map, position="all")
         expected = resources.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
@@ -187,7 +205,8 @@ def test_runtime_follows_the_sampler_and_the_positions():
         assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
         assert b.runtime >= a.runtime
     assert every.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
-        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds)
+        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds
+    )
 
 
 def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
@@ -251,9 +270,15 @@ def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
     (tmp_path / "Snakefile").write_text(
         'rule all:\n    input: "ok.txt", "bad_1.txt"\n'
         'rule bad:\n    output: "bad_{x}.txt"\n    log: "logs/bad/{x}.log"\n    shell: "echo no > {log}; exit 1"\n'
-        'rule ok:\n    output: "ok.txt"\n    shell: "touch {output}"\n')
-    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going"], cwd=tmp_path,
-                   capture_output=True, text=True, check=False)
+        'rule ok:\n    output: "ok.txt"\n    shell: "touch {output}"\n'
+    )
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     (log,) = (tmp_path / ".snakemake" / "log").glob("*.log")
     assert plan.failed_jobs(log.read_text()) == [{"rule": "bad", "output": "bad_1.txt", "log": "logs/bad/1.log"}]
     assert (tmp_path / "ok.txt").exists()
@@ -267,10 +292,12 @@ def test_limits_travel_to_the_jobs_as_text():
 def test_planning_does_not_load_torch():
     """The Snakefile plans in every cluster job's Snakemake process too: without torch there (about
     180 MB), that process stays within the memory each job requests for it."""
-    code = ("import sys, wordsens.plan, wordsens.seeds, wordsens.io; "
-            "config = wordsens.plan.load_config('config.yaml', 'config/demo.yaml'); "
-            "wordsens.plan.Grid(config, limits=wordsens.plan.Limits(cpu=2**34, gpu=None)); "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys, wordsens.plan, wordsens.seeds, wordsens.io; "
+        "config = wordsens.plan.load_config('config.yaml', 'config/demo.yaml'); "
+        "wordsens.plan.Grid(config, limits=wordsens.plan.Limits(cpu=2**34, gpu=None)); "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
@@ -320,11 +347,21 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     variants, long_context = config["variants"], config["long_context"]
     assert {job.map for job in by_study["variants"]} == set(registry.names())  # maps: all
     assert len(by_study["variants"]) == len(registry.names()) * len(variants["n"])
-    assert sorted((j.map, j.n) for j in by_study["long_synthetic"]) == [("raf", 8), ("raf", 32), ("raf", 128),
-                                                                       ("rf", 8), ("rf", 32)]
+    assert sorted((j.map, j.n) for j in by_study["long_synthetic"]) == [
+        ("raf", 8),
+        ("raf", 32),
+        ("raf", 128),
+        ("rf", 8),
+        ("rf", 32),
+    ]
     # IMDb stops at long_context.max_length = 64 (and runs there); RF is capped at max_n = 32 before that
-    assert sorted((j.map, j.n) for j in by_study["long_imdb"]) == [("raf", 8), ("raf", 32), ("raf", 64),
-                                                                  ("rf", 8), ("rf", 32)]
+    assert sorted((j.map, j.n) for j in by_study["long_imdb"]) == [
+        ("raf", 8),
+        ("raf", 32),
+        ("raf", 64),
+        ("rf", 8),
+        ("rf", 32),
+    ]
     assert {j.store for j in by_study["long_imdb"]} == {"long"} and {j.store for j in by_study["ws"]} == {"main"}
     assert all(j.params["data_label"].endswith(f":len{long_context['max_length']}") for j in by_study["long_imdb"])
     mh = grid.job({"study": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
@@ -350,8 +387,10 @@ def test_study_settings_follow_the_registry_and_left_out_points_name_their_study
     assert grid.left_out(study="variants") and not grid.left_out(study="ws")
     assert "variants drf d768_n1000_L2 (1 job): needs" in grid.left_out_message()
     estimate = resources.ws_memory("mh_raf", 50, 768, options={"heads": 4})
-    job = plan.Grid(_demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
-                    limits=SMALL).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
+    job = plan.Grid(
+        _demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
+        limits=SMALL,
+    ).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
     assert job.arrays == estimate.bytes
 
 
@@ -406,8 +445,14 @@ assert "toy" in grid.ws_maps()
 def test_default_variants_and_long_context_stay_within_one_cpu_hour():
     """issue 10: the default long_context + variants grids cost at most 1 CPU-hour per `wordsens plan`
     (in a fresh interpreter: no plugin registered by another test)."""
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "plan"], cwd=ROOT, capture_output=True, text=True,
-                         check=True, env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"})
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "plan"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"},
+    )
     hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment: ")[1].splitlines()[0]))
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
     assert 0.5 < beyond <= 1.0, out.stdout

@@ -21,10 +21,22 @@ def _gen_table(interpolates: list[bool] | None = None) -> pd.DataFrame:
                 for training in ("fine_tune", "retrain"):
                     for loss in ("surrogate", "direct"):
                         a = 1.0 if map_name == "rf" else float(rng.uniform(-0.2, 0.6))
-                        rows.append({"figure": "fig4", "map": map_name, "n": 8, "N": N, "d": 16, "simulation": sim,
-                                     "training": training, "loss": loss, "penalty": 0.0,
-                                     "gamma_min": float(rng.uniform(0, 1.5)), "err": float(rng.uniform(0, 4)),
-                                     "alignment": a})
+                        rows.append(
+                            {
+                                "figure": "fig4",
+                                "map": map_name,
+                                "n": 8,
+                                "N": N,
+                                "d": 16,
+                                "simulation": sim,
+                                "training": training,
+                                "loss": loss,
+                                "penalty": 0.0,
+                                "gamma_min": float(rng.uniform(0, 1.5)),
+                                "err": float(rng.uniform(0, 4)),
+                                "alignment": a,
+                            }
+                        )
     table = pd.DataFrame(rows)
     if interpolates is not None:
         table["interpolates"] = interpolates * (len(table) // len(interpolates))
@@ -50,11 +62,14 @@ def test_gen_figure_draws_every_row_in_its_panel(tmp_path, y):
     assert all(path.stat().st_size > 5000 for path in paths)
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
-        f"{m}, n = 8, {t}" for m in ("RF", "RAF") for t in ("fine-tuned", "re-trained"))
+        f"{m}, n = 8, {t}" for m in ("RF", "RAF") for t in ("fine-tuned", "re-trained")
+    )
     for ax in axes:
         panel, _, training = ax.get_title().rpartition(", ")
-        rows = table[(table["map"] == ("rf" if panel.startswith("RF") else "raf"))
-                     & (table["training"] == {"fine-tuned": "fine_tune", "re-trained": "retrain"}[training])]
+        rows = table[
+            (table["map"] == ("rf" if panel.startswith("RF") else "raf"))
+            & (table["training"] == {"fine-tuned": "fine_tune", "re-trained": "retrain"}[training])
+        ]
         drawn = np.concatenate([c.get_offsets() for c in ax.collections])
         assert len(drawn) == len(rows)
         np.testing.assert_allclose(np.sort(drawn[:, 1]), np.sort(rows[y].to_numpy()))
@@ -93,16 +108,25 @@ def test_gen_figure_refuses_a_table_without_the_column(tmp_path):
 
 
 # ----------------------------------------------------------------------------- beyond the paper (issue 10)
-def _ws_rows(maps_ns: dict, *, trials: int = 4, data: str = "synthetic", d: int = 16, slope: float = -0.5,
-             seed: int = 0) -> pd.DataFrame:
+def _ws_rows(
+    maps_ns: dict, *, trials: int = 4, data: str = "synthetic", d: int = 16, slope: float = -0.5, seed: int = 0
+) -> pd.DataFrame:
     """Trials with log WS = log c + slope log n + noise."""
     rng = np.random.default_rng(seed)
     rows = []
     for map_name, ns in maps_ns.items():
         for n in ns:
             for trial in range(trials):
-                rows.append({"map": map_name, "data": data, "d": d, "n": n, "trial": trial,
-                             "lower": 2.0 * n**slope * float(np.exp(rng.normal(0, 0.05)))})
+                rows.append(
+                    {
+                        "map": map_name,
+                        "data": data,
+                        "d": d,
+                        "n": n,
+                        "trial": trial,
+                        "lower": 2.0 * n**slope * float(np.exp(rng.normal(0, 0.05))),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -140,18 +164,25 @@ def test_variants_figure_draws_one_curve_per_map_in_registry_order(tmp_path):
 
 
 def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path):
-    synthetic = pd.concat([_ws_rows({"raf": [64, 256, 1024, 4096]}, slope=0.0, trials=10),
-                           _ws_rows({"rf": [64, 256, 1024]}, slope=-0.5, trials=10)])
+    synthetic = pd.concat(
+        [
+            _ws_rows({"raf": [64, 256, 1024, 4096]}, slope=0.0, trials=10),
+            _ws_rows({"rf": [64, 256, 1024]}, slope=-0.5, trials=10),
+        ]
+    )
     imdb = _ws_rows({"raf": [64, 256, 512]}, slope=-0.1, trials=10, data="imdb")
     labels = {"rf": "RF", "raf": "RAF"}
-    fig = plots.long_context_figure({"synthetic": synthetic, "imdb": imdb}, [tmp_path / "l.png"], labels=labels,
-                                    imdb_limit=512)
+    fig = plots.long_context_figure(
+        {"synthetic": synthetic, "imdb": imdb}, [tmp_path / "l.png"], labels=labels, imdb_limit=512
+    )
     (ax,) = fig.axes
     assert ax.get_xscale() == ax.get_yscale() == "log"
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    for label, data, frame in (("RF", "synthetic", synthetic[synthetic["map"] == "rf"]),
-                               ("RAF", "synthetic", synthetic[synthetic["map"] == "raf"]),
-                               ("RAF", "imdb", imdb)):
+    for label, data, frame in (
+        ("RF", "synthetic", synthetic[synthetic["map"] == "rf"]),
+        ("RAF", "synthetic", synthetic[synthetic["map"] == "raf"]),
+        ("RAF", "imdb", imdb),
+    ):
         slope, lo, hi = plots.loglog_slope(frame["n"], frame["lower"])
         assert f"{label}, {data}: slope {slope:.2f} [{lo:.2f}, {hi:.2f}]" in texts
     assert not any(t.startswith("RF, imdb") for t in texts)
@@ -175,13 +206,23 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         for trial, (review, length) in enumerate([(7, 5), (9, 12)]):
             kinds = token_kinds(10, length)
             for i in range(10):
-                rows.append({"map": map_name, "trial": trial, "review_id": review, "review_tokens": length,
-                             "position": i, "lower": scale * (1 + 0.1 * i), "token": kinds[i]})
+                rows.append(
+                    {
+                        "map": map_name,
+                        "trial": trial,
+                        "review_id": review,
+                        "review_tokens": length,
+                        "position": i,
+                        "lower": scale * (1 + 0.1 * i),
+                        "token": kinds[i],
+                    }
+                )
     table = pd.DataFrame(rows)
     fig = plots.positions_figure(table, [tmp_path / "p.png"], labels={"raf": "RAF", "rf": "RF"})
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
-        f"{m}, review {r} ({t} tokens)" for m in ("RAF", "RF") for r, t in ((7, 5), (9, 12)))
+        f"{m}, review {r} ({t} tokens)" for m in ("RAF", "RF") for r, t in ((7, 5), (9, 12))
+    )
     for ax in axes:
         label, _, rest = ax.get_title().partition(", review ")
         review = int(rest.split()[0])
@@ -193,6 +234,10 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["[CLS]", "word", "[SEP]", "[PAD]"]
     # a map left out (limits.unfit: skip) is named on the figure
-    fig = plots.positions_figure(table[table["map"] == "raf"], [tmp_path / "q.png"], labels={"raf": "RAF", "rf": "RF"},
-                                 left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}])
+    fig = plots.positions_figure(
+        table[table["map"] == "raf"],
+        [tmp_path / "q.png"],
+        labels={"raf": "RAF", "rf": "RF"},
+        left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}],
+    )
     assert any("not run: map=rf d=64 n=128 (needs 31.5 GB)" in t.get_text() for t in fig.texts)

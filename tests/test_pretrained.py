@@ -22,8 +22,10 @@ from wordsens import data, demo, embed, preprocess, probes, ws
 from wordsens.seeds import derive_seed
 
 SPEC = embed.PACKAGED_MODELS["minilm"]
-pytestmark = pytest.mark.skipif(importlib.util.find_spec(SPEC.module) is None,
-                                reason=f"{SPEC.distribution} is not installed (pip install -e \".[pretrained]\")")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec(SPEC.module) is None,
+    reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")',
+)
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb" / "train.parquet"
@@ -80,9 +82,14 @@ def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(minilm_dir)
-    assert (config.model_type, config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
-            config.max_position_embeddings, config.vocab_size) == \
-        ("bert", SPEC.width, SPEC.layers, SPEC.heads, SPEC.max_positions, SPEC.vocab_size)
+    assert (
+        config.model_type,
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.max_position_embeddings,
+        config.vocab_size,
+    ) == ("bert", SPEC.width, SPEC.layers, SPEC.heads, SPEC.max_positions, SPEC.vocab_size)
     dest = tmp_path / "models" / "minilm"
     assert embed.extract_packaged_model(dest) == dest
     weights = dest / "model.safetensors"
@@ -124,8 +131,9 @@ def test_truncated_hidden_states_equal_the_full_forward_pass(minilm):
     with torch.no_grad():
         full = model(**batch, output_hidden_states=True).hidden_states
     for layer in (0, 1, 2, SPEC.layers):
-        hidden, _ = embed.hidden_states(tokenizer, model, texts, layer=layer, max_length=96, dtype=np.float32,
-                                        progress=False)
+        hidden, _ = embed.hidden_states(
+            tokenizer, model, texts, layer=layer, max_length=96, dtype=np.float32, progress=False
+        )
         np.testing.assert_allclose(hidden, full[layer].numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -169,8 +177,9 @@ def test_attracting_delta_moves_attention_and_every_later_layer(minilm, reviews)
 
 def _layer0(minilm, texts: list[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
     tokenizer, model = minilm
-    return embed.hidden_states(tokenizer, model, texts, layer=0, max_length=max_length, dtype=np.float32,
-                               progress=False)
+    return embed.hidden_states(
+        tokenizer, model, texts, layer=0, max_length=max_length, dtype=np.float32, progress=False
+    )
 
 
 def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
@@ -181,8 +190,9 @@ def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
         assert norms.max() / norms.min() > 1.2  # measured 1.70-1.77: real rows are not on a sphere
         for d in (SPEC.width, SPEC.width // 2):
             X = preprocess.normalise(H, int(length), d)
-            torch.testing.assert_close(torch.linalg.vector_norm(X, dim=-1),
-                                       torch.full((int(length),), math.sqrt(d), dtype=torch.float64))
+            torch.testing.assert_close(
+                torch.linalg.vector_norm(X, dim=-1), torch.full((int(length),), math.sqrt(d), dtype=torch.float64)
+            )
 
 
 N_GRID = (20, 100)

@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb"
 BERT = SHARED / "bert-base-uncased"
-pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").exists() or not (BERT / "vocab.txt").exists(),
-                                reason=f"no real IMDb/BERT-Base files at {SHARED}")
+pytestmark = pytest.mark.skipif(
+    not (IMDB / "train.parquet").exists() or not (BERT / "vocab.txt").exists(),
+    reason=f"no real IMDb/BERT-Base files at {SHARED}",
+)
 
 
 def test_real_imdb_parquet_and_pool():

@@ -92,9 +92,11 @@ def test_plugin_errors_name_the_setting(monkeypatch):
     with pytest.raises(ValueError, match="cannot import the map plugin"):
         registry.load_plugins(["no_such_module_for_wordsens"])
     with pytest.raises(ValueError, match="lower-case identifiers"):
-        registry.register(registry.MapSpec("Bad-Name", "", "", "", forward=str, sample=str,
-                                           settings=registry.get("raf").settings))
+        registry.register(
+            registry.MapSpec("Bad-Name", "", "", "", forward=str, sample=str, settings=registry.get("raf").settings)
+        )
     with pytest.raises(ValueError, match="already registered"):
-        registry.register(registry.MapSpec("raf", "x", "", "", forward=str, sample=str,
-                                           settings=registry.get("raf").settings))
+        registry.register(
+            registry.MapSpec("raf", "x", "", "", forward=str, sample=str, settings=registry.get("raf").settings)
+        )
     assert math.isfinite(registry.get("raf").settings.tol)

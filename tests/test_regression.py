@@ -32,11 +32,19 @@ def _compare(before: pd.DataFrame, after: pd.DataFrame, key: list[str], exact: l
     after = after[before.columns].sort_values(key).reset_index(drop=True)
     assert len(before) == len(after)
     for column in key + exact:
-        np.testing.assert_array_equal(after[column].astype(object).fillna("NA").astype(str).to_numpy(),
-                                      before[column].astype(object).fillna("NA").astype(str).to_numpy(), err_msg=column)
+        np.testing.assert_array_equal(
+            after[column].astype(object).fillna("NA").astype(str).to_numpy(),
+            before[column].astype(object).fillna("NA").astype(str).to_numpy(),
+            err_msg=column,
+        )
     for column in close:
-        np.testing.assert_allclose(after[column].to_numpy(dtype=float), before[column].to_numpy(dtype=float),
-                                   rtol=RTOL, atol=1e-12, err_msg=column)
+        np.testing.assert_allclose(
+            after[column].to_numpy(dtype=float),
+            before[column].to_numpy(dtype=float),
+            rtol=RTOL,
+            atol=1e-12,
+            err_msg=column,
+        )
 
 
 def test_demo_ws_tables_equal_the_recorded_ones(demo_run):
@@ -45,16 +53,26 @@ def test_demo_ws_tables_equal_the_recorded_ones(demo_run):
     after = pd.concat([pd.read_parquet(tables / f"ws_{m}.parquet") for m in ("rf", "drf", "raf", "relu_raf")])
     after["L"] = after["L"].astype("float64")
     before = pd.read_csv(BEFORE / "ws.csv")
-    _compare(before, after, ["map", "d", "n", "L", "trial"], ["seed", "review_id", "position", "steps", "sampler"],
-             ["lower", "upper", "phi_norm", "delta_norm"])
+    _compare(
+        before,
+        after,
+        ["map", "d", "n", "L", "trial"],
+        ["seed", "review_id", "position", "steps", "sampler"],
+        ["lower", "upper", "phi_norm", "delta_norm"],
+    )
 
 
 def test_demo_gen_tables_equal_the_recorded_ones(demo_run):
     config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
     tables = demo_run / config["results"] / "tables"
-    after = pd.concat([pd.read_parquet(tables / f"gen_{f}_{d}.parquet") for f in ("fig4", "fig5")
-                       for d in ("imdb", "synthetic")])
+    after = pd.concat(
+        [pd.read_parquet(tables / f"gen_{f}_{d}.parquet") for f in ("fig4", "fig5") for d in ("imdb", "synthetic")]
+    )
     before = pd.read_csv(BEFORE / "gen.csv")
-    _compare(before, after, ["figure", "data", "map", "n", "N", "d", "simulation", "training", "loss", "penalty"],
-             ["seed", "review_id", "steps", "gram_rank", "interpolates"],
-             ["y", "t0", "D0", "D1", "err", "gamma_min", "delta_norm", "alignment", "d0_shift"])
+    _compare(
+        before,
+        after,
+        ["figure", "data", "map", "n", "N", "d", "simulation", "training", "loss", "penalty"],
+        ["seed", "review_id", "steps", "gram_rank", "interpolates"],
+        ["y", "t0", "D0", "D1", "err", "gamma_min", "delta_norm", "alignment", "d0_shift"],
+    )

@@ -15,15 +15,41 @@ from wordsens import plan, resources
 
 @pytest.mark.parametrize(
     "map_name,n,d,L",
-    [("rf", 90, 192, 2), ("rf", 150, 256, 2), ("drf", 40, 64, 2), ("drf", 20, 64, 3), ("raf", 200, 256, 2),
-     ("relu_raf", 50, 768, 2)],
+    [
+        ("rf", 90, 192, 2),
+        ("rf", 150, 256, 2),
+        ("drf", 40, 64, 2),
+        ("drf", 20, 64, 3),
+        ("raf", 200, 256, 2),
+        ("relu_raf", 50, 768, 2),
+    ],
 )
 def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
     """A fresh process runs one estimate (what a workflow job's Python process does): its peak
     RSS is below the estimate, and the estimate stays within 2 x peak + 256 MB."""
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", map_name, "--n", str(n), "--d", str(d),
-                          "--L", str(L), "--device", "cpu", "--max-steps", "30"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "ws",
+            "--map",
+            map_name,
+            "--n",
+            str(n),
+            "--d",
+            str(d),
+            "--L",
+            str(L),
+            "--device",
+            "cpu",
+            "--max-steps",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     peak = json.loads(out.stdout)["peak_memory_mb"]
     estimate = resources.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
     assert peak <= estimate <= 2 * peak + 256, (peak, estimate)
@@ -39,11 +65,19 @@ def test_runtime_estimates_are_positive_and_grow():
 
 def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "ws": {"data": "synthetic", "trials": 10, "trials_per_job": 5,
-               "maps": {"drf": {"d": [768], "n": [80], "L": [8]}, "raf": {"d": [64], "n": [10]}}},
-        "limits": {"memory_gb": 16, "gpu_memory_gb": "auto", "unfit": "fail"},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "ws": {
+                    "data": "synthetic",
+                    "trials": 10,
+                    "trials_per_job": 5,
+                    "maps": {"drf": {"d": [768], "n": [80], "L": [8]}, "raf": {"d": [64], "n": [10]}},
+                },
+                "limits": {"memory_gb": 16, "gpu_memory_gb": "auto", "unfit": "fail"},
+            }
+        )
+    )
     loaded = plan.load_config(config, schema=plan.SCHEMA)
     limits = plan.Limits(cpu=16 * resources.GB, gpu=None)
     jobs = plan.ws_jobs(loaded, limits)

@@ -122,8 +122,9 @@ def test_exact_sampler_ws_estimates_have_the_dense_law():
     for s in range(m):
         X = synthetic_sample(n, d, derive_seed("ws-sample", s))
         a = ws.estimate("rf", X, seed=derive_seed("exact", s), restarts=2)
-        b = ws.estimate("rf", X, seed=derive_seed("dense", s), restarts=2,
-                        weights=maps.rf_weights(derive_seed("dense", s), n, d))
+        b = ws.estimate(
+            "rf", X, seed=derive_seed("dense", s), restarts=2, weights=maps.rf_weights(derive_seed("dense", s), n, d)
+        )
         for res in (a, b):
             assert res.lower <= res.upper
             assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)

@@ -74,8 +74,12 @@ def _np_block(X, w):
 
 FORMULAS = {"sigmoid_raf": _np_sigmoid_raf, "linear_raf": _np_linear_raf, "mh_raf": _np_mh_raf, "block": _np_block}
 # small instances: (n, d, options)
-SMALL = {"sigmoid_raf": (6, 5, {}), "linear_raf": (6, 5, {}), "mh_raf": (6, 8, {"heads": 4}),
-         "block": (5, 8, {"heads": 2})}
+SMALL = {
+    "sigmoid_raf": (6, 5, {}),
+    "linear_raf": (6, 5, {}),
+    "mh_raf": (6, 8, {"heads": 4}),
+    "block": (5, 8, {"heads": 2}),
+}
 
 
 def _np(weights):
@@ -104,8 +108,9 @@ def test_multi_head_maps_at_the_default_heads():
     for name in ("mh_raf", "block"):
         W = maps.sample_weights(name, 1, n, d, dtype=torch.float64)
         assert W["Wq"].shape == (12, d, 2)
-        np.testing.assert_allclose(getattr(maps, name)(X, W).numpy(), FORMULAS[name](X.numpy(), _np(W)),
-                                   rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(
+            getattr(maps, name)(X, W).numpy(), FORMULAS[name](X.numpy(), _np(W)), rtol=1e-11, atol=1e-12
+        )
 
 
 def test_block_rows_are_layer_normalised_and_one_head_mh_is_attention_with_projections():
@@ -127,8 +132,11 @@ LAWS = {  # tensor -> variance of its entries, as a function of d
     "sigmoid_raf": {"W": lambda d: 1 / d},
     "linear_raf": {"Wq": lambda d: 1 / d, "Wk": lambda d: 1 / d},
     "mh_raf": {key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")},
-    "block": {**{key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")}, "W1": lambda d: 2 / d,
-              "W2": lambda d: 1 / (4 * d)},
+    "block": {
+        **{key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")},
+        "W1": lambda d: 2 / d,
+        "W2": lambda d: 1 / (4 * d),
+    },
 }
 
 
@@ -154,7 +162,7 @@ def test_sampler_laws_shapes_and_seeds(name):
         torch.testing.assert_close(again[key], W[key].double(), rtol=0, atol=0)
         assert not torch.equal(other[key], W[key])
     firsts = [tensor.flatten()[:5] for tensor in W.values()]
-    assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1:])
+    assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1 :])
 
 
 def test_block_shares_the_attention_weights_of_mh_raf():
@@ -183,11 +191,19 @@ def _full_value(name, X, W, position, D):
     return (diff * diff).sum(-1)
 
 
-@pytest.mark.parametrize("name,n,d,options", [
-    ("sigmoid_raf", 7, 6, {}), ("sigmoid_raf", 1, 4, {}), ("linear_raf", 7, 6, {}), ("linear_raf", 1, 4, {}),
-    ("mh_raf", 7, 6, {"heads": 3}), ("mh_raf", 1, 4, {"heads": 2}), ("mh_raf", 5, 12, {}),
-    ("block", 5, 8, {"heads": 2}),
-])
+@pytest.mark.parametrize(
+    "name,n,d,options",
+    [
+        ("sigmoid_raf", 7, 6, {}),
+        ("sigmoid_raf", 1, 4, {}),
+        ("linear_raf", 7, 6, {}),
+        ("linear_raf", 1, 4, {}),
+        ("mh_raf", 7, 6, {"heads": 3}),
+        ("mh_raf", 1, 4, {"heads": 2}),
+        ("mh_raf", 5, 12, {}),
+        ("block", 5, 8, {"heads": 2}),
+    ],
+)
 def test_fast_value_and_gradient_against_the_full_map(name, n, d, options):
     X = synthetic_sample(n, d, seed=1)
     W = maps.sample_weights(name, 3, n, d, dtype=torch.float64, **options)
@@ -248,10 +264,15 @@ def test_on_sphere_follows_the_sphere_where_the_gradient_points_out():
 # --------------------------------------------------------------------------- estimates against the reference
 
 
-@pytest.mark.parametrize("name,n,d,options", [
-    ("sigmoid_raf", 8, 16, {}), ("linear_raf", 8, 16, {}), ("mh_raf", 8, 16, {"heads": 4}),
-    ("block", 5, 8, {"heads": 2}),
-])
+@pytest.mark.parametrize(
+    "name,n,d,options",
+    [
+        ("sigmoid_raf", 8, 16, {}),
+        ("linear_raf", 8, 16, {}),
+        ("mh_raf", 8, 16, {"heads": 4}),
+        ("block", 5, 8, {"heads": 2}),
+    ],
+)
 def test_estimate_is_at_least_the_reference(name, n, d, options):
     for seed in range(2):
         X = synthetic_sample(n, d, seed=seed)
@@ -275,8 +296,9 @@ def test_position_all_and_resource_estimates():
         spec = registry.get(name)
         assert spec.label and spec.formula and spec.weight_law and spec.reference == (10.0, "50n")
         assert resources.ws_memory(name, 50, 768, options=spec.option_values()).bytes > 0
-        assert resources.ws_seconds(name, 50, 768, options=spec.option_values(), method="reference") > \
-            resources.ws_seconds(name, 50, 768, options=spec.option_values())
+        assert resources.ws_seconds(
+            name, 50, 768, options=spec.option_values(), method="reference"
+        ) > resources.ws_seconds(name, 50, 768, options=spec.option_values())
 
 
 # --------------------------------------------------------------------------- bad input

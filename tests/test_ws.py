@@ -210,7 +210,9 @@ def test_no_nan_for_extreme_inputs():
 def test_cli_prints_one_json_line():
     out = subprocess.run(
         [sys.executable, "-m", "wordsens.cli", "ws", "--map", "raf", "--d", "8", "--n", "5", "--seed", "2"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -221,12 +223,34 @@ def test_cli_prints_one_json_line():
 
 
 def test_cli_errors_are_clear():
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3",
-                          "--position", "7"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3", "--position", "7"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "position" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "positive integer" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3",
-                          "--data", "/nonexistent/store"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "ws",
+            "--map",
+            "rf",
+            "--d",
+            "4",
+            "--n",
+            "3",
+            "--data",
+            "/nonexistent/store",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "no embedding store" in out.stderr

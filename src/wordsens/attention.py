@@ -112,10 +112,10 @@ class AttentionProblem(Problem):
         row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
         if self.kind == "softmax":
             a = torch.softmax(row, dim=-1)
-            return a @ self.X + a[:, i:i + 1] * D
+            return a @ self.X + a[:, i : i + 1] * D
         a = torch.relu(row)
         den = a.sum(-1, keepdim=True)
-        num = a @ self.X + a[:, i:i + 1] * D
+        num = a @ self.X + a[:, i : i + 1] * D
         return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
 
     @torch.no_grad()
@@ -127,7 +127,7 @@ class AttentionProblem(Problem):
         n, i = self.n, self.i
         xi = self.xi + D
         stacked = xi @ self._PAM_T  # (R, 3n): column scores, x_i'.A_j, x_i'.M_j
-        col, xA, xM = stacked[:, :n], stacked[:, n:2 * n], stacked[:, 2 * n:]
+        col, xA, xM = stacked[:, :n], stacked[:, n : 2 * n], stacked[:, 2 * n :]
         if self.kind == "softmax":
             w = torch.sigmoid(col - self.logz) * self.mask
             dw = w * (1 - w)
@@ -150,23 +150,26 @@ class AttentionProblem(Problem):
         row = row + self.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - row)
         if self.kind == "softmax":
             att = torch.softmax(row, dim=-1)
-            out_i = att @ self.X + att[:, i:i + 1] * D
+            out_i = att @ self.X + att[:, i : i + 1] * D
             g_out = 2 * (out_i - self.out0_i)
             g_att = g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
             g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
-            grad = grad + att[:, i:i + 1] * g_out
+            grad = grad + att[:, i : i + 1] * g_out
         else:
             r = torch.relu(row)
             den = r.sum(-1, keepdim=True)
             safe = torch.where(den > 0, den, torch.ones_like(den))
-            num = r @ self.X + r[:, i:i + 1] * D
+            num = r @ self.X + r[:, i : i + 1] * D
             out_i = torch.where(den > 0, num / safe, torch.zeros_like(num))
             g_out = 2 * (out_i - self.out0_i)
-            g_r = (g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
-                   - (g_out * out_i).sum(-1, keepdim=True)) / safe
+            g_r = (
+                g_out @ self._XT
+                + self.onehot * (g_out * D).sum(-1, keepdim=True)
+                - (g_out * out_i).sum(-1, keepdim=True)
+            ) / safe
             g_row = torch.where((den > 0) & (row > 0), g_r, torch.zeros_like(g_r))
-            grad = grad + torch.where(den > 0, r[:, i:i + 1] / safe, torch.zeros_like(den)) * g_out
-        grad = grad + (g_row * self.mask) @ self._QT + g_row[:, i:i + 1] * u
+            grad = grad + torch.where(den > 0, r[:, i : i + 1] / safe, torch.zeros_like(den)) * g_out
+        grad = grad + (g_row * self.mask) @ self._QT + g_row[:, i : i + 1] * u
         return value + 0.25 * (g_out * g_out).sum(-1), grad
 
     def exact(self, deltas: Tensor) -> Tensor:
@@ -174,8 +177,12 @@ class AttentionProblem(Problem):
         (n, n) arrays: 134 MB apiece at n = 4096)."""
         if self._base64 is None:
             self._base64 = maps.apply(self.map_name, self.X64, self.W64)
-        return torch.stack([torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)
-                            for X in self.moved_samples(deltas)])
+        return torch.stack(
+            [
+                torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)
+                for X in self.moved_samples(deltas)
+            ]
+        )
 
     def select(self, deltas: Tensor) -> tuple[int, float]:
         """The best of ``deltas`` by the fast value (float64 here, the same algebra as the map), and
@@ -183,7 +190,7 @@ class AttentionProblem(Problem):
         with torch.no_grad():
             values = self.value(deltas.to(self.X.dtype))
         j = int(torch.argmax(values))
-        return j, float(self.exact(deltas[j:j + 1])[0])
+        return j, float(self.exact(deltas[j : j + 1])[0])
 
     def moved_samples(self, deltas: Tensor) -> Tensor:
         """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
@@ -218,8 +225,9 @@ class AttentionProblem(Problem):
         isolate = -(Wc @ (self.X.to(device="cpu", dtype=torch.float64) * mask[:, None]).sum(0))
         isolate = isolate / torch.linalg.vector_norm(isolate).clamp_min(1e-300)
         unit_xi = xi / torch.linalg.vector_norm(xi).clamp_min(1e-300)
-        dirs = torch.stack([attract, -attract, self_dir, xi, isolate, isolate + unit_xi,
-                            self._isolated(isolate + unit_xi, Wc)])
+        dirs = torch.stack(
+            [attract, -attract, self_dir, xi, isolate, isolate + unit_xi, self._isolated(isolate + unit_xi, Wc)]
+        )
         norms = torch.linalg.vector_norm(dirs, dim=-1, keepdim=True)
         dirs = torch.where(norms > 0, dirs / norms.clamp_min(1e-300), torch.zeros_like(dirs))
         return dirs[norms[:, 0] > 0]
@@ -271,8 +279,9 @@ class AttentionProblem(Problem):
 
 
 def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
-    def prepare(X64: Tensor, seed: int, weights: Tensor | None,
-                ctx: SearchContext) -> Callable[[int], AttentionProblem]:
+    def prepare(
+        X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext
+    ) -> Callable[[int], AttentionProblem]:
         W = weights if weights is not None else maps.attention_weights(seed, X64.shape[1])
         X, W = X64.to(device=ctx.device, dtype=ctx.dtype), W.to(device=ctx.device, dtype=ctx.dtype)
         return lambda position: AttentionProblem(X, W, position, kind)

@@ -123,8 +123,24 @@ __all__ = [
 ]
 
 _WS_REQUIRED = ("map", "data", "d", "n", "trial", "lower")
-_GEN_REQUIRED = ("figure", "map", "data", "d", "n", "N", "simulation", "training", "loss", "penalty", "y", "t0",
-                 "D0", "D1", "err", "gamma_min")
+_GEN_REQUIRED = (
+    "figure",
+    "map",
+    "data",
+    "d",
+    "n",
+    "N",
+    "simulation",
+    "training",
+    "loss",
+    "penalty",
+    "y",
+    "t0",
+    "D0",
+    "D1",
+    "err",
+    "gamma_min",
+)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -135,8 +151,10 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
     ``variants`` table when the run has one (``wordsens.tables.claims_inputs`` splits it by map)."""
     folder = Path(results_dir) / "tables"
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} is not a folder: pass the workflow's results folder (config key "
-                                "'results', e.g. results/), which holds tables/")
+        raise FileNotFoundError(
+            f"{folder} is not a folder: pass the workflow's results folder (config key "
+            "'results', e.g. results/), which holds tables/"
+        )
     tables = {}
     for path in sorted(folder.glob("*.parquet")):
         if table_kind(path.stem) is not None or path.stem == "variants":
@@ -155,8 +173,10 @@ def claims_from_results(results_dir: str | Path, *, seed: int = 0, resamples: in
 def _check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise ValueError(f"table {key!r} lacks the column(s) {missing}: it was not written by the workflow's "
-                         "aggregation rules (re-run snakemake to rebuild it)")
+        raise ValueError(
+            f"table {key!r} lacks the column(s) {missing}: it was not written by the workflow's "
+            "aggregation rules (re-run snakemake to rebuild it)"
+        )
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -190,4 +210,3 @@ def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resampl
     ws_claims(rows, ws)
     gen_claims(rows, gen)
     return rows.frame()
-

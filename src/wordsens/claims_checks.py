@@ -45,8 +45,10 @@ def _ws_slope(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str)
     dropped = len(frame) - len(positive)
     extra = f"{dropped} rows with WS <= 0 left out of the logarithm" if dropped else ""
     stratum_cols = ["d", "L"] if "L" in positive and positive["L"].notna().any() else ["d"]
-    pieces = [(tuple(plain(k) for k in (key if isinstance(key, tuple) else (key,))), part)
-              for key, part in positive.groupby(stratum_cols, sort=True, dropna=False)]
+    pieces = [
+        (tuple(plain(k) for k in (key if isinstance(key, tuple) else (key,))), part)
+        for key, part in positive.groupby(stratum_cols, sort=True, dropna=False)
+    ]
 
     def one(parts: list[tuple[tuple, pd.DataFrame]], scope: str) -> None:
         groups, xs, ss = [], [], []
@@ -57,11 +59,17 @@ def _ws_slope(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str)
                 ss.append(i)
         ns = {x for x in xs}
         if len(ns) < 2:
-            rows.not_run(claim, f"one n value only (n = {sorted(round(math.exp(x)) for x in ns)})",
-                         map_=map_, data=data, scope=scope)
+            rows.not_run(
+                claim,
+                f"one n value only (n = {sorted(round(math.exp(x)) for x in ns)})",
+                map_=map_,
+                data=data,
+                scope=scope,
+            )
             return
-        rows.measured(claim, groups, slope_stat(np.array(xs), np.array(ss)), map_=map_, data=data, scope=scope,
-                      note=extra)
+        rows.measured(
+            claim, groups, slope_stat(np.array(xs), np.array(ss)), map_=map_, data=data, scope=scope, note=extra
+        )
 
     for key, part in pieces:
         one([(key, part)], scope_label(stratum_cols, key))
@@ -84,8 +92,15 @@ def _ws_rf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
         means = np.array([v.mean() for v in groups])
         worst = int(np.argmax(np.abs(means / law - 1)))
         (wd, wn), _ = pts[worst]
-        rows.measured("rf_law", groups, stat, map_="rf", data=data, scope=scope,
-                      note=f"worst point d={wd}, n={wn}: mean WS / law = {means[worst] / law[worst]:.3f}")
+        rows.measured(
+            "rf_law",
+            groups,
+            stat,
+            map_="rf",
+            data=data,
+            scope=scope,
+            note=f"worst point d={wd}, n={wn}: mean WS / law = {means[worst] / law[worst]:.3f}",
+        )
 
 
 def _decreasing(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str, strata: list[str]) -> None:
@@ -105,23 +120,40 @@ def _decreasing(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: st
         means = np.array([v.mean() for v in groups])
         steps = means[1:] / means[:-1]
         i = int(np.argmax(steps))
-        rows.measured(claim, groups, stat, map_=map_, data=data, scope=scope,
-                      note=f"largest step n={pts[i][0][0]} -> {pts[i + 1][0][0]}: ratio {steps[i]:.3f}")
+        rows.measured(
+            claim,
+            groups,
+            stat,
+            map_=map_,
+            data=data,
+            scope=scope,
+            note=f"largest step n={pts[i][0][0]} -> {pts[i + 1][0][0]}: ratio {steps[i]:.3f}",
+        )
 
 
 def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
     big = frame[frame["d"] >= RAF_FLOOR_D]
     if big.empty:
-        rows.not_run("raf_floor", f"no RAF rows with d >= {RAF_FLOOR_D} (this run: d = "
-                     f"{sorted(int(d) for d in frame['d'].unique())})", map_="raf", data=data)
+        rows.not_run(
+            "raf_floor",
+            f"no RAF rows with d >= {RAF_FLOOR_D} (this run: d = {sorted(int(d) for d in frame['d'].unique())})",
+            map_="raf",
+            data=data,
+        )
     else:
         pts = grid_points(big, ["d", "n"], "lower")
         groups = [v for _, v in pts]
         means = np.array([v.mean() for v in groups])
         i = int(np.argmin(means))
-        rows.measured("raf_floor", groups, lambda g: grid_means(g).min(axis=1), map_="raf", data=data,
-                      scope=f"d>={RAF_FLOOR_D}",
-                      note=f"lowest point d={pts[i][0][0]}, n={pts[i][0][1]}: mean WS {means[i]:.3f}")
+        rows.measured(
+            "raf_floor",
+            groups,
+            lambda g: grid_means(g).min(axis=1),
+            map_="raf",
+            data=data,
+            scope=f"d>={RAF_FLOOR_D}",
+            note=f"lowest point d={pts[i][0][0]}, n={pts[i][0][1]}: mean WS {means[i]:.3f}",
+        )
     for d in sorted(frame["d"].unique()):
         pts = grid_points(frame[frame["d"] == d], ["n"], "lower")
         scope = f"d={int(d)}"
@@ -129,8 +161,15 @@ def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
             rows.not_run("raf_ratio", f"one n value only (n = {pts[0][0][0]})", map_="raf", data=data, scope=scope)
             continue
         ends = [pts[0][1], pts[-1][1]]
-        rows.measured("raf_ratio", ends, lambda g: g[1].mean(axis=1) / g[0].mean(axis=1), map_="raf", data=data,
-                      scope=scope, note=f"n={pts[-1][0][0]} over n={pts[0][0][0]}")
+        rows.measured(
+            "raf_ratio",
+            ends,
+            lambda g: g[1].mean(axis=1) / g[0].mean(axis=1),
+            map_="raf",
+            data=data,
+            scope=scope,
+            note=f"n={pts[-1][0][0]} over n={pts[0][0][0]}",
+        )
 
 
 def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str) -> None:
@@ -138,8 +177,9 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
     b = dict(grid_points(raf, ["d", "n"], "lower"))
     common = sorted(set(a) & set(b))
     if not common:
-        rows.not_run("relu_raf_below_raf", "no (d, n) grid point ran for both RAF and ReLU-RAF",
-                     map_="relu_raf", data=data)
+        rows.not_run(
+            "relu_raf_below_raf", "no (d, n) grid point ran for both RAF and ReLU-RAF", map_="relu_raf", data=data
+        )
         return
     k = len(common)
 
@@ -150,9 +190,15 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
     groups = [a[p] for p in common] + [b[p] for p in common]
     ratios = np.array([a[p].mean() / b[p].mean() for p in common])
     i = int(np.argmax(ratios))
-    rows.measured("relu_raf_below_raf", groups, stat, map_="relu_raf", data=data,
-                  scope=f"{k} common (d, n)",
-                  note=f"closest point d={common[i][0]}, n={common[i][1]}: ratio {ratios[i]:.3f}")
+    rows.measured(
+        "relu_raf_below_raf",
+        groups,
+        stat,
+        map_="relu_raf",
+        data=data,
+        scope=f"{k} common (d, n)",
+        note=f"closest point d={common[i][0]}, n={common[i][1]}: ratio {ratios[i]:.3f}",
+    )
 
 
 def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
@@ -198,6 +244,7 @@ def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
 
 # ----------------------------------------------------------------------------- generalisation claims
 
+
 def _alignment_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Rows with a finite alignment, and a note on the ones left out."""
     a = frame["alignment"].astype(float)
@@ -213,8 +260,12 @@ def _gen_alignment(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
         return
     if "alignment" not in fig4:
         for c, m in (("fig4_rf_alignment", "rf"), ("fig4_raf_alignment", "raf")):
-            rows.not_run(c, "the Figure 4 table has no 'alignment' column (written by an older wordsens: "
-                         "re-run the gen jobs)", map_=m, data=data)
+            rows.not_run(
+                c,
+                "the Figure 4 table has no 'alignment' column (written by an older wordsens: re-run the gen jobs)",
+                map_=m,
+                data=data,
+            )
         return
     rf, note = _alignment_rows(fig4[fig4["map"] == "rf"])
     if rf.empty:
@@ -223,13 +274,25 @@ def _gen_alignment(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
         a = rf["alignment"].astype(float)
         groups = sim_units(rf, {"hit": a >= 0.95, "all": pd.Series(1.0, index=rf.index)})
         extra = f"a in [{a.min():.3f}, {a.max():.3f}] over {len(rf)} rows"
-        rows.measured("fig4_rf_alignment", groups, fraction_stat, map_="rf", data=data,
-                      scope="all n, N, training, loss", note="; ".join(x for x in (extra, note) if x))
+        rows.measured(
+            "fig4_rf_alignment",
+            groups,
+            fraction_stat,
+            map_="rf",
+            data=data,
+            scope="all n, N, training, loss",
+            note="; ".join(x for x in (extra, note) if x),
+        )
     raf = fig4[(fig4["map"] == "raf") & (fig4["loss"] == "surrogate") & (fig4["d"] == FIG4_RAF_D)]
     if raf.empty:
         have = sorted(int(d) for d in fig4.loc[fig4["map"] == "raf", "d"].unique())
-        rows.not_run("fig4_raf_alignment", f"no RAF surrogate-loss rows at d = {FIG4_RAF_D} in Figure 4"
-                     + (f" (RAF ran at d = {have})" if have else " (no RAF rows)"), map_="raf", data=data)
+        rows.not_run(
+            "fig4_raf_alignment",
+            f"no RAF surrogate-loss rows at d = {FIG4_RAF_D} in Figure 4"
+            + (f" (RAF ran at d = {have})" if have else " (no RAF rows)"),
+            map_="raf",
+            data=data,
+        )
         return
     for n in sorted(raf["n"].unique()):
         part, note = _alignment_rows(raf[raf["n"] == n])
@@ -240,15 +303,26 @@ def _gen_alignment(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
         a = part["alignment"].astype(float)
         groups = sim_units(part, {"hit": a <= 0.5, "all": pd.Series(1.0, index=part.index)})
         extra = f"median a = {a.median():.3f} over {len(part)} rows"
-        rows.measured("fig4_raf_alignment", groups, fraction_stat, map_="raf", data=data, scope=scope,
-                      note="; ".join(x for x in (extra, note) if x))
+        rows.measured(
+            "fig4_raf_alignment",
+            groups,
+            fraction_stat,
+            map_="raf",
+            data=data,
+            scope=scope,
+            note="; ".join(x for x in (extra, note) if x),
+        )
 
 
 def _gen_bound(rows: Rows, gen: pd.DataFrame, data: str) -> None:
     maps = sorted(gen["map"].unique(), key=lambda m: (KNOWN_MAPS.index(m) if m in KNOWN_MAPS else 99, m))
     if "alignment" not in gen:
-        rows.not_run("err_bound", "the generalisation tables have no 'alignment' column (written by an older "
-                     "wordsens: re-run the gen jobs)", map_="rf", data=data)
+        rows.not_run(
+            "err_bound",
+            "the generalisation tables have no 'alignment' column (written by an older wordsens: re-run the gen jobs)",
+            map_="rf",
+            data=data,
+        )
         return
     for map_ in maps:
         part = gen[gen["map"] == map_]
@@ -259,13 +333,19 @@ def _gen_bound(rows: Rows, gen: pd.DataFrame, data: str) -> None:
         applies = np.isfinite(bound)
         figures = "+".join(sorted(part["figure"].unique()))
         if not applies.any():
-            rows.not_run("err_bound", f"no {map_} row with a >= 0 and gamma_min < 1 ({len(part)} rows)",
-                         map_=map_, data=data, scope=figures)
+            rows.not_run(
+                "err_bound",
+                f"no {map_} row with a >= 0 and gamma_min < 1 ({len(part)} rows)",
+                map_=map_,
+                data=data,
+                scope=figures,
+            )
             continue
         err = part["err"].to_numpy(dtype=float)
         above = np.where(applies, err >= bound - BOUND_SLACK * (1 + np.nan_to_num(bound)), False)
-        groups = sim_units(part, {"hit": pd.Series(above, index=part.index),
-                                   "all": pd.Series(applies, index=part.index)})
+        groups = sim_units(
+            part, {"hit": pd.Series(above, index=part.index), "all": pd.Series(applies, index=part.index)}
+        )
         groups = [g[g[:, 1] > 0] for g in groups]
         groups = [g for g in groups if len(g)]
         y, d1 = part["y"].to_numpy(dtype=float), part["D1"].to_numpy(dtype=float)
@@ -273,9 +353,11 @@ def _gen_bound(rows: Rows, gen: pd.DataFrame, data: str) -> None:
         curve = (2 - 2 * gamma[applies]) ** 2
         below_curve = int((err[applies] < curve - BOUND_SLACK * (1 + curve)).sum())
         slack = (err - bound)[applies]
-        note = (f"{int(applies.sum())} of {len(part)} rows satisfy the premise; min Err - bound = {slack.min():.3g}; "
-                f"max |D1 - D0 - a (y - t0)| = {residual.max():.2g}; {below_curve} below the a = 1 curve "
-                "(2 - 2 gamma)^2")
+        note = (
+            f"{int(applies.sum())} of {len(part)} rows satisfy the premise; min Err - bound = {slack.min():.3g}; "
+            f"max |D1 - D0 - a (y - t0)| = {residual.max():.2g}; {below_curve} below the a = 1 curve "
+            "(2 - 2 gamma)^2"
+        )
         rows.measured("err_bound", groups, fraction_stat, map_=map_, data=data, scope=figures, note=note)
 
 
@@ -293,8 +375,7 @@ def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
         scope = f"n={n}, N={N}, d={d}, {training}"
         penalties = sorted(float(p) for p in part["penalty"].unique())
         if len(penalties) < 2:
-            rows.not_run("fig5_penalty", f"one penalty only ({penalties[0]:g})", map_=str(map_), data=data,
-                         scope=scope)
+            rows.not_run("fig5_penalty", f"one penalty only ({penalties[0]:g})", map_=str(map_), data=data, scope=scope)
             continue
         table = part.pivot_table(index="simulation", columns="penalty", values="gamma_min", aggfunc="first")
         table = table.reindex(columns=penalties)
@@ -308,16 +389,21 @@ def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
         medians = table.median(axis=0).to_numpy()
         pairs = zip(penalties, medians, strict=True)
         note = "median gamma_min " + ", ".join(f"{m:.3g} (penalty {p:g})" for p, m in pairs)
-        rows.measured("fig5_penalty", [table.to_numpy(dtype=float)], stat, map_=str(map_), data=data, scope=scope,
-                      note=note)
+        rows.measured(
+            "fig5_penalty", [table.to_numpy(dtype=float)], stat, map_=str(map_), data=data, scope=scope, note=note
+        )
 
 
 def _gen_interpolation(rows: Rows, key: str, frame: pd.DataFrame) -> None:
     figure = table_kind(key)[1]  # type: ignore[index]
     data = ", ".join(sorted(str(x) for x in frame["data"].unique()))
     if "interpolates" not in frame:
-        rows.not_run("not_interpolating", f"table {key!r} has no 'interpolates' column (written by an older "
-                     "wordsens: re-run the gen jobs)", data=data, scope=figure)
+        rows.not_run(
+            "not_interpolating",
+            f"table {key!r} has no 'interpolates' column (written by an older wordsens: re-run the gen jobs)",
+            data=data,
+            scope=figure,
+        )
         return
     flag = frame["interpolates"].astype("boolean")
     bad = frame[(~flag).fillna(False).to_numpy(dtype=bool)]
@@ -333,8 +419,13 @@ def _gen_interpolation(rows: Rows, key: str, frame: pd.DataFrame) -> None:
 
 def gen_claims(rows: Rows, gen: dict[str, pd.DataFrame]) -> None:
     if not gen:
-        for c, m in (("fig4_rf_alignment", "rf"), ("fig4_raf_alignment", "raf"), ("err_bound", "rf"),
-                     ("fig5_penalty", ""), ("not_interpolating", "")):
+        for c, m in (
+            ("fig4_rf_alignment", "rf"),
+            ("fig4_raf_alignment", "raf"),
+            ("err_bound", "rf"),
+            ("fig5_penalty", ""),
+            ("not_interpolating", ""),
+        ):
             rows.not_run(c, "no generalisation tables (gen_fig4_<data>.parquet, gen_fig5_<data>.parquet)", map_=m)
         return
     frames = []
@@ -350,4 +441,3 @@ def gen_claims(rows: Rows, gen: dict[str, pd.DataFrame]) -> None:
         _gen_penalty(rows, fig5 if not fig5.empty else None, data)
     for key in sorted(gen):
         _gen_interpolation(rows, key, gen[key])
-

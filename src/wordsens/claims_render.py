@@ -35,7 +35,7 @@ def _note(row: pd.Series) -> str:
     note = str(row["note"])
     prefix = f"{row['verdict']} (interval straddles)"
     if row["straddles"] and note.startswith(prefix):
-        note = note[len(prefix):].lstrip("; ")
+        note = note[len(prefix) :].lstrip("; ")
     return note
 
 
@@ -48,8 +48,18 @@ def _summary(frame: pd.DataFrame) -> str:
 def format_claims(frame: pd.DataFrame) -> str:
     """A plain-text table for the terminal: one line per claim and scope, its note indented below."""
     head = ["claim", "map", "data", "scope", "value [95% CI]", "expected", "verdict"]
-    body = [[str(r["claim"]), str(r["map"]) or "-", str(r["data"]) or "-", str(r["scope"]) or "-", _value(r),
-             str(r["expectation"]), _verdict(r)] for _, r in frame.iterrows()]
+    body = [
+        [
+            str(r["claim"]),
+            str(r["map"]) or "-",
+            str(r["data"]) or "-",
+            str(r["scope"]) or "-",
+            _value(r),
+            str(r["expectation"]),
+            _verdict(r),
+        ]
+        for _, r in frame.iterrows()
+    ]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()
     out = [line, "-" * len(line)]
@@ -62,9 +72,18 @@ def format_claims(frame: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-_TABLE_COLUMNS = [("claim", "claim"), ("map", "map"), ("data", "data"), ("scope", "scope"),
-                  ("statement", "statement"), ("value", "value [95% CI]"), ("expectation", "expected"),
-                  ("verdict", "verdict"), ("source", "source"), ("note", "note")]
+_TABLE_COLUMNS = [
+    ("claim", "claim"),
+    ("map", "map"),
+    ("data", "data"),
+    ("scope", "scope"),
+    ("statement", "statement"),
+    ("value", "value [95% CI]"),
+    ("expectation", "expected"),
+    ("verdict", "verdict"),
+    ("source", "source"),
+    ("note", "note"),
+]
 
 
 def _cells(row: pd.Series) -> list[str]:
@@ -101,7 +120,7 @@ def claims_html(frame: pd.DataFrame) -> str:
         cells = "".join(f"<td>{html.escape(c)}</td>" for c in _cells(row))
         body.append(f'<tr style="background:{colour}">{cells}</tr>')
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Claims</title>"
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title>'
         "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
         "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
         f"<p>{html.escape(_summary(frame))}. Verdicts are decided on the point statistic; the interval is a 95% "

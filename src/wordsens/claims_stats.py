@@ -58,8 +58,23 @@ RAF_FLOOR_D = 384  # raf_floor: the grid points with d >= this
 FIG4_RAF_D = 768  # fig4_raf_alignment: the rows at this d
 GEN_GRID = ["figure", "map", "n", "N", "d"]  # a generalisation grid point; simulations are its units
 
-COLUMNS = ["claim", "map", "data", "scope", "statement", "statistic", "value", "ci_low", "ci_high", "expectation",
-           "verdict", "straddles", "units", "source", "note"]
+COLUMNS = [
+    "claim",
+    "map",
+    "data",
+    "scope",
+    "statement",
+    "statistic",
+    "value",
+    "ci_low",
+    "ci_high",
+    "expectation",
+    "verdict",
+    "straddles",
+    "units",
+    "source",
+    "note",
+]
 
 
 @dataclass(frozen=True)
@@ -103,36 +118,103 @@ class Claim:
 
 
 _STEP = "largest ratio mean WS(n') / mean WS(n) over consecutive grid values n < n'"
-CLAIMS: dict[str, Claim] = {c.id: c for c in [
-    Claim("rf_slope", "RF word sensitivity decays like n^(-1/2)",
-          "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",
-          "in", (-0.6, -0.4), PAPER),
-    Claim("rf_law", "RF mean WS lies within 15% of (1 + sqrt(2/n)) / sqrt(n) at every grid point",
-          "largest |mean WS / law(n) - 1| over the grid points", "<=", 0.15, DERIVED),
-    Claim("drf_decreasing", "DRF mean WS decreases in n at every depth L", _STEP, "<", 1.0, PAPER),
-    Claim("raf_floor", f"RAF mean WS >= 1 at every n for d >= {RAF_FLOOR_D}",
-          f"smallest mean WS over the grid points with d >= {RAF_FLOOR_D}", ">=", 1.0, PAPER),
-    Claim("raf_ratio", "RAF word sensitivity does not decay: WS(n_max) / WS(n_min) >= 0.5",
-          "mean WS at the largest n / mean WS at the smallest n", ">=", 0.5, PAPER),
-    Claim("relu_raf_below_raf", "ReLU-RAF mean WS is below RAF's at every (d, n) both ran",
-          "largest ratio mean WS ReLU-RAF / RAF over the common (d, n)", "<", 1.0, PAPER),
-    Claim("relu_raf_decreasing", "ReLU-RAF mean WS decreases in n", _STEP, "<", 1.0, PAPER),
-    Claim("fig4_rf_alignment", "RF cannot separate the two sentences: a >= 0.95 in >= 95% of Figure 4 rows",
-          "fraction of rows with a >= 0.95", ">=", 0.95, DERIVED),
-    Claim("fig4_raf_alignment",
-          f"RAF with the surrogate loss at d = {FIG4_RAF_D} separates them: a <= 0.5 in >= 70% of Figure 4 rows",
-          "fraction of rows with a <= 0.5", ">=", 0.70, DERIVED),
-    Claim("err_bound", "Err >= ((1 + a)(1 - gamma_min))^2 on every row with a >= 0 and gamma_min < 1 "
-          "(the curve (2 - 2 gamma)^2 at a = 1)",
-          f"fraction of those rows with Err >= bound - {BOUND_SLACK:g} (1 + bound)", ">=", 1.0, DERIVED),
-    Claim("fig5_penalty", "Figure 5: the median gamma_min decreases as the penalty grows",
-          "largest increase of the median gamma_min between consecutive penalties", "<", 0.0, PAPER),
-    Claim("not_interpolating", "generalisation rows whose first-stage model does not interpolate its training set "
-          "(pseudo-inverse solution)", "number of rows with interpolates == False", None, None, DERIVED),
-    Claim("map_slope", "word sensitivity of a map the paper makes no claim about",
-          "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",
-          None, None, DERIVED),
-]}
+CLAIMS: dict[str, Claim] = {
+    c.id: c
+    for c in [
+        Claim(
+            "rf_slope",
+            "RF word sensitivity decays like n^(-1/2)",
+            "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",
+            "in",
+            (-0.6, -0.4),
+            PAPER,
+        ),
+        Claim(
+            "rf_law",
+            "RF mean WS lies within 15% of (1 + sqrt(2/n)) / sqrt(n) at every grid point",
+            "largest |mean WS / law(n) - 1| over the grid points",
+            "<=",
+            0.15,
+            DERIVED,
+        ),
+        Claim("drf_decreasing", "DRF mean WS decreases in n at every depth L", _STEP, "<", 1.0, PAPER),
+        Claim(
+            "raf_floor",
+            f"RAF mean WS >= 1 at every n for d >= {RAF_FLOOR_D}",
+            f"smallest mean WS over the grid points with d >= {RAF_FLOOR_D}",
+            ">=",
+            1.0,
+            PAPER,
+        ),
+        Claim(
+            "raf_ratio",
+            "RAF word sensitivity does not decay: WS(n_max) / WS(n_min) >= 0.5",
+            "mean WS at the largest n / mean WS at the smallest n",
+            ">=",
+            0.5,
+            PAPER,
+        ),
+        Claim(
+            "relu_raf_below_raf",
+            "ReLU-RAF mean WS is below RAF's at every (d, n) both ran",
+            "largest ratio mean WS ReLU-RAF / RAF over the common (d, n)",
+            "<",
+            1.0,
+            PAPER,
+        ),
+        Claim("relu_raf_decreasing", "ReLU-RAF mean WS decreases in n", _STEP, "<", 1.0, PAPER),
+        Claim(
+            "fig4_rf_alignment",
+            "RF cannot separate the two sentences: a >= 0.95 in >= 95% of Figure 4 rows",
+            "fraction of rows with a >= 0.95",
+            ">=",
+            0.95,
+            DERIVED,
+        ),
+        Claim(
+            "fig4_raf_alignment",
+            f"RAF with the surrogate loss at d = {FIG4_RAF_D} separates them: a <= 0.5 in >= 70% of Figure 4 rows",
+            "fraction of rows with a <= 0.5",
+            ">=",
+            0.70,
+            DERIVED,
+        ),
+        Claim(
+            "err_bound",
+            "Err >= ((1 + a)(1 - gamma_min))^2 on every row with a >= 0 and gamma_min < 1 "
+            "(the curve (2 - 2 gamma)^2 at a = 1)",
+            f"fraction of those rows with Err >= bound - {BOUND_SLACK:g} (1 + bound)",
+            ">=",
+            1.0,
+            DERIVED,
+        ),
+        Claim(
+            "fig5_penalty",
+            "Figure 5: the median gamma_min decreases as the penalty grows",
+            "largest increase of the median gamma_min between consecutive penalties",
+            "<",
+            0.0,
+            PAPER,
+        ),
+        Claim(
+            "not_interpolating",
+            "generalisation rows whose first-stage model does not interpolate its training set "
+            "(pseudo-inverse solution)",
+            "number of rows with interpolates == False",
+            None,
+            None,
+            DERIVED,
+        ),
+        Claim(
+            "map_slope",
+            "word sensitivity of a map the paper makes no claim about",
+            "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",
+            None,
+            None,
+            DERIVED,
+        ),
+    ]
+}
 
 
 def err_lower_bound(alignment: np.ndarray | float, gamma: np.ndarray | float) -> np.ndarray:
@@ -165,8 +247,9 @@ def claim_rng(seed: int, *parts: object) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(derive_seed(seed, "claims", *parts)))
 
 
-def bootstrap(groups: Sequence[np.ndarray], stat: Stat, rng: np.random.Generator,
-              resamples: int) -> tuple[float, float, float]:
+def bootstrap(
+    groups: Sequence[np.ndarray], stat: Stat, rng: np.random.Generator, resamples: int
+) -> tuple[float, float, float]:
     """Point statistic and percentile interval.
 
     ``groups``: one array per grid point, units along axis 0. ``stat`` maps a list of arrays with a
@@ -201,15 +284,21 @@ class Rows:
     def not_run(self, claim: str, why: str, *, map_: str = "", data: str = "", scope: str = "") -> None:
         self._add(claim, map_, data, scope, math.nan, (math.nan, math.nan), 0, "not run", False, why)
 
-    def measured(self, claim: str, groups: Sequence[np.ndarray], stat: Stat, *, map_: str, data: str, scope: str,
-                 note: str = "") -> tuple[float, float, float]:
+    def measured(
+        self, claim: str, groups: Sequence[np.ndarray], stat: Stat, *, map_: str, data: str, scope: str, note: str = ""
+    ) -> tuple[float, float, float]:
         c = CLAIMS[claim]
         rng = claim_rng(self.seed, claim, map_, data, scope)
         value, lo, hi = bootstrap(groups, stat, rng, self.resamples)
         units = int(sum(len(g) for g in groups))
         if not np.isfinite(value):
-            self.not_run(claim, "the statistic is undefined on these rows" + (f"; {note}" if note else ""),
-                         map_=map_, data=data, scope=scope)
+            self.not_run(
+                claim,
+                "the statistic is undefined on these rows" + (f"; {note}" if note else ""),
+                map_=map_,
+                data=data,
+                scope=scope,
+            )
             return value, lo, hi
         straddles = False
         if c.op is None:
@@ -225,15 +314,39 @@ class Rows:
     def count(self, claim: str, value: int, units: int, *, map_: str, data: str, scope: str, note: str) -> None:
         self._add(claim, map_, data, scope, float(value), (math.nan, math.nan), units, "no claim", False, note)
 
-    def _add(self, claim: str, map_: str, data: str, scope: str, value: float, ci: tuple[float, float], units: int,
-             verdict: str, straddles: bool, note: str) -> None:
+    def _add(
+        self,
+        claim: str,
+        map_: str,
+        data: str,
+        scope: str,
+        value: float,
+        ci: tuple[float, float],
+        units: int,
+        verdict: str,
+        straddles: bool,
+        note: str,
+    ) -> None:
         c = CLAIMS[claim]
-        self.rows.append({
-            "claim": claim, "map": map_, "data": data, "scope": scope, "statement": c.statement,
-            "statistic": c.statistic, "value": value, "ci_low": ci[0], "ci_high": ci[1],
-            "expectation": c.expectation(), "verdict": verdict, "straddles": straddles, "units": units,
-            "source": c.source, "note": note,
-        })
+        self.rows.append(
+            {
+                "claim": claim,
+                "map": map_,
+                "data": data,
+                "scope": scope,
+                "statement": c.statement,
+                "statistic": c.statistic,
+                "value": value,
+                "ci_low": ci[0],
+                "ci_high": ci[1],
+                "expectation": c.expectation(),
+                "verdict": verdict,
+                "straddles": straddles,
+                "units": units,
+                "source": c.source,
+                "note": note,
+            }
+        )
 
     def frame(self) -> pd.DataFrame:
         frame = pd.DataFrame(self.rows, columns=COLUMNS)
@@ -269,6 +382,7 @@ def plain(v: object) -> object:
 
 def slope_stat(xs: np.ndarray, strata: np.ndarray) -> Stat:
     """Least-squares slope of y on x with an intercept per stratum; groups hold y = log WS per point."""
+
     def stat(groups: list[np.ndarray]) -> np.ndarray:
         sums = np.stack([g.sum(axis=1) for g in groups], axis=1)  # (R, G)
         counts = np.array([g.shape[1] for g in groups], dtype=float)
@@ -281,6 +395,7 @@ def slope_stat(xs: np.ndarray, strata: np.ndarray) -> Stat:
             num += sums[:, sel] @ xc
             den += float((m * xc**2).sum())
         return num / den if den > 0 else np.full(sums.shape[0], np.nan)
+
     return stat
 
 
@@ -304,4 +419,3 @@ def fraction_stat(groups: list[np.ndarray]) -> np.ndarray:
     hits = sum(g[..., 0].sum(axis=1) for g in groups)
     total = sum(g[..., 1].sum(axis=1) for g in groups)
     return hits / total
-

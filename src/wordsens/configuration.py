@@ -191,16 +191,22 @@ def _length_problems(config: dict) -> list[str]:
     embedding store is made at that length (some grid runs on IMDb rows)."""
     model, ws, gen = config["model"], config["ws"], config["gen"]
     variants, long_context, positions = (config.get(key) for key in ("variants", "long_context", "positions"))
-    main_store = ((ws["data"] == "imdb" and any(ws["maps"].values()))
-                  or ("imdb" in gen["data"] and any(gen[f] for f in ("fig4", "fig5")))
-                  or bool(variants and variants["data"] == "imdb") or bool(positions))
+    main_store = (
+        (ws["data"] == "imdb" and any(ws["maps"].values()))
+        or ("imdb" in gen["data"] and any(gen[f] for f in ("fig4", "fig5")))
+        or bool(variants and variants["data"] == "imdb")
+        or bool(positions)
+    )
     lengths = [("model.max_length", model["max_length"])] if main_store else []
     if long_context and "imdb" in long_context["data"]:
         lengths.append(("long_context.max_length", long_context["max_length"]))
     positions = model_positions(model["name"])
-    return [f"{key} = {length} > the {positions} positions of {model['name']}: lower {key} (the encoder cannot "
-            "embed longer inputs) or choose a model.name with more positions"
-            for key, length in lengths if positions is not None and length > positions]
+    return [
+        f"{key} = {length} > the {positions} positions of {model['name']}: lower {key} (the encoder cannot "
+        "embed longer inputs) or choose a model.name with more positions"
+        for key, length in lengths
+        if positions is not None and length > positions
+    ]
 
 
 def problems(config: dict) -> list[str]:
@@ -212,8 +218,10 @@ def problems(config: dict) -> list[str]:
     figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
     studies = [key for key in ("variants", "long_context", "positions") if config.get(key)]
     if not grids and not figures and not studies:
-        out.append("ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
-                   "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid")
+        out.append(
+            "ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
+            "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid"
+        )
     out += _study_problems(config)
     out += _length_problems(config)
     width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
@@ -221,42 +229,58 @@ def problems(config: dict) -> list[str]:
         if ws["data"] == "imdb":
             too_long = [n for n in grid["n"] if n > model["max_length"]]
             if too_long:
-                out.append(f"ws.maps.{map_name}.n has {too_long} > model.max_length = {model['max_length']}: "
-                           "lower n or raise model.max_length")
+                out.append(
+                    f"ws.maps.{map_name}.n has {too_long} > model.max_length = {model['max_length']}: "
+                    "lower n or raise model.max_length"
+                )
             too_wide = [d for d in grid["d"] if width is not None and d > width]
             if too_wide:
-                out.append(f"ws.maps.{map_name}.d has {too_wide} > the model width {width} ({model['name']}): "
-                           "lower d or choose a wider model.name")
+                out.append(
+                    f"ws.maps.{map_name}.d has {too_wide} > the model width {width} ({model['name']}): "
+                    "lower d or choose a wider model.name"
+                )
         if ws["position"] != "all" and ws["position"] >= min(grid["n"]):
-            out.append(f"ws.position {ws['position']} is beyond the smallest n = {min(grid['n'])} of "
-                       f"ws.maps.{map_name}: choose a position below every n, or 'all'")
+            out.append(
+                f"ws.position {ws['position']} is beyond the smallest n = {min(grid['n'])} of "
+                f"ws.maps.{map_name}: choose a position below every n, or 'all'"
+            )
     for figure, fig in figures.items():
         for map_name, ns in fig["maps"].items():
             if "imdb" in gen["data"]:
                 too_long = [n for n in ns if n > model["max_length"]]
                 if too_long:
-                    out.append(f"gen.{figure}.maps.{map_name} has n = {too_long} > model.max_length = "
-                               f"{model['max_length']}: lower n or raise model.max_length")
+                    out.append(
+                        f"gen.{figure}.maps.{map_name} has n = {too_long} > model.max_length = "
+                        f"{model['max_length']}: lower n or raise model.max_length"
+                    )
             if gen["position"] >= min(ns):
-                out.append(f"gen.position {gen['position']} is beyond n = {min(ns)} of gen.{figure}.maps.{map_name}: "
-                           "choose a position below every n")
+                out.append(
+                    f"gen.position {gen['position']} is beyond n = {min(ns)} of gen.{figure}.maps.{map_name}: "
+                    "choose a position below every n"
+                )
         if "imdb" in gen["data"] and max(fig["N"]) + 1 > data["pool_size"]:
-            out.append(f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1} (N training "
-                       "reviews and the new one): raise data.pool_size or lower N")
+            out.append(
+                f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1} (N training "
+                "reviews and the new one): raise data.pool_size or lower N"
+            )
     if figures and "imdb" in gen["data"] and width is not None and gen["d"] > width:
         out.append(f"gen.d = {gen['d']} > the model width {width} ({model['name']}): lower gen.d")
     probes = config["probes"]
     f3 = probes["fig3"]
     if probes["enabled"] and f3["text"] is None and f3["token"] > f3["min_tokens"]:
-        out.append(f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
-                   f"{f3['min_tokens']} tokens: raise min_tokens or lower the token")
+        out.append(
+            f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
+            f"{f3['min_tokens']} tokens: raise min_tokens or lower the token"
+        )
     lm = probes["lm"]
     if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
         from .data import hub_reachable
 
         if not hub_reachable():
-            out.append(f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
-                       "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false")
+            out.append(
+                f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
+            )
     return out
 
 
@@ -264,8 +288,10 @@ def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds
     """An unregistered map, or options the map refuses at some d (e.g. heads not dividing d)."""
     known = registry.names()
     if map_name not in known:
-        return [f"{key}: unknown map {map_name!r}; registered: {', '.join(known)} (a plugin's map needs its module "
-                "or .py file in plugins:)"]
+        return [
+            f"{key}: unknown map {map_name!r}; registered: {', '.join(known)} (a plugin's map needs its module "
+            "or .py file in plugins:)"
+        ]
     spec = registry.get(map_name)
     try:
         values = spec.option_values(options)
@@ -314,11 +340,16 @@ def _study_problems(config: dict) -> list[str]:
     for section in ("variants", "long_context"):
         study = config.get(section)
         if study:
-            ns = [n for m in (variant_maps(study) if section == "variants" else study["maps"])
-                  for n in capped_ns(study["n"], m, study["max_n"])]
+            ns = [
+                n
+                for m in (variant_maps(study) if section == "variants" else study["maps"])
+                for n in capped_ns(study["n"], m, study["max_n"])
+            ]
             if ns and study["position"] >= min(ns):
-                out.append(f"{section}.position {study['position']} is beyond the smallest n = {min(ns)} of "
-                           f"{section}: choose a position below every n")
+                out.append(
+                    f"{section}.position {study['position']} is beyond the smallest n = {min(ns)} of "
+                    f"{section}: choose a position below every n"
+                )
     width = model_width(model["name"]) if imdb else None
     for key, d, n, length in imdb:
         if n > length:

@@ -83,8 +83,10 @@ def _read_aclimdb(path: Path, split: str) -> pd.DataFrame:
     for label, folder in ((0, "neg"), (1, "pos")):
         directory = path / split / folder
         if not directory.is_dir():
-            raise FileNotFoundError(f"{directory} does not exist: data.path must point at an extracted aclImdb/ "
-                                    f"folder holding {split}/neg and {split}/pos")
+            raise FileNotFoundError(
+                f"{directory} does not exist: data.path must point at an extracted aclImdb/ "
+                f"folder holding {split}/neg and {split}/pos"
+            )
         for file in directory.iterdir():
             match = _NAME.match(file.name)
             if match:
@@ -113,11 +115,15 @@ def _read_tarball(path: Path, split: str) -> pd.DataFrame:
 
 def _read_parquet(path: Path, split: str) -> pd.DataFrame:
     if path.is_dir():
-        candidates = sorted(path.glob(f"{split}.parquet")) or sorted(path.glob(f"{split}-*.parquet")) \
+        candidates = (
+            sorted(path.glob(f"{split}.parquet"))
+            or sorted(path.glob(f"{split}-*.parquet"))
             or sorted(path.glob(f"{split}*.parquet"))
+        )
         if not candidates:
-            raise FileNotFoundError(f"no {split}.parquet in {path}; data.path must be a Parquet file or a folder "
-                                    f"holding <split>.parquet")
+            raise FileNotFoundError(
+                f"no {split}.parquet in {path}; data.path must be a Parquet file or a folder holding <split>.parquet"
+            )
         frame = pd.concat([pd.read_parquet(p) for p in candidates], ignore_index=True)
     else:
         frame = pd.read_parquet(path)
@@ -137,8 +143,9 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
     try:
         ds = datasets.load_dataset(name, split=split)
     except Exception as err:  # datasets raises many types for network and cache problems
-        raise NoNetwork(f"downloading {name!r} from the Hub failed ({type(err).__name__}: {err}); "
-                        f"{_LOCAL_HELP}") from err
+        raise NoNetwork(
+            f"downloading {name!r} from the Hub failed ({type(err).__name__}: {err}); {_LOCAL_HELP}"
+        ) from err
     frame = ds.to_pandas()
     return _read_parquet_frame(frame)
 
@@ -150,8 +157,9 @@ def _read_parquet_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return _frame(rows)
 
 
-def load_reviews(source: str, *, path: str | None = None, split: str = "train",
-                 hub_name: str = "stanfordnlp/imdb") -> pd.DataFrame:
+def load_reviews(
+    source: str, *, path: str | None = None, split: str = "train", hub_name: str = "stanfordnlp/imdb"
+) -> pd.DataFrame:
     """All labelled reviews of ``split``: columns ``review_id``, ``label`` (0 neg, 1 pos), ``file_id``, ``text``."""
     if source not in SOURCES:
         raise ValueError(f"unknown data.source {source!r}; choose one of {', '.join(SOURCES)}")
@@ -181,8 +189,17 @@ def tokens_to_fill(max_length: int, specials: int = 2) -> int:
     return max_length - specials
 
 
-def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens: int | None, seed: int,
-                min_tokens: int = 0, section: str = "data", batch_size: int = 256) -> pd.DataFrame:
+def select_pool(
+    reviews: pd.DataFrame,
+    tokenizer,
+    *,
+    pool_size: int,
+    max_tokens: int | None,
+    seed: int,
+    min_tokens: int = 0,
+    section: str = "data",
+    batch_size: int = 256,
+) -> pd.DataFrame:
     """A balanced, seeded pool of reviews with at least ``min_tokens`` and fewer than ``max_tokens``
     WordPiece tokens (``None``: no upper bound).
 
@@ -205,7 +222,7 @@ def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens:
         order = np.random.default_rng(derive_seed(seed, "pool", label) % 2**32).permutation(len(subset))
         subset = subset.iloc[order]
         for start in range(0, len(subset), batch_size):
-            chunk = subset.iloc[start:start + batch_size]
+            chunk = subset.iloc[start : start + batch_size]
             ids = tokenizer(list(chunk["text"]), add_special_tokens=False, truncation=False)["input_ids"]
             for (rid, text), tokens in zip(zip(chunk["review_id"], chunk["text"], strict=False), ids, strict=False):
                 if min_tokens <= len(tokens) and (max_tokens is None or len(tokens) < max_tokens):
@@ -217,9 +234,13 @@ def select_pool(reviews: pd.DataFrame, tokenizer, *, pool_size: int, max_tokens:
         if len(picked[label]) < half:
             which = "positive" if label else "negative"
             if min_tokens > 0:
-                raise ValueError(f"only {len(picked[label])} {which} reviews have at least {min_tokens} tokens, {half} "
-                                 f"needed; lower {section}.pool_size or {section}.max_length")
-            raise ValueError(f"only {len(picked[label])} {which} reviews have fewer than {max_tokens} tokens, {half} "
-                             f"needed; lower {section}.pool_size or raise {section}.max_tokens")
+                raise ValueError(
+                    f"only {len(picked[label])} {which} reviews have at least {min_tokens} tokens, {half} "
+                    f"needed; lower {section}.pool_size or {section}.max_length"
+                )
+            raise ValueError(
+                f"only {len(picked[label])} {which} reviews have fewer than {max_tokens} tokens, {half} "
+                f"needed; lower {section}.pool_size or raise {section}.max_tokens"
+            )
     rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
     return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "text"])

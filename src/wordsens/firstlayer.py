@@ -20,8 +20,16 @@ from .seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["FirstLayer", "RFProblem", "SubspaceRF", "blockwise_u", "exact_u", "rest_gaussian", "rf_prepare",
-           "rf_problem"]
+__all__ = [
+    "FirstLayer",
+    "RFProblem",
+    "SubspaceRF",
+    "blockwise_u",
+    "exact_u",
+    "rest_gaussian",
+    "rf_prepare",
+    "rf_problem",
+]
 
 
 class FirstLayer:
@@ -119,8 +127,9 @@ class RFProblem(Problem):
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.layer.singular_starts(restarts, self.radius, gen)
 
-    def search(self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int = 1,
-               momentum: float = 0.0) -> tuple[Tensor, int]:
+    def search(
+        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int = 1, momentum: float = 0.0
+    ) -> tuple[Tensor, int]:
         """Subspace ascent from every start: each iteration maximises over span{Delta, gradient,
         last step, two top singular directions} (an inner ascent on the (m, k) image ``V B^T``),
         which converges in far fewer passes over ``B`` than gradient steps; an iteration streams
@@ -143,8 +152,16 @@ class RFProblem(Problem):
                 m = basis.shape[1]
                 Y = (basis.reshape(R * m, -1) @ B.T).reshape(R, m, -1)  # the map on each subspace
                 sub = SubspaceRF(Y, u, base, r)
-                c, _ = ascend(sub, torch.einsum("rd,rmd->rm", D, basis), max_steps=60, tol=1e-9, patience=10,
-                               keep=R, momentum=0.0, eta_min=1e-9)
+                c, _ = ascend(
+                    sub,
+                    torch.einsum("rd,rmd->rm", D, basis),
+                    max_steps=60,
+                    tol=1e-9,
+                    patience=10,
+                    keep=R,
+                    momentum=0.0,
+                    eta_min=1e-9,
+                )
                 steps += 1
                 new_BD = torch.einsum("rm,rmk->rk", c, Y)
                 new_val = ((torch.relu(u + new_BD) - base) ** 2).sum(-1)
@@ -189,8 +206,17 @@ def exact_u(B: Tensor, X64: Tensor, position: int, seed: int, tag: str, gain: fl
 
 
 def rf_problem(
-    X64: Tensor, position: int, seed: int, *, sampler: str, weights: Tensor | None, k: int, dtype: torch.dtype,
-    device: torch.device, draw_on: str = "device", u_all: Tensor | None = None,
+    X64: Tensor,
+    position: int,
+    seed: int,
+    *,
+    sampler: str,
+    weights: Tensor | None,
+    k: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    u_all: Tensor | None = None,
 ) -> RFProblem:
     """The RF problem at ``position``: the block ``B`` of ``V`` that the moved token multiplies and
     ``u = V flat(X)``, from explicit ``weights``, the exact sampler, or the blockwise ``u_all``."""
@@ -207,8 +233,9 @@ def rf_problem(
     return RFProblem(B, u)
 
 
-def blockwise_u(map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device,
-                draw_on: str = "device") -> Tensor:
+def blockwise_u(
+    map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device, draw_on: str = "device"
+) -> Tensor:
     """First-layer pre-activation ``V flat(X)`` accumulated one column block at a time (the dense
     matrix's blocks: the same numbers as ``sampler="dense"``, never the whole matrix)."""
     n, d = X64.shape
@@ -229,11 +256,24 @@ def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContex
     accumulated once for every position)."""
     n, d = X64.shape
     k = ctx.options.get("k") or n * d
-    u_all = blockwise_u("rf", X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on) \
-        if ctx.sampler == "blockwise" and weights is None else None
+    u_all = (
+        blockwise_u("rf", X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on)
+        if ctx.sampler == "blockwise" and weights is None
+        else None
+    )
 
     def problem(position: int) -> RFProblem:
-        return rf_problem(X64, position, seed, sampler=ctx.sampler, weights=weights, k=k, dtype=ctx.dtype,
-                          device=ctx.device, draw_on=ctx.draw_on, u_all=u_all)
+        return rf_problem(
+            X64,
+            position,
+            seed,
+            sampler=ctx.sampler,
+            weights=weights,
+            k=k,
+            dtype=ctx.dtype,
+            device=ctx.device,
+            draw_on=ctx.draw_on,
+            u_all=u_all,
+        )
 
     return problem

@@ -42,8 +42,20 @@ from .tasks import check_task, draw_task, synthetic_task
 
 Tensor = torch.Tensor
 
-__all__ = ["LOSSES", "TRAININGS", "Fit", "GenResult", "Setup", "check_task", "draw_task", "interpolate", "prepare",
-           "search", "simulate", "synthetic_task"]
+__all__ = [
+    "LOSSES",
+    "TRAININGS",
+    "Fit",
+    "GenResult",
+    "Setup",
+    "check_task",
+    "draw_task",
+    "interpolate",
+    "prepare",
+    "search",
+    "simulate",
+    "synthetic_task",
+]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
@@ -215,9 +227,19 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
 
 
 def prepare(
-    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int, position: int = 0,
-    weights: Any = None, sampler: str = "auto", dtype: torch.dtype | None = None,
-    device: str | torch.device | None = "cpu", k: int | None = None,
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    position: int = 0,
+    weights: Any = None,
+    sampler: str = "auto",
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "cpu",
+    k: int | None = None,
 ) -> Setup:
     """Features, interpolator and functionals of one simulation (see the module docstring).
 
@@ -248,7 +270,7 @@ def prepare(
             V = V.to(device=dev, dtype=torch.float64)
             pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
             u = V @ X64.reshape(-1)
-            B = V[:, position * d:(position + 1) * d]
+            B = V[:, position * d : (position + 1) * d]
         else:
             pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
         Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
@@ -263,23 +285,42 @@ def prepare(
         W64 = W.to(device=dev, dtype=torch.float64)
         Phi = torch.empty((N, n * d), dtype=torch.float64, device=dev)  # filled in place: one copy only
         for s in range(0, N, 256):
-            Phi[s:s + 256] = maps.apply(map_name, Xt64[s:s + 256], W64).reshape(-1, n * d)
+            Phi[s : s + 256] = maps.apply(map_name, Xt64[s : s + 256], W64).reshape(-1, n * d)
         phi = maps.apply(map_name, X64, W64).reshape(-1)
         theta, pphi, fit = interpolate(Phi, Y, phi)
         del Phi
-        functionals = _AttentionFunctionals(X64.to(dtype), W64.to(dtype), position,
-                                            "softmax" if map_name == "raf" else "relu",
-                                            torch.stack([theta, phi, pphi]))
+        functionals = _AttentionFunctionals(
+            X64.to(dtype),
+            W64.to(dtype),
+            position,
+            "softmax" if map_name == "raf" else "relu",
+            torch.stack([theta, phi, pphi]),
+        )
     phi2 = float(phi @ phi)
     if phi2 == 0:
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
     pphi2 = float(pphi @ pphi)
     if pphi2 <= 1e-24 * phi2:
-        raise ValueError(f"phi(X) lies in the span of the N = {N} training feature vectors (p = {phi.numel()} "
-                         "features): re-training cannot learn it; use fewer training samples than features")
-    return Setup(map_name=map_name, n=n, d=d, N=N, position=position, y=float(y), t0=float(phi @ theta),
-                 phi2=phi2, pphi2=pphi2, phi_pphi=float(phi @ pphi), fit=fit, sampler=sampler,
-                 seconds=time.perf_counter() - started, functionals=functionals)
+        raise ValueError(
+            f"phi(X) lies in the span of the N = {N} training feature vectors (p = {phi.numel()} "
+            "features): re-training cannot learn it; use fewer training samples than features"
+        )
+    return Setup(
+        map_name=map_name,
+        n=n,
+        d=d,
+        N=N,
+        position=position,
+        y=float(y),
+        t0=float(phi @ theta),
+        phi2=phi2,
+        pphi2=pphi2,
+        phi_pphi=float(phi @ pphi),
+        fit=fit,
+        sampler=sampler,
+        seconds=time.perf_counter() - started,
+        functionals=functionals,
+    )
 
 
 def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -297,12 +338,12 @@ def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tup
     m = N + 1 + d
     gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
     gram[:N, :N] = flat @ flat.T
-    gram[:N, N:N + 1] = flat @ new.T
-    gram[N:N + 1, :N] = new @ flat.T
+    gram[:N, N : N + 1] = flat @ new.T
+    gram[N : N + 1, :N] = new @ flat.T
     gram[N, N] = new @ new.T
-    gram[:N + 1, N + 1:] = block
-    gram[N + 1:, :N + 1] = block.T
-    gram[N + 1:, N + 1:] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    gram[: N + 1, N + 1 :] = block
+    gram[N + 1 :, : N + 1] = block.T
+    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
     eigval, eigvec = torch.linalg.eigh(gram)
     R = eigval.clamp_min(0).sqrt()[:, None] * eigvec.T  # R^T R = gram
     gen = generator(derive_seed(seed, "rf-span", position))
@@ -314,9 +355,9 @@ def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tup
         rows = min(step, k - start)
         G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
         VZ = (G @ R) / math.sqrt(D)
-        pre_train[:, start:start + rows] = VZ[:, :N].T
-        u[start:start + rows] = VZ[:, N]
-        B[start:start + rows] = VZ[:, N + 1:]
+        pre_train[:, start : start + rows] = VZ[:, :N].T
+        u[start : start + rows] = VZ[:, N]
+        B[start : start + rows] = VZ[:, N + 1 :]
     return pre_train, u, B
 
 
@@ -382,8 +423,16 @@ class _GenProblem(Problem):
 
 
 def search(
-    setup: Setup, training: str, loss: str, *, penalty: float = 0.0, seed: int = 0, restarts: int = 16,
-    max_steps: int = 500, tol: float = 1e-6, patience: int = 30,
+    setup: Setup,
+    training: str,
+    loss: str,
+    *,
+    penalty: float = 0.0,
+    seed: int = 0,
+    restarts: int = 16,
+    max_steps: int = 500,
+    tol: float = 1e-6,
+    patience: int = 30,
 ) -> GenResult:
     """Search ``Delta`` (``||Delta|| <= sqrt(d)``, token ``setup.position``) minimising ``loss``.
 
@@ -402,8 +451,15 @@ def search(
     problem = _GenProblem(setup, training, loss, float(penalty))
     gen = generator(derive_seed(seed, "gen-search", training, loss, float(penalty)))
     starts = problem.starts(restarts, gen).to(setup.functionals.dtype)
-    found, steps = ascend(problem, starts, max_steps=max_steps, tol=tol, patience=patience,
-                           keep=min(8, restarts), momentum=0.5 if setup.map_name != "rf" else 0.0)
+    found, steps = ascend(
+        problem,
+        starts,
+        max_steps=max_steps,
+        tol=tol,
+        patience=patience,
+        keep=min(8, restarts),
+        momentum=0.5 if setup.map_name != "rf" else 0.0,
+    )
     deltas = torch.stack([feasible(D, problem.radius) for D in found])
     with torch.no_grad():
         values = problem.exact(deltas)
@@ -413,18 +469,43 @@ def search(
         f = setup.functionals.exact(delta[None])[0]
     D0, D1, err = setup.outcome(f, training)
     fit = setup.fit
-    return GenResult(map=setup.map_name, training=training, loss=loss, penalty=float(penalty), method="default",
-                     y=setup.y, t0=setup.t0, t1=setup.t1(training), D0=float(D0), D1=float(D1), err=float(err),
-                     gamma_min=max(abs(setup.t0), abs(float(D0))), alignment=float(setup.alignment(f, training)),
-                     d0_shift=abs(float(D0) - setup.t0), gram_cond=fit.cond, gram_rank=fit.rank,
-                     train_residual=fit.residual, interpolates=fit.interpolates,
-                     delta_norm=float(torch.linalg.vector_norm(delta)), steps=steps,
-                     seconds=time.perf_counter() - started, delta=delta.cpu())
+    return GenResult(
+        map=setup.map_name,
+        training=training,
+        loss=loss,
+        penalty=float(penalty),
+        method="default",
+        y=setup.y,
+        t0=setup.t0,
+        t1=setup.t1(training),
+        D0=float(D0),
+        D1=float(D1),
+        err=float(err),
+        gamma_min=max(abs(setup.t0), abs(float(D0))),
+        alignment=float(setup.alignment(f, training)),
+        d0_shift=abs(float(D0) - setup.t0),
+        gram_cond=fit.cond,
+        gram_rank=fit.rank,
+        train_residual=fit.residual,
+        interpolates=fit.interpolates,
+        delta_norm=float(torch.linalg.vector_norm(delta)),
+        steps=steps,
+        seconds=time.perf_counter() - started,
+        delta=delta.cpu(),
+    )
 
 
 def simulate(
-    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int,
-    searches: Sequence[tuple[str, str, float]], position: int = 0, **kwargs: Any,
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    searches: Sequence[tuple[str, str, float]],
+    position: int = 0,
+    **kwargs: Any,
 ) -> list[GenResult]:
     """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
     Gram matrix are computed once."""

@@ -34,8 +34,16 @@ def cast_weights(weights: Any, dtype: torch.dtype, device: torch.device) -> Any:
 class FullMapProblem(Problem):
     """``||phi(X^i(Delta)) - phi(X)||^2`` with the map evaluated in full for every restart."""
 
-    def __init__(self, forward: Callable[..., Tensor], X64: Tensor, weights: Any, position: int, *,
-                 dtype: torch.dtype, device: torch.device) -> None:
+    def __init__(
+        self,
+        forward: Callable[..., Tensor],
+        X64: Tensor,
+        weights: Any,
+        position: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
         d = X64.shape[1]
         self.forward, self.i, self.d = forward, position, d
         self.radius = math.sqrt(d)

@@ -117,16 +117,18 @@ def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, met
     """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum)."""
     directory = Path(directory)
     if hidden.ndim != 3 or hidden.shape[0] != len(index):
-        raise ValueError(f"hidden must be (reviews, max_length, width) with one index row per review, "
-                         f"got {hidden.shape} and {len(index)} index rows")
+        raise ValueError(
+            f"hidden must be (reviews, max_length, width) with one index row per review, "
+            f"got {hidden.shape} and {len(index)} index rows"
+        )
+
     def write_array(path: Path) -> None:
         with open(path, "wb") as fh:
             np.save(fh, hidden)
 
     atomic_path(directory / "hidden.npy", write_array)
     write_table(directory / "index.parquet", index)
-    meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype),
-                digest=file_digest(directory / "hidden.npy"))
+    meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype), digest=file_digest(directory / "hidden.npy"))
     write_json(directory / "meta.json", meta)
     return directory
 
@@ -144,8 +146,10 @@ def load_embeddings(path: str | os.PathLike, *, verify: bool = True) -> Embeddin
         raise CorruptCache(f"embedding store {directory} lacks {', '.join(missing)}; re-run the embedding rule")
     meta = read_json(directory / "meta.json")
     if verify and file_digest(directory / "hidden.npy") != meta.get("digest"):
-        raise CorruptCache(f"{directory / 'hidden.npy'} does not match its recorded checksum (corrupt or truncated); "
-                           "delete the store and re-run the embedding rule")
+        raise CorruptCache(
+            f"{directory / 'hidden.npy'} does not match its recorded checksum (corrupt or truncated); "
+            "delete the store and re-run the embedding rule"
+        )
     try:
         hidden = np.load(directory / "hidden.npy", mmap_mode="r")
     except ValueError as err:
@@ -172,8 +176,11 @@ def log_to(path: str | os.PathLike | None) -> None:
     sys.stderr = handle
     sys.stdout = handle
     # which machine and scheduler job ran this attempt (a retried job appends a second header)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} host={platform.node()} pid={os.getpid()} "
-          f"slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M:%S')} host={platform.node()} pid={os.getpid()} "
+        f"slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+        flush=True,
+    )
 
 
 def prepend_pythonpath(path: str | os.PathLike) -> None:

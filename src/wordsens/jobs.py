@@ -292,30 +292,79 @@ def ws_points(config: dict) -> list[Point]:
         for d in grid["d"]:
             for n in grid["n"]:
                 for L in grid.get("L", [None]):
-                    points.append(Point("ws", map_name, ws["data"], d, n, L, dict(grid.get("options") or {}),
-                                        ws["position"], ws["trials"], ws["trials_per_job"]))
+                    points.append(
+                        Point(
+                            "ws",
+                            map_name,
+                            ws["data"],
+                            d,
+                            n,
+                            L,
+                            dict(grid.get("options") or {}),
+                            ws["position"],
+                            ws["trials"],
+                            ws["trials_per_job"],
+                        )
+                    )
     section = config.get("variants")
     if section:
         for map_name in variant_maps(section):
             opts, L = _options(map_name, section["options"].get(map_name))
             for n in capped_ns(section["n"], map_name, section["max_n"]):
-                points.append(Point("variants", map_name, section["data"], section["d"], n, L, opts,
-                                    section["position"], section["trials"], section["trials_per_job"]))
+                points.append(
+                    Point(
+                        "variants",
+                        map_name,
+                        section["data"],
+                        section["d"],
+                        n,
+                        L,
+                        opts,
+                        section["position"],
+                        section["trials"],
+                        section["trials_per_job"],
+                    )
+                )
     section = config.get("long_context")
     if section:
         for data in section["data"]:
             for map_name in section["maps"]:
                 opts, L = _options(map_name, section["options"].get(map_name))
                 for n in long_context_ns(section, map_name, data):
-                    points.append(Point(f"long_{data}", map_name, data, section["d"], n, L, opts,
-                                        section["position"], section["trials"], section["trials_per_job"]))
+                    points.append(
+                        Point(
+                            f"long_{data}",
+                            map_name,
+                            data,
+                            section["d"],
+                            n,
+                            L,
+                            opts,
+                            section["position"],
+                            section["trials"],
+                            section["trials_per_job"],
+                        )
+                    )
     section = config.get("positions")
     if section:
         for map_name in section["maps"]:
             opts, L = _options(map_name, section["options"].get(map_name))
             # every position searched, on the same reviews for every map
-            points.append(Point("positions", map_name, "imdb", section["d"], section["n"], L, opts, "all",
-                                section["reviews"], section["reviews"], {"profile": True, "shared_samples": True}))
+            points.append(
+                Point(
+                    "positions",
+                    map_name,
+                    "imdb",
+                    section["d"],
+                    section["n"],
+                    L,
+                    opts,
+                    "all",
+                    section["reviews"],
+                    section["reviews"],
+                    {"profile": True, "shared_samples": True},
+                )
+            )
     return points
 
 
@@ -333,24 +382,79 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
         spec = registry.get(pt.map)
         device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost == "drf")
         sampler = resources.choose_sampler(pt.map, position=pt.position, method=method)
-        settings = {"position": pt.position, "method": method, "device": device, "min_tokens": ws["min_tokens"],
-                    "max_memory_gb": ws["max_memory_gb"], "draw_on": ws["draw_on"], "search": dict(ws["search"]),
-                    **({"options": pt.options} if pt.options else {}), **pt.extra}
+        settings = {
+            "position": pt.position,
+            "method": method,
+            "device": device,
+            "min_tokens": ws["min_tokens"],
+            "max_memory_gb": ws["max_memory_gb"],
+            "draw_on": ws["draw_on"],
+            "search": dict(ws["search"]),
+            **({"options": pt.options} if pt.options else {}),
+            **pt.extra,
+        }
         L = pt.L or 2
-        estimate = resources.ws_memory(pt.map, pt.n, pt.d, L=L, k=pt.options.get("k"), method=method,
-                                       sampler=sampler, budget=budget, options=pt.options)
+        estimate = resources.ws_memory(
+            pt.map,
+            pt.n,
+            pt.d,
+            L=L,
+            k=pt.options.get("k"),
+            method=method,
+            sampler=sampler,
+            budget=budget,
+            options=pt.options,
+        )
         host, on_device = _placed(estimate, device)
-        secs = resources.ws_seconds(pt.map, pt.n, pt.d, L=L, k=pt.options.get("k"), method=method, sampler=sampler,
-                                    device=device, positions=pt.n if pt.position == "all" else 1, budget=budget,
-                                    options=pt.options)
+        secs = resources.ws_seconds(
+            pt.map,
+            pt.n,
+            pt.d,
+            L=L,
+            k=pt.options.get("k"),
+            method=method,
+            sampler=sampler,
+            device=device,
+            positions=pt.n if pt.position == "all" else 1,
+            budget=budget,
+            options=pt.options,
+        )
         label = data_label(config, pt.data, long=pt.study == "long_imdb")
         for chunk, trials in enumerate(_chunks(pt.trials, pt.per_job)):
-            params = canonical({
-                "map": pt.map, "d": pt.d, "n": pt.n, "L": pt.L, "trials": list(trials), "seed": config["seed"],
-                "data": pt.data, "data_label": label, "settings": settings, "numerics_version": numerics_version,
-            })
-            jobs.append(WSJob("ws", pt.map, pt.data, chunk, device, host, on_device, secs * len(trials),
-                              estimate.bytes, budget, params, pt.d, pt.n, pt.L, trials, pt.study))
+            params = canonical(
+                {
+                    "map": pt.map,
+                    "d": pt.d,
+                    "n": pt.n,
+                    "L": pt.L,
+                    "trials": list(trials),
+                    "seed": config["seed"],
+                    "data": pt.data,
+                    "data_label": label,
+                    "settings": settings,
+                    "numerics_version": numerics_version,
+                }
+            )
+            jobs.append(
+                WSJob(
+                    "ws",
+                    pt.map,
+                    pt.data,
+                    chunk,
+                    device,
+                    host,
+                    on_device,
+                    secs * len(trials),
+                    estimate.bytes,
+                    budget,
+                    params,
+                    pt.d,
+                    pt.n,
+                    pt.L,
+                    trials,
+                    pt.study,
+                )
+            )
     return jobs
 
 
@@ -366,8 +470,12 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
     (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["gen"]``)."""
     gen = config["gen"]
     device = job_device(gen["device"], gpu=limits.gpu is not None)
-    settings = {"position": gen["position"], "device": device, "min_tokens": gen["min_tokens"],
-                "search": dict(gen["search"])}
+    settings = {
+        "position": gen["position"],
+        "device": device,
+        "min_tokens": gen["min_tokens"],
+        "search": dict(gen["search"]),
+    }
     d = gen["d"]
     jobs: list[GenJob] = []
     for figure in ("fig4", "fig5"):
@@ -383,13 +491,41 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
                         host, on_device = _placed(estimate, device)
                         secs = resources.gen_seconds(map_name, n, d, N, searches=len(searches))
                         for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
-                            params = canonical({
-                                "figure": figure, "map": map_name, "n": n, "N": N, "d": d, "data": data,
-                                "data_label": data_label(config, data), "simulations": list(sims),
-                                "searches": [list(s) for s in searches], "seed": config["seed"], "settings": settings,
-                                "numerics_version": numerics_version,
-                            })
-                            jobs.append(GenJob("gen", map_name, data, chunk, device, host, on_device,
-                                               secs * len(sims), estimate.bytes, None, params, figure, n, N, d,
-                                               sims, searches))
+                            params = canonical(
+                                {
+                                    "figure": figure,
+                                    "map": map_name,
+                                    "n": n,
+                                    "N": N,
+                                    "d": d,
+                                    "data": data,
+                                    "data_label": data_label(config, data),
+                                    "simulations": list(sims),
+                                    "searches": [list(s) for s in searches],
+                                    "seed": config["seed"],
+                                    "settings": settings,
+                                    "numerics_version": numerics_version,
+                                }
+                            )
+                            jobs.append(
+                                GenJob(
+                                    "gen",
+                                    map_name,
+                                    data,
+                                    chunk,
+                                    device,
+                                    host,
+                                    on_device,
+                                    secs * len(sims),
+                                    estimate.bytes,
+                                    None,
+                                    params,
+                                    figure,
+                                    n,
+                                    N,
+                                    d,
+                                    sims,
+                                    searches,
+                                )
+                            )
     return jobs

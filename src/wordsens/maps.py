@@ -174,8 +174,9 @@ def check_rf(V: Any, n: int, d: int) -> None:
     D = n * d
     if not isinstance(V, Tensor) or V.ndim != 2 or V.shape[1] != D:
         shape = tuple(V.shape) if isinstance(V, Tensor) else type(V).__name__
-        raise ValueError(f"RF weights V must have shape (k, n*d) = (k, {D}) for X of shape (n, d) = ({n}, {d}), "
-                         f"got {shape}")
+        raise ValueError(
+            f"RF weights V must have shape (k, n*d) = (k, {D}) for X of shape (n, d) = ({n}, {d}), got {shape}"
+        )
     check_matrix(V, tuple(V.shape), "V", "RF weights")
 
 
@@ -289,8 +290,9 @@ def base_seed(seed: int | torch.Generator) -> int:
     return int(seed)
 
 
-def draw_gaussian(shape: tuple[int, ...], std: float, seed: int, dtype: torch.dtype, device: str | torch.device,
-                  draw_on: str = "cpu") -> Tensor:
+def draw_gaussian(
+    shape: tuple[int, ...], std: float, seed: int, dtype: torch.dtype, device: str | torch.device, draw_on: str = "cpu"
+) -> Tensor:
     """I.i.d. ``N(0, std^2)`` of ``shape`` from its own generator seeded with ``seed`` (on the device
     or the CPU per ``draw_on``; drawn in float32, then cast to ``dtype``)."""
     gen = block_generator(seed, device, draw_on)
@@ -300,8 +302,15 @@ def draw_gaussian(shape: tuple[int, ...], std: float, seed: int, dtype: torch.dt
 
 
 def rf_block(
-    seed: int, position: int, n: int, d: int, k: int | None = None, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    seed: int,
+    position: int,
+    n: int,
+    d: int,
+    k: int | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
 ) -> Tensor:
     """Column block ``V[:, position*d:(position+1)*d]`` (k, d) of the RF matrix of ``seed``."""
     _check_positive(n=n, d=d)
@@ -313,8 +322,14 @@ def rf_block(
 
 
 def rf_weights(
-    seed: int | torch.Generator, n: int, d: int, k: int | None = None, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    k: int | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
 ) -> Tensor:
     """The dense RF matrix ``V`` (k, n*d), i.i.d. N(0, 1/D); ``k`` defaults to ``D = n*d``."""
     _check_positive(n=n, d=d)
@@ -323,13 +338,20 @@ def rf_weights(
     _check_positive(k=k)
     V = torch.empty((k, n * d), dtype=dtype, device=device)
     for j in range(n):
-        V[:, j * d:(j + 1) * d] = rf_block(base, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+        V[:, j * d : (j + 1) * d] = rf_block(base, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
     return V
 
 
 def drf_block(
-    seed: int, layer: int, block: int, n: int, d: int, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    seed: int,
+    layer: int,
+    block: int,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
 ) -> Tensor:
     """Column block ``block`` (D, d) of layer ``layer`` (1-based) of the DRF of ``seed``: N(0, 2/D)."""
     _check_positive(n=n, d=d, layer=layer)
@@ -340,8 +362,14 @@ def drf_block(
 
 
 def drf_layer(
-    seed: int, layer: int, n: int, d: int, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    seed: int,
+    layer: int,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
 ) -> Tensor:
     """Layer ``layer`` (D, D) of the DRF of ``seed``, filled block by block on ``device``.
 
@@ -350,13 +378,19 @@ def drf_layer(
     D = n * d
     V = torch.empty((D, D), dtype=dtype, device=device)
     for j in range(n):
-        V[:, j * d:(j + 1) * d] = drf_block(seed, layer, j, n, d, dtype=dtype, device=device, draw_on=draw_on)
+        V[:, j * d : (j + 1) * d] = drf_block(seed, layer, j, n, d, dtype=dtype, device=device, draw_on=draw_on)
     return V
 
 
 def drf_weights(
-    seed: int | torch.Generator, n: int, d: int, L: int, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    L: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
 ) -> list[Tensor]:
     """The ``L`` DRF matrices (D, D), i.i.d. N(0, 2/D) (He initialisation), first layer included."""
     _check_positive(n=n, d=d, L=L)
@@ -365,35 +399,67 @@ def drf_weights(
 
 
 def attention_weights(
-    seed: int | torch.Generator, d: int, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+    seed: int | torch.Generator,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
 ) -> Tensor:
     """The attention matrix ``W`` (d, d), i.i.d. N(0, 1/d), shared by RAF and ReLU-RAF."""
     _check_positive(d=d)
     return draw_gaussian((d, d), math.sqrt(1.0 / d), derive_seed(base_seed(seed), "attention"), dtype, device)
 
 
-def rf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-              device: str | torch.device = "cpu", draw_on: str = "device", k: int | None = None) -> Tensor:
+def rf_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+    k: int | None = None,
+) -> Tensor:
     """The registry's RF sampler (``rf_weights``)."""
     return rf_weights(seed, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
 
 
-def drf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu", draw_on: str = "device", L: int = 2) -> list[Tensor]:
+def drf_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+    L: int = 2,
+) -> list[Tensor]:
     """The registry's DRF sampler (``drf_weights``)."""
     return drf_weights(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on)
 
 
-def attention_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-                     device: str | torch.device = "cpu", draw_on: str = "device") -> Tensor:
+def attention_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+) -> Tensor:
     """The registry's RAF / ReLU-RAF sampler (``attention_weights``; small: drawn on the CPU)."""
     return attention_weights(seed, d, dtype=dtype, device=device)
 
 
 def sample_weights(
-    map_name: str, seed: int | torch.Generator, n: int, d: int, *,
-    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", draw_on: str = "device",
+    map_name: str,
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
     **options: Any,
 ) -> Any:
     """Weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W, the
@@ -402,6 +468,11 @@ def sample_weights(
     are accepted for every map and ignored by those without them, as before the registry."""
     spec = registry.get(map_name)
     _check_positive(n=n, d=d)
-    values = spec.option_values({key: value for key, value in options.items()
-                                 if value is not None and (key in spec.options or key not in ("L", "k"))})
+    values = spec.option_values(
+        {
+            key: value
+            for key, value in options.items()
+            if value is not None and (key in spec.options or key not in ("L", "k"))
+        }
+    )
     return registry.resolve(spec.sample)(seed, n, d, dtype=dtype, device=device, draw_on=draw_on, **values)

@@ -99,11 +99,14 @@ class Grid:
     chunk files of a table (``select``) and name what a figure is missing (``left_out``).
     """
 
-    def __init__(self, config: dict, *, limits: Limits | None = None,
-                 numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS):
+    def __init__(
+        self, config: dict, *, limits: Limits | None = None, numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS
+    ):
         self.limits = Limits.of(config) if limits is None else limits
-        self.jobs: list[Job] = [*ws_jobs(config, self.limits, numerics_versions["ws"]),
-                                *gen_jobs(config, self.limits, numerics_versions["gen"])]
+        self.jobs: list[Job] = [
+            *ws_jobs(config, self.limits, numerics_versions["ws"]),
+            *gen_jobs(config, self.limits, numerics_versions["gen"]),
+        ]
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
         self._by_wildcards = {tuple(sorted(job.wildcards.items())): job for job in self.fit}
@@ -157,8 +160,16 @@ class Grid:
         seen: dict[str, dict[str, Any]] = {}
         for job in self.unfit:
             if job.matches(**wildcards):
-                seen.setdefault(job.point, {"point": job.point, "map": job.map, "device": job.device,
-                                            "needs_gb": round(job.device_bytes / GB, 1), **_values(job)})
+                seen.setdefault(
+                    job.point,
+                    {
+                        "point": job.point,
+                        "map": job.map,
+                        "device": job.device,
+                        "needs_gb": round(job.device_bytes / GB, 1),
+                        **_values(job),
+                    },
+                )
         return list(seen.values())
 
     def left_out_message(self, *, fail: bool = False) -> str:
@@ -177,17 +188,27 @@ class Grid:
             else:
                 need = job.device_bytes
                 where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
-            lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
-                         f"{need / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}")
-        head = (f"{len(self.unfit)} job(s) cannot fit the memory one job may use here, so nothing runs "
-                "(limits.unfit: fail):" if fail else
-                f"{len(self.unfit)} job(s) left out: they need more memory than one job may use here "
-                "(limits.unfit: skip runs everything else):")
-        ways = ("Ways out: a cluster (snakemake --profile profiles/slurm, with limits.memory_gb set to the "
-                "nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is visible, or "
-                "limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. ")
-        ways += ("limits.unfit: skip runs the rest." if fail else
-                 "limits.unfit: fail refuses to start while any job is left out.")
+            lines.append(
+                f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
+                f"{need / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}"
+            )
+        head = (
+            f"{len(self.unfit)} job(s) cannot fit the memory one job may use here, so nothing runs "
+            "(limits.unfit: fail):"
+            if fail
+            else f"{len(self.unfit)} job(s) left out: they need more memory than one job may use here "
+            "(limits.unfit: skip runs everything else):"
+        )
+        ways = (
+            "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.memory_gb set to the "
+            "nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is visible, or "
+            "limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. "
+        )
+        ways += (
+            "limits.unfit: skip runs the rest."
+            if fail
+            else "limits.unfit: fail refuses to start while any job is left out."
+        )
         return "\n".join([head, *lines, ways])
 
 
@@ -209,8 +230,11 @@ def failed_jobs(log_text: str) -> list[dict[str, str]]:
         fields = dict(re.findall(r"^ {4}(\w+): (.*)$", block, re.M))
         output = fields.get("output", "")
         log = re.sub(r" \(check log file\(s\) for error details\)$", "", fields.get("log", ""))
-        found[output or f"{match.group(1)}:{fields.get('jobid', '')}"] = {"rule": match.group(1), "output": output,
-                                                                         "log": log}
+        found[output or f"{match.group(1)}:{fields.get('jobid', '')}"] = {
+            "rule": match.group(1),
+            "output": output,
+            "log": log,
+        }
     return list(found.values())
 
 
@@ -231,8 +255,10 @@ def study_hours(grid: Grid) -> dict[str, float]:
 def describe(config: dict, limits: Limits | None = None) -> str:
     """Human summary: job counts, estimated hours, peak memory, where jobs run, what is left out."""
     grid = Grid(config, limits=limits)
-    lines = ["jobs (word sensitivity: per study, map, grid point and chunk of trials; generalisation: per figure, "
-             "data, map, n, N and chunk of simulations):"]
+    lines = [
+        "jobs (word sensitivity: per study, map, grid point and chunk of trials; generalisation: per figure, "
+        "data, map, n, N and chunk of simulations):"
+    ]
     groups: dict[str, list[Job]] = {}
     for job in grid.jobs:
         groups.setdefault(f"{_group(job)} {job.map} ({job.device})", []).append(job)
@@ -248,10 +274,16 @@ def describe(config: dict, limits: Limits | None = None) -> str:
     lines.append("CPU-hours per experiment: " + ", ".join(f"{key} {value:.2f}" for key, value in per.items()))
     beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
     if beyond:
-        lines.append(f"variants + long_context: {beyond:.2f} CPU-hours (estimates; the defaults are sized to "
-                     "stay within 1)")
-    lines.append(f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
-                 + (f"{grid.limits.gpu / GB:.1f} GB (limits.gpu_memory_gb)" if grid.limits.gpu is not None
-                    else "none visible (limits.gpu_memory_gb)"))
+        lines.append(
+            f"variants + long_context: {beyond:.2f} CPU-hours (estimates; the defaults are sized to stay within 1)"
+        )
+    lines.append(
+        f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
+        + (
+            f"{grid.limits.gpu / GB:.1f} GB (limits.gpu_memory_gb)"
+            if grid.limits.gpu is not None
+            else "none visible (limits.gpu_memory_gb)"
+        )
+    )
     lines.append(grid.left_out_message(fail=config["limits"]["unfit"] == "fail") or "every job fits")
     return "\n".join(lines)

@@ -42,7 +42,6 @@ def map_label(name: str) -> str:
     return registry.get(name).label
 
 
-
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int) -> None:
     """Write ``fig`` to every path (format from the suffix), atomically."""
     for path in paths:
@@ -78,8 +77,18 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
     frame[hue] = frame[hue].astype(int)
     levels = sorted(frame[hue].unique())
     colors = dict(zip(levels, sns.color_palette(palette, len(levels)), strict=True))
-    sns.lineplot(data=frame, x="n", y="value", hue=hue, hue_order=levels, palette=colors, errorbar="sd",
-                 marker="o", ax=ax, legend=False)
+    sns.lineplot(
+        data=frame,
+        x="n",
+        y="value",
+        hue=hue,
+        hue_order=levels,
+        palette=colors,
+        errorbar="sd",
+        marker="o",
+        ax=ax,
+        legend=False,
+    )
     handles = [plt.Line2D([], [], color=colors[v], marker="o", label=f"{hue} = {v}") for v in levels]
     if map_name == "rf" and frame["upper"].notna().any():
         upper = frame.assign(up=frame["upper"] * factor).groupby([hue, "n"], as_index=False)["up"].mean()
@@ -91,14 +100,27 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
         grid = np.linspace(frame["n"].min(), frame["n"].max(), 200)
         law = rf_law(grid) * (np.sqrt(grid) if scaled else 1.0)
         ax.plot(grid, law, color="black", ls=":", lw=1.5)
-        handles.append(plt.Line2D([], [], color="black", ls=":", label=r"$(1+\sqrt{2/n})/\sqrt{n}$"
-                                  + (r"$\;\times\sqrt{n}$" if scaled else "")))
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                color="black",
+                ls=":",
+                label=r"$(1+\sqrt{2/n})/\sqrt{n}$" + (r"$\;\times\sqrt{n}$" if scaled else ""),
+            )
+        )
     ax.legend(handles=handles, fontsize="small", frameon=False)
 
 
-def ws_figure(tables: dict[str, pd.DataFrame], maps: Sequence[str], paths: Sequence[str | Path], *,
-              scaled: bool = False, left_out: Sequence[dict[str, Any]] = (),
-              settings: dict[str, Any] | None = None) -> None:
+def ws_figure(
+    tables: dict[str, pd.DataFrame],
+    maps: Sequence[str],
+    paths: Sequence[str | Path],
+    *,
+    scaled: bool = False,
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> None:
     """One panel per map of ``maps`` with results or left-out points: mean WS vs n with a 1-sd
     band (``lineplot(errorbar="sd")``); points left out are named in their panel."""
     settings = settings or {}
@@ -147,9 +169,16 @@ def _not_interpolating(table: pd.DataFrame) -> pd.Series:
     return ~table["interpolates"].fillna(True).astype(bool)
 
 
-def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Sequence[str | Path], *,
-               hue: str, y: str = "err", left_out: Sequence[dict[str, Any]] = (),
-               settings: dict[str, Any] | None = None) -> plt.Figure:
+def gen_figure(
+    table: pd.DataFrame,
+    columns: Sequence[Sequence[Any]],
+    paths: Sequence[str | Path],
+    *,
+    hue: str,
+    y: str = "err",
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
     """Figures 4 and 5 as one ``seaborn.relplot``: ``y`` against gamma_min, rows = training,
     columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross
     direct). ``y``: ``"err"`` (the test error: the paper's figures) or ``"alignment"`` (the
@@ -172,13 +201,31 @@ def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Seq
     losses = [loss for loss in LOSS_MARKERS if loss in set(table["loss"])]
     levels = sorted(table[hue].unique())
     palette = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True))
-    frame = table.assign(panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
-                         training=table["training"].map(TRAINING_TITLES))
+    frame = table.assign(
+        panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
+        training=table["training"].map(TRAINING_TITLES),
+    )
     grid = sns.relplot(
-        data=frame, x="gamma_min", y=y, row="training", col="panel", hue=hue, style="loss",
-        kind="scatter", row_order=trainings, col_order=cols, hue_order=levels, palette=palette,
-        style_order=losses, markers={loss: LOSS_MARKERS[loss] for loss in losses}, s=28, alpha=0.85,
-        linewidth=0.8, height=3.0, aspect=3.4 / 3.0, facet_kws={"sharex": False, "sharey": "row"},
+        data=frame,
+        x="gamma_min",
+        y=y,
+        row="training",
+        col="panel",
+        hue=hue,
+        style="loss",
+        kind="scatter",
+        row_order=trainings,
+        col_order=cols,
+        hue_order=levels,
+        palette=palette,
+        style_order=losses,
+        markers={loss: LOSS_MARKERS[loss] for loss in losses},
+        s=28,
+        alpha=0.85,
+        linewidth=0.8,
+        height=3.0,
+        aspect=3.4 / 3.0,
+        facet_kws={"sharex": False, "sharey": "row"},
         legend="full" if len(losses) > 1 else "brief",
     )
     grid.set_titles("{col_name}, {row_name}")
@@ -193,14 +240,33 @@ def gen_figure(table: pd.DataFrame, columns: Sequence[Sequence[Any]], paths: Seq
             ax.axhline(reference, color="dimgray", ls="--", lw=1, zorder=0)
         part = hollow[(hollow["training"] == training) & (hollow["panel"] == panel)]
         for (level, loss), points in part.groupby([hue, "loss"]):
-            ax.scatter(points["gamma_min"], points[y], marker=LOSS_MARKERS[str(loss)], s=28, facecolors="white",
-                       edgecolors=[palette[level]], linewidths=1.0, zorder=3, label="_not_interpolating")
+            ax.scatter(
+                points["gamma_min"],
+                points[y],
+                marker=LOSS_MARKERS[str(loss)],
+                s=28,
+                facecolors="white",
+                edgecolors=[palette[level]],
+                linewidths=1.0,
+                zorder=3,
+                label="_not_interpolating",
+            )
     if reference is not None:
-        grid.figure.text(0.01, 1.0, "dashed: a = 1 (one word cannot separate the two sentences)",
-                         fontsize="small", color="dimgray", va="bottom", ha="left")
+        grid.figure.text(
+            0.01,
+            1.0,
+            "dashed: a = 1 (one word cannot separate the two sentences)",
+            fontsize="small",
+            color="dimgray",
+            va="bottom",
+            ha="left",
+        )
     if len(hollow):
-        grid.figure.suptitle(f"hollow: {len(hollow)} of {len(frame)} rows whose first stage does not "
-                             "interpolate its training set", fontsize="small", y=1.04)
+        grid.figure.suptitle(
+            f"hollow: {len(hollow)} of {len(frame)} rows whose first stage does not interpolate its training set",
+            fontsize="small",
+            y=1.04,
+        )
     if left_out:
         note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
         grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
@@ -219,25 +285,35 @@ def _heatmap(ax: plt.Axes, matrix: np.ndarray, tokens: Sequence[str], vmax: floa
     return image
 
 
-def attention_pair(maps_: Sequence[Any], titles: Sequence[str], paths: Sequence[str | Path], *,
-                   settings: dict[str, Any] | None = None, colorbar_label: str = "attention") -> None:
+def attention_pair(
+    maps_: Sequence[Any],
+    titles: Sequence[str],
+    paths: Sequence[str | Path],
+    *,
+    settings: dict[str, Any] | None = None,
+    colorbar_label: str = "attention",
+) -> None:
     """Two attention heat maps side by side with one shared colour scale (Figure 1 left, Figure 3 panel 4)."""
     settings = settings or {}
     sns.set_theme(context=settings.get("context", "paper"), style="white")
     vmax = max(float(np.max(m.matrix)) for m in maps_)
     size = max(3.2, 0.32 * max(len(m.tokens) for m in maps_) + 1.5)
-    fig, axes = plt.subplots(1, len(maps_), figsize=(size * len(maps_) + 1.2, size), squeeze=False,
-                             layout="constrained")
-    images = [_heatmap(ax, amap.matrix, amap.tokens, vmax, title)
-              for ax, amap, title in zip(axes[0], maps_, titles, strict=True)]
+    fig, axes = plt.subplots(
+        1, len(maps_), figsize=(size * len(maps_) + 1.2, size), squeeze=False, layout="constrained"
+    )
+    images = [
+        _heatmap(ax, amap.matrix, amap.tokens, vmax, title)
+        for ax, amap, title in zip(axes[0], maps_, titles, strict=True)
+    ]
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     fig.colorbar(images[-1], ax=list(axes[0]), shrink=0.8, label=colorbar_label)
     save(fig, paths, int(settings.get("dpi", 150)))
 
 
-def layer_changes_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, title: str,
-                         settings: dict[str, Any] | None = None) -> None:
+def layer_changes_figure(
+    table: pd.DataFrame, paths: Sequence[str | Path], *, title: str, settings: dict[str, Any] | None = None
+) -> None:
     """Figure 3 panel 3: relative change of every layer's hidden states, attracting Delta against
     Gaussian Deltas of the same norm (mean and 1-sd band)."""
     settings = settings or {}
@@ -248,8 +324,13 @@ def layer_changes_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, ti
     colors = sns.color_palette(settings.get("palette", "colorblind"), 2)
     ax.plot(attract["layer"], attract["change"], marker="o", color=colors[0], label="attention-attracting Delta")
     ax.plot(gauss["layer"], gauss["mean"], marker="s", color=colors[1], label="Gaussian Delta (same norm)")
-    ax.fill_between(gauss["layer"], gauss["mean"] - gauss["std"].fillna(0), gauss["mean"] + gauss["std"].fillna(0),
-                    color=colors[1], alpha=0.25)
+    ax.fill_between(
+        gauss["layer"],
+        gauss["mean"] - gauss["std"].fillna(0),
+        gauss["mean"] + gauss["std"].fillna(0),
+        color=colors[1],
+        alpha=0.25,
+    )
     ax.set_xticks(sorted(table["layer"].unique()))
     ax.set_xlabel("layer (0 = encoder input)")
     ax.set_ylabel(r"$\|H_l(X') - H_l(X)\| \,/\, \|H_l(X)\|$")
@@ -260,8 +341,14 @@ def layer_changes_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, ti
     save(fig, paths, int(settings.get("dpi", 150)))
 
 
-def text_table_figure(frame: pd.DataFrame, paths: Sequence[str | Path], *, title: str, width: int = 60,
-                      settings: dict[str, Any] | None = None) -> None:
+def text_table_figure(
+    frame: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    title: str,
+    width: int = 60,
+    settings: dict[str, Any] | None = None,
+) -> None:
     """A table of texts rendered as a figure (Figure 1 right: prompts and answers)."""
     import textwrap
 
@@ -290,8 +377,9 @@ def _t_quantile(q: float, df: int) -> float:
     return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
 
 
-def loglog_slope(n: Sequence[float] | np.ndarray, ws: Sequence[float] | np.ndarray, *,
-                 level: float = 0.95) -> tuple[float, float, float]:
+def loglog_slope(
+    n: Sequence[float] | np.ndarray, ws: Sequence[float] | np.ndarray, *, level: float = 0.95
+) -> tuple[float, float, float]:
     """Least-squares slope of log WS against log n over every trial, with its ``level`` t-interval
     (NaN bounds with fewer than 3 trials or a single n): (slope, low, high)."""
     x, y = np.log(np.asarray(n, dtype=float)), np.log(np.asarray(ws, dtype=float))
@@ -308,8 +396,14 @@ def loglog_slope(n: Sequence[float] | np.ndarray, ws: Sequence[float] | np.ndarr
     return slope, slope - half, slope + half
 
 
-def variants_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels: Mapping[str, str],
-                    left_out: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None) -> plt.Figure:
+def variants_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
     """Every map of ``labels`` (map -> plot label, in legend order) on one panel: mean WS against n
     (log x) with a 1-sd band; points left out are named under the panel."""
     settings = settings or {}
@@ -320,8 +414,17 @@ def variants_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
     frame = table[table["map"].isin(maps_)].assign(label=lambda f: f["map"].map(dict(labels)))
-    sns.lineplot(data=frame, x="n", y="lower", hue="label", hue_order=[labels[m] for m in maps_],
-                 palette={labels[m]: colours[m] for m in maps_}, errorbar="sd", marker="o", ax=ax)
+    sns.lineplot(
+        data=frame,
+        x="n",
+        y="lower",
+        hue="label",
+        hue_order=[labels[m] for m in maps_],
+        palette={labels[m]: colours[m] for m in maps_},
+        errorbar="sd",
+        marker="o",
+        ax=ax,
+    )
     ax.set_xscale("log")
     ax.set_ylim(bottom=0)
     ds = sorted(set(table["d"].astype(int)))
@@ -339,10 +442,15 @@ def variants_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels:
 DATA_STYLES = {"synthetic": "-", "imdb": "--"}
 
 
-def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str | Path], *,
-                        labels: Mapping[str, str], imdb_limit: int | None = None,
-                        left_out: Sequence[dict[str, Any]] = (),
-                        settings: dict[str, Any] | None = None) -> plt.Figure:
+def long_context_figure(
+    tables: Mapping[str, pd.DataFrame],
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    imdb_limit: int | None = None,
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
     """Log-log WS against n, one curve per map (colour) and data source (``tables``: data -> rows;
     solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials, the least-squares slope
     of log WS on log n over every trial with its 95% t-interval in the legend, the RF law
@@ -365,9 +473,17 @@ def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str 
             stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
             slope, lo, hi = loglog_slope(part["n"], part["lower"])
             interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
-            ax.errorbar(stats["n"], stats["mean"], yerr=stats["std"].fillna(0), color=colours[map_name],
-                        ls=DATA_STYLES.get(data, ":"), marker="o", ms=4, capsize=2,
-                        label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval}")
+            ax.errorbar(
+                stats["n"],
+                stats["mean"],
+                yerr=stats["std"].fillna(0),
+                color=colours[map_name],
+                ls=DATA_STYLES.get(data, ":"),
+                marker="o",
+                ms=4,
+                capsize=2,
+                label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval}",
+            )
     rf_ns = [t.loc[t["map"] == "rf", "n"] for t in present.values() if "rf" in set(t["map"])]
     if rf_ns:
         ns = pd.concat(rf_ns)
@@ -375,17 +491,31 @@ def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str 
         ax.plot(grid, rf_law(grid), color="black", ls=":", lw=1.5, label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$")
     if imdb_limit is not None and "imdb" in present:
         ax.axvline(imdb_limit, color="dimgray", ls="-.", lw=1)
-        ax.annotate(f"IMDb stops: reviews embedded\nat n = {imdb_limit} tokens", (imdb_limit, 1.0),
-                    xycoords=("data", "axes fraction"), xytext=(-4, -4), textcoords="offset points",
-                    ha="right", va="top", fontsize="x-small", color="dimgray")
+        ax.annotate(
+            f"IMDb stops: reviews embedded\nat n = {imdb_limit} tokens",
+            (imdb_limit, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(-4, -4),
+            textcoords="offset points",
+            ha="right",
+            va="top",
+            fontsize="x-small",
+            color="dimgray",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ds = sorted({int(d) for t in present.values() for d in t["d"]})
     ax.set_title(f"word sensitivity at long contexts, d = {', '.join(map(str, ds))}")
     ax.set_xlabel("context length n")
     ax.set_ylabel("word sensitivity (lower bound)")
-    ax.legend(fontsize="x-small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5),
-              title="fitted log-log slope [95% CI]", title_fontsize="x-small")
+    ax.legend(
+        fontsize="x-small",
+        frameon=False,
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        title="fitted log-log slope [95% CI]",
+        title_fontsize="x-small",
+    )
     if left_out:
         _mark_not_run(ax, not_run_note(left_out, ["study", "map", "d", "n"]).replace("\n", "; "))
     fig.tight_layout()
@@ -393,12 +523,23 @@ def long_context_figure(tables: Mapping[str, pd.DataFrame], paths: Sequence[str 
     return fig
 
 
-TOKEN_STYLES = {"[CLS]": ("*", "tab:red", 90), "word": ("o", None, 14), "[SEP]": ("D", "tab:purple", 40),
-                "[PAD]": ("x", "gray", 14), "row": ("o", None, 14)}
+TOKEN_STYLES = {
+    "[CLS]": ("*", "tab:red", 90),
+    "word": ("o", None, 14),
+    "[SEP]": ("D", "tab:purple", 40),
+    "[PAD]": ("x", "gray", 14),
+    "row": ("o", None, 14),
+}
 
 
-def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels: Mapping[str, str],
-                     left_out: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None) -> plt.Figure:
+def positions_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
     """Per-position profiles: the WS of every position i of each review (columns) for each map of
     ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
     ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. Maps ``left_out``
@@ -409,8 +550,9 @@ def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels
         raise ValueError(f"no per-position results for any of {list(labels)}")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     trials = sorted(set(table["trial"]))
-    fig, axes = plt.subplots(len(maps_), len(trials), figsize=(4.2 * len(trials), 2.8 * len(maps_)),
-                             squeeze=False, sharex=True, sharey="row")
+    fig, axes = plt.subplots(
+        len(maps_), len(trials), figsize=(4.2 * len(trials), 2.8 * len(maps_)), squeeze=False, sharex=True, sharey="row"
+    )
     colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
     for r, map_name in enumerate(maps_):
         for c, trial in enumerate(trials):
@@ -423,27 +565,53 @@ def positions_figure(table: pd.DataFrame, paths: Sequence[str | Path], *, labels
             for kind, (marker, colour, size) in TOKEN_STYLES.items():
                 rows = part[part["token"] == kind]
                 if len(rows):
-                    ax.scatter(rows["position"], rows["lower"], marker=marker, s=size, zorder=2,
-                               color=colour or colours[map_name], label=kind)
+                    ax.scatter(
+                        rows["position"],
+                        rows["lower"],
+                        marker=marker,
+                        s=size,
+                        zorder=2,
+                        color=colour or colours[map_name],
+                        label=kind,
+                    )
             pads = part[part["token"] == "[PAD]"]
             if len(pads):
-                ax.axvspan(pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12,
-                           lw=0, zorder=0)
+                ax.axvspan(
+                    pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12, lw=0, zorder=0
+                )
             first = part.iloc[0]
-            ax.set_title(f"{labels[map_name]}, review {int(first['review_id'])} "
-                         f"({int(first['review_tokens'])} tokens)", fontsize="small")
+            ax.set_title(
+                f"{labels[map_name]}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
+                fontsize="small",
+            )
             ax.set_ylim(0, 1.08 * float(table.loc[table["map"] == map_name, "lower"].max()))  # the row's scale
             if r == len(maps_) - 1:
                 ax.set_xlabel("position i ([CLS] = 0)")
             if c == 0:
                 ax.set_ylabel(r"WS at position $i$")
-    handles = [plt.Line2D([], [], ls="", marker=m, color=col or "black", label=k)
-               for k, (m, col, _) in TOKEN_STYLES.items() if k in set(table["token"])]
-    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False, fontsize="small",
-               bbox_to_anchor=(0.5, 1.0))
+    handles = [
+        plt.Line2D([], [], ls="", marker=m, color=col or "black", label=k)
+        for k, (m, col, _) in TOKEN_STYLES.items()
+        if k in set(table["token"])
+    ]
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=len(handles),
+        frameon=False,
+        fontsize="small",
+        bbox_to_anchor=(0.5, 1.0),
+    )
     if left_out:
-        fig.text(0.01, 0.01, not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "), fontsize="x-small",
-                 va="bottom", ha="left", color="dimgray")
+        fig.text(
+            0.01,
+            0.01,
+            not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "),
+            fontsize="x-small",
+            va="bottom",
+            ha="left",
+            color="dimgray",
+        )
     fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)))
     return fig

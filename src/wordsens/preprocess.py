@@ -75,8 +75,11 @@ def draw_sample(
     row = int(eligible[int(torch.randint(0, eligible.size, (1,), generator=gen))])
     X = review_samples(source, row, n, d, dtype=dtype)
     index = source.index  # type: ignore[attr-defined]
-    info: dict[str, object] = {"review_id": int(index["review_id"].iloc[row]), "label": int(index["label"].iloc[row]),
-            "length": int(index["length"].iloc[row])}
+    info: dict[str, object] = {
+        "review_id": int(index["review_id"].iloc[row]),
+        "label": int(index["label"].iloc[row]),
+        "length": int(index["length"].iloc[row]),
+    }
     return X, info
 
 
@@ -89,21 +92,25 @@ def eligible_reviews(store: object, n: int, d: int, *, min_tokens: bool = False,
     """
     hidden = store.hidden  # type: ignore[attr-defined]
     if n > hidden.shape[1]:
-        raise ValueError(f"n = {n} exceeds the stored max_length {hidden.shape[1]}; lower n or re-embed with a "
-                         "larger max_length")
+        raise ValueError(
+            f"n = {n} exceeds the stored max_length {hidden.shape[1]}; lower n or re-embed with a larger max_length"
+        )
     if d > hidden.shape[2]:
         raise ValueError(f"d = {d} exceeds the model width {hidden.shape[2]}; lower d")
     lengths = np.asarray(store.index["length"])  # type: ignore[attr-defined]
     eligible = np.flatnonzero(lengths >= n) if min_tokens else np.arange(len(lengths))
     if eligible.size < needed:
         what = f"at least n = {n} tokens" if min_tokens else "reviews"
-        raise ValueError(f"the review pool has {eligible.size} eligible reviews ({what}), {needed} are needed; "
-                         "raise data.pool_size" + (", lower n or disable min_tokens" if min_tokens else ""))
+        raise ValueError(
+            f"the review pool has {eligible.size} eligible reviews ({what}), {needed} are needed; "
+            "raise data.pool_size" + (", lower n or disable min_tokens" if min_tokens else "")
+        )
     return eligible
 
 
-def review_samples(store: object, rows: int | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64
-                   ) -> Tensor:
+def review_samples(
+    store: object, rows: int | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64
+) -> Tensor:
     """Normalised samples (n, d) of store rows ``rows`` (one row, or an array of rows -> a batch)."""
     hidden = store.hidden  # type: ignore[attr-defined]
     return normalise(np.asarray(hidden[rows, :n, :d], dtype=np.float64), n, d, dtype=dtype)

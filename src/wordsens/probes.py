@@ -43,8 +43,10 @@ def _embeddings(model) -> torch.nn.Module:
         base = getattr(model, "base_model", None)
         module = getattr(base, "embeddings", None)
     if module is None:
-        raise ValueError(f"{type(model).__name__} has no embedding module: use a BERT-like encoder "
-                         "(BERT, RoBERTa, ELECTRA, ...) loaded with AutoModel")
+        raise ValueError(
+            f"{type(model).__name__} has no embedding module: use a BERT-like encoder "
+            "(BERT, RoBERTa, ELECTRA, ...) loaded with AutoModel"
+        )
     return module
 
 
@@ -69,8 +71,10 @@ def moved(model, position: int, delta: Tensor) -> Iterator[None]:
 def _run(model, batch: dict[str, Tensor], *, attentions: bool):
     out = model(**batch, output_hidden_states=True, output_attentions=attentions)
     if attentions and (out.attentions is None or len(out.attentions) == 0 or out.attentions[0] is None):
-        raise ValueError(f"{type(model).__name__} returns no attention probabilities; load it with "
-                         "attn_implementation='eager' (wordsens.embed.load_encoder(..., attentions=True))")
+        raise ValueError(
+            f"{type(model).__name__} returns no attention probabilities; load it with "
+            "attn_implementation='eager' (wordsens.embed.load_encoder(..., attentions=True))"
+        )
     return out
 
 
@@ -98,9 +102,17 @@ class AttentionMap:
 
 
 @torch.no_grad()
-def attention_map(model, tokenizer, text: str, *, layer: int = 1, heads: Sequence[int] | str = "all",
-                  drop_special: bool = True, position: int | None = None, delta: Tensor | None = None
-                  ) -> AttentionMap:
+def attention_map(
+    model,
+    tokenizer,
+    text: str,
+    *,
+    layer: int = 1,
+    heads: Sequence[int] | str = "all",
+    drop_special: bool = True,
+    position: int | None = None,
+    delta: Tensor | None = None,
+) -> AttentionMap:
     """Attention of ``layer`` averaged over ``heads`` (1-based, or "all") for ``text``;
     ``[CLS]``/``[SEP]`` rows and columns dropped when ``drop_special``; optionally with token
     ``position`` moved by ``delta``."""
@@ -134,8 +146,17 @@ def token_attention(model, batch: dict[str, Tensor], position: int, delta: Tenso
     return out.attentions[layer - 1][0, :, :, position].mean()
 
 
-def attract_delta(model, tokenizer, text: str, position: int, *, norm: float | None = None, layer: int = 1,
-                  steps: int = 60, seed: int = 0) -> tuple[Tensor, float, float]:
+def attract_delta(
+    model,
+    tokenizer,
+    text: str,
+    position: int,
+    *,
+    norm: float | None = None,
+    layer: int = 1,
+    steps: int = 60,
+    seed: int = 0,
+) -> tuple[Tensor, float, float]:
     """A ``Delta`` of norm ``norm`` (default: the moved row's own norm in ``hidden_states[0]``) that
     makes token ``position`` attract the attention of ``layer``: projected normalised-gradient
     ascent on the sphere of the mean attention paid to it (``token_attention``), through the
@@ -186,8 +207,9 @@ def layer_changes(model, tokenizer, text: str, position: int, delta: Tensor) -> 
     base = _run(model, batch, attentions=False).hidden_states
     with moved(model, position, delta):
         new = _run(model, batch, attentions=False).hidden_states
-    return np.array([float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a))
-                     for a, b in zip(base, new, strict=True)])
+    return np.array(
+        [float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a)) for a, b in zip(base, new, strict=True)]
+    )
 
 
 def gaussian_deltas(width: int, norm: float, draws: int, seed: int) -> Tensor:
@@ -196,8 +218,7 @@ def gaussian_deltas(width: int, norm: float, draws: int, seed: int) -> Tensor:
     return G * (norm / torch.linalg.vector_norm(G, dim=-1, keepdim=True))
 
 
-def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int = 64, device: str = "auto"
-               ) -> list[str]:
+def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int = 64, device: str = "auto") -> list[str]:
     """Greedy answers of a causal language model (a Hub name or a local folder) to ``prompts``."""
     from .embed import load_pretrained
     from .resources import resolve_device
@@ -211,9 +232,13 @@ def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int =
     for prompt in prompts:
         batch = tokenizer(prompt, return_tensors="pt").to(dev)
         with torch.no_grad():
-            out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
-        answers.append(tokenizer.decode(out[0, batch["input_ids"].shape[1]:], skip_special_tokens=True).strip())
+            out = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+            )
+        answers.append(tokenizer.decode(out[0, batch["input_ids"].shape[1] :], skip_special_tokens=True).strip())
     return answers
 
 
@@ -222,13 +247,24 @@ def pick_long_text(pool, min_tokens: int) -> tuple[str, int]:
     WordPiece tokens; returns ``(text, review_id)``."""
     long = pool[pool["tokens"] >= min_tokens]
     if long.empty:
-        raise ValueError(f"no review of the pool has at least {min_tokens} tokens (longest: "
-                         f"{int(pool['tokens'].max())}); lower probes.fig3.min_tokens or give probes.fig3.text")
+        raise ValueError(
+            f"no review of the pool has at least {min_tokens} tokens (longest: "
+            f"{int(pool['tokens'].max())}); lower probes.fig3.min_tokens or give probes.fig3.text"
+        )
     return str(long["text"].iloc[0]), int(long["review_id"].iloc[0])
 
 
-def layer_change_table(model, tokenizer, text: str, position: int, *, norm: float | None = None, draws: int = 10,
-                       steps: int = 60, seed: int = 0):
+def layer_change_table(
+    model,
+    tokenizer,
+    text: str,
+    position: int,
+    *,
+    norm: float | None = None,
+    draws: int = 10,
+    steps: int = 60,
+    seed: int = 0,
+):
     """Figure 3 panel 3 as tidy rows: ``kind`` (attract | gaussian), ``draw``, ``layer``, ``change``,
     plus the attention paid to the token before and after the attracting Delta."""
     import pandas as pd
@@ -237,16 +273,34 @@ def layer_change_table(model, tokenizer, text: str, position: int, *, norm: floa
         raise ValueError(f"gaussian_draws must be >= 1, got {draws}")
     delta, before, after = attract_delta(model, tokenizer, text, position, norm=norm, steps=steps, seed=seed)
     radius = float(torch.linalg.vector_norm(delta))
-    rows = [{"kind": "attract", "draw": 0, "layer": layer, "change": float(c), "norm": radius,
-             "attention_before": before, "attention_after": after}
-            for layer, c in enumerate(layer_changes(model, tokenizer, text, position, delta))]
+    rows = [
+        {
+            "kind": "attract",
+            "draw": 0,
+            "layer": layer,
+            "change": float(c),
+            "norm": radius,
+            "attention_before": before,
+            "attention_after": after,
+        }
+        for layer, c in enumerate(layer_changes(model, tokenizer, text, position, delta))
+    ]
     for draw, g in enumerate(gaussian_deltas(delta.shape[0], radius, draws, seed)):
         g = g.to(delta.device)
         with torch.no_grad():
             att = float(token_attention(model, _encode(tokenizer, text, delta.device), position, g))
-        rows += [{"kind": "gaussian", "draw": draw, "layer": layer, "change": float(c), "norm": radius,
-                  "attention_before": before, "attention_after": att}
-                 for layer, c in enumerate(layer_changes(model, tokenizer, text, position, g))]
+        rows += [
+            {
+                "kind": "gaussian",
+                "draw": draw,
+                "layer": layer,
+                "change": float(c),
+                "norm": radius,
+                "attention_before": before,
+                "attention_after": att,
+            }
+            for layer, c in enumerate(layer_changes(model, tokenizer, text, position, g))
+        ]
     return pd.DataFrame(rows)
 
 
@@ -254,7 +308,18 @@ def attention_table(maps_: Sequence[AttentionMap], labels: Sequence[str], column
     """Tidy rows (``column``, query, key, their tokens, attention) of attention maps, one per label."""
     import pandas as pd
 
-    return pd.DataFrame([{column: label, "query": i, "key": j, "query_token": m.tokens[i], "key_token": m.tokens[j],
-                          "attention": float(m.matrix[i, j])}
-                         for label, m in zip(labels, maps_, strict=False)
-                         for i in range(len(m.tokens)) for j in range(len(m.tokens))])
+    return pd.DataFrame(
+        [
+            {
+                column: label,
+                "query": i,
+                "key": j,
+                "query_token": m.tokens[i],
+                "key_token": m.tokens[j],
+                "attention": float(m.matrix[i, j]),
+            }
+            for label, m in zip(labels, maps_, strict=False)
+            for i in range(len(m.tokens))
+            for j in range(len(m.tokens))
+        ]
+    )

@@ -30,9 +30,7 @@ __all__ = ["gen_search", "ws_estimate", "ws_search"]
 # --------------------------------------------------------------------------- word sensitivity
 
 
-def ws_search(
-    map_name: str, X: Tensor, weights: Any, position: int, seed: int
-) -> tuple[Tensor, float, int]:
+def ws_search(map_name: str, X: Tensor, weights: Any, position: int, seed: int) -> tuple[Tensor, float, int]:
     """The authors' algorithm on the full map in float64; returns (best delta, its change, steps)."""
     n, d = X.shape
     r = math.sqrt(d)
@@ -61,15 +59,17 @@ def ws_search(
     return best_delta, best_change, steps
 
 
-def ws_estimate(map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any,
-                ctx: SearchContext) -> Search:
+def ws_estimate(
+    map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, ctx: SearchContext
+) -> Search:
     """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
     each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
     None, on ``ctx.device``). RF also gets its certificate."""
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, device=ctx.device,
-                                      draw_on=ctx.draw_on, **ctx.options)
+        weights = maps.sample_weights(
+            map_name, seed, n, d, dtype=torch.float64, device=ctx.device, draw_on=ctx.draw_on, **ctx.options
+        )
     else:
         weights = cast_weights(weights, torch.float64, ctx.device)
     X = X64.to(ctx.device)
@@ -85,8 +85,9 @@ def ws_estimate(map_name: str, X64: Tensor, seed: int, positions: list[int], wei
     assert best is not None
     best.steps, best.profile = total, profile
     if registry.get(map_name).cost == "rf":
-        best.upper = max(RFProblem(weights[:, p * d:(p + 1) * d], matvec64(weights, X.reshape(-1))).upper()
-                         for p in positions)
+        best.upper = max(
+            RFProblem(weights[:, p * d : (p + 1) * d], matvec64(weights, X.reshape(-1))).upper() for p in positions
+        )
     return best
 
 
@@ -94,8 +95,18 @@ def ws_estimate(map_name: str, X64: Tensor, seed: int, positions: list[int], wei
 
 
 def gen_search(
-    map_name: str, X_train: Tensor, y_train: Tensor, X: Tensor, y: float, *, seed: int, training: str, loss: str,
-    penalty: float = 0.0, position: int = 0, weights: Any = None,
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    training: str,
+    loss: str,
+    penalty: float = 0.0,
+    position: int = 0,
+    weights: Any = None,
 ) -> GenResult:
     """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
     p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
@@ -151,10 +162,27 @@ def gen_search(
     sv = torch.linalg.svdvals(Phi)  # the Gram matrix K = Phi Phi^T has eigenvalues sv^2 (and N - p zeros if N > p)
     singular = float(sv[-1]) == 0 or Phi.shape[0] > Phi.shape[1]
     residual = float((Phi @ theta - Y).abs().max())
-    return GenResult(map=map_name, training=training, loss=loss, penalty=float(penalty), method="reference",
-                     y=float(y), t0=t0, t1=t1, D0=float(D0), D1=float(D1), err=float((D1 + y) ** 2),
-                     gamma_min=max(abs(t0), abs(float(D0))), alignment=float(ratio), d0_shift=abs(float(D0) - t0),
-                     gram_cond=math.inf if singular else float((sv[0] / sv[-1]) ** 2),
-                     gram_rank=int(torch.linalg.matrix_rank(Phi)), train_residual=residual,
-                     interpolates=residual <= INTERPOLATION_TOL, delta_norm=float(torch.linalg.vector_norm(delta)),
-                     steps=steps, seconds=time.perf_counter() - started, delta=delta)
+    return GenResult(
+        map=map_name,
+        training=training,
+        loss=loss,
+        penalty=float(penalty),
+        method="reference",
+        y=float(y),
+        t0=t0,
+        t1=t1,
+        D0=float(D0),
+        D1=float(D1),
+        err=float((D1 + y) ** 2),
+        gamma_min=max(abs(t0), abs(float(D0))),
+        alignment=float(ratio),
+        d0_shift=abs(float(D0) - t0),
+        gram_cond=math.inf if singular else float((sv[0] / sv[-1]) ** 2),
+        gram_rank=int(torch.linalg.matrix_rank(Phi)),
+        train_residual=residual,
+        interpolates=residual <= INTERPOLATION_TOL,
+        delta_norm=float(torch.linalg.vector_norm(delta)),
+        steps=steps,
+        seconds=time.perf_counter() - started,
+        delta=delta,
+    )

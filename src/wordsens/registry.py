@@ -149,15 +149,18 @@ def load_plugins(modules: Iterable[str] | None = None) -> None:
             else:
                 importlib.import_module(module)
         except ImportError as err:
-            raise ValueError(f"cannot import the map plugin {module!r} ({err}); check the plugins setting "
-                             f"({PLUGINS_ENV}, --plugin or the config key plugins)") from err
+            raise ValueError(
+                f"cannot import the map plugin {module!r} ({err}); check the plugins setting "
+                f"({PLUGINS_ENV}, --plugin or the config key plugins)"
+            ) from err
 
 
 def names() -> tuple[str, ...]:
     """Every registered map, the paper's four first."""
     load_plugins()
-    return tuple(sorted(_REGISTRY, key=lambda m: (m not in PAPER_MAPS, PAPER_MAPS.index(m) if m in PAPER_MAPS else 0,
-                                                  m)))
+    return tuple(
+        sorted(_REGISTRY, key=lambda m: (m not in PAPER_MAPS, PAPER_MAPS.index(m) if m in PAPER_MAPS else 0, m))
+    )
 
 
 def get(name: str) -> MapSpec:
@@ -166,8 +169,9 @@ def get(name: str) -> MapSpec:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown map {name!r}; choose one of {', '.join(names())} "
-                         "(or register yours, see wordsens.registry)") from None
+        raise ValueError(
+            f"unknown map {name!r}; choose one of {', '.join(names())} (or register yours, see wordsens.registry)"
+        ) from None
 
 
 def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
@@ -185,30 +189,69 @@ _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=10, tol=1e-5, momentu
 # momentum along ridges, and a final polish.
 _ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True)
 
-register(MapSpec(
-    "rf", "RF (k = D)", "relu(V flat(X)), in R^k", "V (k, n d), i.i.d. N(0, 1/(n d)); k = n d unless set",
-    forward="wordsens.maps:rf_forward", sample="wordsens.maps:rf_sample", check="wordsens.maps:check_rf",
-    fast="wordsens.firstlayer:rf_prepare",
-    # RF uses the subspace ascent of RFProblem.search, whose iterations are few: a tight tolerance
-    settings=_FIRST_LAYER, cost="rf", reference=(100.0, 300), options={"k": None}, output="(k,)"))
-register(MapSpec(
-    "drf", "deep RF", "h_0 = flat(X), h_l = relu(V_l h_{l-1}), phi = h_L",
-    "V_l (n d, n d), i.i.d. N(0, 2/(n d)), l = 1..L",
-    forward="wordsens.maps:drf_forward", sample="wordsens.maps:drf_sample", check="wordsens.maps:check_drf",
-    fast="wordsens.drf:drf_prepare",
-    settings=SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False, dtype="float32"),
-    cost="drf", reference=(100.0, 300), options={"L": 2}, output="(n d,)"))
-register(MapSpec(
-    "raf", "RAF (softmax attention)", "softmax(X W X^T / sqrt(d)) X, softmax over each row",
-    "W (d, d), i.i.d. N(0, 1/d)",
-    forward="wordsens.maps:raf_forward", sample="wordsens.maps:attention_sample", check="wordsens.maps:check_attention",
-    fast="wordsens.attention:raf_prepare", settings=_ATTENTION, cost="attention"))
-register(MapSpec(
-    "relu_raf", "ReLU-RAF", "A X, A = relu(X W X^T / sqrt(d)) with each row divided by its sum (0 stays 0)",
-    "W (d, d), i.i.d. N(0, 1/d)",
-    forward="wordsens.maps:relu_raf_forward", sample="wordsens.maps:attention_sample",
-    check="wordsens.maps:check_attention", fast="wordsens.attention:relu_raf_prepare", settings=_ATTENTION,
-    cost="attention"))
+register(
+    MapSpec(
+        "rf",
+        "RF (k = D)",
+        "relu(V flat(X)), in R^k",
+        "V (k, n d), i.i.d. N(0, 1/(n d)); k = n d unless set",
+        forward="wordsens.maps:rf_forward",
+        sample="wordsens.maps:rf_sample",
+        check="wordsens.maps:check_rf",
+        fast="wordsens.firstlayer:rf_prepare",
+        # RF uses the subspace ascent of RFProblem.search, whose iterations are few: a tight tolerance
+        settings=_FIRST_LAYER,
+        cost="rf",
+        reference=(100.0, 300),
+        options={"k": None},
+        output="(k,)",
+    )
+)
+register(
+    MapSpec(
+        "drf",
+        "deep RF",
+        "h_0 = flat(X), h_l = relu(V_l h_{l-1}), phi = h_L",
+        "V_l (n d, n d), i.i.d. N(0, 2/(n d)), l = 1..L",
+        forward="wordsens.maps:drf_forward",
+        sample="wordsens.maps:drf_sample",
+        check="wordsens.maps:check_drf",
+        fast="wordsens.drf:drf_prepare",
+        settings=SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False, dtype="float32"),
+        cost="drf",
+        reference=(100.0, 300),
+        options={"L": 2},
+        output="(n d,)",
+    )
+)
+register(
+    MapSpec(
+        "raf",
+        "RAF (softmax attention)",
+        "softmax(X W X^T / sqrt(d)) X, softmax over each row",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps:raf_forward",
+        sample="wordsens.maps:attention_sample",
+        check="wordsens.maps:check_attention",
+        fast="wordsens.attention:raf_prepare",
+        settings=_ATTENTION,
+        cost="attention",
+    )
+)
+register(
+    MapSpec(
+        "relu_raf",
+        "ReLU-RAF",
+        "A X, A = relu(X W X^T / sqrt(d)) with each row divided by its sum (0 stays 0)",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps:relu_raf_forward",
+        sample="wordsens.maps:attention_sample",
+        check="wordsens.maps:check_attention",
+        fast="wordsens.attention:relu_raf_prepare",
+        settings=_ATTENTION,
+        cost="attention",
+    )
+)
 
 # --------------------------------------------------------------------------- attention variants (issue 10)
 # wordsens.variants holds their forwards, samplers and weight checks, wordsens.variants_fast and
@@ -221,9 +264,11 @@ def _check_heads(map_name: str, d: int, heads: Any) -> int:
         raise ValueError(f"{map_name}: the option heads must be a positive integer, got {heads!r}")
     if d % heads:
         divisors = [h for h in range(1, min(d, 64) + 1) if d % h == 0]
-        raise ValueError(f"{map_name} splits d into heads of width d/heads, but d = {d} is not a multiple of "
-                         f"heads = {heads}; choose heads among the divisors of d (e.g. {divisors[-6:]}) through "
-                         "the map's options (options={'heads': ...}) or another d")
+        raise ValueError(
+            f"{map_name} splits d into heads of width d/heads, but d = {d} is not a multiple of "
+            f"heads = {heads}; choose heads among the divisors of d (e.g. {divisors[-6:]}) through "
+            "the map's options (options={'heads': ...}) or another d"
+        )
     return heads
 
 
@@ -239,44 +284,81 @@ def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]
 
 # The variants' problems polish in float64 along the sphere (wordsens.variants_fast.MovedTokenProblem.polish),
 # also where they search in float32 (mh_raf, block).
-_VARIANT_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True,
-                                    follow_authors=True)
-_VARIANT_MH = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32",
-                             follow_authors=True)
+_VARIANT_ATTENTION = SearchSettings(
+    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True
+)
+_VARIANT_MH = SearchSettings(
+    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+)
 # cost_scale: resources.ws_seconds of the default search against the times measured on the project's
 # 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
 # n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
 # at n = 50, 36-45 s at n = 256. (The reference method's estimates of mh_raf and block come out low:
 # their full maps cost n d^2 per step, more than the attention and dense models assume at this scale.)
 
-register(MapSpec(
-    "sigmoid_raf", "sigmoid attention", "sigmoid(X W X^T / sqrt(d) - log n) X, no row normalisation",
-    "W (d, d), i.i.d. N(0, 1/d)",
-    forward="wordsens.variants:sigmoid_raf_forward", sample="wordsens.variants:sigmoid_raf_sample",
-    shapes=lambda n, d: {"W": (d, d)}, fast="wordsens.variants_fast:sigmoid_raf_prepare",
-    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=2.5))
-register(MapSpec(
-    "linear_raf", "linear attention (elu + 1)",
-    "A X, A_jk = q_j.k_k / sum_k q_j.k_k, q_j = f(Wq^T x_j), k_k = f(Wk^T x_k), f = elu + 1",
-    "Wq, Wk (d, d), i.i.d. N(0, 1/d)",
-    forward="wordsens.variants:linear_raf_forward", sample="wordsens.variants:linear_raf_sample",
-    shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)}, fast="wordsens.variants_fast:linear_raf_prepare",
-    settings=_VARIANT_ATTENTION, cost="attention", cost_scale=8.0))
-register(MapSpec(
-    "mh_raf", "multi-head attention",
-    "concat_h softmax((X Wq_h)(X Wk_h)^T / sqrt(d/h)) X Wv_h, times Wo; h heads (option heads)",
-    "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
-    forward="wordsens.variants:mh_raf_forward", sample="wordsens.variants:mh_raf_sample",
-    shapes=_mh_raf_shapes, check="wordsens.variants:mh_raf_check",
-    fast="wordsens.variants_heads:mh_raf_prepare", settings=_VARIANT_MH, cost="attention", cost_scale=10.0,
-    options={"heads": 12}))
-register(MapSpec(
-    "block", "transformer block (post-LN)",
-    "Y = LN(X + mh_raf(X)), phi = LN(Y + relu(Y W1) W2), LN without affine parameters (eps 1e-5)",
-    "mh_raf's weights, W1 (d, 4d) i.i.d. N(0, 2/d), W2 (4d, d) i.i.d. N(0, 1/(4d))",
-    forward="wordsens.variants:block_forward", sample="wordsens.variants:block_sample",
-    shapes=_block_shapes, check="wordsens.variants:block_check",
-    fast="wordsens.variants_heads:block_prepare",
-    settings=SearchSettings(restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32",
-                            follow_authors=True),
-    cost="dense", cost_scale=0.2, options={"heads": 12}))
+register(
+    MapSpec(
+        "sigmoid_raf",
+        "sigmoid attention",
+        "sigmoid(X W X^T / sqrt(d) - log n) X, no row normalisation",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.variants:sigmoid_raf_forward",
+        sample="wordsens.variants:sigmoid_raf_sample",
+        shapes=lambda n, d: {"W": (d, d)},
+        fast="wordsens.variants_fast:sigmoid_raf_prepare",
+        settings=_VARIANT_ATTENTION,
+        cost="attention",
+        cost_scale=2.5,
+    )
+)
+register(
+    MapSpec(
+        "linear_raf",
+        "linear attention (elu + 1)",
+        "A X, A_jk = q_j.k_k / sum_k q_j.k_k, q_j = f(Wq^T x_j), k_k = f(Wk^T x_k), f = elu + 1",
+        "Wq, Wk (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.variants:linear_raf_forward",
+        sample="wordsens.variants:linear_raf_sample",
+        shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)},
+        fast="wordsens.variants_fast:linear_raf_prepare",
+        settings=_VARIANT_ATTENTION,
+        cost="attention",
+        cost_scale=8.0,
+    )
+)
+register(
+    MapSpec(
+        "mh_raf",
+        "multi-head attention",
+        "concat_h softmax((X Wq_h)(X Wk_h)^T / sqrt(d/h)) X Wv_h, times Wo; h heads (option heads)",
+        "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.variants:mh_raf_forward",
+        sample="wordsens.variants:mh_raf_sample",
+        shapes=_mh_raf_shapes,
+        check="wordsens.variants:mh_raf_check",
+        fast="wordsens.variants_heads:mh_raf_prepare",
+        settings=_VARIANT_MH,
+        cost="attention",
+        cost_scale=10.0,
+        options={"heads": 12},
+    )
+)
+register(
+    MapSpec(
+        "block",
+        "transformer block (post-LN)",
+        "Y = LN(X + mh_raf(X)), phi = LN(Y + relu(Y W1) W2), LN without affine parameters (eps 1e-5)",
+        "mh_raf's weights, W1 (d, 4d) i.i.d. N(0, 2/d), W2 (4d, d) i.i.d. N(0, 1/(4d))",
+        forward="wordsens.variants:block_forward",
+        sample="wordsens.variants:block_sample",
+        shapes=_block_shapes,
+        check="wordsens.variants:block_check",
+        fast="wordsens.variants_heads:block_prepare",
+        settings=SearchSettings(
+            restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+        ),
+        cost="dense",
+        cost_scale=0.2,
+        options={"heads": 12},
+    )
+)

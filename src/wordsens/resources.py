@@ -90,7 +90,11 @@ SAMPLERS = ("auto", "exact", "dense", "blockwise")
 
 
 def choose_sampler(
-    map_name: str, *, position: int | str = 0, method: str = "default", sampler: str = "auto",
+    map_name: str,
+    *,
+    position: int | str = 0,
+    method: str = "default",
+    sampler: str = "auto",
     explicit_weights: bool = False,
 ) -> str:
     """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
@@ -126,7 +130,13 @@ class DRFLayout:
 
 
 def drf_layout(
-    n: int, d: int, L: int, *, budget: int | None = None, restarts: int = 5, dtype: Any = "float32",
+    n: int,
+    d: int,
+    L: int,
+    *,
+    budget: int | None = None,
+    restarts: int = 5,
+    dtype: Any = "float32",
     sampler: str = "exact",
 ) -> DRFLayout:
     """The tail layout of a default-method DRF estimate: every tail layer resident when the arrays fit
@@ -150,14 +160,26 @@ def drf_layout(
         resident = int(max(0, min(tail, (budget - fixed - stream_buffer) // layer)))
     streamed = tail - resident
     total = fixed + resident * layer + (D * d * (b + 8) if streamed else 0)
-    detail = f"{resident} resident DRF layers {D} x {D}" + (f", {streamed} streamed in {D} x {d} blocks"
-                                                            if streamed else "") + f", first-layer block {D} x {d}"
+    detail = (
+        f"{resident} resident DRF layers {D} x {D}"
+        + (f", {streamed} streamed in {D} x {d} blocks" if streamed else "")
+        + f", first-layer block {D} x {d}"
+    )
     return DRFLayout(resident=resident, streamed=streamed, bytes=total, detail=detail)
 
 
 def ws_memory(
-    map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
-    sampler: str = "exact", dtype: Any = "float32", restarts: int = 8, budget: int | None = None,
+    map_name: str,
+    n: int,
+    d: int,
+    *,
+    L: int = 2,
+    k: int | None = None,
+    method: str = "default",
+    sampler: str = "exact",
+    dtype: Any = "float32",
+    restarts: int = 8,
+    budget: int | None = None,
     options: dict[str, Any] | None = None,
 ) -> MemoryEstimate:
     """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``); for DRF
@@ -195,8 +217,10 @@ def ws_memory(
     # restart the autograd graph of the full map (a few (n, n) scores and (n, 4 d) activations)
     weights = spec.weight_count(n, d, options) * (b + 8)
     graph = R * 12 * (n * n + 4 * n * d) * max(b, 4) * (2 if method == "reference" else 1)
-    return MemoryEstimate(int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + chunk,
-                          f"{map_name} weights and the graph of {R} restarts at n = {n}, d = {d}")
+    return MemoryEstimate(
+        int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + chunk,
+        f"{map_name} weights and the graph of {R} restarts at n = {n}, d = {d}",
+    )
 
 
 def _cgroup_limit() -> int | None:
@@ -335,9 +359,19 @@ _GPU_STREAM_BYTES = 1.5e12
 
 
 def ws_seconds(
-    map_name: str, n: int, d: int, *, L: int = 2, k: int | None = None, method: str = "default",
-    sampler: str = "exact", steps: int | None = None, device: str = "cpu", positions: int = 1,
-    budget: int | None = None, options: dict[str, Any] | None = None,
+    map_name: str,
+    n: int,
+    d: int,
+    *,
+    L: int = 2,
+    k: int | None = None,
+    method: str = "default",
+    sampler: str = "exact",
+    steps: int | None = None,
+    device: str = "cpu",
+    positions: int = 1,
+    budget: int | None = None,
+    options: dict[str, Any] | None = None,
 ) -> float:
     """Rough wall time of one word-sensitivity estimate (seconds) on a 2-core CPU or (``device="cuda"``)
     a data-centre GPU. DRF follows its layout within ``budget`` (``drf_layout``); other maps on a GPU
@@ -366,15 +400,19 @@ def ws_seconds(
             resident, streamed = layout.resident + (sampler == "dense"), layout.streamed
         # resident layers are drawn once and read twice per step (forward, backward); streamed layers
         # are drawn and read twice per step
-        t = resident * D * D / randn + steps * 2 * (resident + streamed) * D * D * b / stream \
+        t = (
+            resident * D * D / randn
+            + steps * 2 * (resident + streamed) * D * D * b / stream
             + steps * 2 * streamed * D * D / randn
+        )
         return t * positions
     elif spec.cost == "attention":
         if method == "reference":
             t = (steps or 50 * n) * (6 * n * n * d * 2 / _GEMM_FLOPS + 1e-3)
         else:
-            t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) \
-                + 300 * (d * d + n * d) * 2 / _GEMM_FLOPS
+            t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / _GEMM_FLOPS + 5e-4) + 300 * (
+                d * d + n * d
+            ) * 2 / _GEMM_FLOPS
         t *= spec.cost_scale
     else:  # dense maps: forward and backward of the full map per restart and step
         full = 2 * n * n * d + 2 * n * spec.weight_count(n, d, options)
@@ -394,8 +432,15 @@ def gen_memory(map_name: str, n: int, d: int, N: int, *, restarts: int = 16) -> 
         m = N + 1 + d
         k = D
         # features and the Householder QR copy of them (generalisation.interpolate) at once
-        arrays = 3 * (N + 1) * D * 8 + 3 * m * m * 8 + 3 * N * k * 8 + k * d * 4 + 3 * k * 8 + 3 * 8 * MB \
+        arrays = (
+            3 * (N + 1) * D * 8
+            + 3 * m * m * 8
+            + 3 * N * k * 8
+            + k * d * 4
+            + 3 * k * 8
+            + 3 * 8 * MB
             + 16 * restarts * k * 4
+        )
         return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
     arrays = 4 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
     return MemoryEstimate(arrays, f"features {N} x {D} and their QR")
@@ -406,8 +451,13 @@ def gen_seconds(map_name: str, n: int, d: int, N: int, *, searches: int = 4) -> 
     D = n * d
     if map_name == "rf":
         m = N + 1 + d
-        prepare = 2 * N * N * D / _GEMM_FLOPS + 10 * m**3 / _GEMM_FLOPS + D * m / _RANDN_PER_S \
-            + 2 * D * m * m / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS
+        prepare = (
+            2 * N * N * D / _GEMM_FLOPS
+            + 10 * m**3 / _GEMM_FLOPS
+            + D * m / _RANDN_PER_S
+            + 2 * D * m * m / _GEMM_FLOPS
+            + 2 * N * N * D / _GEMM_FLOPS
+        )
         per_search = 300 * 2 * D * d * 4 / _STREAM_BYTES  # k = D rows of B, streamed twice per step
     else:
         prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / _GEMM_FLOPS + 2 * N * N * D / _GEMM_FLOPS

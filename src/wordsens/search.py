@@ -101,8 +101,9 @@ class Problem(abc.ABC):
             (grad,) = torch.autograd.grad(val.sum(), D)
         return val.detach(), grad
 
-    def search(self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int,
-               momentum: float) -> tuple[Tensor, int]:
+    def search(
+        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
+    ) -> tuple[Tensor, int]:
         """The default search from ``starts``: ``ascend`` unless a problem knows better."""
         return ascend(self, starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep, momentum=momentum)
 
@@ -112,8 +113,7 @@ class Problem(abc.ABC):
         """The point ``D`` (1, d) converged tightly (relative gains down to 1e-12) by ``ascend``, which
         never lowers its value: a tie with another algorithm's local maximum is not lost to a loose
         stopping rule. ``D`` is in the working dtype; returns the point (float64) and the steps taken."""
-        D, steps = ascend(self, D, max_steps=max_steps, tol=1e-12, patience=10, keep=1, momentum=momentum,
-                          eta_min=1e-9)
+        D, steps = ascend(self, D, max_steps=max_steps, tol=1e-12, patience=10, keep=1, momentum=momentum, eta_min=1e-9)
         return D.to(torch.float64), steps
 
     def upper(self) -> float | None:
@@ -134,7 +134,7 @@ def chunked_rows64(M: Tensor, fn: Callable[[slice, Tensor], None]) -> None:
     """Call ``fn(rows, M[rows] as float64)`` over row chunks of at most ``CHUNK_BYTES``."""
     step = max(1, CHUNK_BYTES // (8 * M.shape[1]))
     for start in range(0, M.shape[0], step):
-        fn(slice(start, start + step), M[start:start + step].to(torch.float64))
+        fn(slice(start, start + step), M[start : start + step].to(torch.float64))
 
 
 def matvec64(M: Tensor, x: Tensor) -> Tensor:
@@ -170,8 +170,15 @@ def feasible(delta: Tensor, radius: float) -> Tensor:
 
 
 def ascend(
-    problem: Problem, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int,
-    momentum: float, eta_min: float = 1e-4,
+    problem: Problem,
+    starts: Tensor,
+    *,
+    max_steps: int,
+    tol: float,
+    patience: int,
+    keep: int,
+    momentum: float,
+    eta_min: float = 1e-4,
 ) -> tuple[Tensor, int]:
     """Projected normalised-gradient ascent from every start; returns the point reached by each survivor.
 
@@ -220,6 +227,6 @@ def ascend(
 
 def authors_start(seed: int, position: int, d: int) -> Tensor:
     """The start of the authors' search at ``position``: ``0.1 N(0, I_d)`` (float64, CPU), seeded."""
-    return 0.1 * torch.randn(d, generator=generator(derive_seed(seed, "reference-start", position)),
-                             dtype=torch.float64)
-
+    return 0.1 * torch.randn(
+        d, generator=generator(derive_seed(seed, "reference-start", position)), dtype=torch.float64
+    )

@@ -55,8 +55,9 @@ def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, T
     return samples[:N], labels[:N], samples[N], float(labels[N])
 
 
-def draw_task(source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
-              ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
+def draw_task(
+    source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
+) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
     """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
     embedding store (N + 1 distinct reviews drawn with ``seed``; labels 0/1 become -1/+1).
     Returns ``(X_train, y_train, X, y, info)``."""

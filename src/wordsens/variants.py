@@ -82,8 +82,10 @@ def _check_heads_weights(map_name: str, weights: Any, n: int, d: int) -> None:
         W = weights[key]
         if not isinstance(W, Tensor) or tuple(W.shape) != shape:
             got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
-            raise ValueError(f"{map_name} weight {key!r} has shape {got_shape}, expected {shape} (n = {n}, d = {d}, "
-                             f"heads = {heads} read from Wq)")
+            raise ValueError(
+                f"{map_name} weight {key!r} has shape {got_shape}, expected {shape} (n = {n}, d = {d}, "
+                f"heads = {heads} read from Wq)"
+            )
         if not bool(torch.isfinite(W).all()):
             raise ValueError(f"{map_name} weight {key!r} contains NaN or Inf entries")
 
@@ -165,37 +167,72 @@ def _shapes(map_name: str, n: int, d: int, heads: int) -> Mapping[str, tuple[int
     return shapes(n, d, heads=heads)
 
 
-def _tensor(base: int, map_name: str, key: str, shape: tuple[int, ...], var: float, dtype: torch.dtype,
-            device: str | torch.device) -> Tensor:
+def _tensor(
+    base: int,
+    map_name: str,
+    key: str,
+    shape: tuple[int, ...],
+    var: float,
+    dtype: torch.dtype,
+    device: str | torch.device,
+) -> Tensor:
     """One weight tensor, i.i.d. N(0, var), from its own seed (float32 CPU draws, then cast)."""
     return draw_gaussian(shape, math.sqrt(var), derive_seed(base, map_name, key), dtype, device)
 
 
-def sigmoid_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-                       device: str | torch.device = "cpu", draw_on: str = "device") -> dict[str, Tensor]:
+def sigmoid_raf_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+) -> dict[str, Tensor]:
     """``{"W"}``, i.i.d. N(0, 1/d) (small: always drawn on the CPU, ``draw_on`` is ignored)."""
     return {"W": _tensor(base_seed(seed), "sigmoid_raf", "W", (d, d), 1.0 / d, dtype, device)}
 
 
-def linear_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-                      device: str | torch.device = "cpu", draw_on: str = "device") -> dict[str, Tensor]:
+def linear_raf_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+) -> dict[str, Tensor]:
     """``{"Wq", "Wk"}``, each (d, d) i.i.d. N(0, 1/d), drawn on the CPU."""
     base = base_seed(seed)
     return {key: _tensor(base, "linear_raf", key, (d, d), 1.0 / d, dtype, device) for key in ("Wq", "Wk")}
 
 
-def mh_raf_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-                  device: str | torch.device = "cpu", draw_on: str = "device",
-                  heads: int = DEFAULT_HEADS) -> dict[str, Tensor]:
+def mh_raf_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+    heads: int = DEFAULT_HEADS,
+) -> dict[str, Tensor]:
     """``{"Wq", "Wk", "Wv"}`` (heads, d, d/heads) and ``{"Wo"}`` (d, d), all i.i.d. N(0, 1/d), drawn on the CPU."""
     shapes = _shapes("mh_raf", n, d, heads)
     base = base_seed(seed)
     return {key: _tensor(base, "mh_raf", key, shapes[key], 1.0 / d, dtype, device) for key in _MH_KEYS}
 
 
-def block_sample(seed: int | torch.Generator, n: int, d: int, *, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu", draw_on: str = "device",
-                 heads: int = DEFAULT_HEADS) -> dict[str, Tensor]:
+def block_sample(
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+    heads: int = DEFAULT_HEADS,
+) -> dict[str, Tensor]:
     """``mh_raf``'s weights of the same seed, ``W1`` (d, 4d) N(0, 2/d) and ``W2`` (4d, d) N(0, 1/(4d))."""
     _shapes("block", n, d, heads)
     base = base_seed(seed)

@@ -97,8 +97,9 @@ class MovedTokenProblem(Problem):
     """What the variants' problems share: the sample, the moved row, the float64 evaluation with the
     plain map formula (in chunks) and the starts from ``informed`` directions."""
 
-    def __init__(self, map_name: str, X: Tensor, X64: Tensor, W64: Mapping[str, Tensor], position: int,
-                 heads: int = 1) -> None:
+    def __init__(
+        self, map_name: str, X: Tensor, X64: Tensor, W64: Mapping[str, Tensor], position: int, heads: int = 1
+    ) -> None:
         n, d = X.shape
         self.map_name, self.n, self.d, self.i = map_name, n, d, position
         self.radius = math.sqrt(d)
@@ -119,7 +120,7 @@ class MovedTokenProblem(Problem):
         deltas = deltas.to(self.X64)
         out = []
         for start in range(0, deltas.shape[0], self._chunk):
-            part = deltas[start:start + self._chunk]
+            part = deltas[start : start + self._chunk]
             X = self.X64.expand(part.shape[0], -1, -1).clone()
             X[:, self.i] += part
             out.append(torch.linalg.vector_norm((self.forward(X, self.W64) - self.base64).flatten(1), dim=-1))
@@ -130,8 +131,16 @@ class MovedTokenProblem(Problem):
         along the sphere (``OnSphere``), which never lowers its value."""
         make: Callable[..., MovedTokenProblem] = type(self)  # the problems take (X, weights, position, X64, W64)
         twin = self if self.X.dtype == torch.float64 else make(self.X64, self.W64, self.i, self.X64, self.W64)
-        return ascend(OnSphere(twin), D.to(torch.float64), max_steps=max_steps, tol=1e-12, patience=_POLISH_PATIENCE,
-                      keep=1, momentum=momentum, eta_min=1e-9)
+        return ascend(
+            OnSphere(twin),
+            D.to(torch.float64),
+            max_steps=max_steps,
+            tol=1e-12,
+            patience=_POLISH_PATIENCE,
+            keep=1,
+            momentum=momentum,
+            eta_min=1e-9,
+        )
 
     def informed(self) -> Tensor:
         """Unit directions (m, d), float64 on the CPU, suggested by the map's structure."""
@@ -154,8 +163,9 @@ class SigmoidProblem(MovedTokenProblem):
     ``Delta.Delta`` only. Row ``i`` is recomputed from its new scores (``O(n d + d^2)``).
     """
 
-    def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
-                 W64: Mapping[str, Tensor]) -> None:
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
         super().__init__("sigmoid_raf", X, X64, W64, position)
         n, d = X.shape
         self.b = math.log(n)
@@ -177,7 +187,7 @@ class SigmoidProblem(MovedTokenProblem):
         row = scores[:, n:]
         self_score = ((x @ self.Wc) * x).sum(-1, keepdim=True)
         a = torch.sigmoid(row + self.onehot * (self_score - row) - self.b)
-        diff = a @ self.X + a[:, i:i + 1] * D - self.out0_i
+        diff = a @ self.X + a[:, i : i + 1] * D - self.out0_i
         return others + (diff * diff).sum(-1)
 
     def informed(self) -> Tensor:
@@ -206,8 +216,9 @@ class LinearProblem(MovedTokenProblem):
     is recomputed through the rank-one update of ``KX``: ``O(n d + d^2)`` per restart.
     """
 
-    def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
-                 W64: Mapping[str, Tensor]) -> None:
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
         super().__init__("linear_raf", X, X64, W64, position)
         Wq, Wk = weights["Wq"], weights["Wk"]
         self.Wk = Wk
@@ -263,8 +274,10 @@ def search_weights(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> 
         return maps.sample_weights(ctx.map_name, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
     heads = ctx.options.get("heads")
     if heads is not None and int(weights["Wq"].shape[0]) != heads:
-        raise ValueError(f"the {ctx.map_name} weights have {int(weights['Wq'].shape[0])} heads but the map's options "
-                         f"say heads = {heads}; pass options={{'heads': {int(weights['Wq'].shape[0])}}}")
+        raise ValueError(
+            f"the {ctx.map_name} weights have {int(weights['Wq'].shape[0])} heads but the map's options "
+            f"say heads = {heads}; pass options={{'heads': {int(weights['Wq'].shape[0])}}}"
+        )
     return dict(weights)
 
 
@@ -275,8 +288,10 @@ def fast_prepare(cls: Callable[..., MovedTokenProblem]) -> Callable[..., Callabl
         X64d, W64 = X64.to(ctx.device), cast_weights(W, torch.float64, ctx.device)
         return lambda position: cls(X, Wd, position, X64d, W64)
 
-    prepare.__doc__ = f"The fast search ({getattr(cls, '__name__', cls)}): the weights (drawn from ``seed`` unless " \
+    prepare.__doc__ = (
+        f"The fast search ({getattr(cls, '__name__', cls)}): the weights (drawn from ``seed`` unless "
         "given) and, per position, its problem."
+    )
     return prepare
 
 

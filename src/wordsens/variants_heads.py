@@ -39,8 +39,15 @@ class _HeadsProblem(MovedTokenProblem):
     sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' = x' Wv_h``), so its change is
     ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is recomputed."""
 
-    def __init__(self, map_name: str, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
-                 W64: Mapping[str, Tensor]) -> None:
+    def __init__(
+        self,
+        map_name: str,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
+    ) -> None:
         Wq, Wk, Wv, Wo = (weights[key] for key in ("Wq", "Wk", "Wv", "Wo"))
         h, d, dh = Wq.shape
         super().__init__(map_name, X, X64, W64, position, heads=h)
@@ -63,10 +70,12 @@ class _HeadsProblem(MovedTokenProblem):
         self.A = (self.M - self.out0) * self.mask[None, :, None]
         self._QhT = (Qh * s).transpose(-1, -2).contiguous()  # (h, dh, n): column scores k_h' @ QhT
         self._KhT = (Kh * s).transpose(-1, -2).contiguous()  # row scores q_h' @ KhT
-        self._W = torch.cat([Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d),
-                             Wq.permute(1, 0, 2).reshape(d, d)], dim=1).contiguous()  # (d, 3d): k', v', q'
+        self._W = torch.cat(
+            [Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d), Wq.permute(1, 0, 2).reshape(d, d)],
+            dim=1,
+        ).contiguous()  # (d, 3d): k', v', q'
         self.Wo, self.Wk, self.Wv, self.Qh = Wo, Wk, Wv, Qh
-        self.out0_i, self.vi = self.out0[:, i:i + 1], self.Vh[:, i:i + 1]  # (h, 1, dh)
+        self.out0_i, self.vi = self.out0[:, i : i + 1], self.Vh[:, i : i + 1]  # (h, 1, dh)
 
     def _heads(self, Z: Tensor) -> Tensor:
         return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, d) -> (h, R, dh)
@@ -76,12 +85,12 @@ class _HeadsProblem(MovedTokenProblem):
         the new values ``v'`` (h, R, dh) and the new output of row ``i`` per head (h, R, dh)."""
         d, i = self.d, self.i
         kvq = (self.xi + D) @ self._W
-        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d:2 * d]), self._heads(kvq[:, 2 * d:])
+        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d : 2 * d]), self._heads(kvq[:, 2 * d :])
         w = torch.sigmoid(kp @ self._QhT - self.logz) * self.mask
         rows = qp @ self._KhT  # (h, R, n)
         self_score = (qp * kp).sum(-1, keepdim=True) / math.sqrt(self.dh)
         att = torch.softmax(rows + self.onehot * (self_score - rows), dim=-1)
-        return w, vp, att @ self.Vh + att[..., i:i + 1] * (vp - self.vi)
+        return w, vp, att @ self.Vh + att[..., i : i + 1] * (vp - self.vi)
 
     def concat(self, Z: Tensor) -> Tensor:
         """Heads (h, R, dh) concatenated in order: (R, d)."""
@@ -107,8 +116,9 @@ class MultiHeadProblem(_HeadsProblem):
     (``O(n d + d^2)``).
     """
 
-    def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
-                 W64: Mapping[str, Tensor]) -> None:
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
         super().__init__("mh_raf", X, weights, position, X64, W64)
         n, d, h, dh, M = self.n, self.d, self.h, self.dh, self.M
         a = self.concat(self.A)
@@ -147,8 +157,9 @@ class BlockProblem(_HeadsProblem):
     ``O(n d h)`` per restart instead of a full multi-head pass), then the residual, LayerNorm and
     feed-forward layer on every row (they act on all the rows that attention changes)."""
 
-    def __init__(self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor,
-                 W64: Mapping[str, Tensor]) -> None:
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
         super().__init__("block", X, weights, position, X64, W64)
         # the float64 twin of the polish runs the feed-forward layer in float64 on every row: a short polish
         self.polish_steps = 30
@@ -174,8 +185,9 @@ class BlockProblem(_HeadsProblem):
         return (diff * diff).sum(-1)
 
 
-def attention_directions(X: Tensor, weights: Mapping[str, Tensor], position: int, *, Qh: Tensor | None = None
-                         ) -> Tensor:
+def attention_directions(
+    X: Tensor, weights: Mapping[str, Tensor], position: int, *, Qh: Tensor | None = None
+) -> Tensor:
     """Informed unit directions (float64, CPU) of multi-head attention at ``position``: ``+-x_i``;
     ``+-`` attract (raise the moved token's key score in every row of every head), and attract per
     head; ``+-`` the direction that moves the token's value most after ``Wo`` (the top left singular

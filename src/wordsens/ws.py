@@ -43,6 +43,7 @@ __all__ = ["METHODS", "SAMPLERS", "WSResult", "estimate"]
 
 METHODS = ("default", "reference")
 
+
 @dataclass
 class WSResult:
     """One word-sensitivity estimate; ``lower`` and ``upper`` are relative changes."""
@@ -184,33 +185,68 @@ def estimate(
     dev = resolve_device(device)
     if dtype is None:
         dtype = torch.float64 if method == "reference" else getattr(torch, settings.dtype)
-    sampler = choose_sampler(map_name, position=position, method=method, sampler=sampler,
-                             explicit_weights=weights is not None)
+    sampler = choose_sampler(
+        map_name, position=position, method=method, sampler=sampler, explicit_weights=weights is not None
+    )
     if draw_on not in maps.DRAW_ON:
         raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
     budget = memory_budget(dev, max_memory_gb)
     L, k = int(values.get("L", L)), values.get("k")
     what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if spec.cost == "drf" else "")
-    check_fits(ws_memory(map_name, n, d, L=L, k=k, method=method, sampler=sampler, dtype=dtype, restarts=restarts,
-                         budget=budget, options=values), dev, what, limit=budget)
+    check_fits(
+        ws_memory(
+            map_name,
+            n,
+            d,
+            L=L,
+            k=k,
+            method=method,
+            sampler=sampler,
+            dtype=dtype,
+            restarts=restarts,
+            budget=budget,
+            options=values,
+        ),
+        dev,
+        what,
+        limit=budget,
+    )
 
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
-    ctx = SearchContext(map_name=map_name, dtype=dtype, device=dev, sampler=sampler, draw_on=draw_on, budget=budget,
-                        restarts=restarts, options=values)
+    ctx = SearchContext(
+        map_name=map_name,
+        dtype=dtype,
+        device=dev,
+        sampler=sampler,
+        draw_on=draw_on,
+        budget=budget,
+        restarts=restarts,
+        options=values,
+    )
     if method == "reference":
         result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
     else:
-        result = _run_default(spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol,
-                              patience=patience)
+        result = _run_default(spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol, patience=patience)
     return WSResult(
-        map=map_name, method=method, n=n, d=d, position=result.position,
-        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0, upper=result.upper,
-        delta=result.delta.cpu(), delta_norm=float(torch.linalg.vector_norm(result.delta)),
-        phi_norm=result.phi_norm, steps=result.steps, seconds=time.perf_counter() - started, sampler=sampler,
-        restarts=1 if method == "reference" else restarts, device=str(dev),
+        map=map_name,
+        method=method,
+        n=n,
+        d=d,
+        position=result.position,
+        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0,
+        upper=result.upper,
+        delta=result.delta.cpu(),
+        delta_norm=float(torch.linalg.vector_norm(result.delta)),
+        phi_norm=result.phi_norm,
+        steps=result.steps,
+        seconds=time.perf_counter() - started,
+        sampler=sampler,
+        restarts=1 if method == "reference" else restarts,
+        device=str(dev),
         dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
-        L=L if spec.cost == "drf" else None, k=k if spec.cost == "rf" else None,
+        L=L if spec.cost == "drf" else None,
+        k=k if spec.cost == "rf" else None,
         weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost in ("rf", "drf") and weights is None else "cpu",
         streamed_layers=result.streamed if spec.cost == "drf" else None,
         options={key: value for key, value in values.items() if key not in ("L", "k")},
@@ -218,20 +254,32 @@ def estimate(
     )
 
 
-def _authors_point(spec: registry.MapSpec, X64: Tensor, seed: int, position: int, weights: Any,
-                   ctx: SearchContext) -> tuple[Tensor, int]:
+def _authors_point(
+    spec: registry.MapSpec, X64: Tensor, seed: int, position: int, weights: Any, ctx: SearchContext
+) -> tuple[Tensor, int]:
     """The best point (1, d), float64, of the authors' algorithm run as is (``reference.ws_search``: the
     very numbers of ``method="reference"`` on the same instance), and its steps."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(spec.name, seed, n, d, dtype=torch.float64, **ctx.options)
-    delta, _, taken = reference.ws_search(spec.name, X64, generic.cast_weights(weights, torch.float64, X64.device),
-                                          position, seed)
+    delta, _, taken = reference.ws_search(
+        spec.name, X64, generic.cast_weights(weights, torch.float64, X64.device), position, seed
+    )
     return delta[None].to(device=ctx.device), taken
 
 
-def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list[int], weights: Any,
-                 ctx: SearchContext, *, max_steps: int, tol: float, patience: int) -> Search:
+def _run_default(
+    spec: registry.MapSpec,
+    X64: Tensor,
+    seed: int,
+    positions: list[int],
+    weights: Any,
+    ctx: SearchContext,
+    *,
+    max_steps: int,
+    tol: float,
+    patience: int,
+) -> Search:
     settings = spec.settings
     keep = min(settings.keep, ctx.restarts)
     prepare = registry.resolve(spec.fast) if spec.fast is not None else generic.prepare
@@ -244,8 +292,9 @@ def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list
         problem = problem_at(pos)
         gen = generator(derive_seed(seed, "search", pos))
         starts = problem.starts(ctx.restarts, gen).to(device=ctx.device, dtype=ctx.dtype)
-        best_D, steps = problem.search(starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep,
-                                       momentum=settings.momentum)
+        best_D, steps = problem.search(
+            starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep, momentum=settings.momentum
+        )
         best_D = best_D.to(torch.float64)
         total_steps += steps
         to_polish: list[Tensor] = []
@@ -254,7 +303,7 @@ def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list
             # a loose stopping rule
             with torch.no_grad():
                 lead = int(torch.argmax(problem.value(best_D.to(ctx.dtype))))
-            to_polish.append(best_D[lead:lead + 1])
+            to_polish.append(best_D[lead : lead + 1])
         if settings.follow_authors and spec.reference_steps(X64.shape[0]) <= max_steps:
             # the authors' whole schedule fits the step budget: their best point is a candidate too, so
             # the estimate cannot end below theirs
@@ -263,8 +312,9 @@ def _run_default(spec: registry.MapSpec, X64: Tensor, seed: int, positions: list
             total_steps += extra
             to_polish.append(point)
         for point in to_polish:
-            polished, extra = problem.polish(point.to(ctx.dtype), max_steps=min(problem.polish_steps, max_steps),
-                                             momentum=settings.momentum)
+            polished, extra = problem.polish(
+                point.to(ctx.dtype), max_steps=min(problem.polish_steps, max_steps), momentum=settings.momentum
+            )
             best_D = torch.cat([best_D, polished.to(torch.float64)])
             total_steps += extra
         deltas = torch.stack([feasible(D, problem.radius) for D in best_D])
