@@ -1,6 +1,6 @@
 """Command line: ``wordsens ws ...`` (one word-sensitivity estimate, one JSON line on stdout),
-``wordsens maps`` (the registered feature maps, see ``wordsens.registry``), ``wordsens plan`` (the
-planned grid of a workflow configuration, see ``wordsens.plan``) and ``wordsens claims RESULTS_DIR``
+``wordsens maps`` (the registered feature maps, see ``wordsens.maps``), ``wordsens plan`` (the
+planned grid of a workflow configuration, see ``wordsens.pipeline``) and ``wordsens claims RESULTS_DIR``
 (the claims table of a run, see ``wordsens.claims``).
 
 ``--plugin`` (before or after the subcommand) imports modules that register more maps before the
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "parse_option"]
 
 
 def _positive_int(text: str) -> int:
@@ -44,7 +44,7 @@ def _position(text: str) -> int | str:
     return value
 
 
-def _option(text: str) -> tuple[str, Any]:
+def parse_option(text: str) -> tuple[str, Any]:
     """``key=value`` with the value read as an int, a float, null/none (None), true/false, or text."""
     key, sep, raw = text.partition("=")
     if not sep or not key.isidentifier():
@@ -63,7 +63,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 def _load_plugins(argv: Sequence[str]) -> None:
     """Export the ``--plugin`` values in WORDSENS_PLUGINS (beside any already there) and import them."""
-    from . import registry
+    from .maps import registry
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--plugin", action="append", default=[])
@@ -89,14 +89,14 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from . import registry
+    from .maps import registry
 
     parser = argparse.ArgumentParser(
         prog="wordsens",
         description="Word sensitivity of attention layers vs. random features (Bombari & Mondelli, ICML 2024).",
     )
     plugin_help = (
-        "a module name or .py file that registers feature maps (wordsens.registry); repeatable, also "
+        "a module name or .py file that registers feature maps (wordsens.maps); repeatable, also "
         "after the subcommand; added to WORDSENS_PLUGINS"
     )
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py", help=plugin_help)
@@ -150,7 +150,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
     ws.add_argument(
         "--option",
-        type=_option,
+        type=parse_option,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -178,7 +178,7 @@ def _build_parser() -> argparse.ArgumentParser:
     maps = sub.add_parser(
         "maps",
         help="list the registered feature maps: formula, weight law, options",
-        description="List every registered feature map (wordsens.registry: the paper's four, the attention "
+        description="List every registered feature map (wordsens.maps: the paper's four, the attention "
         "variants, and the maps of --plugin modules): its name (for --map and the workflow's config), "
         "plot label, formula, weight law and options with their defaults.",
     )
@@ -273,8 +273,10 @@ def _run_claims(args: argparse.Namespace) -> str:
 def _run_ws(args: argparse.Namespace) -> dict:
     import torch
 
-    from . import __version__, preprocess, ws
-    from .resources import peak_rss_bytes
+    from . import __version__
+    from .data.samples import draw_sample
+    from .pipeline.devices import peak_rss_bytes
+    from .search import estimate
     from .seeds import derive_seed
 
     source: object = "synthetic"
@@ -282,11 +284,9 @@ def _run_ws(args: argparse.Namespace) -> dict:
         from .io import load_embeddings
 
         source = load_embeddings(args.data)
-    X, info = preprocess.draw_sample(
-        source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens
-    )
+    X, info = draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens)
     dtype = getattr(torch, args.dtype) if args.dtype else None
-    result = ws.estimate(
+    result = estimate(
         args.map,
         X,
         seed=args.seed,
@@ -320,7 +320,7 @@ def _run_ws(args: argparse.Namespace) -> dict:
 def _run_gen(args: argparse.Namespace) -> dict:
     from . import __version__
     from . import generalisation as G
-    from .resources import peak_rss_bytes
+    from .pipeline.devices import peak_rss_bytes
 
     source: object = "synthetic"
     if args.data != "synthetic":
@@ -331,9 +331,7 @@ def _run_gen(args: argparse.Namespace) -> dict:
     if args.loss != "penalised" and args.penalty:
         raise ValueError("--penalty only applies to --loss penalised")
     if args.method == "reference":
-        from .reference import gen_search
-
-        res = gen_search(
+        res = G.gen_search(
             args.map,
             Xt,
             yt,
@@ -370,7 +368,7 @@ def _run_gen(args: argparse.Namespace) -> dict:
 
 
 def _describe_maps() -> str:
-    from . import registry
+    from .maps import registry
 
     blocks = []
     for name in registry.names():
@@ -393,14 +391,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     from .io import CorruptCache
-    from .resources import InsufficientResources
+    from .pipeline.devices import InsufficientResources
 
     try:
         if args.command == "maps":
             sys.stdout.write(_describe_maps())
             return 0
         if args.command == "plan":
-            from .plan import describe, load_config
+            from .pipeline import describe, load_config
 
             print(describe(load_config(args.base, *args.configfile)))
             return 0

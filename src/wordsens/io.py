@@ -1,4 +1,4 @@
-"""Files: atomic writes, the embedding store, result tables.
+"""Files: atomic writes, the embedding store, result tables (written, and stacked with checks).
 
 Every output is written to a temporary name beside its target and renamed into place, so a killed
 job never leaves a file that looks finished. The embedding store records a checksum of its array
@@ -11,21 +11,26 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # pandas is imported by the functions that need it: the Snakefile imports this module
+    import pandas as pd
 
 __all__ = [
     "CorruptCache",
     "EmbeddingStore",
     "atomic_path",
+    "concatenate",
     "file_digest",
     "load_embeddings",
     "read_json",
     "save_embeddings",
+    "write_both",
     "write_json",
     "write_table",
 ]
@@ -188,3 +193,34 @@ def prepend_pythonpath(path: str | os.PathLike) -> None:
     local or on SLURM with ``--export=ALL``) import this checkout's package."""
     current = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), current) if p)
+
+
+# Metric columns that must be present and finite in every word-sensitivity row.
+_FINITE = ("lower", "phi_norm", "delta_norm")
+
+
+def concatenate(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error."""
+    import pandas as pd
+
+    frames = []
+    for path in paths:
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for damaged files
+            raise CorruptCache(f"{path} cannot be read ({type(err).__name__}: {err}); delete it and re-run") from err
+        if frame.empty:
+            raise CorruptCache(f"{path} holds no rows; delete it and re-run")
+        for column in _FINITE:
+            if column in frame and not np.isfinite(frame[column].to_numpy(dtype=float)).all():
+                raise ValueError(f"{path} has non-finite values in column {column!r}")
+        frames.append(frame)
+    if not frames:
+        raise ValueError("no result files to aggregate: the grid selected no job")
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_both(frame: pd.DataFrame, parquet: str | os.PathLike, csv: str | os.PathLike) -> None:
+    """``frame`` as Parquet and as CSV, each written atomically."""
+    write_table(parquet, frame)
+    atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))

@@ -2,8 +2,8 @@
 
 Word sensitivity (:func:`ws_claims`, on the ``ws_<map>`` tables) and generalisation
 (:func:`gen_claims`, on the ``gen_fig4_<data>`` and ``gen_fig5_<data>`` tables). The claims, their
-statistics and how to read them are described in :mod:`wordsens.claims`; the definitions and the
-bootstrap are in :mod:`wordsens.claims_stats`.
+statistics and how to read them are described in :mod:`wordsens.claims.table`; the definitions and the
+bootstrap are in :mod:`wordsens.claims.stats`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .claims_stats import (
+from ..theory import rf_law
+from .stats import (
     BOUND_SLACK,
     FIG4_RAF_D,
     GEN_GRID,
@@ -31,7 +32,6 @@ from .claims_stats import (
     slope_stat,
     table_kind,
 )
-from .theory import rf_law
 
 __all__ = ["gen_claims", "ws_claims"]
 

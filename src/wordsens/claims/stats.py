@@ -4,8 +4,8 @@
 the derived bound :func:`err_lower_bound`, the stratified bootstrap (:func:`bootstrap`, one seeded
 generator per row from :func:`claim_rng`), the grid-point statistics the claims share, and
 :class:`Rows`, which turns a statistic into a row of the table (verdict, interval, straddle flag).
-The computations of the claims are in :mod:`wordsens.claims_checks`; what each claim means, how
-to read its interval and the proof of the bound are in :mod:`wordsens.claims`.
+The computations of the claims are in :mod:`wordsens.claims.checks`; what each claim means, how
+to read its interval and the proof of the bound are in :mod:`wordsens.claims.table`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .seeds import derive_seed
+from ..seeds import derive_seed
 
 __all__ = [
     "BOUND_SLACK",

@@ -48,7 +48,7 @@ Claims (id: statistic, expectation)
     ``relu_raf_decreasing``: as ``drf_decreasing``, per d. < 1.
     ``fig4_rf_alignment``: the fraction of Figure 4 RF rows with alignment ``a >= 0.95``. >= 0.95.
     ``fig4_raf_alignment``: per n, the fraction of Figure 4 RAF rows with the surrogate loss at
-    d = 768 with ``a <= 0.5``. >= 0.70. (Both thresholds come from the audit of issue 13.)
+    d = 768 with ``a <= 0.5``. >= 0.70. (Both thresholds come from this project's audit of its Figure 4 runs.)
     ``err_bound``: per map, the fraction of the rows satisfying the premise of
     :func:`err_lower_bound` (``a >= 0`` and ``gamma_min < 1``) whose Err is at least the bound
     (less a floating-point slack of ``1e-6 (1 + bound)``). == 1: it is a theorem about the row's
@@ -90,11 +90,12 @@ The derived bound (``err_bound``)
 
 Modules
     This module holds the entry points (:func:`compute_claims`, :func:`claims_from_results`,
-    :func:`read_tables`) and re-exports the rest of the public names. :mod:`wordsens.claims_stats`:
-    the definitions (:data:`CLAIMS`, the thresholds, :func:`err_lower_bound`), the bootstrap and
-    the row builder; :mod:`wordsens.claims_checks`: the computation of each claim;
-    :mod:`wordsens.claims_render`: the text, Markdown and HTML renderings. None of them imports
-    torch or the plotting libraries (the RF law comes from :mod:`wordsens.theory`).
+    :func:`read_tables`); the package :mod:`wordsens.claims` exports them with the rest of the
+    public names. :mod:`wordsens.claims.stats`: the definitions (:data:`CLAIMS`, the thresholds,
+    :func:`err_lower_bound`), the bootstrap and the row builder; :mod:`wordsens.claims.checks`: the
+    computation of each claim; :mod:`wordsens.claims.render`: the text, Markdown and HTML
+    renderings; :mod:`wordsens.claims.files`: the tables it reads and the files it writes. None of
+    them imports torch or the plotting libraries (the RF law comes from :mod:`wordsens.theory`).
 """
 
 from __future__ import annotations
@@ -104,23 +105,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .claims_checks import gen_claims, ws_claims
-from .claims_render import claims_html, claims_markdown, format_claims
-from .claims_stats import CLAIMS, COLUMNS, KNOWN_MAPS, RESAMPLES, Claim, Rows, err_lower_bound, table_kind
+from .checks import gen_claims, ws_claims
+from .files import claims_inputs
+from .stats import RESAMPLES, Rows, table_kind
 
-__all__ = [
-    "CLAIMS",
-    "COLUMNS",
-    "KNOWN_MAPS",
-    "Claim",
-    "claims_from_results",
-    "claims_html",
-    "claims_markdown",
-    "compute_claims",
-    "err_lower_bound",
-    "format_claims",
-    "read_tables",
-]
+__all__ = ["claims_from_results", "compute_claims", "read_tables"]
 
 _WS_REQUIRED = ("map", "data", "d", "n", "trial", "lower")
 _GEN_REQUIRED = (
@@ -148,7 +137,7 @@ _GEN_REQUIRED = (
 
 def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
     """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ...), and the
-    ``variants`` table when the run has one (``wordsens.tables.claims_inputs`` splits it by map)."""
+    ``variants`` table when the run has one (``wordsens.claims.files.claims_inputs`` splits it by map)."""
     folder = Path(results_dir) / "tables"
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -165,8 +154,6 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
 def claims_from_results(results_dir: str | Path, *, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
     """:func:`compute_claims` on the tables of a results folder (``RESULTS/tables/*.parquet``), the
     variant maps included, as the workflow's claims rule computes them."""
-    from .tables import claims_inputs
-
     return compute_claims(claims_inputs(read_tables(results_dir)), seed=seed, resamples=resamples)
 
 

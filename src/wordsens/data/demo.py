@@ -9,17 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .models import TINY_BERT_POSITIONS, TINY_BERT_WIDTH
+
 __all__ = [
-    "TINY_BERT_POSITIONS",
-    "TINY_BERT_WIDTH",
     "VOCAB_WORDS",
     "make_corpus",
     "make_tiny_bert",
     "make_tiny_causal_lm",
 ]
-
-TINY_BERT_WIDTH = 64  # the demo encoder (model.name: demo-tiny-bert), as the workflow builds it
-TINY_BERT_POSITIONS = 512
 
 _POSITIVE = ["great", "wonderful", "moving", "brilliant", "funny", "beautiful", "superb", "charming", "love", "best"]
 _NEGATIVE = ["awful", "boring", "dull", "terrible", "weak", "bad", "worst", "poor", "silly", "waste"]

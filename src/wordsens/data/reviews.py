@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .seeds import derive_seed
+from ..seeds import derive_seed
 
 __all__ = ["SOURCES", "NoNetwork", "hub_reachable", "load_reviews", "select_pool", "tokens_to_fill"]
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from .seeds import generator
+from ..seeds import generator
 
 Tensor = torch.Tensor
 

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .seeds import derive_seed, generator
+from ..data.embed import load_pretrained
+from ..pipeline.devices import resolve_device
+from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
@@ -73,7 +75,7 @@ def _run(model, batch: dict[str, Tensor], *, attentions: bool):
     if attentions and (out.attentions is None or len(out.attentions) == 0 or out.attentions[0] is None):
         raise ValueError(
             f"{type(model).__name__} returns no attention probabilities; load it with "
-            "attn_implementation='eager' (wordsens.embed.load_encoder(..., attentions=True))"
+            "attn_implementation='eager' (wordsens.data.embed.load_encoder(..., attentions=True))"
         )
     return out
 
@@ -220,9 +222,6 @@ def gaussian_deltas(width: int, norm: float, draws: int, seed: int) -> Tensor:
 
 def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int = 64, device: str = "auto") -> list[str]:
     """Greedy answers of a causal language model (a Hub name or a local folder) to ``prompts``."""
-    from .embed import load_pretrained
-    from .resources import resolve_device
-
     fix = "set probes.lm.model to a local folder holding a causal language model, or disable probes.lm"
     tokenizer = load_pretrained(model_name, "tokenizer", setting="probes.lm.model", fix=fix)
     model = load_pretrained(model_name, "causal-lm", setting="probes.lm.model", fix=fix)
@@ -243,7 +242,7 @@ def lm_answers(model_name: str, prompts: Sequence[str], *, max_new_tokens: int =
 
 
 def pick_long_text(pool, min_tokens: int) -> tuple[str, int]:
-    """The first review of a pool (``wordsens.data.select_pool`` order) with at least ``min_tokens``
+    """The first review of a pool (``wordsens.data.reviews.select_pool`` order) with at least ``min_tokens``
     WordPiece tokens; returns ``(text, review_id)``."""
     long = pool[pool["tokens"] >= min_tokens]
     if long.empty:

@@ -19,9 +19,12 @@ from typing import Any
 import pandas as pd
 import torch
 
-from . import NUMERICS_VERSIONS, __version__, preprocess, ws
-from .resources import job_peak_bytes, job_processes, peak_rss_bytes
-from .seeds import canonical_json, derive_seed
+from .. import NUMERICS_VERSIONS, __version__
+from .. import generalisation as G
+from ..data.samples import draw_sample
+from ..pipeline.devices import job_peak_bytes, job_processes, peak_rss_bytes
+from ..search import estimate
+from ..seeds import canonical_json, derive_seed
 
 __all__ = ["TOKEN_KINDS", "config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
 
@@ -89,7 +92,7 @@ def ws_rows(
     (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
     trial's numbers do not depend on the chunking or the order of jobs.
 
-    Optional settings: ``options`` (the map's options, passed to ``ws.estimate`` and recorded as
+    Optional settings: ``options`` (the map's options, passed to ``wordsens.search.estimate`` and recorded as
     JSON in the column ``options``); ``shared_samples`` (trial ``t`` draws the same review for
     every map: its sample seed leaves the map out); ``profile`` (with ``position`` "all": one row per
     trial and position, ``lower`` the estimate at that position, ``token`` what the row holds,
@@ -111,12 +114,12 @@ def ws_rows(
         )
         key = (seed, "ws", map_name, d, n, L, trial)
         sample_key = (seed, "ws", "shared", d, n, trial) if settings.get("shared_samples") else key
-        X, info = preprocess.draw_sample(
+        X, info = draw_sample(
             source, n, d, derive_seed(*sample_key, "sample"), min_tokens=bool(settings.get("min_tokens", False))
         )
         weight_seed = derive_seed(*key, "weights")
         started = time.perf_counter()
-        res = ws.estimate(
+        res = estimate(
             map_name,
             X,
             seed=weight_seed,
@@ -209,8 +212,6 @@ def gen_rows(
     one simulation serves every (training, loss, penalty) search: features and Gram matrix are
     computed once.
     """
-    from . import generalisation as G
-
     threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash(

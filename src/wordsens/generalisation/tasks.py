@@ -4,7 +4,7 @@
 teacher (it shows the mechanism of section 3 of the paper, not the paper's IMDb numbers: layer-0
 BERT rows share position and type components, the perturbed row 0 is the same [CLS] vector in every
 review, and short reviews add [SEP]/[PAD] rows); ``draw_task`` draws N + 1 distinct reviews from an
-embedding store (``wordsens.preprocess`` normalises them).
+embedding store (``wordsens.data.samples`` normalises them).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import maps
-from .preprocess import eligible_reviews, review_samples, synthetic_sample
-from .seeds import derive_seed, generator
+from .. import maps
+from ..data.samples import eligible_reviews, review_samples, synthetic_sample
+from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 

@@ -1,4 +1,5 @@
-"""Attention variants beyond the paper (issue 10): their forward formulas, weight samplers and shapes.
+"""Attention variants beyond the paper (sigmoid, linear and multi-head attention, a transformer
+block): their forward formulas, weight samplers and shapes.
 
 Rows of ``X`` (..., n, d) have norm ``sqrt(d)``; every weight is i.i.d. Gaussian and every map holds
 its weights in a dict of named tensors:
@@ -18,10 +19,11 @@ block        ``Y = LN(X + mh_raf(X))``, ``LN(Y + relu(Y W1) W2)``, LN without   
 
 ``mh_raf`` and ``block`` take the option ``heads`` (default 12; ``d`` must be a multiple of it). The
 samplers draw every tensor from its own seed derived from the run's seed, the map and the tensor's
-name, in float32 on a CPU generator, then cast (like ``wordsens.maps``): the same seed gives the
-same weights in every dtype, and ``block`` has the very attention weights of ``mh_raf`` of the same
+name, in float32 on a CPU generator, then cast (like ``wordsens.maps.sampling``): the same seed gives
+the same weights in every dtype, and ``block`` has the very attention weights of ``mh_raf`` of the same
 seed (``mh_raf`` tensors are named after ``mh_raf`` in both). The fast searches live in
-``wordsens.variants_fast``; the registry entries in ``wordsens.registry``.
+``wordsens.search.variants`` and ``wordsens.search.heads``; the registry entries in
+``wordsens.maps.catalog``.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..seeds import derive_seed
 from . import registry
-from .maps import base_seed, draw_gaussian
-from .seeds import derive_seed
+from .sampling import base_seed, draw_gaussian
 
 Tensor = torch.Tensor
 

@@ -5,24 +5,20 @@ configuration is validated against workflow/schemas/config.schema.yaml the way S
 (``snakemake.utils.validate`` with ``set_default=True``: the schema holds every default), then the
 checks that a schema cannot express run (``problems``), each naming its key and its fix. The
 readers of the study sections (``variant_maps``, ``long_context_ns``) live here because the checks
-and the job grid (``wordsens.jobs``) both need them. Torch is not imported.
+and the job grid (``wordsens.pipeline.points``) both need them. Torch is not imported.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from ..data.models import DEMO_LM, model_positions, model_width
+from ..maps import registry
 
 __all__ = [
-    "DEMO_LM",
-    "DEMO_MODEL",
     "SCHEMA",
     "ConfigError",
     "capped_ns",
@@ -30,18 +26,13 @@ __all__ = [
     "load_config",
     "long_context_ns",
     "merge",
-    "model_positions",
-    "model_tag",
-    "model_width",
     "problems",
     "validate",
     "variant_maps",
 ]
 
 # The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-DEMO_MODEL = "demo-tiny-bert"
-DEMO_LM = "demo-tiny-lm"
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):
@@ -132,60 +123,6 @@ def export_plugins(config: dict) -> list[str]:
     return []
 
 
-def model_tag(name: str) -> str:
-    """Folder name of an encoder: another model gives new files, never an overwrite."""
-    from .embed import PACKAGED_MODELS  # torch-free
-
-    if name == DEMO_MODEL or name in PACKAGED_MODELS:  # a packaged name wins over a folder of that name
-        return name
-    path = Path(name).expanduser()
-    if path.exists():
-        digest = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
-        return f"{re.sub(r'[^A-Za-z0-9._-]+', '_', path.name)}-{digest}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-
-
-_KNOWN_MODELS = {"bert-base-uncased": (768, 512), "bert-base-cased": (768, 512), "bert-large-uncased": (1024, 512)}
-
-
-def _model_facts(name: str) -> tuple[int | None, int | None]:
-    """(hidden size, position limit) of a demo or packaged model (``wordsens.embed.PACKAGED_MODELS``),
-    else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
-    names; None where unknown (the embedding job checks again with the loaded model)."""
-    from .demo import TINY_BERT_POSITIONS, TINY_BERT_WIDTH  # torch-free
-    from .embed import PACKAGED_MODELS
-
-    if name == DEMO_MODEL:
-        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
-    if name in PACKAGED_MODELS:
-        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
-    candidates = [Path(name).expanduser() / "config.json"]
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(name, "config.json")
-        if isinstance(cached, str):
-            candidates.append(Path(cached))
-    except Exception:  # not a Hub name, or no cache: the other candidates decide
-        pass
-    for candidate in candidates:
-        if candidate.is_file():
-            found = json.loads(candidate.read_text())
-            return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
-    return _KNOWN_MODELS.get(name, (None, None))
-
-
-def model_width(name: str) -> int | None:
-    """Hidden size of the encoder ``name`` where it can be known without loading it, else None."""
-    return _model_facts(name)[0]
-
-
-def model_positions(name: str) -> int | None:
-    """Position limit (``max_position_embeddings``) of the encoder ``name`` where it can be known
-    without loading it, else None."""
-    return _model_facts(name)[1]
-
-
 def _length_problems(config: dict) -> list[str]:
     """model.max_length and long_context.max_length against the encoder's positions, each where an
     embedding store is made at that length (some grid runs on IMDb rows)."""
@@ -274,7 +211,7 @@ def problems(config: dict) -> list[str]:
         )
     lm = probes["lm"]
     if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
-        from .data import hub_reachable
+        from ..data.reviews import hub_reachable  # pandas: loaded only for this check
 
         if not hub_reachable():
             out.append(

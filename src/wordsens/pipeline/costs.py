@@ -1,35 +1,34 @@
-"""Memory estimates, measured limits and the refusal of jobs that cannot fit.
+"""Memory and time models of every job: one word-sensitivity estimate (``ws_memory``,
+``ws_seconds``, with DRF's streaming ``drf_layout``), one generalisation simulation
+(``gen_memory``, ``gen_seconds``), and how weights are drawn (``choose_sampler``).
 
 The same estimates serve two purposes: the numerical code checks them before allocating (and
-refuses with the ways out rather than swapping or dying), and the workflow turns them into the
-``mem_mb`` it requests from a scheduler.
+refuses with the ways out rather than swapping or dying, ``wordsens.pipeline.devices.check_fits``),
+and the workflow turns them into the ``mem_mb`` and runtime it requests from a scheduler. Torch is
+not imported.
 """
 
 from __future__ import annotations
 
-import os
-import resource
-import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import registry
-
-if TYPE_CHECKING:  # torch is imported lazily: the Snakefile plans jobs without loading it
-    import torch
+from ..maps import registry
 
 __all__ = [
+    "GB",
+    "JOBSTEP_OVERHEAD",
+    "MB",
+    "PROCESS_OVERHEAD",
+    "SAMPLERS",
     "DRFLayout",
-    "InsufficientResources",
     "MemoryEstimate",
-    "available_bytes",
-    "check_fits",
     "choose_sampler",
     "drf_layout",
-    "memory_budget",
-    "peak_rss_bytes",
-    "resolve_device",
+    "gen_memory",
+    "gen_seconds",
     "ws_memory",
+    "ws_seconds",
 ]
 
 MB = 1024**2
@@ -39,10 +38,6 @@ GB = 1024**3
 # cluster, the Snakemake process that runs the job (measured here: 169 MB).
 PROCESS_OVERHEAD = 340 * MB
 JOBSTEP_OVERHEAD = 200 * MB
-
-
-class InsufficientResources(RuntimeError):
-    """A job needs more memory than its device offers."""
 
 
 @dataclass(frozen=True)
@@ -71,21 +66,6 @@ def _itemsize(dtype: Any) -> int:
     return sizes[name]
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``"auto"``/None -> CUDA when available, else CPU; otherwise the named device, validated."""
-    import torch
-
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda'") from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was requested but no CUDA device is available; use 'cpu' or 'auto'")
-    return dev
-
-
 SAMPLERS = ("auto", "exact", "dense", "blockwise")
 
 
@@ -98,7 +78,7 @@ def choose_sampler(
     explicit_weights: bool = False,
 ) -> str:
     """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
-    (``wordsens.ws.estimate`` runs it, ``wordsens.plan`` sizes jobs with it).
+    (``wordsens.search.estimate`` runs it, ``wordsens.pipeline.jobs`` sizes jobs with it).
 
     RF/DRF: ``"exact"`` (only the perturbed token's block, exact in law; one position),
     ``"blockwise"`` (the dense matrix one block at a time; the default for ``position="all"``) or
@@ -119,7 +99,7 @@ def choose_sampler(
 
 @dataclass(frozen=True)
 class DRFLayout:
-    """How a DRF estimate holds its tail (layers 2..L) within a memory budget (``wordsens.drf``):
+    """How a DRF estimate holds its tail (layers 2..L) within a memory budget (``wordsens.search.drf``):
     ``resident`` layers stay in memory, ``streamed`` ones are regenerated block by block on every
     pass. ``bytes``: peak array memory of the estimate."""
 
@@ -182,16 +162,16 @@ def ws_memory(
     budget: int | None = None,
     options: dict[str, Any] | None = None,
 ) -> MemoryEstimate:
-    """Peak array memory of one word-sensitivity estimate (see ``wordsens.ws.estimate``); for DRF
+    """Peak array memory of one word-sensitivity estimate (see ``wordsens.search.estimate``); for DRF
     with the default method, within ``budget`` bytes where streaming makes that possible. The map's
-    cost model comes from the registry (``wordsens.registry``)."""
+    cost model comes from the registry (``wordsens.maps.registry``)."""
     spec = registry.get(map_name)
     map_name = spec.cost if spec.cost in ("rf", "drf") else map_name
     D = n * d
     k = D if k is None else k
     b = 8 if method == "reference" else _itemsize(dtype)
     R = 1 if method == "reference" else restarts
-    chunk = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.ws)
+    chunk = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.search)
     if map_name == "rf":
         if method == "reference" or sampler == "dense":
             weights = k * D * b
@@ -221,130 +201,6 @@ def ws_memory(
         int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + chunk,
         f"{map_name} weights and the graph of {R} restarts at n = {n}, d = {d}",
     )
-
-
-def _cgroup_limit() -> int | None:
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 2**60:
-            return int(text)
-    return None
-
-
-def available_bytes(device: torch.device | str) -> int:
-    """Memory a job may use on ``device``.
-
-    CUDA: free device memory. CPU: the smallest of MemAvailable, the cgroup limit, the SLURM
-    allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and ``WORDSENS_MAX_MEMORY_MB``.
-    """
-    if str(device).startswith("cuda"):
-        import torch
-
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    limits: list[int] = []
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    limits.append(int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    cg = _cgroup_limit()
-    if cg is not None:
-        limits.append(cg)
-    env = os.environ
-    if env.get("SLURM_MEM_PER_NODE", "").isdigit():
-        limits.append(int(env["SLURM_MEM_PER_NODE"]) * MB)
-    elif env.get("SLURM_MEM_PER_CPU", "").isdigit() and env.get("SLURM_CPUS_ON_NODE", "").isdigit():
-        limits.append(int(env["SLURM_MEM_PER_CPU"]) * int(env["SLURM_CPUS_ON_NODE"]) * MB)
-    if env.get("WORDSENS_MAX_MEMORY_MB", "").strip():
-        try:
-            limits.append(int(float(env["WORDSENS_MAX_MEMORY_MB"]) * MB))
-        except ValueError:
-            raise ValueError(
-                f"WORDSENS_MAX_MEMORY_MB must be a number of megabytes, got {env['WORDSENS_MAX_MEMORY_MB']!r}"
-            ) from None
-    return min(limits) if limits else 2**62
-
-
-def memory_budget(device: torch.device, max_memory_gb: float | None = None) -> int:
-    """Bytes of arrays one job may hold on ``device``: ``max_memory_gb`` when set, else what the
-    device has free (``available_bytes``; on the CPU less the process's own overhead)."""
-    if max_memory_gb is not None:
-        if isinstance(max_memory_gb, bool) or not isinstance(max_memory_gb, (int, float)) or not max_memory_gb > 0:
-            raise ValueError(f"max_memory_gb must be a positive number of GB, got {max_memory_gb!r}")
-        return int(max_memory_gb * GB)
-    have = available_bytes(device)
-    return have if device.type == "cuda" else max(0, have - PROCESS_OVERHEAD)
-
-
-def check_fits(estimate: MemoryEstimate, device: torch.device, what: str, *, limit: int | None = None) -> None:
-    """Raise ``InsufficientResources`` with the ways out when ``estimate`` exceeds what ``device`` has,
-    or the ``limit`` (bytes of arrays) that the job was given."""
-    need = estimate.bytes if device.type == "cuda" else estimate.total
-    have = available_bytes(device)
-    if limit is not None and estimate.bytes > limit:
-        raise InsufficientResources(
-            f"{what} needs about {estimate.bytes / GB:.2f} GB of arrays ({estimate.detail}) but its memory setting "
-            f"allows {limit / GB:.2f} GB. Ways out: raise the setting (--max-memory-gb, ws.max_memory_gb), run it on a "
-            "GPU or a cluster node with more memory (snakemake --profile profiles/slurm), or choose a smaller d or n."
-        )
-    if need <= have:
-        return
-    raise InsufficientResources(
-        f"{what} needs about {need / GB:.1f} GB ({estimate.detail}) but {device} has {have / GB:.1f} GB available. "
-        "Ways out: run it on a GPU with enough memory (device 'cuda'), submit it to a cluster node with "
-        "more memory (snakemake --profile profiles/slurm), or choose a smaller d or n."
-    )
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident memory of this process so far (bytes).
-
-    Linux: ``VmHWM`` of /proc/self/status. (``ru_maxrss`` is not used there: after fork + exec it
-    keeps the parent's peak, so a small job started from a big process would report the parent's.)
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def job_processes() -> list[tuple[int, str, int]]:
-    """``(pid, name, peak RSS bytes)`` of this process and its ancestors inside a SLURM job step
-    (the Snakemake job process, shells, srun); empty outside SLURM or without /proc."""
-    if not os.environ.get("SLURM_JOB_ID"):
-        return []
-    out, pid = [], os.getpid()
-    try:
-        while pid > 1:
-            with open(f"/proc/{pid}/status") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            name = fields.get("Name", "").strip()
-            if name.startswith("slurmstepd"):
-                break
-            out.append((pid, name, int(fields.get("VmHWM", "0 kB").split()[0]) * 1024))
-            pid = int(fields["PPid"])
-    except (OSError, KeyError, ValueError):
-        return []
-    return out
-
-
-def job_peak_bytes() -> int | None:
-    """Peak resident memory of this process plus its ancestors inside a SLURM job step: what the
-    job's memory request must cover. None outside SLURM or where /proc is unavailable."""
-    processes = job_processes()
-    return sum(hwm for _, _, hwm in processes) if processes else None
 
 
 # Throughputs of a 2-core laptop-class CPU, measured on this project's CI machine; estimates are
@@ -426,12 +282,12 @@ def ws_seconds(
 
 
 def gen_memory(map_name: str, n: int, d: int, N: int, *, restarts: int = 16) -> MemoryEstimate:
-    """Peak array memory of one generalisation simulation (``wordsens.generalisation``)."""
+    """Peak array memory of one generalisation simulation (``wordsens.generalisation.core``)."""
     D = n * d
     if map_name == "rf":
         m = N + 1 + d
         k = D
-        # features and the Householder QR copy of them (generalisation.interpolate) at once
+        # features and the Householder QR copy of them (wordsens.generalisation.functionals.interpolate) at once
         arrays = (
             3 * (N + 1) * D * 8
             + 3 * m * m * 8

@@ -1,12 +1,10 @@
 """The plan of a configuration, before anything runs: which jobs its grid holds, which of them
 fit, and the messages naming what is left out.
 
-The pieces live in two modules, re-exported here so that ``wordsens.plan`` stays the one import
-of the Snakefile and ``wordsens plan``: ``wordsens.configuration`` loads and checks a configuration,
-``wordsens.jobs`` turns it into jobs with resource estimates. ``Grid`` holds every
-word-sensitivity and generalisation job with its params, memory, runtime and device: the workflow
-looks jobs up by their wildcards. Torch is not imported, except to ask a visible GPU for its free
-memory.
+``Grid`` holds every word-sensitivity and generalisation job (``wordsens.pipeline.jobs``) of a
+configuration loaded and checked by ``wordsens.pipeline.configuration``, with its params, memory,
+runtime and device: the workflow looks jobs up by their wildcards. ``describe`` is what
+``wordsens plan`` prints. Torch is not imported, except to ask a visible GPU for its free memory.
 """
 
 from __future__ import annotations
@@ -15,76 +13,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import NUMERICS_VERSIONS, registry, resources
-from .configuration import (
-    DEMO_LM,
-    DEMO_MODEL,
-    SCHEMA,
-    ConfigError,
-    export_plugins,
-    load_config,
-    long_context_ns,
-    merge,
-    model_tag,
-    model_width,
-    problems,
-    validate,
-    variant_maps,
-)
-from .jobs import (
-    PLANNED_LIMITS,
-    STUDIES,
-    GenJob,
-    Job,
-    Limits,
-    WSJob,
-    data_label,
-    gen_jobs,
-    gen_searches,
-    gen_setting,
-    job_device,
-    planned_limits,
-    setting_name,
-    ws_jobs,
-)
+from .. import NUMERICS_VERSIONS
+from ..maps import registry
+from .costs import GB
+from .jobs import GenJob, Job, Limits, WSJob, gen_jobs, ws_jobs
+from .points import STUDIES
 
-__all__ = [
-    "DEMO_LM",
-    "DEMO_MODEL",
-    "GEN_FIGURES",
-    "PLANNED_LIMITS",
-    "SCHEMA",
-    "STUDIES",
-    "WS_FIGURES",
-    "ConfigError",
-    "GenJob",
-    "Grid",
-    "Job",
-    "Limits",
-    "WSJob",
-    "data_label",
-    "describe",
-    "export_plugins",
-    "failed_jobs",
-    "gen_jobs",
-    "gen_searches",
-    "gen_setting",
-    "job_device",
-    "load_config",
-    "long_context_ns",
-    "merge",
-    "model_tag",
-    "model_width",
-    "planned_limits",
-    "problems",
-    "setting_name",
-    "study_hours",
-    "validate",
-    "variant_maps",
-    "ws_jobs",
-]
-
-GB = resources.GB
+__all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "study_hours"]
 
 
 # ----------------------------------------------------------------------------- the grid

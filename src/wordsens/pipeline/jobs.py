@@ -1,9 +1,9 @@
 """The jobs of a configuration's grid, with their resource estimates and devices.
 
-``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.configuration``) into one
+``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``) into one
 job per grid point and chunk of trials, each with its params (what its numbers depend on), its
-memory and runtime estimates (``wordsens.resources``) and the device it runs on under the memory
-``Limits`` of the machine or cluster. ``wordsens.plan.Grid`` looks them up by wildcards. Torch is
+memory and runtime estimates (``wordsens.pipeline.costs``) and the device it runs on under the memory
+``Limits`` of the machine or cluster. ``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is
 not imported, except to ask a visible GPU for its free memory.
 """
 
@@ -13,22 +13,23 @@ import json
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import NUMERICS_VERSIONS, registry, resources
-from .configuration import capped_ns, long_context_ns, model_tag, variant_maps
-from .seeds import canonical
+from .. import NUMERICS_VERSIONS
+from ..data.models import model_tag
+from ..maps import registry
+from ..seeds import canonical
+from . import costs
+from .devices import available_bytes
+from .points import ws_points
 
 __all__ = [
     "PLANNED_LIMITS",
-    "STUDIES",
     "GenJob",
     "Job",
     "Limits",
-    "Point",
     "WSJob",
     "data_label",
     "gen_jobs",
@@ -38,13 +39,12 @@ __all__ = [
     "planned_limits",
     "setting_name",
     "ws_jobs",
-    "ws_points",
 ]
 
-GB = resources.GB
+GB = costs.GB
 # Host memory of a job whose arrays live on a GPU: its Python process, the Snakemake job process
 # and torch's CUDA context and kernels (1-2 GB resident; not measured here: the CI machine has no GPU).
-CUDA_HOST_BYTES = resources.PROCESS_OVERHEAD + resources.JOBSTEP_OVERHEAD + 2 * GB
+CUDA_HOST_BYTES = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * GB
 
 
 # ----------------------------------------------------------------------------- limits and devices
@@ -71,11 +71,11 @@ class Limits:
         """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: what this machine (its GPU)
         has free now."""
         cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
-        cpu_bytes = resources.available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
+        cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
         if gpu != "auto":
             gpu_bytes: int | None = int(float(gpu) * GB)
         else:
-            gpu_bytes = resources.available_bytes("cuda") if _gpu_visible() else None
+            gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
         return cls(cpu_bytes, gpu_bytes)
 
     def to_text(self) -> str:
@@ -144,7 +144,7 @@ class Job(ABC):
     memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
     device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
     seconds: float  # estimated wall time of the whole chunk
-    arrays: int  # peak bytes of its arrays (wordsens.resources estimates)
+    arrays: int  # peak bytes of its arrays (wordsens.pipeline.costs estimates)
     cap: int | None  # bytes of arrays its memory setting allows (ws.max_memory_gb), None: no setting
     params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
 
@@ -172,7 +172,7 @@ class Job(ABC):
     @property
     def mem_mb(self) -> int:
         """Host memory to request (MB)."""
-        return max(256, -(-self.memory_bytes // resources.MB))
+        return max(256, -(-self.memory_bytes // costs.MB))
 
     @property
     def runtime(self) -> int:
@@ -244,128 +244,11 @@ def _chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
     return [tuple(range(start, min(count, start + per_job))) for start in range(0, count, per_job)]
 
 
-def _placed(estimate: resources.MemoryEstimate, device: str) -> tuple[int, int]:
+def _placed(estimate: costs.MemoryEstimate, device: str) -> tuple[int, int]:
     """(host bytes, device bytes) of a job whose arrays are ``estimate``, run on ``device``."""
     if device == "cuda":
         return CUDA_HOST_BYTES, estimate.bytes
     return estimate.job, estimate.job
-
-
-# WS studies beyond the paper's grids (ws.maps, study "ws"): ordinary WS jobs, each study with its
-# own results folder and table, so that the paper's figures are untouched
-STUDIES = ("variants", "long_synthetic", "long_imdb", "positions")
-
-
-@dataclass(frozen=True)
-class Point:
-    """One WS grid point of a study, with the settings its jobs share."""
-
-    study: str
-    map: str
-    data: str  # imdb | synthetic
-    d: int
-    n: int
-    L: int | None
-    options: dict
-    position: int | str
-    trials: int
-    per_job: int
-    extra: dict = field(default_factory=dict)  # settings only a study has (profile, shared samples)
-
-
-def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, int | None]:
-    """A grid's map options without DRF's depth, and the depth (DRF: the option L, default 2)."""
-    opts = dict(options or {})
-    if map_name != "drf" and registry.get(map_name).cost != "drf":
-        return opts, None
-    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", 2))
-
-
-def ws_points(config: dict) -> list[Point]:
-    """Every WS grid point: the paper's (``ws.maps``) and those of the studies (``variants``,
-    ``long_context``, ``positions``)."""
-    ws = config["ws"]
-    points: list[Point] = []
-    for map_name, grid in ws["maps"].items():
-        if not grid:
-            continue
-        for d in grid["d"]:
-            for n in grid["n"]:
-                for L in grid.get("L", [None]):
-                    points.append(
-                        Point(
-                            "ws",
-                            map_name,
-                            ws["data"],
-                            d,
-                            n,
-                            L,
-                            dict(grid.get("options") or {}),
-                            ws["position"],
-                            ws["trials"],
-                            ws["trials_per_job"],
-                        )
-                    )
-    section = config.get("variants")
-    if section:
-        for map_name in variant_maps(section):
-            opts, L = _options(map_name, section["options"].get(map_name))
-            for n in capped_ns(section["n"], map_name, section["max_n"]):
-                points.append(
-                    Point(
-                        "variants",
-                        map_name,
-                        section["data"],
-                        section["d"],
-                        n,
-                        L,
-                        opts,
-                        section["position"],
-                        section["trials"],
-                        section["trials_per_job"],
-                    )
-                )
-    section = config.get("long_context")
-    if section:
-        for data in section["data"]:
-            for map_name in section["maps"]:
-                opts, L = _options(map_name, section["options"].get(map_name))
-                for n in long_context_ns(section, map_name, data):
-                    points.append(
-                        Point(
-                            f"long_{data}",
-                            map_name,
-                            data,
-                            section["d"],
-                            n,
-                            L,
-                            opts,
-                            section["position"],
-                            section["trials"],
-                            section["trials_per_job"],
-                        )
-                    )
-    section = config.get("positions")
-    if section:
-        for map_name in section["maps"]:
-            opts, L = _options(map_name, section["options"].get(map_name))
-            # every position searched, on the same reviews for every map
-            points.append(
-                Point(
-                    "positions",
-                    map_name,
-                    "imdb",
-                    section["d"],
-                    section["n"],
-                    L,
-                    opts,
-                    "all",
-                    section["reviews"],
-                    section["reviews"],
-                    {"profile": True, "shared_samples": True},
-                )
-            )
-    return points
 
 
 def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[WSJob]:
@@ -381,7 +264,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
     for pt in ws_points(config):
         spec = registry.get(pt.map)
         device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost == "drf")
-        sampler = resources.choose_sampler(pt.map, position=pt.position, method=method)
+        sampler = costs.choose_sampler(pt.map, position=pt.position, method=method)
         settings = {
             "position": pt.position,
             "method": method,
@@ -394,7 +277,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
             **pt.extra,
         }
         L = pt.L or 2
-        estimate = resources.ws_memory(
+        estimate = costs.ws_memory(
             pt.map,
             pt.n,
             pt.d,
@@ -406,7 +289,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
             options=pt.options,
         )
         host, on_device = _placed(estimate, device)
-        secs = resources.ws_seconds(
+        secs = costs.ws_seconds(
             pt.map,
             pt.n,
             pt.d,
@@ -487,9 +370,9 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
             for map_name, ns in fig["maps"].items():
                 for n in ns:
                     for N in fig["N"]:
-                        estimate = resources.gen_memory(map_name, n, d, N)
+                        estimate = costs.gen_memory(map_name, n, d, N)
                         host, on_device = _placed(estimate, device)
-                        secs = resources.gen_seconds(map_name, n, d, N, searches=len(searches))
+                        secs = costs.gen_seconds(map_name, n, d, N, searches=len(searches))
                         for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
                             params = canonical(
                                 {

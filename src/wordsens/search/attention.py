@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from . import maps
-from .search import Problem, SearchContext, project, sphere
+from .. import maps
+from .engine import Problem, SearchContext, project, sphere
 
 Tensor = torch.Tensor
 
@@ -289,5 +289,5 @@ def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
     return prepare
 
 
-raf_prepare = _prepare("softmax")  # the registry's fast paths (wordsens.registry)
+raf_prepare = _prepare("softmax")  # the registry's fast paths (wordsens.maps.catalog)
 relu_raf_prepare = _prepare("relu")

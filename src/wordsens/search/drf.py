@@ -2,7 +2,7 @@
 
 A DRF of depth L has ``L`` weight matrices of size ``D x D`` (15 GB each in float32 at d = 768,
 n = 80). The first layer is reduced to the block that the moved token multiplies (as for RF,
-``wordsens.firstlayer``); layers 2..L form the tail. As many tail layers as the memory budget
+``wordsens.search.rf``); layers 2..L form the tail. As many tail layers as the memory budget
 allows stay resident; the others are streamed: on every pass (forward or backward) their column
 blocks ``(D, d)`` are regenerated from their own seeds, used at once for every restart of the
 batch, and dropped. Block ``(layer, j)`` always holds the same numbers on a device (it is drawn by
@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from . import maps
-from .firstlayer import FirstLayer, blockwise_u, exact_u
-from .resources import drf_layout
-from .search import Problem, SearchContext, chunked_rows64, matvec64
+from .. import maps
+from ..pipeline.costs import drf_layout
+from .engine import Problem, SearchContext, chunked_rows64, matvec64
+from .rf import FirstLayer, blockwise_u, exact_u
 
 Tensor = torch.Tensor
 
@@ -164,7 +164,7 @@ def drf_tail(
     weights: Sequence[Tensor] | None = None,
 ) -> DRFTail:
     """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
-    as ``resources.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
+    as ``wordsens.pipeline.costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
     if weights is not None:
         return DRFTail(
             [V.to(device=device, dtype=dtype) for V in weights[1:]],

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .seeds import derive_seed, generator
+from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
@@ -60,7 +60,7 @@ class Search:
 
 @dataclass(frozen=True)
 class SearchContext:
-    """What a map's ``prepare`` (``registry.MapSpec.fast``) needs besides the sample, seed and weights:
+    """What a map's ``prepare`` (``wordsens.maps.MapSpec.fast``) needs besides the sample, seed and weights:
     the working dtype and device, the RF/DRF sampler, where weight blocks are drawn, the memory budget
     (bytes; None: no limit), the batch of restarts and the map's options."""
 
@@ -127,7 +127,7 @@ class Problem(abc.ABC):
         j = int(torch.argmax(changes))
         return j, float(changes[j])
 
-    streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.drf)
+    streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
 
 
 def chunked_rows64(M: Tensor, fn: Callable[[slice, Tensor], None]) -> None:

@@ -10,7 +10,7 @@ where ``X^i(Delta)`` adds ``Delta`` to row ``i``. A search over ``Delta`` gives 
 
 Methods (``estimate(..., method=...)``):
 
-* ``"reference"``: the authors' algorithm (``wordsens.reference``), fixed: float64 dense weights, start at
+* ``"reference"``: the authors' algorithm (``wordsens.search.reference``), fixed: float64 dense weights, start at
   ``x_i + 0.1 N(0, I)``, plain gradient steps on ``RMSE(phi(X') - phi(X))`` (step 100 for 300
   steps for RF/DRF, step 10 for ``50 n`` steps for the attention maps), projection on the ball of
   radius ``sqrt(d)`` around ``x_i``. Its ``lower`` is the best iterate.
@@ -32,14 +32,18 @@ from typing import Any
 
 import torch
 
-from . import generic, maps, reference, registry
-from .resources import SAMPLERS, check_fits, choose_sampler, memory_budget, resolve_device, ws_memory
-from .search import Search, SearchContext, feasible
-from .seeds import derive_seed, generator
+from .. import maps
+from ..maps import registry
+from ..maps.spec import MapSpec
+from ..pipeline.costs import choose_sampler, ws_memory
+from ..pipeline.devices import check_fits, memory_budget, resolve_device
+from ..seeds import derive_seed, generator
+from . import full_map, reference
+from .engine import Search, SearchContext, feasible
 
 Tensor = torch.Tensor
 
-__all__ = ["METHODS", "SAMPLERS", "WSResult", "estimate"]
+__all__ = ["METHODS", "WSResult", "estimate"]
 
 METHODS = ("default", "reference")
 
@@ -67,7 +71,7 @@ class WSResult:
     L: int | None = None
     k: int | None = None
     weights_drawn_on: str = "cpu"  # where the RF/DRF weight blocks were drawn ("cpu" or "cuda")
-    streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.drf)
+    streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
     options: dict[str, Any] = field(default_factory=dict)  # the map's options (L and k have their fields)
     profile: list[float] | None = None  # position "all": the estimate at every position
 
@@ -105,9 +109,9 @@ def estimate(
     """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
 
     Args:
-        map_name: a registered map (``wordsens.registry``; ``wordsens maps`` lists them): the
+        map_name: a registered map (``wordsens.maps``; ``wordsens maps`` lists them): the
             paper's ``"rf"``, ``"drf"``, ``"raf"``, ``"relu_raf"`` and the attention variants.
-        X: the sample (n, d); rows should have norm sqrt(d) (see ``wordsens.preprocess``).
+        X: the sample (n, d); rows should have norm sqrt(d) (see ``wordsens.data.samples``).
         seed: seeds the weights (when ``weights`` is None) and the search.
         position: 0-based token index of the perturbed row, or ``"all"`` for the true sup over
             every position (one position at a time; the result names the maximising one and
@@ -132,7 +136,7 @@ def estimate(
             iterations for RF, 1e-4 in 10 steps for DRF, 64 restarts of which the best 8 survive
             and 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
         max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
-            many tail layers resident as fit and streams the others (``wordsens.drf``): its memory
+            many tail layers resident as fit and streams the others (``wordsens.search.drf``): its memory
             is this setting, not a consequence of n and L. Other maps are only checked against it.
         draw_on: where RF/DRF weight blocks bound for a GPU are drawn: ``"device"`` (by a generator
             of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
@@ -255,7 +259,7 @@ def estimate(
 
 
 def _authors_point(
-    spec: registry.MapSpec, X64: Tensor, seed: int, position: int, weights: Any, ctx: SearchContext
+    spec: MapSpec, X64: Tensor, seed: int, position: int, weights: Any, ctx: SearchContext
 ) -> tuple[Tensor, int]:
     """The best point (1, d), float64, of the authors' algorithm run as is (``reference.ws_search``: the
     very numbers of ``method="reference"`` on the same instance), and its steps."""
@@ -263,13 +267,13 @@ def _authors_point(
     if weights is None:
         weights = maps.sample_weights(spec.name, seed, n, d, dtype=torch.float64, **ctx.options)
     delta, _, taken = reference.ws_search(
-        spec.name, X64, generic.cast_weights(weights, torch.float64, X64.device), position, seed
+        spec.name, X64, full_map.cast_weights(weights, torch.float64, X64.device), position, seed
     )
     return delta[None].to(device=ctx.device), taken
 
 
 def _run_default(
-    spec: registry.MapSpec,
+    spec: MapSpec,
     X64: Tensor,
     seed: int,
     positions: list[int],
@@ -282,7 +286,7 @@ def _run_default(
 ) -> Search:
     settings = spec.settings
     keep = min(settings.keep, ctx.restarts)
-    prepare = registry.resolve(spec.fast) if spec.fast is not None else generic.prepare
+    prepare = registry.resolve(spec.fast) if spec.fast is not None else full_map.prepare
     problem_at = prepare(X64, seed, weights, ctx)
     best: Search | None = None
     total_steps = 0

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
-from . import maps, registry
-from .search import Problem, SearchContext, sphere
+from .. import maps
+from ..maps import registry
+from .engine import Problem, SearchContext, sphere
 
 Tensor = torch.Tensor
 

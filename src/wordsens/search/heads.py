@@ -3,7 +3,7 @@
 Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
 head's values: the attention output of a query row ``j != i`` changes by a closed form in a few
 inner products per head, so a step of ``mh_raf``'s search costs ``O(n d h + d^2)`` per restart
-(``h`` heads) instead of a multi-head pass (``wordsens.variants_fast`` holds the single-head maps
+(``h`` heads) instead of a multi-head pass (``wordsens.search.variants`` holds the single-head maps
 and the shared search).
 
 ``block`` has no such form for its norm: its feed-forward layer acts on every row that attention
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from . import registry
-from .variants import layer_norm
-from .variants_fast import MovedTokenProblem, fast_prepare, unit_rows
+from ..maps import registry
+from ..maps.variants import layer_norm
+from .variants import MovedTokenProblem, fast_prepare, unit_rows
 
 Tensor = torch.Tensor
 

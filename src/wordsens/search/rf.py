@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import torch
 
-from . import maps
-from .search import Problem, SearchContext, ascend, chunked_rows64, matvec64, project, sphere
-from .seeds import derive_seed, generator
+from .. import maps
+from ..seeds import derive_seed, generator
+from .engine import Problem, SearchContext, ascend, chunked_rows64, matvec64, project, sphere
 
 Tensor = torch.Tensor
 

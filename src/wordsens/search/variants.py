@@ -1,4 +1,4 @@
-"""Fast word-sensitivity searches for the attention variants (``wordsens.variants``).
+"""Fast word-sensitivity searches for the attention variants (``wordsens.maps.variants``).
 
 Moving token ``i`` to ``x' = x_i + Delta`` changes one row and one column of each score matrix (and
 row ``i`` of the values): the output of a query row ``j != i`` changes by a closed form in a few
@@ -8,7 +8,7 @@ recomputed. A search step then costs ``O(n d + d^2)`` per restart for ``sigmoid_
 gradients come from autograd on these formulas. ``tests/test_variants.py`` checks every value
 against the plain map and every gradient against autograd on the plain map.
 
-The multi-head problems (``mh_raf`` and ``block``) are in ``wordsens.variants_heads``.
+The multi-head problems (``mh_raf`` and ``block``) are in ``wordsens.search.heads``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any
 
 import torch
 
-from . import maps, registry
-from .generic import cast_weights
-from .search import Problem, SearchContext, ascend, sphere
-from .variants import elu1
+from .. import maps
+from ..maps import registry
+from ..maps.variants import elu1
+from .engine import Problem, SearchContext, ascend, sphere
+from .full_map import cast_weights
 
 Tensor = torch.Tensor
 
@@ -263,7 +264,7 @@ class LinearProblem(MovedTokenProblem):
         return unit_rows(torch.stack([attract, -attract, xi, -xi]))
 
 
-# --------------------------------------------------------------------------- prepare (registry.fast)
+# --------------------------------------------------------------------------- prepare (MapSpec.fast)
 
 
 def search_weights(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> dict[str, Tensor]:
