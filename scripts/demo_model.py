@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from wordsens.demo import make_tiny_bert
+from wordsens.data.demo import make_tiny_bert
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from wordsens.embed import hidden_states, load_encoder, model_source
+from wordsens.data.embed import hidden_states, load_encoder, model_source
 from wordsens.io import log_to, save_embeddings
 
 log_to(snakemake.log[0])

@@ -3,8 +3,8 @@ the tokenizer is loaded."""
 
 import pandas as pd
 
-from wordsens.data import select_pool
-from wordsens.embed import load_tokenizer, model_source
+from wordsens.data.embed import load_tokenizer, model_source
+from wordsens.data.reviews import select_pool
 from wordsens.io import log_to, write_table
 
 log_to(snakemake.log[0])

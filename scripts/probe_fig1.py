@@ -1,7 +1,7 @@
 """Snakemake adapter: Figure 1 left, first-layer attention of two sentences differing in one word."""
 
-from wordsens import probes
-from wordsens.embed import load_encoder, model_source
+from wordsens.data.embed import load_encoder, model_source
+from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
 from wordsens.plots import attention_pair
 

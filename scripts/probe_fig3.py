@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from wordsens import probes
-from wordsens.embed import load_encoder, model_source
+from wordsens.data.embed import load_encoder, model_source
+from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
 from wordsens.plots import attention_pair, layer_changes_figure
 

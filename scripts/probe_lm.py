@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from wordsens.embed import model_source
+from wordsens.data.embed import model_source
+from wordsens.experiments.probes import lm_answers
 from wordsens.io import atomic_path, log_to
 from wordsens.plots import text_table_figure
-from wordsens.probes import lm_answers
 
 log_to(snakemake.log[0])
 p = snakemake.params
