@@ -1,4 +1,4 @@
-"""The command-line targets of the variants and long-context issue, timed as a user runs them.
+"""The command-line targets of the variants and long-context studies, timed as a user runs them.
 
 Each command runs ``wordsens ws ...`` in its own subprocess (so the peak memory is its own, read
 from ``getrusage(RUSAGE_CHILDREN)`` of a fresh interpreter) and prints its wall time, peak

@@ -26,8 +26,8 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
 
-    from wordsens import embed
-    from wordsens.resources import peak_rss_bytes
+    from wordsens.data import embed
+    from wordsens.pipeline.devices import peak_rss_bytes
 
     torch.set_num_threads(os.cpu_count() or 1)
     texts = json.loads(Path(args.texts_file).read_text())
@@ -67,7 +67,7 @@ def main() -> None:
         return
     import numpy as np
 
-    from wordsens.demo import make_corpus, make_tiny_bert
+    from wordsens.data.demo import make_corpus, make_tiny_bert
 
     with tempfile.TemporaryDirectory() as tmp:
         model = make_tiny_bert(Path(tmp) / "bert-base", hidden=768, layers=12, heads=12, initializer_range=0.02)

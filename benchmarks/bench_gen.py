@@ -5,10 +5,10 @@ alone. Both methods see the same synthetic training set, new sample and weights.
 
 * ``default``: ``prepare`` (features, Gram matrix, interpolator; RF weights on the span of the
   samples) plus the Delta searches of ``--searches`` (default: fine-tuned, direct loss);
-* ``reference``: the authors' dense algorithm (``reference.gen_search``: dense float64
+* ``reference``: the authors' dense algorithm (``wordsens.generalisation.gen_search``: dense float64
   weights, pinv and the p x p projector, plain gradient descent), one search per listed search.
 
-    python benchmarks/bench_gen.py                 # the table of the generalisation issue
+    python benchmarks/bench_gen.py                 # the generalisation benchmark table
     python benchmarks/bench_gen.py --quick
     python benchmarks/bench_gen.py --jobs raf-120-1300-768 --searches all
 """
@@ -42,15 +42,14 @@ SEARCHES = {
 
 def worker(args: argparse.Namespace) -> None:
     from wordsens import generalisation as G
-    from wordsens import reference
-    from wordsens.resources import peak_rss_bytes
+    from wordsens.pipeline.devices import peak_rss_bytes
 
     Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     searches = SEARCHES[args.searches]
     started = time.perf_counter()
     if args.method == "reference":
         results = [
-            reference.gen_search(args.map, Xt, yt, X, y, seed=args.seed, training=t, loss=loss, penalty=p)
+            G.gen_search(args.map, Xt, yt, X, y, seed=args.seed, training=t, loss=loss, penalty=p)
             for t, loss, p in searches
         ]
     else:

@@ -13,7 +13,7 @@ shared, the same weights:
 Ratios printed: time (reference / default), peak memory, and estimate (ours / reference, the
 minimum over seeds; 1 - 1e-9 or more counts as a tie at float64 rounding).
 
-    python benchmarks/bench_ws.py                 # the table of the numerical-core issue
+    python benchmarks/bench_ws.py                 # the word-sensitivity benchmark table
     python benchmarks/bench_ws.py --quick         # small sizes, about a minute
     python benchmarks/bench_ws.py --jobs rf-768-150 raf-768-50
     python benchmarks/bench_ws.py --gpu           # DRF at the paper's size on one GPU (device "cuda")
@@ -60,7 +60,7 @@ JOBS = {
         ("reference", "default", "default-same-w"),
         ">= 5x faster, <= 1 GB peak, estimate >= reference",
     ),
-    # the attention variants of issue 10 (default and reference share X and the weights of the seed)
+    # the attention variants beyond the paper (default and reference share X and the weights of the seed)
     "sigmoid_raf-768-50": (
         "sigmoid_raf",
         50,
@@ -115,9 +115,9 @@ def worker(args: argparse.Namespace) -> None:
     """Run one method on one instance and print one JSON line (runs in its own process)."""
     import torch
 
-    from wordsens import maps, ws
-    from wordsens.preprocess import synthetic_sample
-    from wordsens.resources import peak_rss_bytes
+    from wordsens import maps, search
+    from wordsens.data.samples import synthetic_sample
+    from wordsens.pipeline.devices import peak_rss_bytes
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))
@@ -128,7 +128,7 @@ def worker(args: argparse.Namespace) -> None:
     method = "reference" if args.method == "reference" else "default"
     memory = float(args.memory_gb) if args.memory_gb else None
     started = time.perf_counter()
-    res = ws.estimate(
+    res = search.estimate(
         args.map,
         X,
         seed=args.seed,

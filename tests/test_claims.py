@@ -494,8 +494,9 @@ def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
 
 
 def test_rf_law_is_the_papers_estimate_and_one_function():
-    from wordsens import plots, theory
+    from wordsens import theory
+    from wordsens.plots import paper, studies
 
-    assert plots.rf_law is theory.rf_law
+    assert paper.rf_law is theory.rf_law and studies.rf_law is theory.rf_law
     assert theory.rf_law(np.array([90, 150])) == pytest.approx([0.1211, 0.0911], abs=1e-4)  # section 2: 0.12, 0.09
     assert theory.rf_law(4.0) == pytest.approx(law(4.0)) and np.ndim(theory.rf_law(4.0)) == 0

@@ -90,7 +90,7 @@ def test_claims_of_a_folder_without_tables_names_the_fix(tmp_path):
 
 
 def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
-    from wordsens.tables import claims_inputs
+    from wordsens.claims import claims_inputs
 
     results, tables = _results(tmp_path)
     rows = []
@@ -160,10 +160,11 @@ def test_a_plugin_map_runs_from_the_cli_with_its_options():
     assert result["lower"] > 0 and result["delta_norm"] <= math.sqrt(8) * (1 + 1e-12)
     # the same estimate through the library, with the plugin loaded the same way
     code = (
-        "import json, sys; from wordsens import registry, ws, preprocess; from wordsens.seeds import derive_seed; "
+        "import json, sys; from wordsens import search; from wordsens.data import samples; "
+        "from wordsens.maps import registry; from wordsens.seeds import derive_seed; "
         "registry.load_plugins(['tests/plugins/toy_map.py']); "
-        "X, _ = preprocess.draw_sample('synthetic', 5, 8, derive_seed(0, 'sample')); "
-        "print(ws.estimate('toy', X, seed=0, options={'scale': 2.5}, max_steps=40, device='cpu').lower)"
+        "X, _ = samples.draw_sample('synthetic', 5, 8, derive_seed(0, 'sample')); "
+        "print(search.estimate('toy', X, seed=0, options={'scale': 2.5}, max_steps=40, device='cpu').lower)"
     )
     direct = subprocess.run(
         [sys.executable, "-c", code],
@@ -184,7 +185,7 @@ def test_a_plugin_map_runs_from_the_cli_with_its_options():
 
 
 def test_maps_lists_every_registered_map_with_its_formula_and_options():
-    from wordsens import registry
+    from wordsens.maps import registry
 
     out = _cli("maps", "--plugin", "tests/plugins/toy_map.py")
     assert out.returncode == 0, out.stderr
@@ -197,8 +198,8 @@ def test_maps_lists_every_registered_map_with_its_formula_and_options():
 
 
 def test_option_values_are_parsed():
-    assert cli._option("heads=4") == ("heads", 4) and cli._option("scale=2.5") == ("scale", 2.5)
-    assert cli._option("k=null") == ("k", None) and cli._option("name=abc") == ("name", "abc")
-    assert cli._option("flag=true") == ("flag", True)
+    assert cli.parse_option("heads=4") == ("heads", 4) and cli.parse_option("scale=2.5") == ("scale", 2.5)
+    assert cli.parse_option("k=null") == ("k", None) and cli.parse_option("name=abc") == ("name", "abc")
+    assert cli.parse_option("flag=true") == ("flag", True)
     with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
-        cli._option("heads")
+        cli.parse_option("heads")

@@ -10,11 +10,11 @@ import sys
 import pytest
 import torch
 
-from wordsens import maps, ws
-from wordsens.drf import DRFProblem, drf_problem, drf_tail
-from wordsens.preprocess import synthetic_sample
-from wordsens.resources import drf_layout
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
+from wordsens.pipeline.costs import drf_layout
 from wordsens.search import Problem
+from wordsens.search.drf import DRFProblem, drf_problem, drf_tail
 
 N_, D_, L_ = 6, 4, 4  # D = 24: tiny layers, three of them in the tail
 
@@ -80,11 +80,11 @@ def test_streamed_problem_equals_the_dense_map():
 
 def test_estimates_with_and_without_streaming_agree():
     X = synthetic_sample(N_, D_, seed=4)
-    full = ws.estimate("drf", X, seed=3, L=L_, device="cpu")
+    full = search.estimate("drf", X, seed=3, L=L_, device="cpu")
     layer_bytes = (N_ * D_) ** 2 * 4
     stream_buffer = N_ * D_ * D_ * (4 + 8)  # one streamed block and its float64 copy
     budget = drf_layout(N_, D_, L_, restarts=5).bytes - 2 * layer_bytes + stream_buffer  # one tail layer resident
-    small = ws.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
+    small = search.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
     assert full.streamed_layers == 0 and small.streamed_layers == 2
     # the same problem up to float32 summation order: the searches end at the same maximum
     assert small.lower == pytest.approx(full.lower, rel=1e-4)
@@ -93,15 +93,15 @@ def test_estimates_with_and_without_streaming_agree():
 
 _PEAK_SCRIPT = """
 import json, sys, torch
-from wordsens import ws
-from wordsens.preprocess import synthetic_sample
-from wordsens.resources import peak_rss_bytes
+from wordsens import search
+from wordsens.data.samples import synthetic_sample
+from wordsens.pipeline.devices import peak_rss_bytes
 torch.set_num_threads(1)
 budget_gb = float(sys.argv[1])
 X = synthetic_sample(40, 64, seed=0)
-ws.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, L=2, device="cpu")  # warm up torch's kernels
+search.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, L=2, device="cpu")  # warm up torch's kernels
 before = peak_rss_bytes()
-res = ws.estimate("drf", X, seed=0, L=6, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
+res = search.estimate("drf", X, seed=0, L=6, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
 print(json.dumps({"before": before, "after": peak_rss_bytes(), "streamed": res.streamed_layers}))
 """
 
@@ -132,7 +132,7 @@ def test_weights_drawn_on_the_cpu_whatever_the_option_on_a_cpu():
     with pytest.raises(ValueError, match="draw_on"):
         maps.block_generator(0, "cpu", "gpu")
     with pytest.raises(ValueError, match="draw_on"):
-        ws.estimate("rf", synthetic_sample(3, 4, seed=0), seed=0, draw_on="gpu")
+        search.estimate("rf", synthetic_sample(3, 4, seed=0), seed=0, draw_on="gpu")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the device machine)")
@@ -145,7 +145,7 @@ def test_cuda_draws_are_seeded_and_recorded():
     torch.testing.assert_close(
         maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(), maps.drf_block(3, 2, 1, 5, 4)
     )
-    res = ws.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
+    res = search.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
     assert res.weights_drawn_on == "cuda"
 
 
@@ -163,7 +163,7 @@ def test_cpu_and_cuda_estimates_are_equal_in_law():
     values = {}
     for device in ("cpu", "cuda"):
         values[device] = [
-            ws.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
+            search.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
             for t in range(trials)
         ]
     assert stats.ks_2samp(values["cpu"], values["cuda"]).pvalue > 0.01

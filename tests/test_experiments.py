@@ -1,5 +1,5 @@
 """wordsens.experiments: the rows of one WS job, with map options, per-position profiles and samples
-shared across maps (the studies of issue 10), on a small in-memory embedding store."""
+shared across maps (the studies beyond the paper), on a small in-memory embedding store."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens import ws
+from wordsens import search
+from wordsens.data.samples import draw_sample, review_samples
 from wordsens.experiments import token_kinds, ws_rows
 from wordsens.io import EmbeddingStore
-from wordsens.preprocess import draw_sample, review_samples
 from wordsens.seeds import derive_seed
 
 SETTINGS = {
@@ -62,7 +62,7 @@ def test_profile_rows_hold_every_position_and_its_token(tmp_path):
     first = frame[frame["trial"] == 0]
     row = store.index.index[store.index["review_id"] == first["review_id"].iloc[0]][0]
     X = review_samples(store, int(row), 10, 8)
-    one = ws.estimate("raf", X, seed=int(first["seed"].iloc[0]), position=3, device="cpu", max_steps=60)
+    one = search.estimate("raf", X, seed=int(first["seed"].iloc[0]), position=3, device="cpu", max_steps=60)
     assert one.lower == pytest.approx(float(first["lower"].iloc[3]), rel=1e-9)
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from wordsens import maps
-from wordsens.preprocess import normalise, synthetic_sample
+from wordsens.data.samples import normalise, synthetic_sample
 
 
 def _np_relu(a):

@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import seaborn as sns
 from matplotlib.colors import to_rgba
 
 from wordsens import plots
+from wordsens.plots import studies
+from wordsens.theory import rf_law
 
 
 def _gen_table(interpolates: list[bool] | None = None) -> pd.DataFrame:
@@ -91,7 +94,7 @@ def test_rows_that_do_not_interpolate_are_hollow_and_counted(tmp_path, y):
     assert _hollow_points(fig) == missing
     assert f"hollow: {missing} of {len(table)} rows" in fig._suptitle.get_text()
     # the hollow marker sits on its own point, edged in the colour of its N
-    palette = dict(zip([6, 12], plots.sns.color_palette("colorblind", 2), strict=True))
+    palette = dict(zip([6, 12], sns.color_palette("colorblind", 2), strict=True))
     for ax in fig.axes:
         for coll in ax.collections:
             if coll.get_label() == "_not_interpolating":
@@ -107,7 +110,7 @@ def test_gen_figure_refuses_a_table_without_the_column(tmp_path):
         plots.gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="d0_shift")
 
 
-# ----------------------------------------------------------------------------- beyond the paper (issue 10)
+# ----------------------------------------------------------------------------- beyond the paper
 def _ws_rows(
     maps_ns: dict, *, trials: int = 4, data: str = "synthetic", d: int = 16, slope: float = -0.5, seed: int = 0
 ) -> pd.DataFrame:
@@ -141,7 +144,7 @@ def test_loglog_slope_against_scipy():
     assert (lo, hi) == pytest.approx((fit.slope - half, fit.slope + half), rel=1e-7)
     assert lo < -0.5 < hi
     for df in (1, 2, 5, 30, 300):
-        assert plots._t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
+        assert studies.t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
     assert np.isnan(plots.loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
     assert np.isnan(plots.loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
@@ -189,7 +192,7 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
     assert any("RF law" in t for t in texts)
     # the RF law over RF's range, and the encoder's limit
     law = next(line for line in ax.get_lines() if line.get_label().startswith("RF law"))
-    np.testing.assert_allclose(law.get_ydata(), plots.rf_law(law.get_xdata()))
+    np.testing.assert_allclose(law.get_ydata(), rf_law(law.get_xdata()))
     assert law.get_xdata().min() == 64 and law.get_xdata().max() == pytest.approx(1024)
     limit = [line for line in ax.get_lines() if line.get_linestyle() == "-."]
     assert len(limit) == 1 and np.allclose(limit[0].get_xdata(), 512)

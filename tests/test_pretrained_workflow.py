@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -24,9 +25,9 @@ import pytest
 import yaml
 from workflow_utils import ROOT, copy_workflow, env, planned_jobs, snakemake, write_config
 
-from wordsens import embed
+from wordsens.data import models
 
-SPEC = embed.PACKAGED_MODELS["minilm"]
+SPEC = models.PACKAGED_MODELS["minilm"]
 INSTALLED = importlib.util.find_spec(SPEC.module) is not None
 needs_package = pytest.mark.skipif(
     not INSTALLED, reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")'
@@ -78,7 +79,7 @@ def _hide_package(tmp_path: Path) -> dict[str, str]:
         "sys.meta_path.insert(0, _Hide())\n"
     )
     out = env()
-    out["PYTHONPATH"] = str(shim)
+    out["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), out.get("PYTHONPATH")) if p)  # the shim first
     return out
 
 
@@ -144,7 +145,7 @@ def _expected_jobs(config: dict) -> dict[str, int]:
 def test_pretrained_config_plans(tmp_path):
     """config/pretrained.yaml plans with or without the IMDb copy at its data.path, and with the
     path given on the command line; `wordsens plan` counts the same jobs."""
-    from wordsens.plan import load_config
+    from wordsens.pipeline import load_config
 
     config = load_config(ROOT / "config.yaml", ROOT / PRETRAINED)
     assert config["model"]["name"] == "minilm" and config["results"] == "results/pretrained"

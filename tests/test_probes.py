@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens import demo, embed, probes
+from wordsens.data import demo, embed
+from wordsens.experiments import probes
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 

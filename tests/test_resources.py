@@ -10,7 +10,8 @@ import pytest
 import torch
 import yaml
 
-from wordsens import plan, resources
+from wordsens import pipeline
+from wordsens.pipeline import costs, devices
 
 
 @pytest.mark.parametrize(
@@ -51,16 +52,16 @@ def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
         check=True,
     )
     peak = json.loads(out.stdout)["peak_memory_mb"]
-    estimate = resources.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
+    estimate = costs.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
     assert peak <= estimate <= 2 * peak + 256, (peak, estimate)
 
 
 def test_runtime_estimates_are_positive_and_grow():
-    small = resources.ws_seconds("rf", 20, 64)
-    big = resources.ws_seconds("rf", 150, 768)
+    small = costs.ws_seconds("rf", 20, 64)
+    big = costs.ws_seconds("rf", 150, 768)
     assert 0 < small < big
-    assert resources.ws_seconds("drf", 50, 192, device="cuda") < resources.ws_seconds("drf", 50, 192)
-    assert resources.ws_seconds("raf", 50, 768, method="reference") > resources.ws_seconds("raf", 50, 768)
+    assert costs.ws_seconds("drf", 50, 192, device="cuda") < costs.ws_seconds("drf", 50, 192)
+    assert costs.ws_seconds("raf", 50, 768, method="reference") > costs.ws_seconds("raf", 50, 768)
 
 
 def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
@@ -78,21 +79,21 @@ def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
             }
         )
     )
-    loaded = plan.load_config(config, schema=plan.SCHEMA)
-    limits = plan.Limits(cpu=16 * resources.GB, gpu=None)
-    jobs = plan.ws_jobs(loaded, limits)
+    loaded = pipeline.load_config(config, schema=pipeline.SCHEMA)
+    limits = pipeline.Limits(cpu=16 * costs.GB, gpu=None)
+    jobs = pipeline.ws_jobs(loaded, limits)
     assert len(jobs) == 4 and {job.chunk for job in jobs} == {0, 1}
-    text = plan.describe(loaded, limits)
+    text = pipeline.describe(loaded, limits)
     assert "drf d768_n80_L8 (2 jobs)" in text and "profiles/slurm" in text and "limits.unfit: skip" in text
     assert "ws raf (cpu)" in text and "hours" in text
 
 
 def test_available_memory_respects_limits(monkeypatch):
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "123")
-    assert resources.available_bytes(torch.device("cpu")) == 123 * 1024**2
+    assert devices.available_bytes(torch.device("cpu")) == 123 * 1024**2
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "lots")
     with pytest.raises(ValueError, match="WORDSENS_MAX_MEMORY_MB"):
-        resources.available_bytes("cpu")
+        devices.available_bytes("cpu")
     monkeypatch.delenv("WORDSENS_MAX_MEMORY_MB")
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "456")
-    assert resources.available_bytes("cpu") <= 456 * 1024**2
+    assert devices.available_bytes("cpu") <= 456 * 1024**2

@@ -128,11 +128,11 @@ def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):
         for column in METRICS:
             np.testing.assert_array_equal(ours[column].to_numpy(), theirs[column].to_numpy(), err_msg=column)
         # each job's measured memory (its process and the Snakemake job process) is within its request
-        from wordsens import plan
+        from wordsens import pipeline
 
-        grid = plan.Grid(plan.load_config(workdir / "config.yaml", workdir / cf))
+        grid = pipeline.Grid(pipeline.load_config(workdir / "config.yaml", workdir / cf))
         requests = {
-            (j.map, j.d, j.n, j.L): j.mem_mb for j in grid.jobs if isinstance(j, plan.WSJob) and j.study == "ws"
+            (j.map, j.d, j.n, j.L): j.mem_mb for j in grid.jobs if isinstance(j, pipeline.WSJob) and j.study == "ws"
         }
         for _, row in ours.iterrows():
             L = None if pd.isna(row["L"]) else int(row["L"])

@@ -104,7 +104,7 @@ def test_demo_produces_every_table_and_figure(demo_run):
     # the maps registered without plugins, as the demo's jobs saw them (this process may have loaded
     # the toy plugin in an earlier test)
     names = subprocess.run(
-        [sys.executable, "-c", "from wordsens import registry; print(*registry.names())"],
+        [sys.executable, "-c", "from wordsens import maps; print(*maps.names())"],
         capture_output=True,
         text=True,
         check=True,
@@ -144,7 +144,7 @@ def test_demo_produces_every_table_and_figure(demo_run):
 
 
 def test_claims_table_of_the_demo(demo_run):
-    """tables/claims.csv holds a verdict for every claim of issue 13 (toy sizes may fail some: the run
+    """tables/claims.csv holds a verdict for every claim (toy sizes may fail some: the run
     completes anyway), its HTML page is written, and `wordsens claims` prints the same table."""
     from wordsens.claims import CLAIMS, COLUMNS
 
@@ -241,9 +241,9 @@ def _ws_jobs_of_the_demo() -> int:
     """The demo's WS jobs as the workflow plans them: in a fresh interpreter without plugins, since a
     map registered by an earlier test of this process would count in ``variants.maps: all``."""
     code = (
-        "from wordsens import plan; "
-        f"config = plan.load_config({str(ROOT / 'config.yaml')!r}, {str(ROOT / DEMO)!r}); "
-        "print(len(plan.ws_jobs(config, plan.Limits(cpu=2**40, gpu=None))))"
+        "from wordsens import pipeline; "
+        f"config = pipeline.load_config({str(ROOT / 'config.yaml')!r}, {str(ROOT / DEMO)!r}); "
+        "print(len(pipeline.ws_jobs(config, pipeline.Limits(cpu=2**40, gpu=None))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**env(), "WORDSENS_PLUGINS": ""}
@@ -284,7 +284,7 @@ def test_changing_a_plot_setting_reruns_only_plots(demo_run):
 def test_adding_a_variants_n_runs_only_its_jobs(demo_run):
     """A new n in variants runs one job per registered map, then the variants table, its figure and
     the claims (which read the variant maps' slopes); nothing of the paper's grids."""
-    from wordsens import registry
+    from wordsens.maps import registry
 
     config = _demo_config()
     cf = write_config(demo_run, "variants_n.yaml", DEMO, {"variants": {"n": config["variants"]["n"] + [8]}})

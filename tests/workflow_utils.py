@@ -71,7 +71,7 @@ def planned_jobs(workdir: Path, *configfiles: str, extra: tuple[str, ...] = ()) 
 
 def write_config(workdir: Path, name: str, base: str, changes: dict) -> str:
     """A copy of config file ``base`` with ``changes`` merged in; returns its relative path."""
-    from wordsens.plan import merge
+    from wordsens.pipeline import merge
 
     config = yaml.safe_load((workdir / base).read_text())
     (workdir / name).write_text(yaml.safe_dump(merge(config, changes), sort_keys=False))
