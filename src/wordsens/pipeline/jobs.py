@@ -1,10 +1,11 @@
 """The jobs of a configuration's grid, with their resource estimates and devices.
 
-``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``) into one
-job per grid point and chunk of trials, each with its params (what its numbers depend on), its
-memory and runtime estimates (``wordsens.pipeline.costs``) and the device it runs on under the memory
-``Limits`` of the machine or cluster. ``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is
-not imported, except to ask a visible GPU for its free memory.
+``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``)
+into one job per grid point (``wordsens.pipeline.points``) and chunk of trials, each with its params
+(what its numbers depend on), its memory and runtime estimates (``wordsens.pipeline.costs``) and the
+device it runs on under the memory ``Limits`` of the machine or cluster.
+``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is not imported, except to ask a
+visible GPU for its free memory.
 """
 
 from __future__ import annotations

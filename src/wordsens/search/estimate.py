@@ -10,8 +10,8 @@ where ``X^i(Delta)`` adds ``Delta`` to row ``i``. A search over ``Delta`` gives 
 
 Methods (``estimate(..., method=...)``):
 
-* ``"reference"``: the authors' algorithm (``wordsens.search.reference``), fixed: float64 dense weights, start at
-  ``x_i + 0.1 N(0, I)``, plain gradient steps on ``RMSE(phi(X') - phi(X))`` (step 100 for 300
+* ``"reference"``: the authors' algorithm (``wordsens.search.reference``), fixed: float64 dense
+  weights, start at ``x_i + 0.1 N(0, I)``, plain gradient steps on ``RMSE(phi(X') - phi(X))`` (step 100 for 300
   steps for RF/DRF, step 10 for ``50 n`` steps for the attention maps), projection on the ball of
   radius ``sqrt(d)`` around ``x_i``. Its ``lower`` is the best iterate.
 * ``"default"``: batched restarts from informed starts (RF/DRF: top right singular vectors of the
