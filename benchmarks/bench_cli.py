@@ -1,4 +1,4 @@
-"""The command-line targets of the variants and long-context issue, timed as a user runs them.
+"""The command-line targets of the variants and long-context studies, timed as a user runs them.
 
 Each command runs ``wordsens ws ...`` in its own subprocess (so the peak memory is its own, read
 from ``getrusage(RUSAGE_CHILDREN)`` of a fresh interpreter) and prints its wall time, peak
@@ -35,8 +35,9 @@ TARGETS: dict[str, tuple[list[str], float, float | None]] = {
 def run(args: list[str]) -> tuple[float, float, dict | None, str]:
     """Wall seconds, peak RSS in GB, the printed JSON (None on failure) and stderr's tail."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "wordsens.cli", "ws", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wordsens.cli", "ws", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     out, err = proc.communicate()
     seconds = time.perf_counter() - start
     # called from a fresh interpreter (``--_one``) with this one child: the children's maximum is its own
@@ -77,9 +78,11 @@ def main() -> None:
         seconds, peak_gb, lower, steps = json.loads(probe.stdout)
         ok = seconds <= secs and (gb is None or peak_gb <= gb) and lower is not None
         shown = "-" if lower is None else f"{lower:.4f}"
-        print(f"{name:>16} {load:>5.1f} {seconds:>8.1f} {peak_gb:>8.2f} {shown:>9} "
-              f"{steps:>6}  {'ok' if ok else 'MISSED'} (target <= {secs:g} s" + (f", <= {gb:g} GB)" if gb else ")"),
-              flush=True)
+        print(
+            f"{name:>16} {load:>5.1f} {seconds:>8.1f} {peak_gb:>8.2f} {shown:>9} "
+            f"{steps:>6}  {'ok' if ok else 'MISSED'} (target <= {secs:g} s" + (f", <= {gb:g} GB)" if gb else ")"),
+            flush=True,
+        )
 
 
 def _one(name: str) -> None:

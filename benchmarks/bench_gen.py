@@ -5,10 +5,10 @@ alone. Both methods see the same synthetic training set, new sample and weights.
 
 * ``default``: ``prepare`` (features, Gram matrix, interpolator; RF weights on the span of the
   samples) plus the Delta searches of ``--searches`` (default: fine-tuned, direct loss);
-* ``reference``: the authors' dense algorithm (``reference.gen_search``: dense float64
+* ``reference``: the authors' dense algorithm (``wordsens.generalisation.gen_search``: dense float64
   weights, pinv and the p x p projector, plain gradient descent), one search per listed search.
 
-    python benchmarks/bench_gen.py                 # the table of the generalisation issue
+    python benchmarks/bench_gen.py                 # the generalisation benchmark table
     python benchmarks/bench_gen.py --quick
     python benchmarks/bench_gen.py --jobs raf-120-1300-768 --searches all
 """
@@ -34,27 +34,38 @@ QUICK = {
     "rf-20-50-64": ("rf", 20, 50, 64, 2, ("reference", "default"), "quick"),
     "raf-20-50-64": ("raf", 20, 50, 64, 2, ("reference", "default"), "quick"),
 }
-SEARCHES = {"one": [("fine_tune", "direct", 0.0)],
-            "all": [(t, loss, 0.0) for t in ("fine_tune", "retrain") for loss in ("surrogate", "direct")]}
+SEARCHES = {
+    "one": [("fine_tune", "direct", 0.0)],
+    "all": [(t, loss, 0.0) for t in ("fine_tune", "retrain") for loss in ("surrogate", "direct")],
+}
 
 
 def worker(args: argparse.Namespace) -> None:
     from wordsens import generalisation as G
-    from wordsens import reference
-    from wordsens.resources import peak_rss_bytes
+    from wordsens.pipeline.devices import peak_rss_bytes
 
     Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     searches = SEARCHES[args.searches]
     started = time.perf_counter()
     if args.method == "reference":
-        results = [reference.gen_search(args.map, Xt, yt, X, y, seed=args.seed, training=t, loss=loss, penalty=p)
-                   for t, loss, p in searches]
+        results = [
+            G.gen_search(args.map, Xt, yt, X, y, seed=args.seed, training=t, loss=loss, penalty=p)
+            for t, loss, p in searches
+        ]
     else:
         results = G.simulate(args.map, Xt, yt, X, y, seed=args.seed, searches=searches)
     total = time.perf_counter() - started
-    print(json.dumps({"seconds": total, "peak_mb": peak_rss_bytes() / 1024**2,
-                      "errs": [r.err for r in results], "gammas": [r.gamma_min for r in results],
-                      "steps": [r.steps for r in results]}))
+    print(
+        json.dumps(
+            {
+                "seconds": total,
+                "peak_mb": peak_rss_bytes() / 1024**2,
+                "errs": [r.err for r in results],
+                "gammas": [r.gamma_min for r in results],
+                "steps": [r.steps for r in results],
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -62,9 +73,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--jobs", nargs="*")
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--searches", choices=sorted(SEARCHES), default="one",
-                        help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: "
-                             "a Figure 4 point)")
+    parser.add_argument(
+        "--searches",
+        choices=sorted(SEARCHES),
+        default="one",
+        help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: a Figure 4 point)",
+    )
     add_worker_flags(parser, ("--map", "--method"), ("--n", "--N", "--d", "--seed"))
     args = parser.parse_args()
     if args.worker:
@@ -79,9 +93,25 @@ def main() -> None:
         rows: dict[str, list[dict]] = {m: [] for m in methods}
         for seed in range(args.seeds or seeds):
             for method in methods:
-                r = run_worker(os.path.abspath(__file__), [
-                    "--map", map_name, "--n", str(n), "--N", str(N), "--d", str(d), "--seed", str(seed),
-                    "--method", method, "--searches", args.searches])
+                r = run_worker(
+                    os.path.abspath(__file__),
+                    [
+                        "--map",
+                        map_name,
+                        "--n",
+                        str(n),
+                        "--N",
+                        str(N),
+                        "--d",
+                        str(d),
+                        "--seed",
+                        str(seed),
+                        "--method",
+                        method,
+                        "--searches",
+                        args.searches,
+                    ],
+                )
                 if "error" in r:
                     print(f"{seed:>4} {method:>10}  error: {r['error']}", flush=True)
                     continue
@@ -94,8 +124,10 @@ def main() -> None:
             print(f"default: mean {t:.2f} s, max peak {max(r['peak_mb'] for r in ours):.0f} MB")
             if ref:
                 rt = sum(r["seconds"] for r in ref) / len(ref)
-                print(f"ratios: time reference/default = {rt / t:.1f}x, peak memory reference/default = "
-                      f"{max(r['peak_mb'] for r in ref) / max(r['peak_mb'] for r in ours):.1f}x")
+                print(
+                    f"ratios: time reference/default = {rt / t:.1f}x, peak memory reference/default = "
+                    f"{max(r['peak_mb'] for r in ref) / max(r['peak_mb'] for r in ours):.1f}x"
+                )
 
 
 if __name__ == "__main__":

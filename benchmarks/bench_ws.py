@@ -13,7 +13,7 @@ shared, the same weights:
 Ratios printed: time (reference / default), peak memory, and estimate (ours / reference, the
 minimum over seeds; 1 - 1e-9 or more counts as a tie at float64 rounding).
 
-    python benchmarks/bench_ws.py                 # the table of the numerical-core issue
+    python benchmarks/bench_ws.py                 # the word-sensitivity benchmark table
     python benchmarks/bench_ws.py --quick         # small sizes, about a minute
     python benchmarks/bench_ws.py --jobs rf-768-150 raf-768-50
     python benchmarks/bench_ws.py --gpu           # DRF at the paper's size on one GPU (device "cuda")
@@ -38,19 +38,47 @@ from _harness import add_worker_flags, run_worker, selected
 
 # job name -> (map, n, d, L, seeds, methods, targets text)
 JOBS = {
-    "raf-768-250": ("raf", 250, 768, 2, 3, ("reference", "default"),
-                    ">= 100x faster, estimate >= reference on every seed"),
+    "raf-768-250": (
+        "raf",
+        250,
+        768,
+        2,
+        3,
+        ("reference", "default"),
+        ">= 100x faster, estimate >= reference on every seed",
+    ),
     "raf-768-50": ("raf", 50, 768, 2, 5, ("reference", "default"), ">= 20x faster, estimate >= reference"),
     "relu_raf-768-50": ("relu_raf", 50, 768, 2, 5, ("reference", "default"), ">= 20x faster, estimate >= reference"),
     "rf-192-90": ("rf", 90, 192, 2, 2, ("reference", "default", "default-same-w"), "<= 3 s, <= 300 MB peak, same law"),
     "rf-768-150": ("rf", 150, 768, 2, 2, ("default",), "<= 15 s, <= 1 GB peak (reference: 106 GB matrix)"),
-    "drf-192-50-L2": ("drf", 50, 192, 2, 2, ("reference", "default", "default-same-w"),
-                      ">= 5x faster, <= 1 GB peak, estimate >= reference"),
-    # the attention variants of issue 10 (default and reference share X and the weights of the seed)
-    "sigmoid_raf-768-50": ("sigmoid_raf", 50, 768, 2, 3, ("reference", "default"),
-                           ">= 10x faster, estimate >= reference"),
-    "linear_raf-768-50": ("linear_raf", 50, 768, 2, 3, ("reference", "default"),
-                          ">= 10x faster, estimate >= reference"),
+    "drf-192-50-L2": (
+        "drf",
+        50,
+        192,
+        2,
+        2,
+        ("reference", "default", "default-same-w"),
+        ">= 5x faster, <= 1 GB peak, estimate >= reference",
+    ),
+    # the attention variants beyond the paper (default and reference share X and the weights of the seed)
+    "sigmoid_raf-768-50": (
+        "sigmoid_raf",
+        50,
+        768,
+        2,
+        3,
+        ("reference", "default"),
+        ">= 10x faster, estimate >= reference",
+    ),
+    "linear_raf-768-50": (
+        "linear_raf",
+        50,
+        768,
+        2,
+        3,
+        ("reference", "default"),
+        ">= 10x faster, estimate >= reference",
+    ),
     "mh_raf-768-50": ("mh_raf", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
     "block-768-50": ("block", 50, 768, 2, 3, ("reference", "default"), ">= 10x faster, estimate >= reference"),
     "mh_raf-768-1024": ("mh_raf", 1024, 768, 2, 1, ("default",), "<= 60 s"),
@@ -77,8 +105,7 @@ GPU_JOBS = {
 }
 GPU_QUICK = {
     "drf-16-12-L2": ("drf", 12, 16, 2, 1, ("default", "cpu-draws"), "quick", None),
-    "drf-16-12-L4-streamed": ("drf", 12, 16, 4, 1, ("default",), "quick: two of three tail layers streamed",
-                              0.01205),
+    "drf-16-12-L4-streamed": ("drf", 12, 16, 4, 1, ("default",), "quick: two of three tail layers streamed", 0.01205),
 }
 FIG2_RIGHT = [(n, L) for n in (50, 60, 70, 80) for L in (2, 4, 8)]  # 10 trials each in the paper
 TIE = 1e-9
@@ -88,9 +115,9 @@ def worker(args: argparse.Namespace) -> None:
     """Run one method on one instance and print one JSON line (runs in its own process)."""
     import torch
 
-    from wordsens import maps, ws
-    from wordsens.preprocess import synthetic_sample
-    from wordsens.resources import peak_rss_bytes
+    from wordsens import maps, search
+    from wordsens.data.samples import synthetic_sample
+    from wordsens.pipeline.devices import peak_rss_bytes
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))
@@ -101,24 +128,64 @@ def worker(args: argparse.Namespace) -> None:
     method = "reference" if args.method == "reference" else "default"
     memory = float(args.memory_gb) if args.memory_gb else None
     started = time.perf_counter()
-    res = ws.estimate(args.map, X, seed=args.seed, weights=weights, method=method, L=args.L, device=args.device,
-                      max_memory_gb=memory, options=options, draw_on="cpu" if args.method == "cpu-draws" else "device")
+    res = search.estimate(
+        args.map,
+        X,
+        seed=args.seed,
+        weights=weights,
+        method=method,
+        L=args.L,
+        device=args.device,
+        max_memory_gb=memory,
+        options=options,
+        draw_on="cpu" if args.method == "cpu-draws" else "device",
+    )
     wall = time.perf_counter() - started
     peak = peak_rss_bytes() / 1024**2
     cuda_peak = torch.cuda.max_memory_allocated() / 1024**2 if args.device.startswith("cuda") else None
-    print(json.dumps({"lower": res.lower, "upper": res.upper, "seconds": res.seconds, "wall": wall,
-                      "steps": res.steps, "peak_mb": peak, "cuda_peak_mb": cuda_peak, "sampler": res.sampler,
-                      "threads": torch.get_num_threads(), "streamed": res.streamed_layers,
-                      "drawn_on": res.weights_drawn_on}))
+    print(
+        json.dumps(
+            {
+                "lower": res.lower,
+                "upper": res.upper,
+                "seconds": res.seconds,
+                "wall": wall,
+                "steps": res.steps,
+                "peak_mb": peak,
+                "cuda_peak_mb": cuda_peak,
+                "sampler": res.sampler,
+                "threads": torch.get_num_threads(),
+                "streamed": res.streamed_layers,
+                "drawn_on": res.weights_drawn_on,
+            }
+        )
+    )
 
 
 def run_one(job: tuple, seed: int, method: str, device: str, options: dict | None = None) -> dict:
     map_name, n, d, L = job[:4]
     memory = job[7] if len(job) > 7 and job[7] else None
-    return run_worker(os.path.abspath(__file__), ["--map", map_name, "--n", str(n), "--d", str(d), "--L", str(L),
-                                                  "--seed", str(seed), "--method", method, "--device", device,
-                                                  *(["--memory-gb", str(memory)] if memory else []),
-                                                  *(["--options", json.dumps(options)] if options else [])])
+    return run_worker(
+        os.path.abspath(__file__),
+        [
+            "--map",
+            map_name,
+            "--n",
+            str(n),
+            "--d",
+            str(d),
+            "--L",
+            str(L),
+            "--seed",
+            str(seed),
+            "--method",
+            method,
+            "--device",
+            device,
+            *(["--memory-gb", str(memory)] if memory else []),
+            *(["--options", json.dumps(options)] if options else []),
+        ],
+    )
 
 
 def project_fig2_right(measured: dict[str, list[dict]], table: dict) -> None:
@@ -136,8 +203,10 @@ def project_fig2_right(measured: dict[str, list[dict]], table: dict) -> None:
     d = 768
     steps = max(r["steps"] for rows in measured.values() for r in rows if "error" not in r)
     total = sum(10 * unit * steps * max(L - 1, 1) * (n * d) ** 2 for n, L in FIG2_RIGHT)
-    print(f"\nprojected Figure 2 right (d = {d}, {len(FIG2_RIGHT) * 10} trials, {steps} steps each, the slowest "
-          f"measured rate {unit:.3g} s per step and D^2 tail entry): {total / 3600:.2f} device-hours")
+    print(
+        f"\nprojected Figure 2 right (d = {d}, {len(FIG2_RIGHT) * 10} trials, {steps} steps each, the slowest "
+        f"measured rate {unit:.3g} s per step and D^2 tail entry): {total / 3600:.2f} device-hours"
+    )
 
 
 def main() -> None:
@@ -155,16 +224,26 @@ def main() -> None:
     jobs, quick = (GPU_JOBS, GPU_QUICK) if args.gpu else (JOBS, QUICK)
     table, names = selected(parser, args, jobs, quick)
     device = args.device or ("cuda" if args.gpu else "cpu")
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}  "
-          f"device {device}", flush=True)
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}  "
+        f"device {device}",
+        flush=True,
+    )
     measured: dict[str, list[dict]] = {}
     for name in names:
         job = table[name]
         seeds = args.seeds or job[4]
-        print(f"\n## {name}: {job[0]} n={job[1]} d={job[2]}" + (f" L={job[3]}" if job[0] == "drf" else "")
-              + (f" {OPTIONS[name]}" if name in OPTIONS else "") + f"  target: {job[6]}", flush=True)
-        print(f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}"
-              f" {'GPU MB':>8} {'streamed':>8} {'drawn':>5}")
+        print(
+            f"\n## {name}: {job[0]} n={job[1]} d={job[2]}"
+            + (f" L={job[3]}" if job[0] == "drf" else "")
+            + (f" {OPTIONS[name]}" if name in OPTIONS else "")
+            + f"  target: {job[6]}",
+            flush=True,
+        )
+        print(
+            f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}"
+            f" {'GPU MB':>8} {'streamed':>8} {'drawn':>5}"
+        )
         rows: dict[str, list[dict]] = {m: [] for m in job[5]}
         for seed in range(seeds):
             for method in job[5]:
@@ -175,9 +254,11 @@ def main() -> None:
                     continue
                 upper = f"{r['upper']:.4f}" if r["upper"] is not None else "-"
                 gpu = f"{r['cuda_peak_mb']:.0f}" if r.get("cuda_peak_mb") is not None else "-"
-                print(f"{seed:>4} {method:>15} {r['lower']:>12.6f} {upper:>9} {r['steps']:>6} {r['seconds']:>9.3f} "
-                      f"{r['peak_mb']:>8.0f} {gpu:>8} {r.get('streamed')!s:>8} {r.get('drawn_on', '-'):>5}",
-                      flush=True)
+                print(
+                    f"{seed:>4} {method:>15} {r['lower']:>12.6f} {upper:>9} {r['steps']:>6} {r['seconds']:>9.3f} "
+                    f"{r['peak_mb']:>8.0f} {gpu:>8} {r.get('streamed')!s:>8} {r.get('drawn_on', '-'):>5}",
+                    flush=True,
+                )
         measured[name] = rows.get("default", [])
         ok = {m: [r for r in rs if "error" not in r] for m, rs in rows.items()}
         default, ref = ok.get("default", []), ok.get("reference", [])
@@ -188,19 +269,25 @@ def main() -> None:
             print(f"default: mean search {mean_t:.3f} s, max peak {peak:.0f} MB")
         if default and cpu_draws:
             old_t = sum(r["seconds"] for r in cpu_draws) / len(cpu_draws)
-            print(f"ratio: time cpu-draws/default = {old_t / mean_t:.1f}x; estimates (other numbers, same law): "
-                  + ", ".join(f"{a['lower']:.4f}/{b['lower']:.4f}" for a, b in zip(default, cpu_draws, strict=False)))
+            print(
+                f"ratio: time cpu-draws/default = {old_t / mean_t:.1f}x; estimates (other numbers, same law): "
+                + ", ".join(f"{a['lower']:.4f}/{b['lower']:.4f}" for a, b in zip(default, cpu_draws, strict=False))
+            )
         if default and ref:
             ref_t = sum(r["seconds"] for r in ref) / len(ref)
             ref_peak = max(r["peak_mb"] for r in ref)
-            print(f"ratios: time reference/default = {ref_t / mean_t:.1f}x, "
-                  f"peak memory reference/default = {ref_peak / peak:.1f}x")
+            print(
+                f"ratios: time reference/default = {ref_t / mean_t:.1f}x, "
+                f"peak memory reference/default = {ref_peak / peak:.1f}x"
+            )
             compare = same if same else default
             label = "default-same-w" if same else "default"
             ratios = [c["lower"] / r["lower"] for c, r in zip(compare, ref, strict=False)]
             verdict = "ok" if min(ratios) >= 1 - TIE else "BELOW reference"
-            print(f"estimate {label}/reference: min {min(ratios):.6f}, mean {sum(ratios) / len(ratios):.4f} "
-                  f"over {len(ratios)} seeds ({verdict})")
+            print(
+                f"estimate {label}/reference: min {min(ratios):.6f}, mean {sum(ratios) / len(ratios):.4f} "
+                f"over {len(ratios)} seeds ({verdict})"
+            )
             if same:
                 law = [a["lower"] / b["lower"] for a, b in zip(default, same, strict=False)]
                 print("estimate default (exact in law)/default-same-w: " + ", ".join(f"{x:.4f}" for x in law))

@@ -1,6 +1,6 @@
 """Snakemake adapter: concatenate per-job tables (Parquet and CSV)."""
-from wordsens.io import log_to
-from wordsens.tables import concatenate, write_both
+
+from wordsens.io import concatenate, log_to, write_both
 
 log_to(snakemake.log[0])
 frame = concatenate(snakemake.input.chunks)

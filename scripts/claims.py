@@ -1,10 +1,10 @@
 """Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables (the
 variants table adds the maps that the paper's grids do not have)."""
+
 import pandas as pd
 
-from wordsens.claims import compute_claims, format_claims
+from wordsens.claims import claims_inputs, compute_claims, format_claims, write_claims
 from wordsens.io import log_to
-from wordsens.tables import claims_inputs, write_claims
 
 log_to(snakemake.log[0])
 tables = claims_inputs({name: pd.read_parquet(path) for name, path in snakemake.input.items()})

@@ -1,7 +1,8 @@
 """Snakemake adapter: generate the demo's aclImdb-shaped corpus."""
+
 from pathlib import Path
 
-from wordsens.demo import make_corpus
+from wordsens.data.demo import make_corpus
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

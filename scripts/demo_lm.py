@@ -1,7 +1,8 @@
 """Snakemake adapter: build the demo's tiny causal language model (random weights)."""
+
 from pathlib import Path
 
-from wordsens.demo import make_tiny_causal_lm
+from wordsens.data.demo import make_tiny_causal_lm
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

@@ -1,7 +1,8 @@
 """Snakemake adapter: build the demo's tiny BERT (random weights) with save_pretrained."""
+
 from pathlib import Path
 
-from wordsens.demo import make_tiny_bert
+from wordsens.data.demo import make_tiny_bert
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

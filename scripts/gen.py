@@ -1,4 +1,5 @@
 """Snakemake adapter: one generalisation job (a chunk of simulations at one figure point)."""
+
 import torch
 
 from wordsens.experiments import gen_rows
@@ -8,8 +9,18 @@ log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 job = snakemake.params.job
 source = load_embeddings(snakemake.input.meta) if job["data"] == "imdb" else "synthetic"
-frame = gen_rows(figure=job["figure"], map_name=job["map"], n=job["n"], N=job["N"], d=job["d"],
-                 simulations=job["simulations"], searches=[tuple(s) for s in job["searches"]], seed=job["seed"],
-                 source=source, data_label=job["data_label"], settings=job["settings"])
+frame = gen_rows(
+    figure=job["figure"],
+    map_name=job["map"],
+    n=job["n"],
+    N=job["N"],
+    d=job["d"],
+    simulations=job["simulations"],
+    searches=[tuple(s) for s in job["searches"]],
+    seed=job["seed"],
+    source=source,
+    data_label=job["data_label"],
+    settings=job["settings"],
+)
 write_table(snakemake.output.table, frame)
 print(frame[["simulation", "training", "loss", "penalty", "err", "gamma_min", "steps"]].to_string(index=False))

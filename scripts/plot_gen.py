@@ -1,5 +1,6 @@
 """Snakemake adapter: Figure 4 (colour = N) or Figure 5 (colour = penalty), and its companion (the
 alignment ratio a against gamma_min), with the points left out."""
+
 import pandas as pd
 
 from wordsens.io import log_to

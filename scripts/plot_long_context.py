@@ -1,4 +1,5 @@
 """Snakemake adapter: word sensitivity at long contexts (log-log, fitted slopes, RF law, the IMDb limit)."""
+
 import pandas as pd
 
 from wordsens.io import log_to
@@ -7,5 +8,6 @@ from wordsens.plots import long_context_figure
 log_to(snakemake.log[0])
 p = snakemake.params
 tables = {data: pd.read_parquet(path) for data, path in snakemake.input.items()}
-long_context_figure(tables, snakemake.output.figures, labels=p.labels, imdb_limit=p.imdb_limit,
-                    left_out=p.left_out, settings=p.plots)
+long_context_figure(
+    tables, snakemake.output.figures, labels=p.labels, imdb_limit=p.imdb_limit, left_out=p.left_out, settings=p.plots
+)

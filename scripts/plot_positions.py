@@ -1,4 +1,5 @@
 """Snakemake adapter: per-position word sensitivity of a few reviews ([CLS], words, [SEP], [PAD] marked)."""
+
 import pandas as pd
 
 from wordsens.io import log_to
@@ -6,5 +7,10 @@ from wordsens.plots import positions_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
-positions_figure(pd.read_parquet(snakemake.input.table), snakemake.output.figures, labels=p.labels,
-                 left_out=p.left_out, settings=p.plots)
+positions_figure(
+    pd.read_parquet(snakemake.input.table),
+    snakemake.output.figures,
+    labels=p.labels,
+    left_out=p.left_out,
+    settings=p.plots,
+)

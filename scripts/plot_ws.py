@@ -1,4 +1,5 @@
 """Snakemake adapter: a word-sensitivity figure (plain, and WS x sqrt(n)), with the points left out."""
+
 import pandas as pd
 
 from wordsens.io import log_to

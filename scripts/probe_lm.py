@@ -1,15 +1,20 @@
 """Snakemake adapter: Figure 1 right, a causal LM's answers to two prompts differing in one word."""
+
 import pandas as pd
 
-from wordsens.embed import model_source
+from wordsens.data.embed import model_source
+from wordsens.experiments.probes import lm_answers
 from wordsens.io import atomic_path, log_to
 from wordsens.plots import text_table_figure
-from wordsens.probes import lm_answers
 
 log_to(snakemake.log[0])
 p = snakemake.params
-answers = lm_answers(model_source(p.model_name, snakemake.input.model), p.lm["prompts"],
-                     max_new_tokens=p.lm["max_new_tokens"], device=p.lm["device"])
+answers = lm_answers(
+    model_source(p.model_name, snakemake.input.model),
+    p.lm["prompts"],
+    max_new_tokens=p.lm["max_new_tokens"],
+    device=p.lm["device"],
+)
 table = pd.DataFrame({"prompt": p.lm["prompts"], "answer": answers})
 atomic_path(snakemake.output.table, lambda path: table.to_csv(path, index=False))
 text_table_figure(table, snakemake.output.figures, title=f"answers of {p.model_name}", settings=p.plots)

@@ -1,5 +1,6 @@
 """Snakemake adapter: read the IMDb reviews from the configured source into one Parquet file."""
-from wordsens.data import load_reviews
+
+from wordsens.data.reviews import load_reviews
 from wordsens.io import log_to, write_table
 
 log_to(snakemake.log[0])

@@ -1,4 +1,5 @@
 """Snakemake adapter: one word-sensitivity job (a chunk of trials at one grid point)."""
+
 import torch
 
 from wordsens.experiments import ws_rows
@@ -8,7 +9,16 @@ log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 job = snakemake.params.job
 source = load_embeddings(snakemake.input.meta) if job["data"] == "imdb" else "synthetic"
-frame = ws_rows(map_name=job["map"], d=job["d"], n=job["n"], L=job["L"], trials=job["trials"], seed=job["seed"],
-                source=source, data_label=job["data_label"], settings=job["settings"])
+frame = ws_rows(
+    map_name=job["map"],
+    d=job["d"],
+    n=job["n"],
+    L=job["L"],
+    trials=job["trials"],
+    seed=job["seed"],
+    source=source,
+    data_label=job["data_label"],
+    settings=job["settings"],
+)
 write_table(snakemake.output.table, frame)
 print(frame[["trial", "lower", "upper", "steps", "search_seconds"]].to_string(index=False))

@@ -42,8 +42,9 @@ def ws_table(map_name, points, *, trials=5, noise=0.0, seed=0):
         eps = rng.uniform(-noise, noise, size=trials // 2)
         factors = np.concatenate([1 + eps, 1 - eps, [1.0] * (trials % 2)])
         for t, f in enumerate(factors):
-            rows.append({"map": map_name, "data": DATA, "d": d, "n": n, "L": L, "trial": t, "lower": mean * f,
-                         "upper": None})
+            rows.append(
+                {"map": map_name, "data": DATA, "d": d, "n": n, "L": L, "trial": t, "lower": mean * f, "upper": None}
+            )
     frame = pd.DataFrame(rows)
     frame["L"] = frame["L"].astype("Int64")
     return frame
@@ -120,8 +121,18 @@ def test_drf_increasing_at_one_depth_fails_there_only():
 
 def test_missing_tables_are_not_run():
     out = compute_claims({"ws_rf": ws_table("rf", {(192, n): float(law(n)) for n in RF_N})}, resamples=FAST)
-    for claim in ("drf_decreasing", "raf_floor", "raf_ratio", "relu_raf_below_raf", "relu_raf_decreasing",
-                  "fig4_rf_alignment", "fig4_raf_alignment", "err_bound", "fig5_penalty", "not_interpolating"):
+    for claim in (
+        "drf_decreasing",
+        "raf_floor",
+        "raf_ratio",
+        "relu_raf_below_raf",
+        "relu_raf_decreasing",
+        "fig4_rf_alignment",
+        "fig4_raf_alignment",
+        "err_bound",
+        "fig5_penalty",
+        "not_interpolating",
+    ):
         row = one(out, claim)
         assert row["verdict"] == "not run", claim
         assert row["note"]
@@ -181,9 +192,17 @@ def test_a_registered_toy_map_gets_its_slope_without_a_verdict():
 
 def test_straddling_interval_is_flagged():
     # mean 1.0 then 0.98 with a large spread: decreasing on the point, the interval reaches past 1
-    frame = pd.DataFrame({"map": "drf", "data": DATA, "d": 64, "L": pd.array([2] * 8, dtype="Int64"),
-                          "n": [10] * 4 + [20] * 4, "trial": list(range(4)) * 2,
-                          "lower": [0.5, 1.5, 0.5, 1.5, 0.48, 1.48, 0.48, 1.48]})
+    frame = pd.DataFrame(
+        {
+            "map": "drf",
+            "data": DATA,
+            "d": 64,
+            "L": pd.array([2] * 8, dtype="Int64"),
+            "n": [10] * 4 + [20] * 4,
+            "trial": list(range(4)) * 2,
+            "lower": [0.5, 1.5, 0.5, 1.5, 0.48, 1.48, 0.48, 1.48],
+        }
+    )
     row = one(compute_claims({"ws_drf": frame}, resamples=FAST), "drf_decreasing")
     assert row["verdict"] == "holds"
     assert row["straddles"]
@@ -216,8 +235,20 @@ def test_straddle_rule_per_operator():
 # ----------------------------------------------------------------------------- generalisation
 
 
-def gen_rows(figure, map_name, *, n=40, N=100, d=768, sims=10, searches=(("fine_tune", "surrogate", 0.0),),
-             alignment=None, gamma=None, seed=0, interpolates=True):
+def gen_rows(
+    figure,
+    map_name,
+    *,
+    n=40,
+    N=100,
+    d=768,
+    sims=10,
+    searches=(("fine_tune", "surrogate", 0.0),),
+    alignment=None,
+    gamma=None,
+    seed=0,
+    interpolates=True,
+):
     """Rows built from the formulas: D1 = D0 + a (y - t0), Err = (D1 + y)^2.
 
     ``alignment(sim, search_index)`` and ``gamma(sim, search_index, penalty)`` give a and the
@@ -232,11 +263,30 @@ def gen_rows(figure, map_name, *, n=40, N=100, d=768, sims=10, searches=(("fine_
             t0 = g * float(rng.choice([-1.0, 1.0]))
             D0 = rng.uniform(-g, g)
             D1 = D0 + a * (y - t0)
-            rows.append({"figure": figure, "map": map_name, "data": DATA, "d": d, "n": n, "N": N, "simulation": s,
-                         "training": training, "loss": loss, "penalty": penalty, "y": y, "t0": t0, "t1": y,
-                         "D0": D0, "D1": D1, "err": (D1 + y) ** 2, "gamma_min": max(abs(t0), abs(D0)),
-                         "alignment": a, "d0_shift": abs(D0 - t0),
-                         "interpolates": interpolates(s) if callable(interpolates) else interpolates})
+            rows.append(
+                {
+                    "figure": figure,
+                    "map": map_name,
+                    "data": DATA,
+                    "d": d,
+                    "n": n,
+                    "N": N,
+                    "simulation": s,
+                    "training": training,
+                    "loss": loss,
+                    "penalty": penalty,
+                    "y": y,
+                    "t0": t0,
+                    "t1": y,
+                    "D0": D0,
+                    "D1": D1,
+                    "err": (D1 + y) ** 2,
+                    "gamma_min": max(abs(t0), abs(D0)),
+                    "alignment": a,
+                    "d0_shift": abs(D0 - t0),
+                    "interpolates": interpolates(s) if callable(interpolates) else interpolates,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -269,8 +319,14 @@ def test_err_bound_holds_on_every_random_row_satisfying_its_premise():
 
 def test_err_bound_claim_on_rows_from_the_formulas_and_a_corrupted_row():
     searches = (("fine_tune", "surrogate", 0.0), ("retrain", "direct", 0.0))
-    gen = gen_rows("fig4", "rf", sims=30, searches=searches, alignment=lambda s, j: 0.99 + 0.01 * (s % 3),
-                   gamma=lambda s, j, p: 0.02 * s)  # gamma from 0 to 0.58: every row satisfies the premise
+    gen = gen_rows(
+        "fig4",
+        "rf",
+        sims=30,
+        searches=searches,
+        alignment=lambda s, j: 0.99 + 0.01 * (s % 3),
+        gamma=lambda s, j, p: 0.02 * s,
+    )  # gamma from 0 to 0.58: every row satisfies the premise
     out = compute_claims({"gen_fig4_synthetic": gen}, resamples=FAST)
     row = one(out, "err_bound", map="rf")
     assert row["verdict"] == "holds"
@@ -289,8 +345,9 @@ def test_err_bound_claim_on_rows_from_the_formulas_and_a_corrupted_row():
 def test_fig4_alignment_fractions():
     searches = (("fine_tune", "surrogate", 0.0), ("retrain", "surrogate", 0.0))
     rf = gen_rows("fig4", "rf", sims=10, searches=searches, alignment=lambda s, j: 0.5 if (s, j) == (0, 0) else 1.0)
-    raf = gen_rows("fig4", "raf", n=40, sims=10, searches=searches,
-                   alignment=lambda s, j: 0.1 if s < 7 else 0.9, seed=1)
+    raf = gen_rows(
+        "fig4", "raf", n=40, sims=10, searches=searches, alignment=lambda s, j: 0.1 if s < 7 else 0.9, seed=1
+    )
     raf120 = gen_rows("fig4", "raf", n=120, sims=10, searches=searches, alignment=lambda s, j: 0.9, seed=2)
     raf192 = gen_rows("fig4", "raf", d=192, sims=4, searches=searches, alignment=lambda s, j: 0.9, seed=3)
     out = compute_claims({"gen_fig4_synthetic": pd.concat([rf, raf, raf120, raf192])}, resamples=FAST)
@@ -318,11 +375,20 @@ def test_generalisation_tables_without_the_new_columns_are_not_run():
 def test_fig5_median_gamma_decreases_with_the_penalty():
     searches = tuple(("fine_tune", "penalised", p) for p in (0.01, 0.1, 1.0))
     good_g = {0.01: 1.5, 0.1: 0.8, 1.0: 0.3}
-    good = gen_rows("fig5", "raf", n=40, N=400, sims=9, searches=searches,
-                    gamma=lambda s, j, p: good_g[p] * (1 + 0.1 * (s - 4)))
+    good = gen_rows(
+        "fig5", "raf", n=40, N=400, sims=9, searches=searches, gamma=lambda s, j, p: good_g[p] * (1 + 0.1 * (s - 4))
+    )
     bad_g = {0.01: 0.5, 0.1: 0.7, 1.0: 0.2}
-    bad = gen_rows("fig5", "relu_raf", n=40, N=400, sims=9, searches=searches,
-                   gamma=lambda s, j, p: bad_g[p] * (1 + 0.1 * (s - 4)), seed=1)
+    bad = gen_rows(
+        "fig5",
+        "relu_raf",
+        n=40,
+        N=400,
+        sims=9,
+        searches=searches,
+        gamma=lambda s, j, p: bad_g[p] * (1 + 0.1 * (s - 4)),
+        seed=1,
+    )
     out = compute_claims({"gen_fig5_synthetic": pd.concat([good, bad])}, resamples=FAST)
     row = one(out, "fig5_penalty", map="raf")
     assert row["verdict"] == "holds"
@@ -341,9 +407,13 @@ def test_not_interpolating_rows_are_counted():
     searches = (("fine_tune", "surrogate", 0.0), ("retrain", "direct", 0.0))
     raf = gen_rows("fig4", "raf", n=120, N=1300, sims=6, searches=searches, interpolates=lambda s: s >= 2)
     rf = gen_rows("fig4", "rf", sims=6, searches=searches)
-    out = compute_claims({"gen_fig4_synthetic": pd.concat([raf, rf]),
-                          "gen_fig5_synthetic": gen_rows("fig5", "raf", searches=(("retrain", "penalised", 1.0),))},
-                         resamples=FAST)
+    out = compute_claims(
+        {
+            "gen_fig4_synthetic": pd.concat([raf, rf]),
+            "gen_fig5_synthetic": gen_rows("fig5", "raf", searches=(("retrain", "penalised", 1.0),)),
+        },
+        resamples=FAST,
+    )
     row = one(out, "not_interpolating", scope="fig4")
     assert row["verdict"] == "no claim"
     assert row["value"] == 4  # 2 simulations x 2 searches
@@ -378,9 +448,11 @@ def test_bad_tables_are_clear_errors():
 
 
 def test_renderings_show_every_claim():
-    tables = {"ws_rf": ws_table("rf", {(192, n): float(law(n)) for n in RF_N}, noise=0.05),
-              "ws_drf": ws_table("drf", {(64, n, 2): 1.0 / n for n in (10, 20)}),
-              "gen_fig4_synthetic": gen_rows("fig4", "rf")}
+    tables = {
+        "ws_rf": ws_table("rf", {(192, n): float(law(n)) for n in RF_N}, noise=0.05),
+        "ws_drf": ws_table("drf", {(64, n, 2): 1.0 / n for n in (10, 20)}),
+        "gen_fig4_synthetic": gen_rows("fig4", "rf"),
+    }
     frame = compute_claims(tables, resamples=FAST)
     text = format_claims(frame)
     for claim in frame["claim"]:
@@ -412,8 +484,9 @@ def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
     tables.mkdir()
     ws_table("rf", {(192, n): float(law(n)) for n in RF_N}).to_parquet(tables / "ws_rf.parquet")
     gen_rows("fig4", "rf").to_parquet(tables / "gen_fig4_synthetic.parquet")
-    done = subprocess.run([sys.executable, "-c", LIGHT_RUN, str(tmp_path), *HEAVY], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", LIGHT_RUN, str(tmp_path), *HEAVY], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"rf_slope", "rf_law", "fig4_rf_alignment", "err_bound"} <= set(out["claims"])
@@ -421,8 +494,9 @@ def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
 
 
 def test_rf_law_is_the_papers_estimate_and_one_function():
-    from wordsens import plots, theory
+    from wordsens import theory
+    from wordsens.plots import paper, studies
 
-    assert plots.rf_law is theory.rf_law
+    assert paper.rf_law is theory.rf_law and studies.rf_law is theory.rf_law
     assert theory.rf_law(np.array([90, 150])) == pytest.approx([0.1211, 0.0911], abs=1e-4)  # section 2: 0.12, 0.09
     assert theory.rf_law(4.0) == pytest.approx(law(4.0)) and np.ndim(theory.rf_law(4.0)) == 0

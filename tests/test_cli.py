@@ -36,10 +36,28 @@ def _results(tmp_path):
     rows = []
     for n in (20, 40, 80, 160):
         for trial in range(4):
-            rows.append({"map": "rf", "data": "synthetic", "d": 64, "n": n, "L": None, "trial": trial,
-                         "lower": (1 + np.sqrt(2 / n)) / np.sqrt(n) * (1 + 0.01 * (-1) ** trial)})
-            rows.append({"map": "raf", "data": "synthetic", "d": 384, "n": n, "L": None, "trial": trial,
-                         "lower": 0.5 + 0.01 * trial})
+            rows.append(
+                {
+                    "map": "rf",
+                    "data": "synthetic",
+                    "d": 64,
+                    "n": n,
+                    "L": None,
+                    "trial": trial,
+                    "lower": (1 + np.sqrt(2 / n)) / np.sqrt(n) * (1 + 0.01 * (-1) ** trial),
+                }
+            )
+            rows.append(
+                {
+                    "map": "raf",
+                    "data": "synthetic",
+                    "d": 384,
+                    "n": n,
+                    "L": None,
+                    "trial": trial,
+                    "lower": 0.5 + 0.01 * trial,
+                }
+            )
     frame = pd.DataFrame(rows)
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
@@ -72,15 +90,24 @@ def test_claims_of_a_folder_without_tables_names_the_fix(tmp_path):
 
 
 def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
-    from wordsens.tables import claims_inputs
+    from wordsens.claims import claims_inputs
 
     results, tables = _results(tmp_path)
     rows = []
     for map_name, slope in (("sigmoid_raf", 0.0), ("rf", -2.0)):
         for n in (10, 50, 250):
             for trial in range(3):
-                rows.append({"map": map_name, "data": "synthetic", "d": 768, "n": n, "L": None, "trial": trial,
-                             "lower": n**slope * (1 + 0.01 * trial)})
+                rows.append(
+                    {
+                        "map": map_name,
+                        "data": "synthetic",
+                        "d": 768,
+                        "n": n,
+                        "L": None,
+                        "trial": trial,
+                        "lower": n**slope * (1 + 0.01 * trial),
+                    }
+                )
     variants = pd.DataFrame(rows)
     variants.to_parquet(results / "tables" / "variants.parquet")
     inputs = claims_inputs({**tables, "variants": variants})
@@ -97,35 +124,68 @@ def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     """The CLI in a fresh interpreter (a plugin, once registered, stays registered in a process)."""
-    return subprocess.run([sys.executable, "-m", "wordsens.cli", *argv], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "WORDSENS_PLUGINS": ""}, timeout=1200)
+    return subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "WORDSENS_PLUGINS": ""},
+        timeout=1200,
+    )
 
 
 def test_a_plugin_map_runs_from_the_cli_with_its_options():
-    out = _cli("ws", "--plugin", "tests/plugins/toy_map.py", "--map", "toy", "--d", "8", "--n", "5",
-               "--option", "scale=2.5", "--max-steps", "40", "--max-memory-gb", "1", "--draw-on", "cpu")
+    out = _cli(
+        "ws",
+        "--plugin",
+        "tests/plugins/toy_map.py",
+        "--map",
+        "toy",
+        "--d",
+        "8",
+        "--n",
+        "5",
+        "--option",
+        "scale=2.5",
+        "--max-steps",
+        "40",
+        "--max-memory-gb",
+        "1",
+        "--draw-on",
+        "cpu",
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["map"] == "toy" and result["options"] == {"scale": 2.5} and result["n"] == 5
     assert result["lower"] > 0 and result["delta_norm"] <= math.sqrt(8) * (1 + 1e-12)
     # the same estimate through the library, with the plugin loaded the same way
-    code = ("import json, sys; from wordsens import registry, ws, preprocess; from wordsens.seeds import derive_seed; "
-            "registry.load_plugins(['tests/plugins/toy_map.py']); "
-            "X, _ = preprocess.draw_sample('synthetic', 5, 8, derive_seed(0, 'sample')); "
-            "print(ws.estimate('toy', X, seed=0, options={'scale': 2.5}, max_steps=40, device='cpu').lower)")
-    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
-                            env={**os.environ, "WORDSENS_PLUGINS": ""})
+    code = (
+        "import json, sys; from wordsens import search; from wordsens.data import samples; "
+        "from wordsens.maps import registry; from wordsens.seeds import derive_seed; "
+        "registry.load_plugins(['tests/plugins/toy_map.py']); "
+        "X, _ = samples.draw_sample('synthetic', 5, 8, derive_seed(0, 'sample')); "
+        "print(search.estimate('toy', X, seed=0, options={'scale': 2.5}, max_steps=40, device='cpu').lower)"
+    )
+    direct = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "WORDSENS_PLUGINS": ""},
+    )
     assert float(direct.stdout) == pytest.approx(result["lower"], rel=1e-12)
     # the plugin's map is a --map choice only with the plugin; options are checked by the map
     assert "invalid choice: 'toy'" in _cli("ws", "--map", "toy", "--d", "8", "--n", "5").stderr
-    bad = _cli("ws", "--plugin", "tests/plugins/toy_map.py", "--map", "toy", "--d", "8", "--n", "5", "--option",
-               "heads=2")
+    bad = _cli(
+        "ws", "--plugin", "tests/plugins/toy_map.py", "--map", "toy", "--d", "8", "--n", "5", "--option", "heads=2"
+    )
     assert bad.returncode == 2 and "has no option heads" in bad.stderr
     assert "cannot import the map plugin" in _cli("--plugin", "no_such_module_xyz", "maps").stderr
 
 
 def test_maps_lists_every_registered_map_with_its_formula_and_options():
-    from wordsens import registry
+    from wordsens.maps import registry
 
     out = _cli("maps", "--plugin", "tests/plugins/toy_map.py")
     assert out.returncode == 0, out.stderr
@@ -138,8 +198,8 @@ def test_maps_lists_every_registered_map_with_its_formula_and_options():
 
 
 def test_option_values_are_parsed():
-    assert cli._option("heads=4") == ("heads", 4) and cli._option("scale=2.5") == ("scale", 2.5)
-    assert cli._option("k=null") == ("k", None) and cli._option("name=abc") == ("name", "abc")
-    assert cli._option("flag=true") == ("flag", True)
+    assert cli.parse_option("heads=4") == ("heads", 4) and cli.parse_option("scale=2.5") == ("scale", 2.5)
+    assert cli.parse_option("k=null") == ("k", None) and cli.parse_option("name=abc") == ("name", "abc")
+    assert cli.parse_option("flag=true") == ("flag", True)
     with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
-        cli._option("heads")
+        cli.parse_option("heads")

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens import data, demo, embed, preprocess
+from wordsens.data import demo, embed, models, samples
+from wordsens.data import reviews as imdb
 from wordsens.io import CorruptCache, EmbeddingStore, load_embeddings, save_embeddings
 
 
@@ -27,7 +28,7 @@ def tiny_bert(tmp_path_factory):
 
 
 def test_aclimdb_folder_reader(corpus):
-    reviews = data.load_reviews("aclimdb", path=str(corpus))
+    reviews = imdb.load_reviews("aclimdb", path=str(corpus))
     assert len(reviews) == 60 and list(reviews.columns) == ["review_id", "label", "file_id", "text"]
     # canonical order: negatives first, then positives, each by file id; ids are row numbers
     assert list(reviews["label"]) == [0] * 30 + [1] * 30
@@ -40,38 +41,38 @@ def test_tarball_and_parquet_readers_agree_with_the_folder(corpus, tmp_path):
     tarball = tmp_path / "aclImdb_v1.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(corpus, arcname="aclImdb")
-    folder = data.load_reviews("aclimdb", path=str(corpus))
-    from_tar = data.load_reviews("tarball", path=str(tarball))
+    folder = imdb.load_reviews("aclimdb", path=str(corpus))
+    from_tar = imdb.load_reviews("tarball", path=str(tarball))
     pd.testing.assert_frame_equal(folder, from_tar)
     parquet = tmp_path / "imdb"
     parquet.mkdir()
     folder.drop(columns=["review_id"]).sample(frac=1, random_state=0).to_parquet(parquet / "train.parquet")
-    from_parquet = data.load_reviews("parquet", path=str(parquet))
+    from_parquet = imdb.load_reviews("parquet", path=str(parquet))
     pd.testing.assert_frame_equal(folder, from_parquet)
-    single = data.load_reviews("parquet", path=str(parquet / "train.parquet"))
+    single = imdb.load_reviews("parquet", path=str(parquet / "train.parquet"))
     pd.testing.assert_frame_equal(folder, single)
 
 
 def test_reader_errors(corpus, tmp_path):
     with pytest.raises(ValueError, match=r"unknown data.source"):
-        data.load_reviews("ftp")
+        imdb.load_reviews("ftp")
     with pytest.raises(ValueError, match=r"needs data.path"):
-        data.load_reviews("aclimdb")
+        imdb.load_reviews("aclimdb")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        data.load_reviews("aclimdb", path=str(tmp_path / "nowhere"))
+        imdb.load_reviews("aclimdb", path=str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="test/neg"):
-        data.load_reviews("aclimdb", path=str(corpus), split="test")
+        imdb.load_reviews("aclimdb", path=str(corpus), split="test")
     bad = tmp_path / "bad.tar.gz"
     bad.write_bytes(b"not a tarball")
     with pytest.raises(ValueError, match="not a readable aclImdb tarball"):
-        data.load_reviews("tarball", path=str(bad))
+        imdb.load_reviews("tarball", path=str(bad))
     frame = tmp_path / "x.parquet"
     pd.DataFrame({"review": ["a"], "label": [0]}).to_parquet(frame)
     with pytest.raises(ValueError, match="text"):
-        data.load_reviews("parquet", path=str(frame))
+        imdb.load_reviews("parquet", path=str(frame))
     pd.DataFrame({"text": ["a"], "label": [3]}).to_parquet(frame)
     with pytest.raises(ValueError, match="labels must be 0"):
-        data.load_reviews("parquet", path=str(frame))
+        imdb.load_reviews("parquet", path=str(frame))
 
 
 def _offline(monkeypatch, offline: bool = True) -> None:
@@ -93,28 +94,28 @@ def test_hub_reachable_follows_hugging_face_settings(monkeypatch):
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
-        assert data.hub_reachable(timeout=5)
-        assert data.hub_reachable(timeout=5, for_datasets=True)
+        assert imdb.hub_reachable(timeout=5)
+        assert imdb.hub_reachable(timeout=5, for_datasets=True)
         # offline mode wins over a reachable endpoint; HF_DATASETS_OFFLINE only concerns datasets
         import datasets.config
 
         monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-        assert data.hub_reachable(timeout=5) and not data.hub_reachable(timeout=5, for_datasets=True)
+        assert imdb.hub_reachable(timeout=5) and not imdb.hub_reachable(timeout=5, for_datasets=True)
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-        assert not data.hub_reachable(timeout=5)
+        assert not imdb.hub_reachable(timeout=5)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with socket.socket() as closed:  # a port nobody listens on: refused at once
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
-    assert not data.hub_reachable(timeout=5)
+    assert not imdb.hub_reachable(timeout=5)
 
 
 def test_no_network_fails_fast_with_the_local_keys(monkeypatch):
     _offline(monkeypatch)
     started = time.time()
-    with pytest.raises(data.NoNetwork, match=r"data.source") as err:
-        data.load_reviews("hub")
+    with pytest.raises(imdb.NoNetwork, match=r"data.source") as err:
+        imdb.load_reviews("hub")
     assert "data.path" in str(err.value)
     assert time.time() - started < 60
 
@@ -123,20 +124,20 @@ def test_pool_is_balanced_short_and_seeded(corpus, tiny_bert):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    reviews = data.load_reviews("aclimdb", path=str(corpus))
-    pool = data.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=1)
+    reviews = imdb.load_reviews("aclimdb", path=str(corpus))
+    pool = imdb.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=1)
     assert len(pool) == 20 and pool["label"].sum() == 10
     assert (pool["tokens"] < 100).all()
     counted = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in pool["text"]]
     assert counted == list(pool["tokens"])
-    again = data.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=1)
+    again = imdb.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=1)
     pd.testing.assert_frame_equal(pool, again)
-    other = data.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=2)
+    other = imdb.select_pool(reviews, tokenizer, pool_size=20, max_tokens=100, seed=2)
     assert set(other["review_id"]) != set(pool["review_id"])
     with pytest.raises(ValueError, match=r"lower data.pool_size"):
-        data.select_pool(reviews, tokenizer, pool_size=60, max_tokens=20, seed=1)
+        imdb.select_pool(reviews, tokenizer, pool_size=60, max_tokens=20, seed=1)
     with pytest.raises(ValueError, match="even"):
-        data.select_pool(reviews, tokenizer, pool_size=7, max_tokens=20, seed=1)
+        imdb.select_pool(reviews, tokenizer, pool_size=7, max_tokens=20, seed=1)
 
 
 def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
@@ -145,31 +146,40 @@ def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    reviews = data.load_reviews("aclimdb", path=str(corpus))
+    reviews = imdb.load_reviews("aclimdb", path=str(corpus))
     length = 62
-    pool = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=data.tokens_to_fill(length),
-                            seed=1, section="long_context")
+    pool = imdb.select_pool(
+        reviews,
+        tokenizer,
+        pool_size=10,
+        max_tokens=None,
+        min_tokens=imdb.tokens_to_fill(length),
+        seed=1,
+        section="long_context",
+    )
     assert len(pool) == 10 and pool["label"].sum() == 5
     assert (pool["tokens"] >= 60).all()
     # at max_length = 62 every review fills every position: [CLS], its words, [SEP]; no [PAD]
     encoded = tokenizer(list(pool["text"]), max_length=length, padding="max_length", truncation=True)["input_ids"]
     assert all(tokenizer.pad_token_id not in ids and ids[-1] == tokenizer.sep_token_id for ids in encoded)
     with pytest.raises(ValueError, match="special tokens"):
-        data.tokens_to_fill(2)
+        imdb.tokens_to_fill(2)
     counted = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in pool["text"]]
     assert counted == list(pool["tokens"])
-    short = data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=60, seed=1)
+    short = imdb.select_pool(reviews, tokenizer, pool_size=10, max_tokens=60, seed=1)
     assert not set(short["review_id"]) & set(pool["review_id"])
     with pytest.raises(ValueError, match=r"at least 100000 tokens.*lower long_context.pool_size"):
-        data.select_pool(reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=100_000, seed=1,
-                         section="long_context")
+        imdb.select_pool(
+            reviews, tokenizer, pool_size=10, max_tokens=None, min_tokens=100_000, seed=1, section="long_context"
+        )
 
 
 def test_hidden_states_of_a_local_model(tiny_bert):
     tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
     texts = ["the movie was great", "i love her smile . really very much"]
-    hidden, lengths = embed.hidden_states(tokenizer, model, texts, layer=0, max_length=12, batch_size=1,
-                                          dtype=np.float32, progress=False)
+    hidden, lengths = embed.hidden_states(
+        tokenizer, model, texts, layer=0, max_length=12, batch_size=1, dtype=np.float32, progress=False
+    )
     assert hidden.shape == (2, 12, 32)
     assert list(lengths) == [6, 10]  # [CLS] + words + [SEP]
     with torch.no_grad():
@@ -201,8 +211,9 @@ def test_hidden_states_run_only_the_layers_they_need(tiny_bert):
     try:
         for layer in (0, 1, 2):
             calls.clear()
-            hidden, _ = embed.hidden_states(tokenizer, model, TEXTS, layer=layer, max_length=12, batch_size=2,
-                                            dtype=np.float32, progress=False)
+            hidden, _ = embed.hidden_states(
+                tokenizer, model, TEXTS, layer=layer, max_length=12, batch_size=2, dtype=np.float32, progress=False
+            )
             np.testing.assert_allclose(hidden, full[layer].numpy(), rtol=1e-5, atol=1e-6)
             assert sorted(set(calls)) == list(range(layer))  # later layers never ran
     finally:
@@ -217,8 +228,15 @@ def test_every_truncatable_type_gives_the_full_hidden_states(model_type):
     states (random weights, padded batch); the list in ``embed.TRUNCATABLE`` rests on this test."""
     from transformers import AutoConfig, AutoModel
 
-    config = AutoConfig.for_model(model_type, vocab_size=99, hidden_size=32, num_hidden_layers=3,
-                                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=40)
+    config = AutoConfig.for_model(
+        model_type,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=40,
+    )
     if model_type == "electra":
         config.embedding_size = 16  # ELECTRA projects smaller embeddings up to the hidden size
     torch.manual_seed(0)
@@ -268,24 +286,26 @@ def test_a_missing_packaged_model_names_the_extra(monkeypatch, tmp_path):
     """Without its Python package, extracting a packaged model says how to install it."""
     from dataclasses import replace
 
-    ghost = replace(embed.PACKAGED_MODELS["minilm"], module="wordsens_no_such_model", distribution="no-such-model")
-    monkeypatch.setitem(embed.PACKAGED_MODELS, "ghost", ghost)
+    ghost = replace(models.PACKAGED_MODELS["minilm"], module="wordsens_no_such_model", distribution="no-such-model")
+    monkeypatch.setitem(models.PACKAGED_MODELS, "ghost", ghost)
     with pytest.raises(ImportError, match=r'pip install -e "\.\[pretrained\]"'):
         embed.extract_packaged_model(tmp_path / "ghost", "ghost")
     assert not (tmp_path / "ghost").exists()
     with pytest.raises(ValueError, match="unknown packaged model"):
         embed.extract_packaged_model(tmp_path / "x", "bert-large")
-    spec = embed.PACKAGED_MODELS["minilm"]  # what configs may rely on
+    spec = models.PACKAGED_MODELS["minilm"]  # what configs may rely on
     assert (spec.width, spec.layers, spec.max_positions) == (384, 6, 512)
 
 
 def test_the_packaged_models_are_known_without_torch():
-    """The workflow's planning reads ``embed.PACKAGED_MODELS`` and must stay torch-free."""
+    """The workflow's planning reads ``models.PACKAGED_MODELS`` and must stay torch-free."""
     import subprocess
     import sys
 
-    code = ("import sys, wordsens.embed as e; assert e.PACKAGED_MODELS['minilm'].width == 384; "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys, wordsens.data.models as m; assert m.PACKAGED_MODELS['minilm'].width == 384; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -310,21 +330,21 @@ def test_store_round_trip_and_samples(tmp_path):
     save_embeddings(tmp_path / "store", hidden, index, {"model": "x", "layer": 0})
     store = load_embeddings(tmp_path / "store" / "meta.json")
     assert isinstance(store, EmbeddingStore) and len(store) == 6 and store.width == 5
-    X, info = preprocess.draw_sample(store, 7, 4, seed=3)
+    X, info = samples.draw_sample(store, 7, 4, seed=3)
     assert X.shape == (7, 4)
     torch.testing.assert_close(X.norm(dim=-1), torch.full((7,), 2.0, dtype=torch.float64))
     row = list(index["review_id"]).index(info["review_id"])
-    torch.testing.assert_close(X, preprocess.normalise(hidden[row].astype(np.float64), 7, 4))
-    picked = {preprocess.draw_sample(store, 9, 4, seed=s, min_tokens=True)[1]["review_id"] for s in range(30)}
+    torch.testing.assert_close(X, samples.normalise(hidden[row].astype(np.float64), 7, 4))
+    picked = {samples.draw_sample(store, 9, 4, seed=s, min_tokens=True)[1]["review_id"] for s in range(30)}
     assert picked == {11, 13}
     index.loc[:, "length"] = [3, 4, 4, 5, 8, 5]
     short = EmbeddingStore(hidden=hidden, index=index, meta={}, path=tmp_path)
     with pytest.raises(ValueError, match="at least n = 9"):
-        preprocess.draw_sample(short, 9, 4, seed=0, min_tokens=True)
+        samples.draw_sample(short, 9, 4, seed=0, min_tokens=True)
     with pytest.raises(ValueError, match="max_length"):
-        preprocess.draw_sample(store, 11, 4, seed=0)
+        samples.draw_sample(store, 11, 4, seed=0)
     with pytest.raises(ValueError, match="model width"):
-        preprocess.draw_sample(store, 5, 6, seed=0)
+        samples.draw_sample(store, 5, 6, seed=0)
     (tmp_path / "store" / "index.parquet").unlink()
     with pytest.raises(CorruptCache, match=r"index.parquet"):
         load_embeddings(tmp_path / "store")
@@ -333,8 +353,8 @@ def test_store_round_trip_and_samples(tmp_path):
 
 
 def test_synthetic_draw_sample():
-    X, info = preprocess.draw_sample("synthetic", 5, 3, seed=0)
+    X, info = samples.draw_sample("synthetic", 5, 3, seed=0)
     assert X.shape == (5, 3) and info["review_id"] == -1
     assert math.isclose(float(X[0].norm()), math.sqrt(3))
     with pytest.raises(ValueError, match="unknown data source"):
-        preprocess.draw_sample("imdb", 5, 3, seed=0)
+        samples.draw_sample("imdb", 5, 3, seed=0)

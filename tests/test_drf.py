@@ -10,11 +10,11 @@ import sys
 import pytest
 import torch
 
-from wordsens import maps, ws
-from wordsens.drf import DRFProblem, drf_problem, drf_tail
-from wordsens.preprocess import synthetic_sample
-from wordsens.resources import drf_layout
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
+from wordsens.pipeline.costs import drf_layout
 from wordsens.search import Problem
+from wordsens.search.drf import DRFProblem, drf_problem, drf_tail
 
 N_, D_, L_ = 6, 4, 4  # D = 24: tiny layers, three of them in the tail
 
@@ -58,25 +58,33 @@ def test_streamed_problem_equals_the_dense_map():
     weights = maps.drf_weights(5, N_, D_, L_, dtype=torch.float64)
     tail = drf_tail(5, N_, D_, L_, dtype=torch.float64, device=torch.device("cpu"), budget=0)
     tail.layers = tail.layers  # every layer streamed, drawn from seed 5 like `weights`
-    problem = drf_problem(X, 1, 5, sampler="dense", weights=None, tail=tail, dtype=torch.float64,
-                          device=torch.device("cpu"),
-                          u_all=weights[0] @ X.reshape(-1))
+    problem = drf_problem(
+        X,
+        1,
+        5,
+        sampler="dense",
+        weights=None,
+        tail=tail,
+        dtype=torch.float64,
+        device=torch.device("cpu"),
+        u_all=weights[0] @ X.reshape(-1),
+    )
     delta = torch.randn((1, D_), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     Xp = X.clone()
     Xp[1] += delta[0]
     expected = torch.linalg.vector_norm(maps.drf(Xp, weights) - maps.drf(X, weights))
     # the problem's first layer is the block of layer 1 at position 1: drawn from the same seed
-    torch.testing.assert_close(problem.layer.B, weights[0][:, D_:2 * D_])
+    torch.testing.assert_close(problem.layer.B, weights[0][:, D_ : 2 * D_])
     assert float(problem.exact(delta)[0]) == pytest.approx(float(expected), rel=1e-10)
 
 
 def test_estimates_with_and_without_streaming_agree():
     X = synthetic_sample(N_, D_, seed=4)
-    full = ws.estimate("drf", X, seed=3, L=L_, device="cpu")
+    full = search.estimate("drf", X, seed=3, L=L_, device="cpu")
     layer_bytes = (N_ * D_) ** 2 * 4
     stream_buffer = N_ * D_ * D_ * (4 + 8)  # one streamed block and its float64 copy
     budget = drf_layout(N_, D_, L_, restarts=5).bytes - 2 * layer_bytes + stream_buffer  # one tail layer resident
-    small = ws.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
+    small = search.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
     assert full.streamed_layers == 0 and small.streamed_layers == 2
     # the same problem up to float32 summation order: the searches end at the same maximum
     assert small.lower == pytest.approx(full.lower, rel=1e-4)
@@ -85,15 +93,15 @@ def test_estimates_with_and_without_streaming_agree():
 
 _PEAK_SCRIPT = """
 import json, sys, torch
-from wordsens import ws
-from wordsens.preprocess import synthetic_sample
-from wordsens.resources import peak_rss_bytes
+from wordsens import search
+from wordsens.data.samples import synthetic_sample
+from wordsens.pipeline.devices import peak_rss_bytes
 torch.set_num_threads(1)
 budget_gb = float(sys.argv[1])
 X = synthetic_sample(40, 64, seed=0)
-ws.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, L=2, device="cpu")  # warm up torch's kernels
+search.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, L=2, device="cpu")  # warm up torch's kernels
 before = peak_rss_bytes()
-res = ws.estimate("drf", X, seed=0, L=6, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
+res = search.estimate("drf", X, seed=0, L=6, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
 print(json.dumps({"before": before, "after": peak_rss_bytes(), "streamed": res.streamed_layers}))
 """
 
@@ -102,9 +110,11 @@ def test_the_memory_budget_is_respected():
     """n = 40, d = 64, L = 6: five tail layers of 26 MB (131 MB resident). With a 60 MB budget the
     estimate streams the layers that do not fit, and its peak resident memory grows by at most the
     budget (plus 15 MB of allocator slack); without a budget it grows by the whole tail."""
+
     def run(budget_gb: float) -> dict:
-        out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(budget_gb)], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK_SCRIPT, str(budget_gb)], capture_output=True, text=True, check=True
+        )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     budget = 60 * 1024**2
@@ -122,7 +132,7 @@ def test_weights_drawn_on_the_cpu_whatever_the_option_on_a_cpu():
     with pytest.raises(ValueError, match="draw_on"):
         maps.block_generator(0, "cpu", "gpu")
     with pytest.raises(ValueError, match="draw_on"):
-        ws.estimate("rf", synthetic_sample(3, 4, seed=0), seed=0, draw_on="gpu")
+        search.estimate("rf", synthetic_sample(3, 4, seed=0), seed=0, draw_on="gpu")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the device machine)")
@@ -132,9 +142,10 @@ def test_cuda_draws_are_seeded_and_recorded():
     a = maps.drf_block(3, 2, 1, 5, 4, device="cuda")
     torch.testing.assert_close(a, maps.drf_block(3, 2, 1, 5, 4, device="cuda"))
     assert not torch.equal(a.cpu(), maps.drf_block(3, 2, 1, 5, 4))
-    torch.testing.assert_close(maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(),
-                               maps.drf_block(3, 2, 1, 5, 4))
-    res = ws.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
+    torch.testing.assert_close(
+        maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(), maps.drf_block(3, 2, 1, 5, 4)
+    )
+    res = search.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
     assert res.weights_drawn_on == "cuda"
 
 
@@ -151,6 +162,8 @@ def test_cpu_and_cuda_estimates_are_equal_in_law():
     trials = 120
     values = {}
     for device in ("cpu", "cuda"):
-        values[device] = [ws.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
-                          for t in range(trials)]
+        values[device] = [
+            search.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
+            for t in range(trials)
+        ]
     assert stats.ks_2samp(values["cpu"], values["cuda"]).pvalue > 0.01

@@ -1,5 +1,5 @@
 """wordsens.experiments: the rows of one WS job, with map options, per-position profiles and samples
-shared across maps (the studies of issue 10), on a small in-memory embedding store."""
+shared across maps (the studies beyond the paper), on a small in-memory embedding store."""
 
 from __future__ import annotations
 
@@ -9,21 +9,33 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens import ws
+from wordsens import search
+from wordsens.data.samples import draw_sample, review_samples
 from wordsens.experiments import token_kinds, ws_rows
 from wordsens.io import EmbeddingStore
-from wordsens.preprocess import draw_sample, review_samples
 from wordsens.seeds import derive_seed
 
-SETTINGS = {"position": 0, "method": "default", "device": "cpu", "min_tokens": False, "max_memory_gb": None,
-            "draw_on": "device", "search": {"max_steps": 60}}
+SETTINGS = {
+    "position": 0,
+    "method": "default",
+    "device": "cpu",
+    "min_tokens": False,
+    "max_memory_gb": None,
+    "draw_on": "device",
+    "search": {"max_steps": 60},
+}
 
 
 def _store(tmp_path, lengths=(5, 9, 12)) -> EmbeddingStore:
     rng = np.random.default_rng(0)
     hidden = rng.standard_normal((len(lengths), 10, 12)).astype(np.float32)
-    index = pd.DataFrame({"review_id": [100 + i for i in range(len(lengths))],
-                          "label": [i % 2 for i in range(len(lengths))], "length": list(lengths)})
+    index = pd.DataFrame(
+        {
+            "review_id": [100 + i for i in range(len(lengths))],
+            "label": [i % 2 for i in range(len(lengths))],
+            "length": list(lengths),
+        }
+    )
     return EmbeddingStore(hidden=hidden, index=index, meta={}, path=tmp_path)
 
 
@@ -37,8 +49,9 @@ def test_token_kinds_follow_the_stores_length():
 def test_profile_rows_hold_every_position_and_its_token(tmp_path):
     store = _store(tmp_path)
     settings = {**SETTINGS, "position": "all", "profile": True, "shared_samples": True}
-    frame = ws_rows(map_name="raf", d=8, n=10, L=None, trials=[0, 1], seed=0, source=store, data_label="imdb:x",
-                    settings=settings)
+    frame = ws_rows(
+        map_name="raf", d=8, n=10, L=None, trials=[0, 1], seed=0, source=store, data_label="imdb:x", settings=settings
+    )
     assert len(frame) == 2 * 10 and list(frame["position"]) == list(range(10)) * 2
     for _, rows in frame.groupby("trial"):
         length = int(rows["review_tokens"].iloc[0])
@@ -49,34 +62,76 @@ def test_profile_rows_hold_every_position_and_its_token(tmp_path):
     first = frame[frame["trial"] == 0]
     row = store.index.index[store.index["review_id"] == first["review_id"].iloc[0]][0]
     X = review_samples(store, int(row), 10, 8)
-    one = ws.estimate("raf", X, seed=int(first["seed"].iloc[0]), position=3, device="cpu", max_steps=60)
+    one = search.estimate("raf", X, seed=int(first["seed"].iloc[0]), position=3, device="cpu", max_steps=60)
     assert one.lower == pytest.approx(float(first["lower"].iloc[3]), rel=1e-9)
 
 
 def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
     store = _store(tmp_path, lengths=tuple(range(3, 11)) * 2)
     shared = {**SETTINGS, "shared_samples": True}
-    runs = {m: ws_rows(map_name=m, d=8, n=6, L=None, trials=[0, 1, 2], seed=1, source=store, data_label="imdb:x",
-                       settings=s) for m, s in (("raf", shared), ("relu_raf", shared))}
-    expected = [draw_sample(store, 6, 8, derive_seed(1, "ws", "shared", 8, 6, t, "sample"))[1]["review_id"]
-                for t in range(3)]
+    runs = {
+        m: ws_rows(
+            map_name=m, d=8, n=6, L=None, trials=[0, 1, 2], seed=1, source=store, data_label="imdb:x", settings=s
+        )
+        for m, s in (("raf", shared), ("relu_raf", shared))
+    }
+    expected = [
+        draw_sample(store, 6, 8, derive_seed(1, "ws", "shared", 8, 6, t, "sample"))[1]["review_id"] for t in range(3)
+    ]
     assert list(runs["raf"]["review_id"]) == list(runs["relu_raf"]["review_id"]) == expected
     # without the setting, the sample seed includes the map (the paper's grids: unchanged)
-    own = ws_rows(map_name="relu_raf", d=8, n=6, L=None, trials=[0, 1, 2], seed=1, source=store,
-                  data_label="imdb:x", settings=SETTINGS)
+    own = ws_rows(
+        map_name="relu_raf",
+        d=8,
+        n=6,
+        L=None,
+        trials=[0, 1, 2],
+        seed=1,
+        source=store,
+        data_label="imdb:x",
+        settings=SETTINGS,
+    )
     assert list(own["review_id"]) == [
         draw_sample(store, 6, 8, derive_seed(1, "ws", "relu_raf", 8, 6, None, t, "sample"))[1]["review_id"]
-        for t in range(3)]
+        for t in range(3)
+    ]
 
 
 def test_map_options_reach_the_estimate_and_the_rows():
     settings = {**SETTINGS, "options": {"heads": 4}}
-    frame = ws_rows(map_name="mh_raf", d=16, n=6, L=None, trials=[0], seed=0, source="synthetic",
-                    data_label="synthetic", settings=settings)
+    frame = ws_rows(
+        map_name="mh_raf",
+        d=16,
+        n=6,
+        L=None,
+        trials=[0],
+        seed=0,
+        source="synthetic",
+        data_label="synthetic",
+        settings=settings,
+    )
     assert json.loads(frame["options"].iloc[0]) == {"heads": 4}
     with pytest.raises(ValueError, match="heads"):
-        ws_rows(map_name="mh_raf", d=16, n=6, L=None, trials=[0], seed=0, source="synthetic",
-                data_label="synthetic", settings={**SETTINGS, "options": {"heads": 5}})
-    paper = ws_rows(map_name="raf", d=8, n=6, L=None, trials=[0], seed=0, source="synthetic", data_label="synthetic",
-                    settings=SETTINGS)
+        ws_rows(
+            map_name="mh_raf",
+            d=16,
+            n=6,
+            L=None,
+            trials=[0],
+            seed=0,
+            source="synthetic",
+            data_label="synthetic",
+            settings={**SETTINGS, "options": {"heads": 5}},
+        )
+    paper = ws_rows(
+        map_name="raf",
+        d=8,
+        n=6,
+        L=None,
+        trials=[0],
+        seed=0,
+        source="synthetic",
+        data_label="synthetic",
+        settings=SETTINGS,
+    )
     assert paper["options"].iloc[0] == "{}" and "token" not in paper

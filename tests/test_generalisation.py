@@ -29,8 +29,14 @@ def _explicit(map_name, Xt, yt, X, y, W, delta, position=0):
     Xp = X.clone()
     Xp[position] += delta
     phi_p = f(Xp, W).reshape(-1)
-    return {"t0": phi @ theta, "t1_f": phi @ theta_f, "t1_r": phi @ theta_r, "D0": phi_p @ theta,
-            "D1_f": phi_p @ theta_f, "D1_r": phi_p @ theta_r}
+    return {
+        "t0": phi @ theta,
+        "t1_f": phi @ theta_f,
+        "t1_r": phi @ theta_r,
+        "D0": phi_p @ theta,
+        "D1_f": phi_p @ theta_f,
+        "D1_r": phi_p @ theta_r,
+    }
 
 
 @pytest.mark.parametrize("map_name", ["rf", "raf", "relu_raf"])
@@ -53,8 +59,9 @@ def test_closed_forms_match_pinv(map_name):
         assert float(D1) == pytest.approx(float(ref[f"D1_{key}"]), abs=1e-7)
         assert float(err) == pytest.approx(float((ref[f"D1_{key}"] + y) ** 2), abs=1e-7)
     # the search's working functionals equal the exact ones
-    torch.testing.assert_close(setup.functionals(delta[None].to(setup.functionals.dtype)).double(), f,
-                               rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        setup.functionals(delta[None].to(setup.functionals.dtype)).double(), f, rtol=1e-4, atol=1e-4
+    )
 
 
 def test_search_results_match_their_definitions():
@@ -128,8 +135,12 @@ def test_science_on_synthetic_data():
     8 simulations; were the true rate only 1/2, that would happen with probability 9/256 = 3.5%. The
     penalised loss lowers the median gamma_min compared with the direct loss (RAF, d = 192).
     """
-    searches = [("fine_tune", "surrogate", 0.0), ("retrain", "surrogate", 0.0), ("fine_tune", "direct", 0.0),
-                ("retrain", "direct", 0.0)]
+    searches = [
+        ("fine_tune", "surrogate", 0.0),
+        ("retrain", "surrogate", 0.0),
+        ("fine_tune", "direct", 0.0),
+        ("retrain", "direct", 0.0),
+    ]
     rf_a = []
     for s in range(10):
         Xt, yt, X, y = G.synthetic_task(100, 40, 192, seed=derive_seed("science", s))
@@ -142,8 +153,9 @@ def test_science_on_synthetic_data():
         ft, rt = G.simulate("raf", Xt, yt, X, y, seed=s, searches=searches[:2])
         raf_separated += ft.alignment <= 0.5 and rt.alignment <= 0.5
         Xt, yt, X, y = G.synthetic_task(100, 40, 192, seed=derive_seed("science", s))
-        direct, pen = G.simulate("raf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "direct", 0.0),
-                                                                         ("fine_tune", "penalised", 1.0)])
+        direct, pen = G.simulate(
+            "raf", Xt, yt, X, y, seed=s, searches=[("fine_tune", "direct", 0.0), ("fine_tune", "penalised", 1.0)]
+        )
         gamma_direct.append(direct.gamma_min)
         gamma_pen.append(pen.gamma_min)
     assert raf_separated >= 7, raf_separated
@@ -168,8 +180,9 @@ def test_bad_input(change, message):
     args.update(change)
     position = args.pop("position", 0)
     with pytest.raises(ValueError, match=message):
-        G.prepare(args.pop("map_name"), args["X_train"], args["y_train"], args["X"], args["y"], seed=0,
-                  position=position)
+        G.prepare(
+            args.pop("map_name"), args["X_train"], args["y_train"], args["X"], args["y"], seed=0, position=position
+        )
 
 
 def test_rank_deficient_training_sets_get_the_pseudo_inverse():
@@ -234,14 +247,59 @@ def test_cli_gen_prints_one_json_line():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d",
-                          "8", "--training", "retrain", "--loss", "penalised", "--penalty", "0.5", "--seed", "3"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "gen",
+            "--map",
+            "raf",
+            "--n",
+            "6",
+            "--N",
+            "10",
+            "--d",
+            "8",
+            "--training",
+            "retrain",
+            "--loss",
+            "penalised",
+            "--penalty",
+            "0.5",
+            "--seed",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     row = json.loads(out.stdout)
     for key in ("t0", "t1", "D0", "D1", "err", "gamma_min", "steps", "seconds", "peak_memory_mb", "N", "penalty"):
         assert key in row
     assert row["err"] == pytest.approx((row["D1"] + row["y"]) ** 2)
-    bad = subprocess.run([sys.executable, "-m", "wordsens.cli", "gen", "--map", "raf", "--n", "6", "--N", "10", "--d",
-                          "8", "--training", "retrain", "--loss", "direct", "--penalty", "0.5"], capture_output=True,
-                         text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "gen",
+            "--map",
+            "raf",
+            "--n",
+            "6",
+            "--N",
+            "10",
+            "--d",
+            "8",
+            "--training",
+            "retrain",
+            "--loss",
+            "direct",
+            "--penalty",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "penalised" in bad.stderr

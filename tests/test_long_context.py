@@ -1,4 +1,4 @@
-"""Word sensitivity at long contexts (issue 10): RF decays like the law, RAF keeps its WS.
+"""Word sensitivity at long contexts (a study beyond the paper): RF decays like the law, RAF keeps its WS.
 
 RF: the least-squares slope of log WS on log n over n in {128, 512, 2048} (d = 32, 3 trials per n,
 the fit of figures/fig_long_context: ``plots.loglog_slope``). Its 95% t-interval must hold the slope
@@ -8,7 +8,7 @@ n = 128, so requiring -1/2 itself inside a narrow interval would reject the pape
 here: slope -0.528, interval [-0.535, -0.522] (4 trials per n); the trials sit within 3% of the law,
 so 9 points give an interval a few hundredths wide.
 
-RAF: one trial at n = 4096, d = 768 (the issue's long-context target size) stays >= 1 (measured
+RAF: one trial at n = 4096, d = 768 (the long-context study's target size) stays >= 1 (measured
 2.59), while its RF counterpart at that n would be ~0.016.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wordsens import ws
+from wordsens import search
+from wordsens.data.samples import synthetic_sample
 from wordsens.plots import loglog_slope
-from wordsens.preprocess import synthetic_sample
 from wordsens.theory import rf_law
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,7 @@ def test_rf_slope_at_long_n_follows_the_law():
     ns, values = [], []
     for n in (128, 512, 2048):
         for trial in range(3):
-            result = ws.estimate("rf", synthetic_sample(n, 32, seed=100 + trial), seed=trial, device="cpu")
+            result = search.estimate("rf", synthetic_sample(n, 32, seed=100 + trial), seed=trial, device="cpu")
             ns.append(n)
             values.append(result.lower)
     slope, low, high = loglog_slope(ns, values)
@@ -42,6 +42,6 @@ def test_rf_slope_at_long_n_follows_the_law():
 
 
 def test_raf_keeps_its_word_sensitivity_at_n_4096():
-    result = ws.estimate("raf", synthetic_sample(4096, 768, seed=7), seed=7, device="cpu")
+    result = search.estimate("raf", synthetic_sample(4096, 768, seed=7), seed=7, device="cpu")
     assert result.lower >= 1.0, result.lower
     assert result.lower > 50 * float(rf_law(4096.0))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from wordsens import maps
-from wordsens.preprocess import normalise, synthetic_sample
+from wordsens.data.samples import normalise, synthetic_sample
 
 
 def _np_relu(a):
@@ -54,8 +54,9 @@ def test_rf_matches_formula(sample):
 
 def test_drf_matches_formula(sample):
     Vs = maps.drf_weights(3, 5, 4, L=3, dtype=torch.float64)
-    np.testing.assert_allclose(maps.drf(sample, Vs).numpy(), _np_drf(sample.numpy(), [V.numpy() for V in Vs]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        maps.drf(sample, Vs).numpy(), _np_drf(sample.numpy(), [V.numpy() for V in Vs]), rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name,kind", [("raf", "softmax"), ("relu_raf", "relu")])
@@ -104,7 +105,7 @@ def test_weight_laws_and_blocks():
     V = maps.rf_weights(9, n, d)
     assert V.shape == (n * d, n * d) and V.dtype == torch.float32
     for j in range(n):
-        torch.testing.assert_close(V[:, j * d:(j + 1) * d], maps.rf_block(9, j, n, d), rtol=0, atol=0)
+        torch.testing.assert_close(V[:, j * d : (j + 1) * d], maps.rf_block(9, j, n, d), rtol=0, atol=0)
     # variances: 1/D for RF, 2/D for DRF, 1/d for attention (900 or more entries: 5 standard errors)
     big = maps.rf_weights(1, 30, 30, k=1000)
     assert abs(big.var().item() * 900 - 1) < 5 * math.sqrt(2 / big.numel())
@@ -152,8 +153,9 @@ def test_normalise():
     E = torch.randn(2, 10, 7, dtype=torch.float64)
     X = normalise(E, 4, 3)
     assert X.shape == (2, 4, 3)
-    torch.testing.assert_close(torch.linalg.vector_norm(X, dim=-1),
-                               torch.full((2, 4), math.sqrt(3), dtype=torch.float64))
+    torch.testing.assert_close(
+        torch.linalg.vector_norm(X, dim=-1), torch.full((2, 4), math.sqrt(3), dtype=torch.float64)
+    )
     # rows keep their direction
     torch.testing.assert_close(X[0, 1] / X[0, 1].norm(), E[0, 1, :3] / E[0, 1, :3].norm())
     with pytest.raises(ValueError, match="only 10"):

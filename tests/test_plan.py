@@ -1,4 +1,4 @@
-"""wordsens.plan without running Snakemake: the one loader (schema defaults, checks), the job grid
+"""wordsens.pipeline without running Snakemake: the one loader (schema defaults, checks), the job grid
 (lookup by wildcards, params, resources, devices) and the messages naming what is left out."""
 
 from __future__ import annotations
@@ -12,34 +12,36 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wordsens import NUMERICS_VERSIONS, configuration, plan, resources
+from wordsens import NUMERICS_VERSIONS, pipeline
+from wordsens.data import models
 from wordsens.experiments import config_hash
+from wordsens.pipeline import costs
 from wordsens.seeds import canonical, canonical_json, derive_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
-GB = resources.GB
-SMALL = plan.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
+GB = costs.GB
+SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
 NO_STUDIES = {"variants": None, "long_context": None, "positions": None}  # the paper's grids only
 
 
 def _demo(changes: dict | None = None) -> dict:
-    config = plan.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
-    return plan.validate(plan.merge(config, changes or {}))
+    config = pipeline.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
+    return pipeline.validate(pipeline.merge(config, changes or {}))
 
 
 def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
-    config = plan.load_config(BASE)
+    config = pipeline.load_config(BASE)
     assert config["limits"] == {"memory_gb": "auto", "gpu_memory_gb": "auto", "unfit": "skip"}
     # a file that sets almost nothing gets every default of the schema
     minimal = tmp_path / "config.yaml"
     minimal.write_text(yaml.safe_dump({"ws": {"maps": {"raf": {"d": [16], "n": [8]}}}}))
-    schema = yaml.safe_load(plan.SCHEMA.read_text())
-    loaded = plan.load_config(minimal, schema=plan.SCHEMA)
+    schema = yaml.safe_load(pipeline.SCHEMA.read_text())
+    loaded = pipeline.load_config(minimal, schema=pipeline.SCHEMA)
     assert loaded["ws"]["trials"] == schema["properties"]["ws"]["properties"]["trials"]["default"]
     assert loaded["limits"]["unfit"] == "skip" and loaded["data"]["source"] == "hub"
     assert loaded["gen"]["fig4"] is None and loaded["ws"]["search"]["max_steps"] == 1000
-    demo = plan.load_config(BASE, DEMO)
+    demo = pipeline.load_config(BASE, DEMO)
     assert demo["gen"]["fig4"]["losses"] == ["surrogate", "direct"] and demo["results"] == "results/demo"
 
 
@@ -61,7 +63,7 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
     ],
 )
 def test_schema_refuses_with_the_key(changes, key):
-    with pytest.raises(plan.ConfigError) as info:
+    with pytest.raises(pipeline.ConfigError) as info:
         _demo(changes)
     assert key in str(info.value)
     assert len(info.value.problems) == 1
@@ -72,8 +74,14 @@ def test_schema_refuses_with_the_key(changes, key):
     [
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, ["ws.maps.raf.n", "model.max_length"]),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, ["ws.maps.raf.d", "model width 64"]),
-        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
-          "gen": {"fig4": None, "fig5": None}, **NO_STUDIES}, ["ws.maps is empty"]),
+        (
+            {
+                "ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+                "gen": {"fig4": None, "fig5": None},
+                **NO_STUDIES,
+            },
+            ["ws.maps is empty"],
+        ),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, ["data.pool_size >= 51"]),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, ["gen.fig4.maps.raf", "model.max_length"]),
         ({"gen": {"d": 128}}, ["gen.d", "model width"]),
@@ -83,13 +91,15 @@ def test_schema_refuses_with_the_key(changes, key):
         ({"ws": {"position": 9}}, ["ws.position 9", "smallest n = 4", "ws.maps.raf"]),
         ({"model": {"max_length": 600}}, ["model.max_length = 600 > the 512 positions of demo-tiny-bert"]),
         ({"long_context": {"max_length": 1024}}, ["long_context.max_length = 1024 > the 512 positions"]),
-        ({"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
-         ["model.max_length = 513 > the 512 positions of minilm"]),
+        (
+            {"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
+            ["model.max_length = 513 > the 512 positions of minilm"],
+        ),
     ],
 )
 def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the LM check asks the Hub
-    with pytest.raises(plan.ConfigError) as info:
+    with pytest.raises(pipeline.ConfigError) as info:
         _demo(changes)
     text = str(info.value)
     assert all(word in text for word in words), text
@@ -102,35 +112,43 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     folder = tmp_path / "my-encoder"
     folder.mkdir()
     (folder / "config.json").write_text('{"hidden_size": 32, "max_position_embeddings": 40}')
-    assert (configuration.model_width(str(folder)), configuration.model_positions(str(folder))) == (32, 40)
-    changes = {"model": {"name": str(folder), "max_length": 48}, "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
-               "long_context": {"data": ["synthetic", "imdb"], "max_length": 64}}
-    with pytest.raises(plan.ConfigError) as info:
+    assert (models.model_width(str(folder)), models.model_positions(str(folder))) == (32, 40)
+    changes = {
+        "model": {"name": str(folder), "max_length": 48},
+        "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
+        "long_context": {"data": ["synthetic", "imdb"], "max_length": 64},
+    }
+    with pytest.raises(pipeline.ConfigError) as info:
         _demo(changes)
     fix = "(the encoder cannot embed longer inputs) or choose a model.name with more positions"
     assert info.value.problems == [
         f"model.max_length = 48 > the 40 positions of {folder}: lower model.max_length {fix}",
         f"long_context.max_length = 64 > the 40 positions of {folder}: lower long_context.max_length {fix}",
     ]
-    with pytest.raises(plan.ConfigError) as info:
-        _demo(plan.merge(changes, {"long_context": {"data": ["synthetic"]}}))
+    with pytest.raises(pipeline.ConfigError) as info:
+        _demo(pipeline.merge(changes, {"long_context": {"data": ["synthetic"]}}))
     assert [p for p in info.value.problems if "positions" in p] == [info.value.problems[0]]
     # nothing embedded (every grid on synthetic rows): neither length matters
-    synthetic = {"ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}, "positions": None,
-                 "long_context": {"data": ["synthetic"]}, "probes": {"enabled": False}}
-    assert plan.problems(_demo(plan.merge(changes, synthetic))) == []
-    assert configuration.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
+    synthetic = {
+        "ws": {"data": "synthetic"},
+        "gen": {"data": ["synthetic"]},
+        "positions": None,
+        "long_context": {"data": ["synthetic"]},
+        "probes": {"enabled": False},
+    }
+    assert pipeline.problems(_demo(pipeline.merge(changes, synthetic))) == []
+    assert models.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
 
 def test_good_configurations_have_no_problems():
-    assert plan.problems(_demo()) == []
-    assert plan.problems(_demo({"ws": {"position": "all"}})) == []
-    assert plan.problems(_demo({"data": {"source": "parquet", "path": "/some/where.parquet"}})) == []
+    assert pipeline.problems(_demo()) == []
+    assert pipeline.problems(_demo({"ws": {"position": "all"}})) == []
+    assert pipeline.problems(_demo({"data": {"source": "parquet", "path": "/some/where.parquet"}})) == []
 
 
 def test_grid_looks_jobs_up_by_their_wildcards():
     config = _demo()
-    grid = plan.Grid(config, limits=SMALL)
+    grid = pipeline.Grid(config, limits=SMALL)
     points = sum(len(g["d"]) * len(g["n"]) * len(g.get("L", [1])) for g in config["ws"]["maps"].values())
     paper = [j for j in grid.jobs if j.kind == "ws" and j.study == "ws"]
     assert len(paper) == points  # trials_per_job = trials: one chunk each
@@ -148,15 +166,15 @@ def test_grid_looks_jobs_up_by_their_wildcards():
 
 
 def test_params_are_the_configuration_slice_without_threads():
-    grid = plan.Grid(_demo(), limits=SMALL)
-    more_threads = plan.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
+    grid = pipeline.Grid(_demo(), limits=SMALL)
+    more_threads = pipeline.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
     assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
     ws = grid.job({"study": "ws", "map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
     assert ws.params["numerics_version"] == NUMERICS_VERSIONS["ws"] and "threads" not in str(ws.params)
     assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
     assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
     # a search setting changes exactly the WS params
-    steps = plan.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
+    steps = pipeline.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
     changed = {job.kind for job, new in zip(grid.jobs, steps.jobs, strict=True) if job.params != new.params}
     assert changed == {"ws"}
 
@@ -164,35 +182,38 @@ def test_params_are_the_configuration_slice_without_threads():
 def test_each_experiment_has_its_numerics_version():
     """A bump of one experiment's numerics version changes the params of its jobs only (so
     Snakemake re-runs those), and every job carries its own experiment's version."""
-    grid = plan.Grid(_demo(), limits=SMALL)
+    grid = pipeline.Grid(_demo(), limits=SMALL)
     assert {job.kind: job.params["numerics_version"] for job in grid.jobs} == NUMERICS_VERSIONS
     for bumped in ("ws", "gen"):
         versions = {**NUMERICS_VERSIONS, bumped: "bumped"}
-        other = plan.Grid(_demo(), limits=SMALL, numerics_versions=versions)
+        other = pipeline.Grid(_demo(), limits=SMALL, numerics_versions=versions)
         changed = {job.kind for job, new in zip(grid.jobs, other.jobs, strict=True) if job.params != new.params}
         assert changed == {bumped}
 
 
 def test_runtime_follows_the_sampler_and_the_positions():
     """position 'all' searches every position: n times the runtime (RAF, same sampler), and for RF
-    the blockwise sampler that resources.choose_sampler picks for it."""
-    one = plan.Grid(_demo(), limits=SMALL)
-    every = plan.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
-    for wildcards in ({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
-                      {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"}):
+    the blockwise sampler that costs.choose_sampler picks for it."""
+    one = pipeline.Grid(_demo(), limits=SMALL)
+    every = pipeline.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
+    for wildcards in (
+        {"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
+        {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"},
+    ):
         a, b = one.job(wildcards), every.job(wildcards)
-        sampler = resources.choose_sampler(a.map, position="all")
-        expected = resources.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
+        sampler = costs.choose_sampler(a.map, position="all")
+        expected = costs.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
         assert b.seconds == pytest.approx(expected)
         assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
         assert b.runtime >= a.runtime
     assert every.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
-        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds)
+        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds
+    )
 
 
 def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
     config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
-    grid = plan.Grid(config, limits=SMALL)
+    grid = pipeline.Grid(config, limits=SMALL)
     assert [job.point for job in grid.unfit] == ["drf d768_n80_L8"]
     assert "drf" not in grid.ws_maps() and "fig2_rf_drf" in grid.ws_figures()  # the figure marks the point
     (point,) = grid.left_out(map="drf")
@@ -203,39 +224,39 @@ def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
         assert "profiles/slurm" in text and "gpu_memory_gb" in text
     assert "left out" in skip and "limits.unfit: fail" in skip
     assert "nothing runs" in fail and "limits.unfit: skip runs the rest" in fail
-    assert plan.Grid(_demo(), limits=SMALL).left_out_message() == ""
+    assert pipeline.Grid(_demo(), limits=SMALL).left_out_message() == ""
 
 
 def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     config = _demo({"ws": {"data": "synthetic", "device": "auto", "maps": {"drf": {"d": [768], "n": [80], "L": [4]}}}})
-    cpu_only = plan.Grid(config, limits=SMALL)
-    with_gpu = plan.Grid(config, limits=plan.Limits(cpu=16 * GB, gpu=80 * GB))
+    cpu_only = pipeline.Grid(config, limits=SMALL)
+    with_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
     drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
-    assert drf.device_bytes == resources.ws_memory("drf", 80, 768, L=4).bytes <= 80 * GB
-    assert drf.mem_mb * resources.MB < drf.device_bytes  # the host does not hold the weights
+    assert drf.device_bytes == costs.ws_memory("drf", 80, 768, L=4).bytes <= 80 * GB
+    assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
     assert {job.device for job in with_gpu.jobs if job.map != "drf"} == {"cpu"}
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
-    small_gpu = plan.Grid(config, limits=plan.Limits(cpu=16 * GB, gpu=24 * GB))
+    small_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=24 * GB))
     assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
     # ws.device: cpu keeps DRF on CPU even with a GPU; cuda without a known GPU is not refused here
-    assert plan.Grid(plan.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
-    explicit = plan.Grid(plan.merge(config, {"ws": {"device": "cuda"}}), limits=SMALL)
+    assert pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
+    explicit = pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cuda"}}), limits=SMALL)
     assert not explicit.unfit and {job.device for job in explicit.jobs if job.kind == "ws"} == {"cuda"}
 
 
 def test_limits_of_a_configuration(monkeypatch):
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "2048")
-    limits = plan.Limits.of(_demo({"limits": {"gpu_memory_gb": 40}}))
-    assert limits.cpu <= 2048 * resources.MB and limits.gpu == 40 * GB
-    assert plan.Limits.of(_demo({"limits": {"memory_gb": 3}})).cpu == 3 * GB
+    limits = pipeline.Limits.of(_demo({"limits": {"gpu_memory_gb": 40}}))
+    assert limits.cpu <= 2048 * costs.MB and limits.gpu == 40 * GB
+    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 3}})).cpu == 3 * GB
 
 
 def test_describe_lists_jobs_devices_and_what_is_left_out():
     config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
-    text = plan.describe(config, limits=SMALL)
+    text = pipeline.describe(config, limits=SMALL)
     assert "ws drf (cpu)" in text and "hours" in text and "drf d768_n80_L8" in text
-    assert "every job fits" in plan.describe(_demo(), limits=SMALL)
+    assert "every job fits" in pipeline.describe(_demo(), limits=SMALL)
 
 
 def test_one_canonical_form_for_hashes_and_params():
@@ -251,80 +272,98 @@ def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
     (tmp_path / "Snakefile").write_text(
         'rule all:\n    input: "ok.txt", "bad_1.txt"\n'
         'rule bad:\n    output: "bad_{x}.txt"\n    log: "logs/bad/{x}.log"\n    shell: "echo no > {log}; exit 1"\n'
-        'rule ok:\n    output: "ok.txt"\n    shell: "touch {output}"\n')
-    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going"], cwd=tmp_path,
-                   capture_output=True, text=True, check=False)
+        'rule ok:\n    output: "ok.txt"\n    shell: "touch {output}"\n'
+    )
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     (log,) = (tmp_path / ".snakemake" / "log").glob("*.log")
-    assert plan.failed_jobs(log.read_text()) == [{"rule": "bad", "output": "bad_1.txt", "log": "logs/bad/1.log"}]
+    assert pipeline.failed_jobs(log.read_text()) == [{"rule": "bad", "output": "bad_1.txt", "log": "logs/bad/1.log"}]
     assert (tmp_path / "ok.txt").exists()
 
 
 def test_limits_travel_to_the_jobs_as_text():
-    for limits in (plan.Limits(cpu=3 * GB, gpu=None), plan.Limits(cpu=5, gpu=80 * GB)):
-        assert plan.Limits.from_text(limits.to_text()) == limits
+    for limits in (pipeline.Limits(cpu=3 * GB, gpu=None), pipeline.Limits(cpu=5, gpu=80 * GB)):
+        assert pipeline.Limits.from_text(limits.to_text()) == limits
 
 
 def test_planning_does_not_load_torch():
     """The Snakefile plans in every cluster job's Snakemake process too: without torch there (about
     180 MB), that process stays within the memory each job requests for it."""
-    code = ("import sys, wordsens.plan, wordsens.seeds, wordsens.io; "
-            "config = wordsens.plan.load_config('config.yaml', 'config/demo.yaml'); "
-            "wordsens.plan.Grid(config, limits=wordsens.plan.Limits(cpu=2**34, gpu=None)); "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys, wordsens.pipeline, wordsens.seeds, wordsens.io; "
+        "config = wordsens.pipeline.load_config('config.yaml', 'config/demo.yaml'); "
+        "wordsens.pipeline.Grid(config, limits=wordsens.pipeline.Limits(cpu=2**34, gpu=None)); "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
 def test_a_memory_setting_lets_drf_stream_within_it():
-    """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.resources
+    """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.pipeline.costs
     drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
     drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
     wildcards = {"study": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
-    big = plan.Limits(cpu=64 * GB, gpu=None)
-    resident = plan.Grid(_demo(drf), limits=big)
+    big = pipeline.Limits(cpu=64 * GB, gpu=None)
+    resident = pipeline.Grid(_demo(drf), limits=big)
     assert resident.unfit  # every layer resident: about 99 GB
-    streamed = plan.Grid(_demo(plan.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
+    streamed = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
     job = streamed.job(wildcards)
-    layout = resources.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
+    layout = costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
     assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
     assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
-    assert job.seconds > plan.Grid(_demo(drf), limits=plan.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
-    tiny = plan.Grid(_demo(plan.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
+    assert job.seconds > pipeline.Grid(_demo(drf), limits=pipeline.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
+    tiny = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
     assert [j.point for j in tiny.unfit] == ["drf d768_n80_L8"]
     assert "0.5 GB allowed by ws.max_memory_gb" in tiny.left_out_message()
 
 
 def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
-    monkeypatch.setenv(plan.PLANNED_LIMITS, "")  # restored (removed) after the test
-    monkeypatch.delenv(plan.PLANNED_LIMITS)
+    monkeypatch.setenv(pipeline.PLANNED_LIMITS, "")  # restored (removed) after the test
+    monkeypatch.delenv(pipeline.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
-    planned = plan.planned_limits(config, planner=True)
-    assert planned == plan.Limits(cpu=3 * GB, gpu=40 * GB)
+    planned = pipeline.planned_limits(config, planner=True)
+    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB)
     # a job's process on another node, with other settings visible, takes the planner's limits
-    assert plan.planned_limits(_demo(), planner=False) == planned
-    assert plan.planned_limits(_demo(), planner=True) != planned  # the planner measures again
+    assert pipeline.planned_limits(_demo(), planner=False) == planned
+    assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again
 
 
-# ----------------------------------------------------------------------------- studies beyond the paper (issue 10)
+# ----------------------------------------------------------------------------- studies beyond the paper
 
 
 def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_alone():
-    from wordsens import registry
+    from wordsens.maps import registry
 
     config = _demo()
-    grid = plan.Grid(config, limits=SMALL)
-    assert grid.studies() == list(plan.STUDIES)
+    grid = pipeline.Grid(config, limits=SMALL)
+    assert grid.studies() == list(pipeline.STUDIES)
     by_study: dict[str, list] = {}
     for job in grid.jobs:
-        if isinstance(job, plan.WSJob):
+        if isinstance(job, pipeline.WSJob):
             by_study.setdefault(job.study, []).append(job)
     variants, long_context = config["variants"], config["long_context"]
     assert {job.map for job in by_study["variants"]} == set(registry.names())  # maps: all
     assert len(by_study["variants"]) == len(registry.names()) * len(variants["n"])
-    assert sorted((j.map, j.n) for j in by_study["long_synthetic"]) == [("raf", 8), ("raf", 32), ("raf", 128),
-                                                                       ("rf", 8), ("rf", 32)]
+    assert sorted((j.map, j.n) for j in by_study["long_synthetic"]) == [
+        ("raf", 8),
+        ("raf", 32),
+        ("raf", 128),
+        ("rf", 8),
+        ("rf", 32),
+    ]
     # IMDb stops at long_context.max_length = 64 (and runs there); RF is capped at max_n = 32 before that
-    assert sorted((j.map, j.n) for j in by_study["long_imdb"]) == [("raf", 8), ("raf", 32), ("raf", 64),
-                                                                  ("rf", 8), ("rf", 32)]
+    assert sorted((j.map, j.n) for j in by_study["long_imdb"]) == [
+        ("raf", 8),
+        ("raf", 32),
+        ("raf", 64),
+        ("rf", 8),
+        ("rf", 32),
+    ]
     assert {j.store for j in by_study["long_imdb"]} == {"long"} and {j.store for j in by_study["ws"]} == {"main"}
     assert all(j.params["data_label"].endswith(f":len{long_context['max_length']}") for j in by_study["long_imdb"])
     mh = grid.job({"study": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
@@ -334,24 +373,26 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     (raf,) = [j for j in by_study["positions"] if j.map == "raf"]
     assert raf.params["settings"]["position"] == "all" and raf.params["settings"]["profile"] is True
     assert raf.params["settings"]["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
-    assert raf.seconds == pytest.approx(resources.ws_seconds("raf", 32, 16, positions=32) * 2)
+    assert raf.seconds == pytest.approx(costs.ws_seconds("raf", 32, 16, positions=32) * 2)
     # the paper's jobs are the same with or without the studies (same params: nothing re-runs)
     paper = [j for j in grid.jobs if j.kind == "gen" or j.study == "ws"]
-    alone = plan.Grid(_demo(NO_STUDIES), limits=SMALL)
+    alone = pipeline.Grid(_demo(NO_STUDIES), limits=SMALL)
     assert [(j.wildcards, j.params) for j in paper] == [(j.wildcards, j.params) for j in alone.jobs]
     assert alone.studies() == [] and grid.ws_maps() == alone.ws_maps()
 
 
 def test_study_settings_follow_the_registry_and_left_out_points_name_their_study():
     config = _demo({"variants": {"d": 768, "n": [10, 1000], "maps": ["drf", "raf"], "max_n": {"drf": 1000}}})
-    grid = plan.Grid(config, limits=SMALL)
+    grid = pipeline.Grid(config, limits=SMALL)
     (big,) = [j for j in grid.unfit if j.map == "drf"]
     assert big.point == "variants drf d768_n1000_L2" and big.n == 1000
     assert grid.left_out(study="variants") and not grid.left_out(study="ws")
     assert "variants drf d768_n1000_L2 (1 job): needs" in grid.left_out_message()
-    estimate = resources.ws_memory("mh_raf", 50, 768, options={"heads": 4})
-    job = plan.Grid(_demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
-                    limits=SMALL).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
+    estimate = costs.ws_memory("mh_raf", 50, 768, options={"heads": 4})
+    job = pipeline.Grid(
+        _demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
+        limits=SMALL,
+    ).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
     assert job.arrays == estimate.bytes
 
 
@@ -374,7 +415,7 @@ def test_study_settings_follow_the_registry_and_left_out_points_name_their_study
 )
 def test_maps_options_and_plugins_are_checked_against_the_registry(changes, words, monkeypatch):
     monkeypatch.setenv("WORDSENS_PLUGINS", "")
-    with pytest.raises(plan.ConfigError) as info:
+    with pytest.raises(pipeline.ConfigError) as info:
         _demo(changes)
     text = str(info.value)
     assert all(word in text for word in words), text
@@ -387,27 +428,35 @@ def test_a_plugin_in_the_config_is_exported_and_its_map_planned():
     toy = ROOT / "tests" / "plugins" / "toy_map.py"
     code = f"""
 import os, yaml
-from wordsens import plan, registry, resources
-config = plan.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
-config = plan.merge(config, {{"plugins": ["tests/plugins/toy_map.py"], "variants": None, "long_context": None,
+from wordsens import pipeline
+from wordsens.maps import registry
+from wordsens.pipeline import costs
+config = pipeline.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
+config = pipeline.merge(config, {{"plugins": ["tests/plugins/toy_map.py"], "variants": None, "long_context": None,
     "positions": None, "ws": {{"maps": {{"toy": {{"d": [8], "n": [4, 6], "options": {{"scale": 2.0}}}}}}}}}})
-plan.validate(config)
+pipeline.validate(config)
 assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r}, os.environ["WORDSENS_PLUGINS"]
 assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_map.py"]
-grid = plan.Grid(config, limits=plan.Limits(cpu=2**34, gpu=None))
+grid = pipeline.Grid(config, limits=pipeline.Limits(cpu=2**34, gpu=None))
 job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6", "chunk": "0"}})
 assert job.params["settings"]["options"] == {{"scale": 2.0}}
-assert job.arrays == resources.ws_memory("toy", 6, 8, options={{"scale": 2.0}}).bytes
+assert job.arrays == costs.ws_memory("toy", 6, 8, options={{"scale": 2.0}}).bytes
 assert "toy" in grid.ws_maps()
 """
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})
 
 
 def test_default_variants_and_long_context_stay_within_one_cpu_hour():
-    """issue 10: the default long_context + variants grids cost at most 1 CPU-hour per `wordsens plan`
+    """The default long_context + variants grids cost at most 1 CPU-hour per `wordsens plan`
     (in a fresh interpreter: no plugin registered by another test)."""
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "plan"], cwd=ROOT, capture_output=True, text=True,
-                         check=True, env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"})
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "plan"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"},
+    )
     hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment: ")[1].splitlines()[0]))
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
     assert 0.5 < beyond <= 1.0, out.stdout
@@ -416,8 +465,8 @@ def test_default_variants_and_long_context_stay_within_one_cpu_hour():
 
 def test_long_context_imdb_points_stop_at_the_stored_length():
     section = {"n": [64, 256, 1024, 4096], "max_n": {"rf": 1024, "tiny": 32}, "max_length": 512}
-    assert plan.long_context_ns(section, "raf", "synthetic") == [64, 256, 1024, 4096]
-    assert plan.long_context_ns(section, "raf", "imdb") == [64, 256, 512]
-    assert plan.long_context_ns(section, "rf", "synthetic") == [64, 256, 1024]
-    assert plan.long_context_ns(section, "rf", "imdb") == [64, 256, 512]
-    assert plan.long_context_ns(section, "tiny", "imdb") == []
+    assert pipeline.long_context_ns(section, "raf", "synthetic") == [64, 256, 1024, 4096]
+    assert pipeline.long_context_ns(section, "raf", "imdb") == [64, 256, 512]
+    assert pipeline.long_context_ns(section, "rf", "synthetic") == [64, 256, 1024]
+    assert pipeline.long_context_ns(section, "rf", "imdb") == [64, 256, 512]
+    assert pipeline.long_context_ns(section, "tiny", "imdb") == []

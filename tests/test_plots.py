@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import seaborn as sns
 from matplotlib.colors import to_rgba
 
 from wordsens import plots
+from wordsens.plots import studies
+from wordsens.theory import rf_law
 
 
 def _gen_table(interpolates: list[bool] | None = None) -> pd.DataFrame:
@@ -21,10 +24,22 @@ def _gen_table(interpolates: list[bool] | None = None) -> pd.DataFrame:
                 for training in ("fine_tune", "retrain"):
                     for loss in ("surrogate", "direct"):
                         a = 1.0 if map_name == "rf" else float(rng.uniform(-0.2, 0.6))
-                        rows.append({"figure": "fig4", "map": map_name, "n": 8, "N": N, "d": 16, "simulation": sim,
-                                     "training": training, "loss": loss, "penalty": 0.0,
-                                     "gamma_min": float(rng.uniform(0, 1.5)), "err": float(rng.uniform(0, 4)),
-                                     "alignment": a})
+                        rows.append(
+                            {
+                                "figure": "fig4",
+                                "map": map_name,
+                                "n": 8,
+                                "N": N,
+                                "d": 16,
+                                "simulation": sim,
+                                "training": training,
+                                "loss": loss,
+                                "penalty": 0.0,
+                                "gamma_min": float(rng.uniform(0, 1.5)),
+                                "err": float(rng.uniform(0, 4)),
+                                "alignment": a,
+                            }
+                        )
     table = pd.DataFrame(rows)
     if interpolates is not None:
         table["interpolates"] = interpolates * (len(table) // len(interpolates))
@@ -50,11 +65,14 @@ def test_gen_figure_draws_every_row_in_its_panel(tmp_path, y):
     assert all(path.stat().st_size > 5000 for path in paths)
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
-        f"{m}, n = 8, {t}" for m in ("RF", "RAF") for t in ("fine-tuned", "re-trained"))
+        f"{m}, n = 8, {t}" for m in ("RF", "RAF") for t in ("fine-tuned", "re-trained")
+    )
     for ax in axes:
         panel, _, training = ax.get_title().rpartition(", ")
-        rows = table[(table["map"] == ("rf" if panel.startswith("RF") else "raf"))
-                     & (table["training"] == {"fine-tuned": "fine_tune", "re-trained": "retrain"}[training])]
+        rows = table[
+            (table["map"] == ("rf" if panel.startswith("RF") else "raf"))
+            & (table["training"] == {"fine-tuned": "fine_tune", "re-trained": "retrain"}[training])
+        ]
         drawn = np.concatenate([c.get_offsets() for c in ax.collections])
         assert len(drawn) == len(rows)
         np.testing.assert_allclose(np.sort(drawn[:, 1]), np.sort(rows[y].to_numpy()))
@@ -76,7 +94,7 @@ def test_rows_that_do_not_interpolate_are_hollow_and_counted(tmp_path, y):
     assert _hollow_points(fig) == missing
     assert f"hollow: {missing} of {len(table)} rows" in fig._suptitle.get_text()
     # the hollow marker sits on its own point, edged in the colour of its N
-    palette = dict(zip([6, 12], plots.sns.color_palette("colorblind", 2), strict=True))
+    palette = dict(zip([6, 12], sns.color_palette("colorblind", 2), strict=True))
     for ax in fig.axes:
         for coll in ax.collections:
             if coll.get_label() == "_not_interpolating":
@@ -92,17 +110,26 @@ def test_gen_figure_refuses_a_table_without_the_column(tmp_path):
         plots.gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="d0_shift")
 
 
-# ----------------------------------------------------------------------------- beyond the paper (issue 10)
-def _ws_rows(maps_ns: dict, *, trials: int = 4, data: str = "synthetic", d: int = 16, slope: float = -0.5,
-             seed: int = 0) -> pd.DataFrame:
+# ----------------------------------------------------------------------------- beyond the paper
+def _ws_rows(
+    maps_ns: dict, *, trials: int = 4, data: str = "synthetic", d: int = 16, slope: float = -0.5, seed: int = 0
+) -> pd.DataFrame:
     """Trials with log WS = log c + slope log n + noise."""
     rng = np.random.default_rng(seed)
     rows = []
     for map_name, ns in maps_ns.items():
         for n in ns:
             for trial in range(trials):
-                rows.append({"map": map_name, "data": data, "d": d, "n": n, "trial": trial,
-                             "lower": 2.0 * n**slope * float(np.exp(rng.normal(0, 0.05)))})
+                rows.append(
+                    {
+                        "map": map_name,
+                        "data": data,
+                        "d": d,
+                        "n": n,
+                        "trial": trial,
+                        "lower": 2.0 * n**slope * float(np.exp(rng.normal(0, 0.05))),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -117,7 +144,7 @@ def test_loglog_slope_against_scipy():
     assert (lo, hi) == pytest.approx((fit.slope - half, fit.slope + half), rel=1e-7)
     assert lo < -0.5 < hi
     for df in (1, 2, 5, 30, 300):
-        assert plots._t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
+        assert studies.t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
     assert np.isnan(plots.loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
     assert np.isnan(plots.loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
@@ -140,25 +167,32 @@ def test_variants_figure_draws_one_curve_per_map_in_registry_order(tmp_path):
 
 
 def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path):
-    synthetic = pd.concat([_ws_rows({"raf": [64, 256, 1024, 4096]}, slope=0.0, trials=10),
-                           _ws_rows({"rf": [64, 256, 1024]}, slope=-0.5, trials=10)])
+    synthetic = pd.concat(
+        [
+            _ws_rows({"raf": [64, 256, 1024, 4096]}, slope=0.0, trials=10),
+            _ws_rows({"rf": [64, 256, 1024]}, slope=-0.5, trials=10),
+        ]
+    )
     imdb = _ws_rows({"raf": [64, 256, 512]}, slope=-0.1, trials=10, data="imdb")
     labels = {"rf": "RF", "raf": "RAF"}
-    fig = plots.long_context_figure({"synthetic": synthetic, "imdb": imdb}, [tmp_path / "l.png"], labels=labels,
-                                    imdb_limit=512)
+    fig = plots.long_context_figure(
+        {"synthetic": synthetic, "imdb": imdb}, [tmp_path / "l.png"], labels=labels, imdb_limit=512
+    )
     (ax,) = fig.axes
     assert ax.get_xscale() == ax.get_yscale() == "log"
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    for label, data, frame in (("RF", "synthetic", synthetic[synthetic["map"] == "rf"]),
-                               ("RAF", "synthetic", synthetic[synthetic["map"] == "raf"]),
-                               ("RAF", "imdb", imdb)):
+    for label, data, frame in (
+        ("RF", "synthetic", synthetic[synthetic["map"] == "rf"]),
+        ("RAF", "synthetic", synthetic[synthetic["map"] == "raf"]),
+        ("RAF", "imdb", imdb),
+    ):
         slope, lo, hi = plots.loglog_slope(frame["n"], frame["lower"])
         assert f"{label}, {data}: slope {slope:.2f} [{lo:.2f}, {hi:.2f}]" in texts
     assert not any(t.startswith("RF, imdb") for t in texts)
     assert any("RF law" in t for t in texts)
     # the RF law over RF's range, and the encoder's limit
     law = next(line for line in ax.get_lines() if line.get_label().startswith("RF law"))
-    np.testing.assert_allclose(law.get_ydata(), plots.rf_law(law.get_xdata()))
+    np.testing.assert_allclose(law.get_ydata(), rf_law(law.get_xdata()))
     assert law.get_xdata().min() == 64 and law.get_xdata().max() == pytest.approx(1024)
     limit = [line for line in ax.get_lines() if line.get_linestyle() == "-."]
     assert len(limit) == 1 and np.allclose(limit[0].get_xdata(), 512)
@@ -175,13 +209,23 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         for trial, (review, length) in enumerate([(7, 5), (9, 12)]):
             kinds = token_kinds(10, length)
             for i in range(10):
-                rows.append({"map": map_name, "trial": trial, "review_id": review, "review_tokens": length,
-                             "position": i, "lower": scale * (1 + 0.1 * i), "token": kinds[i]})
+                rows.append(
+                    {
+                        "map": map_name,
+                        "trial": trial,
+                        "review_id": review,
+                        "review_tokens": length,
+                        "position": i,
+                        "lower": scale * (1 + 0.1 * i),
+                        "token": kinds[i],
+                    }
+                )
     table = pd.DataFrame(rows)
     fig = plots.positions_figure(table, [tmp_path / "p.png"], labels={"raf": "RAF", "rf": "RF"})
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
-        f"{m}, review {r} ({t} tokens)" for m in ("RAF", "RF") for r, t in ((7, 5), (9, 12)))
+        f"{m}, review {r} ({t} tokens)" for m in ("RAF", "RF") for r, t in ((7, 5), (9, 12))
+    )
     for ax in axes:
         label, _, rest = ax.get_title().partition(", review ")
         review = int(rest.split()[0])
@@ -193,6 +237,10 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["[CLS]", "word", "[SEP]", "[PAD]"]
     # a map left out (limits.unfit: skip) is named on the figure
-    fig = plots.positions_figure(table[table["map"] == "raf"], [tmp_path / "q.png"], labels={"raf": "RAF", "rf": "RF"},
-                                 left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}])
+    fig = plots.positions_figure(
+        table[table["map"] == "raf"],
+        [tmp_path / "q.png"],
+        labels={"raf": "RAF", "rf": "RF"},
+        left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}],
+    )
     assert any("not run: map=rf d=64 n=128 (needs 31.5 GB)" in t.get_text() for t in fig.texts)

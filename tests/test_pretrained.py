@@ -18,12 +18,17 @@ import numpy as np
 import pytest
 import torch
 
-from wordsens import data, demo, embed, preprocess, probes, ws
+from wordsens import search
+from wordsens.data import demo, embed, models, samples
+from wordsens.data import reviews as imdb
+from wordsens.experiments import probes
 from wordsens.seeds import derive_seed
 
-SPEC = embed.PACKAGED_MODELS["minilm"]
-pytestmark = pytest.mark.skipif(importlib.util.find_spec(SPEC.module) is None,
-                                reason=f"{SPEC.distribution} is not installed (pip install -e \".[pretrained]\")")
+SPEC = models.PACKAGED_MODELS["minilm"]
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec(SPEC.module) is None,
+    reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")',
+)
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb" / "train.parquet"
@@ -71,18 +76,23 @@ def minilm(minilm_dir):
 def reviews(tmp_path_factory) -> tuple[str, list[str]]:
     """Real IMDb reviews when ../shared/data has them, else the generated demo corpus."""
     if IMDB.exists():
-        return "imdb", list(data.load_reviews("parquet", path=str(IMDB))["text"])
+        return "imdb", list(imdb.load_reviews("parquet", path=str(IMDB))["text"])
     corpus = demo.make_corpus(tmp_path_factory.mktemp("corpus"), per_label=30, seed=0)
-    return "demo", list(data.load_reviews("aclimdb", path=str(corpus))["text"])
+    return "demo", list(imdb.load_reviews("aclimdb", path=str(corpus))["text"])
 
 
 def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(minilm_dir)
-    assert (config.model_type, config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
-            config.max_position_embeddings, config.vocab_size) == \
-        ("bert", SPEC.width, SPEC.layers, SPEC.heads, SPEC.max_positions, SPEC.vocab_size)
+    assert (
+        config.model_type,
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.max_position_embeddings,
+        config.vocab_size,
+    ) == ("bert", SPEC.width, SPEC.layers, SPEC.heads, SPEC.max_positions, SPEC.vocab_size)
     dest = tmp_path / "models" / "minilm"
     assert embed.extract_packaged_model(dest) == dest
     weights = dest / "model.safetensors"
@@ -124,8 +134,9 @@ def test_truncated_hidden_states_equal_the_full_forward_pass(minilm):
     with torch.no_grad():
         full = model(**batch, output_hidden_states=True).hidden_states
     for layer in (0, 1, 2, SPEC.layers):
-        hidden, _ = embed.hidden_states(tokenizer, model, texts, layer=layer, max_length=96, dtype=np.float32,
-                                        progress=False)
+        hidden, _ = embed.hidden_states(
+            tokenizer, model, texts, layer=layer, max_length=96, dtype=np.float32, progress=False
+        )
         np.testing.assert_allclose(hidden, full[layer].numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -149,8 +160,8 @@ def test_attracting_delta_moves_attention_and_every_later_layer(minilm, reviews)
     tokenizer, model = minilm
     cases = [(TEXT, position) for position in range(8, 105, 16)]
     if reviews[0] == "imdb":  # the text the workflow's Figure 3 uses by default (pool seed 0, >= 200 tokens)
-        frame = data.load_reviews("parquet", path=str(IMDB))
-        pool = data.select_pool(frame, tokenizer, pool_size=200, max_tokens=240, seed=0)  # a prefix of the 2000 pool
+        frame = imdb.load_reviews("parquet", path=str(IMDB))
+        pool = imdb.select_pool(frame, tokenizer, pool_size=200, max_tokens=240, seed=0)  # a prefix of the 2000 pool
         cases.append((probes.pick_long_text(pool, 200)[0], 41))
     ratios = []
     for text, position in cases:
@@ -169,8 +180,9 @@ def test_attracting_delta_moves_attention_and_every_later_layer(minilm, reviews)
 
 def _layer0(minilm, texts: list[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
     tokenizer, model = minilm
-    return embed.hidden_states(tokenizer, model, texts, layer=0, max_length=max_length, dtype=np.float32,
-                               progress=False)
+    return embed.hidden_states(
+        tokenizer, model, texts, layer=0, max_length=max_length, dtype=np.float32, progress=False
+    )
 
 
 def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
@@ -180,9 +192,10 @@ def test_layer0_rows_have_unequal_norms_until_normalised(minilm, reviews):
         norms = np.linalg.norm(H[:length], axis=1)
         assert norms.max() / norms.min() > 1.2  # measured 1.70-1.77: real rows are not on a sphere
         for d in (SPEC.width, SPEC.width // 2):
-            X = preprocess.normalise(H, int(length), d)
-            torch.testing.assert_close(torch.linalg.vector_norm(X, dim=-1),
-                                       torch.full((int(length),), math.sqrt(d), dtype=torch.float64))
+            X = samples.normalise(H, int(length), d)
+            torch.testing.assert_close(
+                torch.linalg.vector_norm(X, dim=-1), torch.full((int(length),), math.sqrt(d), dtype=torch.float64)
+            )
 
 
 N_GRID = (20, 100)
@@ -209,8 +222,8 @@ def test_word_sensitivity_on_real_layer0_embeddings(minilm, reviews):
     for n in N_GRID:
         rf, raf = [], []
         for trial, H in enumerate(hidden):
-            X = preprocess.normalise(H, n, SPEC.width)
-            rf.append(ws.estimate("rf", X, seed=derive_seed("pretrained-rf", n, trial), position=0).lower)
-            raf.append(ws.estimate("raf", X, seed=derive_seed("pretrained-raf", n, trial), position=0).lower)
+            X = samples.normalise(H, n, SPEC.width)
+            rf.append(search.estimate("rf", X, seed=derive_seed("pretrained-rf", n, trial), position=0).lower)
+            raf.append(search.estimate("raf", X, seed=derive_seed("pretrained-raf", n, trial), position=0).lower)
         assert float(np.mean(rf)) == pytest.approx((1 + math.sqrt(2 / n)) / math.sqrt(n), rel=0.15), (n, rf)
         assert min(raf) >= 1.0, (n, raf)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -24,26 +25,33 @@ import pytest
 import yaml
 from workflow_utils import ROOT, copy_workflow, env, planned_jobs, snakemake, write_config
 
-from wordsens import embed
+from wordsens.data import models
 
-SPEC = embed.PACKAGED_MODELS["minilm"]
+SPEC = models.PACKAGED_MODELS["minilm"]
 INSTALLED = importlib.util.find_spec(SPEC.module) is not None
-needs_package = pytest.mark.skipif(not INSTALLED, reason=f"{SPEC.distribution} is not installed "
-                                                          "(pip install -e \".[pretrained]\")")
+needs_package = pytest.mark.skipif(
+    not INSTALLED, reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")'
+)
 DEMO = "config/demo.yaml"
 PRETRAINED = "config/pretrained.yaml"
 INSTALL_HINT = 'pip install -e ".[pretrained]"'
 
 # The demo with the packaged encoder at tiny sizes: one WS point, no generalisation or studies, the probes.
 TINY = {
-    "results": "results/minilm", "resources": "resources/minilm",
+    "results": "results/minilm",
+    "resources": "resources/minilm",
     "data": {"pool_size": 12},
     "model": {"name": "minilm"},
-    "ws": {"trials": 1, "trials_per_job": 1,
-           "maps": {"rf": {"d": [16], "n": [8]}, "drf": None, "raf": None, "relu_raf": None}},
+    "ws": {
+        "trials": 1,
+        "trials_per_job": 1,
+        "maps": {"rf": {"d": [16], "n": [8]}, "drf": None, "raf": None, "relu_raf": None},
+    },
     "gen": {"fig4": None, "fig5": None},
     "probes": {"fig3": {"gaussian_draws": 2, "steps": 5}, "lm": {"enabled": False}},
-    "variants": None, "long_context": None, "positions": None,  # the demo's studies are tested there
+    "variants": None,
+    "long_context": None,
+    "positions": None,  # the demo's studies are tested there
 }
 # Nothing here loads model.name: synthetic rows only, no probes.
 UNUSED = {
@@ -71,13 +79,25 @@ def _hide_package(tmp_path: Path) -> dict[str, str]:
         "sys.meta_path.insert(0, _Hide())\n"
     )
     out = env()
-    out["PYTHONPATH"] = str(shim)
+    out["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), out.get("PYTHONPATH")) if p)  # the shim first
     return out
 
 
 def _dry_run(workdir: Path, *configfiles: str, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
-           "-n", "--quiet", "rules", "--configfile", *configfiles]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(workdir),
+        "--snakefile",
+        str(workdir / "Snakefile"),
+        "-n",
+        "--quiet",
+        "rules",
+        "--configfile",
+        *configfiles,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=environ or env(), timeout=1200, cwd=workdir)
 
 
@@ -87,8 +107,12 @@ def test_packaged_names_plan_one_extraction(tmp_path):
     """model.name and probes.model 'minilm' both go through the packaged_model rule, once."""
     workdir = copy_workflow(tmp_path / "wf")
     as_model = write_config(workdir, "as_model.yaml", DEMO, TINY)
-    as_probe = write_config(workdir, "as_probe.yaml", DEMO, {**TINY, "model": {"name": "demo-tiny-bert"},
-                                                            "probes": {**TINY["probes"], "model": "minilm"}})
+    as_probe = write_config(
+        workdir,
+        "as_probe.yaml",
+        DEMO,
+        {**TINY, "model": {"name": "demo-tiny-bert"}, "probes": {**TINY["probes"], "model": "minilm"}},
+    )
     jobs = planned_jobs(workdir, as_model)
     assert jobs["packaged_model"] == 1 and jobs["pool"] == 1 and jobs["embed"] == 1
     assert "demo_model" not in jobs  # the demo's tiny BERT is not built
@@ -96,20 +120,24 @@ def test_packaged_names_plan_one_extraction(tmp_path):
     assert jobs["packaged_model"] == 1 and jobs["demo_model"] == 1  # probes on minilm, embeddings on the demo
     out = snakemake(workdir, "-n", "--configfile", as_probe, "-p")
     text = out.stdout + out.stderr
-    probe_block = text[text.index("rule fig1_attention"):]
+    probe_block = text[text.index("rule fig1_attention") :]
     assert "resources/minilm/models/minilm/config.json" in probe_block.split("output:")[0]
 
 
 def _expected_jobs(config: dict) -> dict[str, int]:
     """Job counts of a configuration from its grids (every point of every map, in chunks)."""
     ws = config["ws"]
-    ws_jobs = sum(math.prod(len(grid[k]) for k in ("d", "n", "L") if k in grid) for grid in ws["maps"].values()
-                  if grid) * math.ceil(ws["trials"] / ws["trials_per_job"])
+    ws_jobs = sum(
+        math.prod(len(grid[k]) for k in ("d", "n", "L") if k in grid) for grid in ws["maps"].values() if grid
+    ) * math.ceil(ws["trials"] / ws["trials_per_job"])
     positions = config.get("positions")
     ws_jobs += len(positions["maps"]) if positions else 0  # one job per map profiles every position of its reviews
     gen = config["gen"]
-    gen_jobs = sum(sum(len(ns) for ns in gen[f]["maps"].values()) * len(gen[f]["N"]) for f in ("fig4", "fig5")
-                   if gen[f]) * len(gen["data"]) * math.ceil(gen["simulations"] / gen["simulations_per_job"])
+    gen_jobs = (
+        sum(sum(len(ns) for ns in gen[f]["maps"].values()) * len(gen[f]["N"]) for f in ("fig4", "fig5") if gen[f])
+        * len(gen["data"])
+        * math.ceil(gen["simulations"] / gen["simulations_per_job"])
+    )
     return {"ws": ws_jobs, "gen": gen_jobs}
 
 
@@ -117,7 +145,7 @@ def _expected_jobs(config: dict) -> dict[str, int]:
 def test_pretrained_config_plans(tmp_path):
     """config/pretrained.yaml plans with or without the IMDb copy at its data.path, and with the
     path given on the command line; `wordsens plan` counts the same jobs."""
-    from wordsens.plan import load_config
+    from wordsens.pipeline import load_config
 
     config = load_config(ROOT / "config.yaml", ROOT / PRETRAINED)
     assert config["model"]["name"] == "minilm" and config["results"] == "results/pretrained"
@@ -136,8 +164,15 @@ def test_pretrained_config_plans(tmp_path):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs
 
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "plan", "--configfile", PRETRAINED], cwd=ROOT,
-                         capture_output=True, text=True, env=env(), timeout=600, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "plan", "--configfile", PRETRAINED],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=600,
+        check=True,
+    ).stdout
     total = re.search(r"^\s+total\s+(\d+) jobs\s+([\d.]+) hours", out, re.M)
     assert total and int(total.group(1)) == expected["ws"] + expected["gen"], out
     assert float(total.group(2)) > 0
@@ -148,12 +183,17 @@ def test_pretrained_config_plans(tmp_path):
 def test_missing_package_stops_planning_with_the_install_command(tmp_path):
     workdir = copy_workflow(tmp_path / "wf")
     hidden = _hide_package(tmp_path)
-    probe = subprocess.run([sys.executable, "-c", f"import importlib.util as u; print(u.find_spec({SPEC.module!r}))"],
-                           capture_output=True, text=True, env=hidden)
+    probe = subprocess.run(
+        [sys.executable, "-c", f"import importlib.util as u; print(u.find_spec({SPEC.module!r}))"],
+        capture_output=True,
+        text=True,
+        env=hidden,
+    )
     assert probe.returncode != 0 or probe.stdout.strip() == "None"  # the shim hides it
-    for name, changes in (("model", TINY),
-                          ("probes", {**TINY, "model": {"name": "demo-tiny-bert"},
-                                      "probes": {**TINY["probes"], "model": "minilm"}})):
+    for name, changes in (
+        ("model", TINY),
+        ("probes", {**TINY, "model": {"name": "demo-tiny-bert"}, "probes": {**TINY["probes"], "model": "minilm"}}),
+    ):
         config = write_config(workdir, f"{name}.yaml", DEMO, changes)
         out = _dry_run(workdir, config, environ=hidden)
         text = out.stdout + out.stderr
@@ -206,8 +246,9 @@ def test_packaged_model_rule_feeds_pool_embeddings_and_probes(minilm_run):
     hidden = np.load(store / "hidden.npy", mmap_mode="r")
     max_length = config["model"]["max_length"]
     assert hidden.shape == (len(pool), max_length, SPEC.width)
-    batch = tokenizer(list(pool["text"][:3]), padding="max_length", truncation=True, max_length=max_length,
-                      return_tensors="pt")
+    batch = tokenizer(
+        list(pool["text"][:3]), padding="max_length", truncation=True, max_length=max_length, return_tensors="pt"
+    )
     with torch.no_grad():
         direct = model(**batch, output_hidden_states=True).hidden_states[0].numpy()
     np.testing.assert_allclose(hidden[:3], direct, rtol=1e-5, atol=1e-5)

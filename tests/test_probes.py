@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens import demo, embed, probes
+from wordsens.data import demo, embed
+from wordsens.experiments import probes
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 
@@ -33,8 +34,9 @@ def test_attracting_delta_captures_the_attention(bert):
     assert table["norm"].iloc[0] == pytest.approx(float(h0.norm()), rel=1e-5)
     assert np.isfinite(table["change"]).all() and (table["change"] >= 0).all()
     # layer 0 is the encoder's input: the change there is ||Delta|| / ||H_0||, the same for every Delta
-    assert table[table["layer"] == 0]["change"].nunique() == 1 or np.allclose(table[table["layer"] == 0]["change"],
-                                                                              attract[attract["layer"] == 0]["change"])
+    assert table[table["layer"] == 0]["change"].nunique() == 1 or np.allclose(
+        table[table["layer"] == 0]["change"], attract[attract["layer"] == 0]["change"]
+    )
 
 
 def test_relative_changes_vanish_at_zero(bert):
@@ -53,8 +55,9 @@ def test_attention_maps(bert):
     np.testing.assert_allclose(dropped.matrix, full.matrix[1:-1, 1:-1])
     one = probes.attention_map(model, tokenizer, "I love her smile", heads=[1], drop_special=False)
     assert not np.allclose(one.matrix, full.matrix)
-    moved = probes.attention_map(model, tokenizer, "I love her smile", heads=[1], drop_special=False,
-                                 position=2, delta=torch.ones(32))
+    moved = probes.attention_map(
+        model, tokenizer, "I love her smile", heads=[1], drop_special=False, position=2, delta=torch.ones(32)
+    )
     assert not np.allclose(moved.matrix, one.matrix)
 
 

@@ -11,20 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from wordsens import data
+from wordsens.data import reviews as imdb
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb"
 BERT = SHARED / "bert-base-uncased"
-pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").exists() or not (BERT / "vocab.txt").exists(),
-                                reason=f"no real IMDb/BERT-Base files at {SHARED}")
+pytestmark = pytest.mark.skipif(
+    not (IMDB / "train.parquet").exists() or not (BERT / "vocab.txt").exists(),
+    reason=f"no real IMDb/BERT-Base files at {SHARED}",
+)
 
 
 def test_real_imdb_parquet_and_pool():
     from transformers import BertTokenizerFast
 
-    reviews = data.load_reviews("parquet", path=str(IMDB), split="train")
+    reviews = imdb.load_reviews("parquet", path=str(IMDB), split="train")
     assert len(reviews) == 25_000 and int(reviews["label"].sum()) == 12_500
     # the Hub's order: negatives first, then positives, each by file id
     assert reviews["label"].is_monotonic_increasing
@@ -32,7 +34,7 @@ def test_real_imdb_parquet_and_pool():
         assert part["file_id"].is_monotonic_increasing
     tokenizer = BertTokenizerFast(vocab=str(BERT / "vocab.txt"), do_lower_case=True)  # vocab_file= is ignored
     assert tokenizer.vocab_size == 30_522
-    pool = data.select_pool(reviews, tokenizer, pool_size=200, max_tokens=240, seed=0)
+    pool = imdb.select_pool(reviews, tokenizer, pool_size=200, max_tokens=240, seed=0)
     assert len(pool) == 200 and pool["label"].sum() == 100 and (pool["tokens"] < 240).all()
     again = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in pool["text"][:20]]
     assert again == list(pool["tokens"][:20])

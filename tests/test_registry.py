@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 import torch
 
-from wordsens import maps, registry, resources, ws
-from wordsens.preprocess import synthetic_sample
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
+from wordsens.maps import registry
+from wordsens.pipeline import costs
 
 PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
 
 
 @contextlib.contextmanager
-def _toy_registered() -> Iterator[registry.MapSpec]:
+def _toy_registered() -> Iterator[maps.MapSpec]:
     """The toy plugin's map, registered inside the block only: the registry is restored on exit, so no
     later test of this process (the workflow's job counts with ``variants.maps: all``) sees it."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-        mp.setattr(registry, "_loaded_env", registry._loaded_env)
+    with registry.isolated(), pytest.MonkeyPatch.context() as mp:
         mp.setenv(registry.PLUGINS_ENV, str(PLUGIN))
         registry.load_plugins()
         yield registry.get("toy")
@@ -65,7 +65,7 @@ def test_a_plugin_map_is_a_map_like_the_others(toy):
     with pytest.raises(ValueError, match="has shape"):
         maps.toy(X, {"W": W["W"][:3]})
     with pytest.raises(ValueError, match="no option heads"):
-        ws.estimate("toy", X, seed=0, options={"heads": 2})
+        search.estimate("toy", X, seed=0, options={"heads": 2})
     # options reach the sampler
     W2 = maps.sample_weights("toy", 3, 5, 4, dtype=torch.float64, scale=2.0)
     torch.testing.assert_close(W2["W"], 2 * W["W"])
@@ -73,8 +73,8 @@ def test_a_plugin_map_is_a_map_like_the_others(toy):
 
 def test_a_plugin_map_gets_the_search_and_the_reference(toy):
     X = synthetic_sample(6, 4, seed=1)
-    ours = ws.estimate("toy", X, seed=2)
-    ref = ws.estimate("toy", X, seed=2, method="reference")  # the same weights: both drawn from seed 2
+    ours = search.estimate("toy", X, seed=2)
+    ref = search.estimate("toy", X, seed=2, method="reference")  # the same weights: both drawn from seed 2
     assert ours.lower >= ref.lower * (1 - 1e-9) and ours.delta_norm <= 2 * (1 + 1e-12)
     # the reported change is the map's own: recompute it from the Delta found
     W = maps.sample_weights("toy", 2, 6, 4, dtype=torch.float64)
@@ -82,19 +82,21 @@ def test_a_plugin_map_gets_the_search_and_the_reference(toy):
     Xp[0] += ours.delta.double()
     change = torch.linalg.vector_norm(maps.toy(Xp, W) - maps.toy(X, W)) / torch.linalg.vector_norm(maps.toy(X, W))
     assert ours.lower == pytest.approx(float(change), rel=1e-10)
-    full = ws.estimate("toy", X, seed=2, position="all")
+    full = search.estimate("toy", X, seed=2, position="all")
     assert len(full.profile) == 6 and full.lower == pytest.approx(max(full.profile))
     assert full.profile[0] == pytest.approx(ours.lower, rel=1e-9)
-    assert resources.ws_memory("toy", 6, 4).bytes > 0 and resources.ws_seconds("toy", 6, 4) > 0
+    assert costs.ws_memory("toy", 6, 4).bytes > 0 and costs.ws_seconds("toy", 6, 4) > 0
 
 
 def test_plugin_errors_name_the_setting(monkeypatch):
     with pytest.raises(ValueError, match="cannot import the map plugin"):
         registry.load_plugins(["no_such_module_for_wordsens"])
     with pytest.raises(ValueError, match="lower-case identifiers"):
-        registry.register(registry.MapSpec("Bad-Name", "", "", "", forward=str, sample=str,
-                                           settings=registry.get("raf").settings))
+        registry.register(
+            maps.MapSpec("Bad-Name", "", "", "", forward=str, sample=str, settings=registry.get("raf").settings)
+        )
     with pytest.raises(ValueError, match="already registered"):
-        registry.register(registry.MapSpec("raf", "x", "", "", forward=str, sample=str,
-                                           settings=registry.get("raf").settings))
+        registry.register(
+            maps.MapSpec("raf", "x", "", "", forward=str, sample=str, settings=registry.get("raf").settings)
+        )
     assert math.isfinite(registry.get("raf").settings.tol)

@@ -10,55 +10,90 @@ import pytest
 import torch
 import yaml
 
-from wordsens import plan, resources
+from wordsens import pipeline
+from wordsens.pipeline import costs, devices
 
 
 @pytest.mark.parametrize(
     "map_name,n,d,L",
-    [("rf", 90, 192, 2), ("rf", 150, 256, 2), ("drf", 40, 64, 2), ("drf", 20, 64, 3), ("raf", 200, 256, 2),
-     ("relu_raf", 50, 768, 2)],
+    [
+        ("rf", 90, 192, 2),
+        ("rf", 150, 256, 2),
+        ("drf", 40, 64, 2),
+        ("drf", 20, 64, 3),
+        ("raf", 200, 256, 2),
+        ("relu_raf", 50, 768, 2),
+    ],
 )
 def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
     """A fresh process runs one estimate (what a workflow job's Python process does): its peak
     RSS is below the estimate, and the estimate stays within 2 x peak + 256 MB."""
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", map_name, "--n", str(n), "--d", str(d),
-                          "--L", str(L), "--device", "cpu", "--max-steps", "30"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "ws",
+            "--map",
+            map_name,
+            "--n",
+            str(n),
+            "--d",
+            str(d),
+            "--L",
+            str(L),
+            "--device",
+            "cpu",
+            "--max-steps",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     peak = json.loads(out.stdout)["peak_memory_mb"]
-    estimate = resources.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
+    estimate = costs.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
     assert peak <= estimate <= 2 * peak + 256, (peak, estimate)
 
 
 def test_runtime_estimates_are_positive_and_grow():
-    small = resources.ws_seconds("rf", 20, 64)
-    big = resources.ws_seconds("rf", 150, 768)
+    small = costs.ws_seconds("rf", 20, 64)
+    big = costs.ws_seconds("rf", 150, 768)
     assert 0 < small < big
-    assert resources.ws_seconds("drf", 50, 192, device="cuda") < resources.ws_seconds("drf", 50, 192)
-    assert resources.ws_seconds("raf", 50, 768, method="reference") > resources.ws_seconds("raf", 50, 768)
+    assert costs.ws_seconds("drf", 50, 192, device="cuda") < costs.ws_seconds("drf", 50, 192)
+    assert costs.ws_seconds("raf", 50, 768, method="reference") > costs.ws_seconds("raf", 50, 768)
 
 
 def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "ws": {"data": "synthetic", "trials": 10, "trials_per_job": 5,
-               "maps": {"drf": {"d": [768], "n": [80], "L": [8]}, "raf": {"d": [64], "n": [10]}}},
-        "limits": {"memory_gb": 16, "gpu_memory_gb": "auto", "unfit": "fail"},
-    }))
-    loaded = plan.load_config(config, schema=plan.SCHEMA)
-    limits = plan.Limits(cpu=16 * resources.GB, gpu=None)
-    jobs = plan.ws_jobs(loaded, limits)
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "ws": {
+                    "data": "synthetic",
+                    "trials": 10,
+                    "trials_per_job": 5,
+                    "maps": {"drf": {"d": [768], "n": [80], "L": [8]}, "raf": {"d": [64], "n": [10]}},
+                },
+                "limits": {"memory_gb": 16, "gpu_memory_gb": "auto", "unfit": "fail"},
+            }
+        )
+    )
+    loaded = pipeline.load_config(config, schema=pipeline.SCHEMA)
+    limits = pipeline.Limits(cpu=16 * costs.GB, gpu=None)
+    jobs = pipeline.ws_jobs(loaded, limits)
     assert len(jobs) == 4 and {job.chunk for job in jobs} == {0, 1}
-    text = plan.describe(loaded, limits)
+    text = pipeline.describe(loaded, limits)
     assert "drf d768_n80_L8 (2 jobs)" in text and "profiles/slurm" in text and "limits.unfit: skip" in text
     assert "ws raf (cpu)" in text and "hours" in text
 
 
 def test_available_memory_respects_limits(monkeypatch):
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "123")
-    assert resources.available_bytes(torch.device("cpu")) == 123 * 1024**2
+    assert devices.available_bytes(torch.device("cpu")) == 123 * 1024**2
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "lots")
     with pytest.raises(ValueError, match="WORDSENS_MAX_MEMORY_MB"):
-        resources.available_bytes("cpu")
+        devices.available_bytes("cpu")
     monkeypatch.delenv("WORDSENS_MAX_MEMORY_MB")
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "456")
-    assert resources.available_bytes("cpu") <= 456 * 1024**2
+    assert devices.available_bytes("cpu") <= 456 * 1024**2

@@ -31,8 +31,15 @@ REQUIRE = os.environ.get("WORDSENS_REQUIRE_SLURM") == "1"
 DEMO = "config/demo.yaml"
 METRICS = ["lower", "upper", "phi_norm", "delta_norm", "steps", "review_id", "seed"]
 # the executor settings measured to work with a SLURM that has no accounting database
-SLURM_ARGS = ["--profile", "profiles/slurm", "--slurm-status-command", "squeue",
-              "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+SLURM_ARGS = [
+    "--profile",
+    "profiles/slurm",
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--slurm-keep-successful-logs",
+]
 
 
 def _slurm_works() -> str | None:
@@ -55,8 +62,19 @@ def slurm():
 
 def _run_slurm(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     # the plugin can wait forever on a finished job when status checks fail: hard timeout, KILL
-    cmd = ["timeout", "-s", "KILL", str(timeout), sys.executable, "-m", "snakemake", "--directory", str(workdir),
-           *SLURM_ARGS, *args]
+    cmd = [
+        "timeout",
+        "-s",
+        "KILL",
+        str(timeout),
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(workdir),
+        *SLURM_ARGS,
+        *args,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=workdir)
     if out.returncode != 0:
         raise AssertionError(f"SLURM run failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-8000:]}")
@@ -110,11 +128,12 @@ def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):
         for column in METRICS:
             np.testing.assert_array_equal(ours[column].to_numpy(), theirs[column].to_numpy(), err_msg=column)
         # each job's measured memory (its process and the Snakemake job process) is within its request
-        from wordsens import plan
+        from wordsens import pipeline
 
-        grid = plan.Grid(plan.load_config(workdir / "config.yaml", workdir / cf))
-        requests = {(j.map, j.d, j.n, j.L): j.mem_mb for j in grid.jobs
-                    if isinstance(j, plan.WSJob) and j.study == "ws"}
+        grid = pipeline.Grid(pipeline.load_config(workdir / "config.yaml", workdir / cf))
+        requests = {
+            (j.map, j.d, j.n, j.L): j.mem_mb for j in grid.jobs if isinstance(j, pipeline.WSJob) and j.study == "ws"
+        }
         for _, row in ours.iterrows():
             L = None if pd.isna(row["L"]) else int(row["L"])
             request = requests[(map_name, int(row["d"]), int(row["n"]), L)]
@@ -125,18 +144,40 @@ def test_cancelled_job_is_retried_and_the_workflow_completes(slurm, tmp_path):
     """scancel a running WS job once it has written its 'started' marker: the profile's retries
     resubmit it and the results equal those of a local run of the same configuration."""
     workdir = copy_workflow(tmp_path / "wf")
-    cf = write_config(workdir, "fault.yaml", DEMO, {
-        "results": "results/fault", "ws": {"data": "synthetic", "method": "reference", "trials": 6,
-                                           "trials_per_job": 6,
-                                           "maps": {"rf": {"d": [64], "n": [60]}, "drf": None, "raf": None,
-                                                    "relu_raf": None}},
-        **NO_STUDIES,
-    })
+    cf = write_config(
+        workdir,
+        "fault.yaml",
+        DEMO,
+        {
+            "results": "results/fault",
+            "ws": {
+                "data": "synthetic",
+                "method": "reference",
+                "trials": 6,
+                "trials_per_job": 6,
+                "maps": {"rf": {"d": [64], "n": [60]}, "drf": None, "raf": None, "relu_raf": None},
+            },
+            **NO_STUDIES,
+        },
+    )
     log = workdir / "results" / "fault" / "logs" / "ws" / "rf" / "d64_n60" / "chunk0.log"
-    cmd = ["timeout", "-s", "KILL", "3600", sys.executable, "-m", "snakemake", "--directory", str(workdir),
-           *SLURM_ARGS, "--configfile", cf]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), cwd=workdir,
-                            start_new_session=True)
+    cmd = [
+        "timeout",
+        "-s",
+        "KILL",
+        "3600",
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(workdir),
+        *SLURM_ARGS,
+        "--configfile",
+        cf,
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), cwd=workdir, start_new_session=True
+    )
     try:
         deadline = time.time() + 1800  # a hang guard: the job starts when SLURM schedules it
         job_id = None
@@ -162,8 +203,14 @@ def test_cancelled_job_is_retried_and_the_workflow_completes(slurm, tmp_path):
     # the reference: the same configuration run locally
     local = copy_workflow(tmp_path / "local")
     shutil.copy2(workdir / cf, local / cf)
-    subprocess.run([sys.executable, "-m", "snakemake", "--directory", str(local), "--cores", "2", "--configfile", cf],
-                   check=True, capture_output=True, env=env(), cwd=local, timeout=3600)
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--directory", str(local), "--cores", "2", "--configfile", cf],
+        check=True,
+        capture_output=True,
+        env=env(),
+        cwd=local,
+        timeout=3600,
+    )
     theirs = pd.read_parquet(local / "results" / "fault" / "tables" / "ws_rf.parquet").sort_values("trial")
     assert len(ours) == 6
     for column in METRICS:

@@ -13,10 +13,10 @@ import pytest
 import torch
 from scipy import stats
 
-from wordsens import maps, ws
-from wordsens.firstlayer import rest_gaussian
-from wordsens.preprocess import synthetic_sample
-from wordsens.search import matvec64
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
+from wordsens.search.engine import matvec64
+from wordsens.search.rf import rest_gaussian
 from wordsens.seeds import derive_seed
 
 ALPHA = 0.01  # every two-sample test runs at the 1% level
@@ -121,9 +121,10 @@ def test_exact_sampler_ws_estimates_have_the_dense_law():
     exact, dense = [], []
     for s in range(m):
         X = synthetic_sample(n, d, derive_seed("ws-sample", s))
-        a = ws.estimate("rf", X, seed=derive_seed("exact", s), restarts=2)
-        b = ws.estimate("rf", X, seed=derive_seed("dense", s), restarts=2,
-                        weights=maps.rf_weights(derive_seed("dense", s), n, d))
+        a = search.estimate("rf", X, seed=derive_seed("exact", s), restarts=2)
+        b = search.estimate(
+            "rf", X, seed=derive_seed("dense", s), restarts=2, weights=maps.rf_weights(derive_seed("dense", s), n, d)
+        )
         for res in (a, b):
             assert res.lower <= res.upper
             assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)
@@ -144,7 +145,7 @@ def _mean_ws(map_name: str, n: int, d: int, trials: int, **kwargs) -> float:
     values = []
     for t in range(trials):
         X = synthetic_sample(n, d, derive_seed("theory-sample", map_name, n, d, t))
-        res = ws.estimate(map_name, X, seed=derive_seed("theory", map_name, n, d, t), **kwargs)
+        res = search.estimate(map_name, X, seed=derive_seed("theory", map_name, n, d, t), **kwargs)
         assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)
         if res.upper is not None:
             assert res.lower <= res.upper
@@ -175,6 +176,6 @@ def test_relu_raf_is_below_raf():
         for t in range(2):
             X = synthetic_sample(n, 128, derive_seed("relu-vs-raf", n, t))
             W = maps.attention_weights(derive_seed("relu-vs-raf-w", n, t), 128)
-            raf = ws.estimate("raf", X, seed=t, weights=W)
-            relu = ws.estimate("relu_raf", X, seed=t, weights=W)
+            raf = search.estimate("raf", X, seed=t, weights=W)
+            relu = search.estimate("relu_raf", X, seed=t, weights=W)
             assert relu.lower < raf.lower

@@ -1,31 +1,268 @@
-"""The structure of the numerical core (issue 9): small modules, and no module using another's
-private names."""
+"""The structure of the package: sub-packages with a public face, small modules, imports that run one
+way (no cycle; word sensitivity without generalisation; planning without torch), no module exporting
+another's names, and no module using another's private names."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "wordsens"
-WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "wordsens"
+PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
 
 
-def test_no_module_over_450_lines():
-    long = {p.name: n for p in SRC.glob("*.py") if (n := len(p.read_text().splitlines())) > 450}
-    assert not long, f"split these modules (450 lines at most): {long}"
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its ``__init__``)."""
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
 
 
-def test_no_module_imports_another_modules_private_names():
+MODULES = _modules()
+
+
+def _package(name: str) -> str:
+    """The package a module's relative imports start from."""
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _imports(name: str) -> Iterator[tuple[str, list[str]]]:
+    """``(module, imported names)`` of every import of a module, at any depth (module level, in
+    functions, under ``TYPE_CHECKING``), relative imports resolved; ``import x.y`` gives ``(x.y, [])``."""
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _package(name).split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            yield module, [alias.name for alias in node.names]
+
+
+def _edges(name: str) -> set[str]:
+    """The wordsens modules that importing ``name`` runs: each imported module (``from P import m``
+    with ``m`` a submodule: ``P.m``, else ``P``) and the packages above it that are not above
+    ``name`` too (those are being imported already)."""
+    own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+    out: set[str] = set()
+    for module, names in _imports(name):
+        if not module.startswith("wordsens"):
+            continue
+        targets = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
+        if len(targets) < len(names) or not names:
+            targets.add(module)
+        for target in targets:
+            parts = target.split(".")
+            out |= {target} | ({".".join(parts[:i]) for i in range(1, len(parts))} - own)
+    return {target for target in out - {name} if target in MODULES}
+
+
+def test_the_layout_has_few_top_level_modules_and_no_long_module():
+    top = sorted(path.name for path in SRC.glob("*.py"))
+    assert len(top) <= 6, f"at most 6 modules beside the sub-packages, found {top}"
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, f"split these modules (450 lines at most, as ruff formats them): {long}"
+
+
+def test_no_import_cycle():
+    graph = {name: _edges(name) for name in MODULES}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                cycle = [*path[path.index(target) :], target]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in MODULES:
+        if name not in state:
+            visit(name, [name])
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """Names a module binds itself at module level (functions, classes, assignments)."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """Names bound by imports anywhere at module level (``TYPE_CHECKING`` blocks included)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
+def _all(tree: ast.Module) -> list[str]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def test_only_a_package_face_exports_names_it_imports():
+    """A module's ``__all__`` lists what it defines; only a package's ``__init__`` (its face) lists
+    names of its submodules (imported, imported under ``TYPE_CHECKING`` for a lazy face, or the
+    submodules themselves)."""
     found = []
-    for path in SRC.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                found += [f"{path.name}: from {node.module} import {a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
-            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                  and isinstance(node.value, ast.Name) and (SRC / f"{node.value.id}.py").exists()):
-                found.append(f"{path.name}: {node.value.id}.{node.attr}")
-    for path in [*WORKFLOW.rglob("*.smk"), *Path(SRC.parents[1], "scripts").glob("*.py")]:
-        found += [f"{path.name}: {line.strip()}" for line in path.read_text().splitlines()
-                  if line.lstrip().startswith("from wordsens") and " import _" in line]
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        exported = _all(tree)
+        if path.name == "__init__.py":
+            known = _defined(tree) | _imported(tree) | {p.stem for p in path.parent.glob("*.py")}
+            known |= {p.name for p in path.parent.iterdir() if (p / "__init__.py").exists()}
+            found += [f"{name}: {entry} (not defined nor imported)" for entry in exported if entry not in known]
+        else:
+            defined = _defined(tree)
+            found += [f"{name}: {entry} (not defined here)" for entry in exported if entry not in defined]
     assert not found, found
+
+
+def _private_uses(text: str, *, python: bool) -> list[str]:
+    """``from wordsens... import _x`` and ``m._x`` for ``m`` bound to a wordsens module (``import
+    wordsens.a.b as m``, ``from wordsens.a import b``, ``import wordsens.a.b``: ``wordsens.a.b._x``)."""
+    private = re.compile(r"^_(?!_)")
+    found = []
+    if python:
+        tree = ast.parse(text)
+        bound: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("wordsens")):
+                found += [
+                    f"from {'.' * node.level}{node.module or ''} import {a.name}"
+                    for a in node.names
+                    if private.match(a.name)
+                ]
+                bound |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("wordsens")}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private.match(node.attr):
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in bound:
+                    found.append(f"{ast.unparse(node)}")
+        return found
+    # Snakemake files: read line by line, parenthesised imports joined on one line
+    text = re.sub(r"import \(([^)]*)\)", lambda m: "import " + " ".join(m.group(1).split()), text)
+    bound = set()
+    for line in text.splitlines():
+        if m := re.match(r"\s*from (wordsens[\w.]*) import (.+)", line):
+            names = [n.strip().split(" as ")[-1] for n in m.group(2).strip("()").split(",") if n.strip()]
+            found += [line.strip() for n in m.group(2).split(",") if private.match(n.strip().split(" as ")[0])]
+            bound |= set(names)
+        elif m := re.match(r"\s*import (wordsens[\w.]*)(?: as (\w+))?", line):
+            bound.add(m.group(2) or "wordsens")
+    for line in text.splitlines():
+        found += [
+            line.strip() for m in re.finditer(r"\b(\w+)((?:\.\w+)*)\.(_[a-zA-Z]\w*)", line) if m.group(1) in bound
+        ]
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """In the package, the scripts, the workflow, the benchmarks and the tests (a test module may use
+    its own private names, never the package's)."""
+    paths = [
+        *SRC.rglob("*.py"),
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "benchmarks").glob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+    ]
+    found = [f"{p.relative_to(ROOT)}: {use}" for p in paths for use in _private_uses(p.read_text(), python=True)]
+    for path in [ROOT / "Snakefile", *(ROOT / "workflow").rglob("*.smk")]:
+        found += [f"{path.relative_to(ROOT)}: {use}" for use in _private_uses(path.read_text(), python=False)]
+    assert not found, found
+
+
+def test_the_private_names_check_sees_aliases():
+    code = (
+        "import wordsens.maps.paper as P\nfrom wordsens.maps import api\nimport wordsens.io\n"
+        "P._scores\napi._x\nwordsens.io._FILES\n"
+    )
+    assert _private_uses(code, python=True) == ["P._scores", "api._x", "wordsens.io._FILES"]
+    assert _private_uses("from wordsens.maps.paper import _scores\n", python=True)
+    assert _private_uses("from wordsens.maps import api as A\nx = A._y\n", python=False) == ["x = A._y"]
+    assert not _private_uses("import torch\ntorch._C\nself._x\n", python=True)
+
+
+def test_word_sensitivity_never_imports_generalisation():
+    static = sorted(
+        f"{name} imports {module}"
+        for name in MODULES
+        if name.startswith("wordsens.search")
+        for module, _ in _imports(name)
+        if module.startswith("wordsens.generalisation")
+    )
+    assert not static, static
+    code = "import sys, wordsens.search; assert 'wordsens.generalisation' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_the_planners_faces_import_neither_torch_nor_snakemake():
+    """What the Snakefile imports at parse time: the pipeline's face, the map registry (through the maps
+    face) and the facts about encoders."""
+    code = (
+        "import sys, wordsens.pipeline, wordsens.maps, wordsens.data.models, wordsens.io, wordsens.seeds; "
+        "wordsens.maps.names(); "
+        "heavy = [m for m in ('torch', 'snakemake', 'transformers') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_every_implementation_string_of_every_registered_map_resolves():
+    from wordsens import maps
+
+    with maps.isolated():
+        maps.load_plugins([str(PLUGIN)])
+        assert "toy" in maps.names()
+        for name in maps.names():
+            spec = maps.get(name)
+            for field in ("forward", "sample", "check", "fast"):
+                ref = getattr(spec, field)
+                if ref is not None:
+                    assert callable(maps.resolve(ref)), f"{name}.{field} = {ref!r}"
+    assert "toy" not in maps.names()
+
+
+def test_every_registered_map_is_an_attribute_of_the_maps_face():
+    import torch
+
+    from wordsens import maps
+
+    with maps.isolated():
+        maps.load_plugins([str(PLUGIN)])
+        X = torch.randn(3, 12, dtype=torch.float64)
+        for name in maps.names():
+            options = {"heads": 3} if "heads" in maps.get(name).options else {}
+            weights = maps.sample_weights(name, 0, 3, 12, dtype=torch.float64, **options)
+            out = getattr(maps, name)(X, weights)
+            assert torch.equal(out, maps.apply(name, X, weights)), name
+    with pytest.raises(AttributeError):
+        maps.no_such_map  # noqa: B018

@@ -1,4 +1,4 @@
-"""The attention variants (wordsens.variants, wordsens.variants_fast): every map against an independent
+"""The attention variants (wordsens.maps.variants, wordsens.search.variants): every map against an independent
 float64 NumPy formula on the weights its sampler returns, the sampler laws, every fast search against
 the plain map (value and gradient), the estimate against the authors' algorithm, and bad input."""
 
@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from wordsens import maps, registry, resources, ws
-from wordsens.preprocess import synthetic_sample
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
+from wordsens.maps import registry
+from wordsens.pipeline import costs
 from wordsens.search import SearchContext
 
 VARIANTS = ("sigmoid_raf", "linear_raf", "mh_raf", "block")
@@ -74,8 +76,12 @@ def _np_block(X, w):
 
 FORMULAS = {"sigmoid_raf": _np_sigmoid_raf, "linear_raf": _np_linear_raf, "mh_raf": _np_mh_raf, "block": _np_block}
 # small instances: (n, d, options)
-SMALL = {"sigmoid_raf": (6, 5, {}), "linear_raf": (6, 5, {}), "mh_raf": (6, 8, {"heads": 4}),
-         "block": (5, 8, {"heads": 2})}
+SMALL = {
+    "sigmoid_raf": (6, 5, {}),
+    "linear_raf": (6, 5, {}),
+    "mh_raf": (6, 8, {"heads": 4}),
+    "block": (5, 8, {"heads": 2}),
+}
 
 
 def _np(weights):
@@ -104,8 +110,9 @@ def test_multi_head_maps_at_the_default_heads():
     for name in ("mh_raf", "block"):
         W = maps.sample_weights(name, 1, n, d, dtype=torch.float64)
         assert W["Wq"].shape == (12, d, 2)
-        np.testing.assert_allclose(getattr(maps, name)(X, W).numpy(), FORMULAS[name](X.numpy(), _np(W)),
-                                   rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(
+            getattr(maps, name)(X, W).numpy(), FORMULAS[name](X.numpy(), _np(W)), rtol=1e-11, atol=1e-12
+        )
 
 
 def test_block_rows_are_layer_normalised_and_one_head_mh_is_attention_with_projections():
@@ -127,8 +134,11 @@ LAWS = {  # tensor -> variance of its entries, as a function of d
     "sigmoid_raf": {"W": lambda d: 1 / d},
     "linear_raf": {"Wq": lambda d: 1 / d, "Wk": lambda d: 1 / d},
     "mh_raf": {key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")},
-    "block": {**{key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")}, "W1": lambda d: 2 / d,
-              "W2": lambda d: 1 / (4 * d)},
+    "block": {
+        **{key: (lambda d: 1 / d) for key in ("Wq", "Wk", "Wv", "Wo")},
+        "W1": lambda d: 2 / d,
+        "W2": lambda d: 1 / (4 * d),
+    },
 }
 
 
@@ -154,7 +164,7 @@ def test_sampler_laws_shapes_and_seeds(name):
         torch.testing.assert_close(again[key], W[key].double(), rtol=0, atol=0)
         assert not torch.equal(other[key], W[key])
     firsts = [tensor.flatten()[:5] for tensor in W.values()]
-    assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1:])
+    assert all(not torch.equal(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1 :])
 
 
 def test_block_shares_the_attention_weights_of_mh_raf():
@@ -183,11 +193,19 @@ def _full_value(name, X, W, position, D):
     return (diff * diff).sum(-1)
 
 
-@pytest.mark.parametrize("name,n,d,options", [
-    ("sigmoid_raf", 7, 6, {}), ("sigmoid_raf", 1, 4, {}), ("linear_raf", 7, 6, {}), ("linear_raf", 1, 4, {}),
-    ("mh_raf", 7, 6, {"heads": 3}), ("mh_raf", 1, 4, {"heads": 2}), ("mh_raf", 5, 12, {}),
-    ("block", 5, 8, {"heads": 2}),
-])
+@pytest.mark.parametrize(
+    "name,n,d,options",
+    [
+        ("sigmoid_raf", 7, 6, {}),
+        ("sigmoid_raf", 1, 4, {}),
+        ("linear_raf", 7, 6, {}),
+        ("linear_raf", 1, 4, {}),
+        ("mh_raf", 7, 6, {"heads": 3}),
+        ("mh_raf", 1, 4, {"heads": 2}),
+        ("mh_raf", 5, 12, {}),
+        ("block", 5, 8, {"heads": 2}),
+    ],
+)
 def test_fast_value_and_gradient_against_the_full_map(name, n, d, options):
     X = synthetic_sample(n, d, seed=1)
     W = maps.sample_weights(name, 3, n, d, dtype=torch.float64, **options)
@@ -222,7 +240,7 @@ def test_starts_lie_in_the_ball_and_include_the_reference_start(name):
 
 
 def test_on_sphere_follows_the_sphere_where_the_gradient_points_out():
-    from wordsens.variants_fast import OnSphere
+    from wordsens.search.variants import OnSphere
 
     n, d, options = SMALL["sigmoid_raf"]
     X = synthetic_sample(n, d, seed=2)
@@ -248,16 +266,21 @@ def test_on_sphere_follows_the_sphere_where_the_gradient_points_out():
 # --------------------------------------------------------------------------- estimates against the reference
 
 
-@pytest.mark.parametrize("name,n,d,options", [
-    ("sigmoid_raf", 8, 16, {}), ("linear_raf", 8, 16, {}), ("mh_raf", 8, 16, {"heads": 4}),
-    ("block", 5, 8, {"heads": 2}),
-])
+@pytest.mark.parametrize(
+    "name,n,d,options",
+    [
+        ("sigmoid_raf", 8, 16, {}),
+        ("linear_raf", 8, 16, {}),
+        ("mh_raf", 8, 16, {"heads": 4}),
+        ("block", 5, 8, {"heads": 2}),
+    ],
+)
 def test_estimate_is_at_least_the_reference(name, n, d, options):
     for seed in range(2):
         X = synthetic_sample(n, d, seed=seed)
         W = maps.sample_weights(name, seed, n, d, dtype=torch.float64, **options)
-        ours = ws.estimate(name, X, seed=seed, weights=W, options=options)
-        ref = ws.estimate(name, X, seed=seed, weights=W, options=options, method="reference")
+        ours = search.estimate(name, X, seed=seed, weights=W, options=options)
+        ref = search.estimate(name, X, seed=seed, weights=W, options=options, method="reference")
         assert ours.lower >= ref.lower * (1 - 1e-9), (name, seed, ours.lower, ref.lower)
         assert ref.steps == 50 * n and ours.options == options
         # both numbers are the map's own relative change at the Delta found
@@ -269,14 +292,15 @@ def test_estimate_is_at_least_the_reference(name, n, d, options):
 
 def test_position_all_and_resource_estimates():
     X = synthetic_sample(4, 8, seed=6)
-    res = ws.estimate("mh_raf", X, seed=1, position="all", options={"heads": 2}, restarts=8)
+    res = search.estimate("mh_raf", X, seed=1, position="all", options={"heads": 2}, restarts=8)
     assert len(res.profile) == 4 and res.lower == pytest.approx(max(res.profile))
     for name in VARIANTS:
         spec = registry.get(name)
         assert spec.label and spec.formula and spec.weight_law and spec.reference == (10.0, "50n")
-        assert resources.ws_memory(name, 50, 768, options=spec.option_values()).bytes > 0
-        assert resources.ws_seconds(name, 50, 768, options=spec.option_values(), method="reference") > \
-            resources.ws_seconds(name, 50, 768, options=spec.option_values())
+        assert costs.ws_memory(name, 50, 768, options=spec.option_values()).bytes > 0
+        assert costs.ws_seconds(name, 50, 768, options=spec.option_values(), method="reference") > costs.ws_seconds(
+            name, 50, 768, options=spec.option_values()
+        )
 
 
 # --------------------------------------------------------------------------- bad input
@@ -288,11 +312,11 @@ def test_heads_must_divide_d():
         with pytest.raises(ValueError, match=r"d = 10 is not a multiple of heads = 12.*divisors"):
             maps.sample_weights(name, 0, 4, 10)
         with pytest.raises(ValueError, match="d = 10 is not a multiple of heads = 4"):
-            ws.estimate(name, X, seed=0, options={"heads": 4})
+            search.estimate(name, X, seed=0, options={"heads": 4})
         with pytest.raises(ValueError, match="heads must be a positive integer"):
-            ws.estimate(name, X, seed=0, options={"heads": 0})
+            search.estimate(name, X, seed=0, options={"heads": 0})
         with pytest.raises(ValueError, match="no option L"):
-            ws.estimate(name, X, seed=0, options={"heads": 5, "L": 2})
+            search.estimate(name, X, seed=0, options={"heads": 5, "L": 2})
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -315,7 +339,7 @@ def test_wrong_weight_dicts_are_refused(name):
     with pytest.raises(ValueError, match="NaN or Inf"):
         phi(X, {**W, key: W[key] * float("nan")})
     with pytest.raises(ValueError, match=f"weight '{key}' has shape"):
-        ws.estimate(name, X, seed=0, weights={**W, key: W[key][..., :-1]}, options=options)
+        search.estimate(name, X, seed=0, weights={**W, key: W[key][..., :-1]}, options=options)
 
 
 def test_weights_and_options_must_agree_on_heads():
@@ -323,6 +347,6 @@ def test_weights_and_options_must_agree_on_heads():
     W = maps.sample_weights("mh_raf", 0, 4, 8, dtype=torch.float64, heads=4)
     maps.mh_raf(X, W)  # the heads are read from the weights
     with pytest.raises(ValueError, match="have 4 heads but the map's options say heads = 2"):
-        ws.estimate("mh_raf", X, seed=0, weights=W, options={"heads": 2})
+        search.estimate("mh_raf", X, seed=0, weights=W, options={"heads": 2})
     with pytest.raises(ValueError, match="weight 'Wk' has shape"):
         maps.mh_raf(X, {**W, "Wk": maps.sample_weights("mh_raf", 0, 4, 8, dtype=torch.float64, heads=2)["Wk"]})

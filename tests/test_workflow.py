@@ -42,15 +42,25 @@ def test_demo_produces_every_table_and_figure(demo_run):
             assert (table["lower"] <= table["upper"]).all()
             assert set(table["sampler"]) == {"exact"}
         # provenance on every row
-        for column in ("review_id", "seed", "config_hash", "version", "git_commit", "device", "sampler",
-                       "numerics_version"):
+        for column in (
+            "review_id",
+            "seed",
+            "config_hash",
+            "version",
+            "git_commit",
+            "device",
+            "sampler",
+            "numerics_version",
+        ):
             assert table[column].notna().all(), column
         assert (table["review_id"] >= 0).all()
         assert (results / "tables" / f"ws_{map_name}.csv").stat().st_size > 0
     gen = config["gen"]
     for data in gen["data"]:
-        for figure, per_sim in (("fig4", len(gen["fig4"]["trainings"]) * len(gen["fig4"]["losses"])),
-                                ("fig5", len(gen["fig5"]["trainings"]) * len(gen["fig5"]["penalties"]))):
+        for figure, per_sim in (
+            ("fig4", len(gen["fig4"]["trainings"]) * len(gen["fig4"]["losses"])),
+            ("fig5", len(gen["fig5"]["trainings"]) * len(gen["fig5"]["penalties"])),
+        ):
             table = pd.read_parquet(results / "tables" / f"gen_{figure}_{data}.parquet")
             points = sum(len(ns) for ns in gen[figure]["maps"].values()) * len(gen[figure]["N"])
             assert len(table) == points * gen["simulations"] * per_sim, (figure, data)
@@ -60,8 +70,12 @@ def test_demo_produces_every_table_and_figure(demo_run):
             assert (table["delta_norm"] <= np.sqrt(table["d"]) * (1 + 1e-12)).all()
             if data == "imdb":
                 assert (table["review_id"] >= 0).all()
-        for stem in ("fig4_generalisation", "fig5_penalised", "fig4_generalisation_alignment",
-                     "fig5_penalised_alignment"):
+        for stem in (
+            "fig4_generalisation",
+            "fig5_penalised",
+            "fig4_generalisation_alignment",
+            "fig5_penalised_alignment",
+        ):
             for ext in config["plots"]["formats"]:
                 assert (results / "figures" / f"{stem}_{data}.{ext}").stat().st_size > 5000
     # probes: Figure 1 (attention maps, the optional LM table) and Figure 3 panels 3-4
@@ -72,8 +86,16 @@ def test_demo_produces_every_table_and_figure(demo_run):
     answers = pd.read_csv(results / "tables" / "fig1_lm_answers.csv")
     assert len(answers) == 2 and answers["answer"].notna().all()
     assert len(pd.read_csv(results / "tables" / "fig1_attention.csv")) == 2 * 4 * 4
-    for stem in ("fig1_attention", "fig1_lm_answers", "fig3_panel3_layer_changes", "fig3_panel4_scores",
-                 "fig2_rf_drf", "fig2_rf_drf_scaled", "fig3_raf_relu_raf", "fig3_raf_relu_raf_scaled"):
+    for stem in (
+        "fig1_attention",
+        "fig1_lm_answers",
+        "fig3_panel3_layer_changes",
+        "fig3_panel4_scores",
+        "fig2_rf_drf",
+        "fig2_rf_drf_scaled",
+        "fig3_raf_relu_raf",
+        "fig3_raf_relu_raf_scaled",
+    ):
         for ext in config["plots"]["formats"]:
             path = results / "figures" / f"{stem}.{ext}"
             assert path.stat().st_size > 5000, path
@@ -81,8 +103,13 @@ def test_demo_produces_every_table_and_figure(demo_run):
     # per-position profiles of the same reviews for every map
     # the maps registered without plugins, as the demo's jobs saw them (this process may have loaded
     # the toy plugin in an earlier test)
-    names = subprocess.run([sys.executable, "-c", "from wordsens import registry; print(*registry.names())"],
-                           capture_output=True, text=True, check=True, env={**env(), "WORDSENS_PLUGINS": ""})
+    names = subprocess.run(
+        [sys.executable, "-c", "from wordsens import maps; print(*maps.names())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**env(), "WORDSENS_PLUGINS": ""},
+    )
     builtin = set(names.stdout.split())
     assert {"rf", "drf", "raf", "relu_raf", "sigmoid_raf", "linear_raf", "mh_raf", "block"} <= builtin
     tables = results / "tables"
@@ -117,7 +144,7 @@ def test_demo_produces_every_table_and_figure(demo_run):
 
 
 def test_claims_table_of_the_demo(demo_run):
-    """tables/claims.csv holds a verdict for every claim of issue 13 (toy sizes may fail some: the run
+    """tables/claims.csv holds a verdict for every claim (toy sizes may fail some: the run
     completes anyway), its HTML page is written, and `wordsens claims` prints the same table."""
     from wordsens.claims import CLAIMS, COLUMNS
 
@@ -134,11 +161,31 @@ def test_claims_table_of_the_demo(demo_run):
     run = claims[claims["verdict"] != "not run"]
     assert {"rf_slope", "raf_ratio", "fig4_rf_alignment", "err_bound", "fig5_penalty"} <= set(run["claim"])
     assert (results / "tables" / "claims.html").read_text().count("<tr") == len(claims) + 1
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "claims", str(results)], capture_output=True,
-                         text=True, check=True, env=env())
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "claims", str(results)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env(),
+    )
     assert out.stdout.count("\n") > len(claims) and "rf_slope" in out.stdout and "verdict" in out.stdout
-    csv = subprocess.run([sys.executable, "-m", "wordsens.cli", "claims", str(results), "--format", "csv",
-                          "--seed", str(config["seed"])], capture_output=True, text=True, check=True, env=env())
+    csv = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "claims",
+            str(results),
+            "--format",
+            "csv",
+            "--seed",
+            str(config["seed"]),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env(),
+    )
     assert csv.stdout == (results / "tables" / "claims.csv").read_text()
 
 
@@ -178,18 +225,29 @@ def test_adding_a_grid_value_runs_only_the_new_jobs(demo_run):
 
 
 # every WS table and figure of the demo: the paper's (4 maps, 2 figures), the studies' (4 tables, 3 figures)
-WS_DEPENDENTS = {"ws_table": 4, "ws_figure": 2, "study_table": 4, "variants_figure": 1, "long_context_figure": 1,
-                 "positions_figure": 1, "claims": 1, "all": 1}
+WS_DEPENDENTS = {
+    "ws_table": 4,
+    "ws_figure": 2,
+    "study_table": 4,
+    "variants_figure": 1,
+    "long_context_figure": 1,
+    "positions_figure": 1,
+    "claims": 1,
+    "all": 1,
+}
 
 
 def _ws_jobs_of_the_demo() -> int:
     """The demo's WS jobs as the workflow plans them: in a fresh interpreter without plugins, since a
     map registered by an earlier test of this process would count in ``variants.maps: all``."""
-    code = ("from wordsens import plan; "
-            f"config = plan.load_config({str(ROOT / 'config.yaml')!r}, {str(ROOT / DEMO)!r}); "
-            "print(len(plan.ws_jobs(config, plan.Limits(cpu=2**40, gpu=None))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**env(), "WORDSENS_PLUGINS": ""})
+    code = (
+        "from wordsens import pipeline; "
+        f"config = pipeline.load_config({str(ROOT / 'config.yaml')!r}, {str(ROOT / DEMO)!r}); "
+        "print(len(pipeline.ws_jobs(config, pipeline.Limits(cpu=2**40, gpu=None))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**env(), "WORDSENS_PLUGINS": ""}
+    )
     return int(out.stdout)
 
 
@@ -210,20 +268,33 @@ def test_changing_threads_reruns_nothing(demo_run):
 
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
-    assert planned_jobs(demo_run, cf) == {"ws_figure": 2, "gen_figure": 4, "fig1_attention": 1, "fig3_probes": 1,
-                                          "fig1_lm": 1, "variants_figure": 1, "long_context_figure": 1,
-                                          "positions_figure": 1, "all": 1}
+    assert planned_jobs(demo_run, cf) == {
+        "ws_figure": 2,
+        "gen_figure": 4,
+        "fig1_attention": 1,
+        "fig3_probes": 1,
+        "fig1_lm": 1,
+        "variants_figure": 1,
+        "long_context_figure": 1,
+        "positions_figure": 1,
+        "all": 1,
+    }
 
 
 def test_adding_a_variants_n_runs_only_its_jobs(demo_run):
     """A new n in variants runs one job per registered map, then the variants table, its figure and
     the claims (which read the variant maps' slopes); nothing of the paper's grids."""
-    from wordsens import registry
+    from wordsens.maps import registry
 
     config = _demo_config()
     cf = write_config(demo_run, "variants_n.yaml", DEMO, {"variants": {"n": config["variants"]["n"] + [8]}})
-    assert planned_jobs(demo_run, cf) == {"ws": len(registry.names()), "study_table": 1, "variants_figure": 1,
-                                          "claims": 1, "all": 1}
+    assert planned_jobs(demo_run, cf) == {
+        "ws": len(registry.names()),
+        "study_table": 1,
+        "variants_figure": 1,
+        "claims": 1,
+        "all": 1,
+    }
 
 
 def test_adding_a_penalty_reruns_only_figure_5(demo_run):
@@ -247,8 +318,12 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
     consumers, nothing else."""
     config = _demo_config()
     results = demo_run / config["results"]
-    lost = [results / "ws" / "rf" / "d16_n8" / "chunk0.parquet", results / "tables" / "ws_rf.parquet",
-            results / "tables" / "ws_rf.csv", *(results / "figures").glob("fig2_*")]
+    lost = [
+        results / "ws" / "rf" / "d16_n8" / "chunk0.parquet",
+        results / "tables" / "ws_rf.parquet",
+        results / "tables" / "ws_rf.csv",
+        *(results / "figures").glob("fig2_*"),
+    ]
     saved = tmp_path / "saved"
     saved.mkdir()
     for i, path in enumerate(lost):
@@ -270,8 +345,9 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
     text = common.read_text()
     line = "from wordsens import NUMERICS_VERSIONS"
     assert line in text
-    common.write_text(text.replace(line, f"{line}\nNUMERICS_VERSIONS = {{**NUMERICS_VERSIONS, "
-                                         f"{experiment!r}: 'bumped-for-test'}}"))
+    common.write_text(
+        text.replace(line, f"{line}\nNUMERICS_VERSIONS = {{**NUMERICS_VERSIONS, {experiment!r}: 'bumped-for-test'}}")
+    )
     try:
         jobs = planned_jobs(demo_run, DEMO)
     finally:
@@ -307,9 +383,16 @@ def test_lint_is_clean(demo_run):
         ({"ws": {"trials": "ten"}}, "trials"),
         ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, "max_length"),
         ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, "model width"),
-        ({"ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
-          "gen": {"fig4": None, "fig5": None}, "variants": None, "long_context": None, "positions": None},
-         "ws.maps is empty"),
+        (
+            {
+                "ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+                "gen": {"fig4": None, "fig5": None},
+                "variants": None,
+                "long_context": None,
+                "positions": None,
+            },
+            "ws.maps is empty",
+        ),
         ({"ws": {"maps": {"toy": {"d": [8], "n": [4]}}}}, "unknown map 'toy'"),
         ({"variants": {"options": {"mh_raf": {"heads": 3}}}}, "heads = 3"),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
@@ -337,20 +420,33 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
     end of the run, and the WS figure and its report caption mark the points that were not run."""
     workdir = copy_workflow(tmp_path / "wf")
     # every WS job needs more than 0.3 GB (its process alone), so Figures 2 and 3 have no result
-    cf = write_config(workdir, "skip.yaml", DEMO, {
-        "results": "results/skip", "limits": {"memory_gb": 0.3},
-        "ws": {"maps": {"raf": None, "relu_raf": None}}, "gen": {"fig4": None, "fig5": None},
-        "probes": {"enabled": False, "lm": {"enabled": False}}, "variants": None, "long_context": None,
-        "positions": None,
-    })
+    cf = write_config(
+        workdir,
+        "skip.yaml",
+        DEMO,
+        {
+            "results": "results/skip",
+            "limits": {"memory_gb": 0.3},
+            "ws": {"maps": {"raf": None, "relu_raf": None}},
+            "gen": {"fig4": None, "fig5": None},
+            "probes": {"enabled": False, "lm": {"enabled": False}},
+            "variants": None,
+            "long_context": None,
+            "positions": None,
+        },
+    )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf)
     text = out.stdout + out.stderr
     assert text.count("10 job(s) left out") == 2, text[-3000:]  # at the start and at the end
     assert "rf d32_n24 (1 job): needs" in text and "drf d16_n12_L3 (1 job): needs" in text
     assert "0.3 GB allowed by limits.memory_gb" in text and "profiles/slurm" in text
     figures = workdir / "results" / "skip" / "figures"
-    assert sorted(p.name for p in figures.iterdir()) == ["fig2_rf_drf.pdf", "fig2_rf_drf.png",
-                                                       "fig2_rf_drf_scaled.pdf", "fig2_rf_drf_scaled.png"]
+    assert sorted(p.name for p in figures.iterdir()) == [
+        "fig2_rf_drf.pdf",
+        "fig2_rf_drf.png",
+        "fig2_rf_drf_scaled.pdf",
+        "fig2_rf_drf_scaled.png",
+    ]
     log = (workdir / "results" / "skip" / "logs" / "ws_figure" / "fig2_rf_drf.log").read_text()
     assert "Error" not in log
     snakemake(workdir, "--configfile", cf, "--report", "report.html")
@@ -381,8 +477,14 @@ def test_dry_run_of_the_shipped_config_names_what_it_leaves_out(tmp_path):
     names the DRF points it leaves out, with the ways out."""
     workdir = copy_workflow(tmp_path / "wf")
     small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "rules"], cwd=workdir, env=small,
-                         capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules"],
+        cwd=workdir,
+        env=small,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     assert "job(s) left out" in text and "drf d768_n80_L8 (1 job): needs" in text and "Ways out" in text
@@ -396,8 +498,15 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
     any compute job starts (checked by order, not by time)."""
     workdir = copy_workflow(tmp_path / "wf")
     small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=workdir, env=small,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        cwd=workdir,
+        env=small,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     started, lines = [], []
     try:
         for line in proc.stdout:
@@ -422,15 +531,22 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
     """The default profile keeps going past a failed job; the end of the run lists the failed jobs
     (their outputs are missing) with their logs."""
     workdir = copy_workflow(tmp_path / "wf")
-    cf = write_config(workdir, "missing.yaml", DEMO, {
-        "results": "results/missing", "resources": "resources/missing",
-        "data": {"source": "aclimdb", "path": str(tmp_path / "no-such-aclImdb")},
-        "gen": {"fig4": None, "fig5": None}, "probes": {"enabled": False, "lm": {"enabled": False}},
-    })
+    cf = write_config(
+        workdir,
+        "missing.yaml",
+        DEMO,
+        {
+            "results": "results/missing",
+            "resources": "resources/missing",
+            "data": {"source": "aclimdb", "path": str(tmp_path / "no-such-aclImdb")},
+            "gen": {"fig4": None, "fig5": None},
+            "probes": {"enabled": False, "lm": {"enabled": False}},
+        },
+    )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)
     text = out.stdout + out.stderr
     assert out.returncode != 0
-    block = text[text.index("1 job(s) failed"):]
+    block = text[text.index("1 job(s) failed") :]
     assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
     assert "no-such-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
 
@@ -441,15 +557,32 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
     the claims table reports its slope."""
     workdir = copy_workflow(tmp_path / "wf")
     toy = ROOT / "tests" / "plugins" / "toy_map.py"
-    cf = write_config(workdir, "toy.yaml", DEMO, {
-        "results": "results/toy", "plugins": [str(toy)],
-        "ws": {"data": "synthetic", "trials": 2, "trials_per_job": 2,
-               "maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None,
-                        "toy": {"d": [8], "n": [4, 8], "options": {"scale": 2.0}}}},
-        "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
-        "long_context": None, "positions": None, "gen": {"fig4": None, "fig5": None},
-        "probes": {"enabled": False, "lm": {"enabled": False}},
-    })
+    cf = write_config(
+        workdir,
+        "toy.yaml",
+        DEMO,
+        {
+            "results": "results/toy",
+            "plugins": [str(toy)],
+            "ws": {
+                "data": "synthetic",
+                "trials": 2,
+                "trials_per_job": 2,
+                "maps": {
+                    "rf": None,
+                    "drf": None,
+                    "raf": None,
+                    "relu_raf": None,
+                    "toy": {"d": [8], "n": [4, 8], "options": {"scale": 2.0}},
+                },
+            },
+            "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
+            "long_context": None,
+            "positions": None,
+            "gen": {"fig4": None, "fig5": None},
+            "probes": {"enabled": False, "lm": {"enabled": False}},
+        },
+    )
     snakemake(workdir, "--cores", "2", "--configfile", cf)
     results = workdir / "results" / "toy"
     table = pd.read_parquet(results / "tables" / "ws_toy.parquet")

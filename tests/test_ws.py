@@ -10,10 +10,10 @@ import sys
 import pytest
 import torch
 
-from wordsens import maps, ws
-from wordsens.attention import AttentionProblem
-from wordsens.preprocess import synthetic_sample
+from wordsens import maps, search
+from wordsens.data.samples import synthetic_sample
 from wordsens.search import Problem
+from wordsens.search.attention import AttentionProblem
 
 
 def _direct_change(map_name, X, weights, position, delta):
@@ -59,7 +59,7 @@ def test_estimate_is_a_valid_lower_bound(map_name, method):
     n, d = (6, 5) if method == "default" else (3, 4)
     X = synthetic_sample(n, d, seed=4)
     weights = maps.sample_weights(map_name, 7, n, d, L=2)
-    res = ws.estimate(map_name, X, seed=7, weights=weights, method=method, position=1)
+    res = search.estimate(map_name, X, seed=7, weights=weights, method=method, position=1)
     assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)
     assert res.delta.shape == (d,)
     # lower is the change reached by delta, recomputed with the plain map
@@ -77,8 +77,8 @@ def test_default_beats_reference_on_small_instances():
         for seed in range(2):
             X = synthetic_sample(n, d, seed=seed)
             weights = maps.sample_weights(map_name, seed, n, d, L=2)
-            ours = ws.estimate(map_name, X, seed=seed, weights=weights)
-            ref = ws.estimate(map_name, X, seed=seed, weights=weights, method="reference")
+            ours = search.estimate(map_name, X, seed=seed, weights=weights)
+            ref = search.estimate(map_name, X, seed=seed, weights=weights, method="reference")
             assert ours.lower >= ref.lower * (1 - 1e-9), (map_name, seed, ours.lower, ref.lower)
 
 
@@ -99,8 +99,8 @@ def test_attention_default_is_never_below_the_reference(map_name):
     for n, d, seed in _SMALL:
         X = synthetic_sample(n, d, seed=seed)
         weights = maps.sample_weights(map_name, seed, n, d, **options)
-        ours = ws.estimate(map_name, X, seed=seed, weights=weights, options=options, max_steps=300, restarts=16)
-        ref = ws.estimate(map_name, X, seed=seed, weights=weights, options=options, method="reference")
+        ours = search.estimate(map_name, X, seed=seed, weights=weights, options=options, max_steps=300, restarts=16)
+        ref = search.estimate(map_name, X, seed=seed, weights=weights, options=options, method="reference")
         if ours.lower < ref.lower * (1 - 1e-9):
             below.append((n, d, seed, ours.lower, ref.lower))
     assert len(_SMALL) >= 50 and not below, below
@@ -111,8 +111,8 @@ def test_the_authors_algorithm_is_a_candidate_only_where_its_schedule_fits():
     n, d = 4, 8
     X = synthetic_sample(n, d, seed=1)
     W = maps.sample_weights("relu_raf", 1, n, d)
-    within = ws.estimate("relu_raf", X, seed=1, weights=W, max_steps=50 * n)
-    beyond = ws.estimate("relu_raf", X, seed=1, weights=W, max_steps=50 * n - 1)
+    within = search.estimate("relu_raf", X, seed=1, weights=W, max_steps=50 * n)
+    beyond = search.estimate("relu_raf", X, seed=1, weights=W, max_steps=50 * n - 1)
     assert within.steps > 50 * n
     assert beyond.steps <= 50 * n - 1 + 300  # the search's budget and at most one polish
 
@@ -121,8 +121,8 @@ def test_position_all_is_the_max_over_positions():
     n, d = 4, 3
     X = synthetic_sample(n, d, seed=5)
     V = maps.rf_weights(5, n, d)
-    every = [ws.estimate("rf", X, seed=5, weights=V, position=p).lower for p in range(n)]
-    res = ws.estimate("rf", X, seed=5, weights=V, position="all")
+    every = [search.estimate("rf", X, seed=5, weights=V, position=p).lower for p in range(n)]
+    res = search.estimate("rf", X, seed=5, weights=V, position="all")
     assert res.lower == pytest.approx(max(every), rel=1e-6)
     assert res.position == every.index(max(every))
     assert res.upper >= res.lower
@@ -134,8 +134,8 @@ def test_blockwise_sampler_equals_dense_weights():
     X = synthetic_sample(n, d, seed=6)
     for map_name in ("rf", "drf"):
         dense = maps.sample_weights(map_name, 11, n, d, L=2)
-        a = ws.estimate(map_name, X, seed=11, position="all", sampler="blockwise")
-        b = ws.estimate(map_name, X, seed=11, position="all", weights=dense)
+        a = search.estimate(map_name, X, seed=11, position="all", sampler="blockwise")
+        b = search.estimate(map_name, X, seed=11, position="all", weights=dense)
         assert a.sampler == "blockwise" and b.sampler == "dense"
         assert a.lower == pytest.approx(b.lower, rel=1e-5)
         assert a.phi_norm == pytest.approx(b.phi_norm, rel=1e-9)
@@ -144,18 +144,18 @@ def test_blockwise_sampler_equals_dense_weights():
 def test_exact_sampler_block_is_the_dense_block():
     n, d = 5, 3
     X = synthetic_sample(n, d, seed=6)
-    res = ws.estimate("rf", X, seed=11, position=2)
+    res = search.estimate("rf", X, seed=11, position=2)
     assert res.sampler == "exact" and res.k == n * d
     # same seed, same block: the certificate (which depends on B only) agrees with the dense path
-    dense = ws.estimate("rf", X, seed=11, position=2, weights=maps.rf_weights(11, n, d))
+    dense = search.estimate("rf", X, seed=11, position=2, weights=maps.rf_weights(11, n, d))
     assert res.upper * res.phi_norm == pytest.approx(dense.upper * dense.phi_norm, rel=1e-9)
 
 
 def test_same_seed_same_numbers():
     X = synthetic_sample(6, 4, seed=1)
     for map_name in ("rf", "drf", "raf", "relu_raf"):
-        a = ws.estimate(map_name, X, seed=3)
-        b = ws.estimate(map_name, X, seed=3)
+        a = search.estimate(map_name, X, seed=3)
+        b = search.estimate(map_name, X, seed=3)
         assert a.lower == b.lower and torch.equal(a.delta, b.delta)
 
 
@@ -186,31 +186,33 @@ def test_bad_input(kwargs, message):
     args = dict(map_name="rf", X=synthetic_sample(3, 4, seed=0), seed=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        ws.estimate(args.pop("map_name"), args.pop("X"), **args)
+        search.estimate(args.pop("map_name"), args.pop("X"), **args)
 
 
 def test_refuses_jobs_that_cannot_fit(monkeypatch):
-    from wordsens.resources import InsufficientResources
+    from wordsens.pipeline.devices import InsufficientResources
 
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "400")
     X = synthetic_sample(50, 192, seed=0)
     with pytest.raises(InsufficientResources, match="profiles/slurm"):  # the dense 9600 x 9600 RF matrix
-        ws.estimate("rf", X, seed=0, sampler="dense", device="cpu")
+        search.estimate("rf", X, seed=0, sampler="dense", device="cpu")
     with pytest.raises(InsufficientResources, match="max-memory-gb"):  # not even one streamed DRF block fits
-        ws.estimate("drf", X, seed=0, L=2, device="cpu", max_memory_gb=0.005)
+        search.estimate("drf", X, seed=0, L=2, device="cpu", max_memory_gb=0.005)
 
 
 def test_no_nan_for_extreme_inputs():
     X = synthetic_sample(5, 4, seed=0) * 1e3  # rows far off the sphere: huge scores
     for map_name in ("raf", "relu_raf"):
-        res = ws.estimate(map_name, X, seed=0)
+        res = search.estimate(map_name, X, seed=0)
         assert math.isfinite(res.lower) and torch.isfinite(res.delta).all()
 
 
 def test_cli_prints_one_json_line():
     out = subprocess.run(
         [sys.executable, "-m", "wordsens.cli", "ws", "--map", "raf", "--d", "8", "--n", "5", "--seed", "2"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -221,12 +223,34 @@ def test_cli_prints_one_json_line():
 
 
 def test_cli_errors_are_clear():
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3",
-                          "--position", "7"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3", "--position", "7"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "position" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "positive integer" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3",
-                          "--data", "/nonexistent/store"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wordsens.cli",
+            "ws",
+            "--map",
+            "rf",
+            "--d",
+            "4",
+            "--n",
+            "3",
+            "--data",
+            "/nonexistent/store",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "no embedding store" in out.stderr

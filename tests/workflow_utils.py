@@ -33,12 +33,21 @@ def env() -> dict[str, str]:
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 3600, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(workdir),
+        "--snakefile",
+        str(workdir / "Snakefile"),
+        *args,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=workdir)
     if check and out.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({out.returncode}):\n"
-                             f"{out.stdout[-4000:]}\n{out.stderr[-6000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-6000:]}"
+        )
     return out
 
 
@@ -62,7 +71,7 @@ def planned_jobs(workdir: Path, *configfiles: str, extra: tuple[str, ...] = ()) 
 
 def write_config(workdir: Path, name: str, base: str, changes: dict) -> str:
     """A copy of config file ``base`` with ``changes`` merged in; returns its relative path."""
-    from wordsens.plan import merge
+    from wordsens.pipeline import merge
 
     config = yaml.safe_load((workdir / base).read_text())
     (workdir / name).write_text(yaml.safe_dump(merge(config, changes), sort_keys=False))

@@ -1,8 +1,12 @@
 """wordsens: word sensitivity of attention layers vs. random features.
 
-Numerics live in small modules: ``maps`` (the four feature maps and their weight samplers),
-``ws`` (word-sensitivity search and certificates), ``preprocess`` (the data assumption),
-``resources`` (memory estimates), ``seeds`` (stable seeds), ``io`` (files).
+Sub-packages, each with its public face in its ``__init__``: ``maps`` (the feature maps, their
+registry and weight samplers), ``search`` (word-sensitivity estimates and certificates),
+``generalisation`` (the paper's Figures 4 and 5), ``data`` (reviews, encoders, samples),
+``experiments`` (the bodies of the workflow's jobs), ``pipeline`` (configuration, job grid, memory
+and time estimates: what the Snakefile imports, torch-free), ``claims`` (the claims table) and
+``plots`` (the figures). Beside them: ``cli`` (the ``wordsens`` command), ``seeds`` (stable seeds),
+``io`` (files) and ``theory`` (the RF law).
 """
 
 __version__ = "0.1.0"
@@ -10,7 +14,7 @@ __version__ = "0.1.0"
 # Versions of the numerics, per experiment: bump one when a change of the numerics changes its
 # results. Each is part of the params of every job of its experiment (and recorded in its rows),
 # so Snakemake re-runs exactly those jobs (it does not see edits to imported modules).
-#   ws:  word-sensitivity estimates (wordsens.ws and the modules behind it); ws-2: attention maps also
+#   ws:  word-sensitivity estimates (wordsens.search); ws-2: attention maps also
 #        run the authors' algorithm as a candidate where its schedule fits the step budget, and the
 #        variants polish their leader (the block too, 30 float64 steps)
 #   gen: generalisation simulations (wordsens.generalisation); gen-2: the first stage solved by a

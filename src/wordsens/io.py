@@ -1,4 +1,4 @@
-"""Files: atomic writes, the embedding store, result tables.
+"""Files: atomic writes, the embedding store, result tables (written, and stacked with checks).
 
 Every output is written to a temporary name beside its target and renamed into place, so a killed
 job never leaves a file that looks finished. The embedding store records a checksum of its array
@@ -11,21 +11,26 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # pandas is imported by the functions that need it: the Snakefile imports this module
+    import pandas as pd
 
 __all__ = [
     "CorruptCache",
     "EmbeddingStore",
     "atomic_path",
+    "concatenate",
     "file_digest",
     "load_embeddings",
     "read_json",
     "save_embeddings",
+    "write_both",
     "write_json",
     "write_table",
 ]
@@ -117,16 +122,18 @@ def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, met
     """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum)."""
     directory = Path(directory)
     if hidden.ndim != 3 or hidden.shape[0] != len(index):
-        raise ValueError(f"hidden must be (reviews, max_length, width) with one index row per review, "
-                         f"got {hidden.shape} and {len(index)} index rows")
+        raise ValueError(
+            f"hidden must be (reviews, max_length, width) with one index row per review, "
+            f"got {hidden.shape} and {len(index)} index rows"
+        )
+
     def write_array(path: Path) -> None:
         with open(path, "wb") as fh:
             np.save(fh, hidden)
 
     atomic_path(directory / "hidden.npy", write_array)
     write_table(directory / "index.parquet", index)
-    meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype),
-                digest=file_digest(directory / "hidden.npy"))
+    meta = dict(meta, shape=list(hidden.shape), dtype=str(hidden.dtype), digest=file_digest(directory / "hidden.npy"))
     write_json(directory / "meta.json", meta)
     return directory
 
@@ -144,8 +151,10 @@ def load_embeddings(path: str | os.PathLike, *, verify: bool = True) -> Embeddin
         raise CorruptCache(f"embedding store {directory} lacks {', '.join(missing)}; re-run the embedding rule")
     meta = read_json(directory / "meta.json")
     if verify and file_digest(directory / "hidden.npy") != meta.get("digest"):
-        raise CorruptCache(f"{directory / 'hidden.npy'} does not match its recorded checksum (corrupt or truncated); "
-                           "delete the store and re-run the embedding rule")
+        raise CorruptCache(
+            f"{directory / 'hidden.npy'} does not match its recorded checksum (corrupt or truncated); "
+            "delete the store and re-run the embedding rule"
+        )
     try:
         hidden = np.load(directory / "hidden.npy", mmap_mode="r")
     except ValueError as err:
@@ -172,8 +181,11 @@ def log_to(path: str | os.PathLike | None) -> None:
     sys.stderr = handle
     sys.stdout = handle
     # which machine and scheduler job ran this attempt (a retried job appends a second header)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} host={platform.node()} pid={os.getpid()} "
-          f"slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}", flush=True)
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M:%S')} host={platform.node()} pid={os.getpid()} "
+        f"slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+        flush=True,
+    )
 
 
 def prepend_pythonpath(path: str | os.PathLike) -> None:
@@ -181,3 +193,34 @@ def prepend_pythonpath(path: str | os.PathLike) -> None:
     local or on SLURM with ``--export=ALL``) import this checkout's package."""
     current = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), current) if p)
+
+
+# Metric columns that must be present and finite in every word-sensitivity row.
+_FINITE = ("lower", "phi_norm", "delta_norm")
+
+
+def concatenate(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error."""
+    import pandas as pd
+
+    frames = []
+    for path in paths:
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for damaged files
+            raise CorruptCache(f"{path} cannot be read ({type(err).__name__}: {err}); delete it and re-run") from err
+        if frame.empty:
+            raise CorruptCache(f"{path} holds no rows; delete it and re-run")
+        for column in _FINITE:
+            if column in frame and not np.isfinite(frame[column].to_numpy(dtype=float)).all():
+                raise ValueError(f"{path} has non-finite values in column {column!r}")
+        frames.append(frame)
+    if not frames:
+        raise ValueError("no result files to aggregate: the grid selected no job")
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_both(frame: pd.DataFrame, parquet: str | os.PathLike, csv: str | os.PathLike) -> None:
+    """``frame`` as Parquet and as CSV, each written atomically."""
+    write_table(parquet, frame)
+    atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))

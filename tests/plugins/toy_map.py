@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from wordsens import registry
+from wordsens import maps
 from wordsens.seeds import derive_seed, generator
 
 
@@ -20,8 +20,17 @@ def sample(seed, n, d, *, dtype=torch.float32, device="cpu", draw_on="device", s
     return {"W": (G * (scale / math.sqrt(d))).to(device=device, dtype=dtype)}
 
 
-registry.register(registry.MapSpec(
-    "toy", "toy map (tanh)", "tanh(X W) / sqrt(d)", "W (d, d), i.i.d. N(0, scale^2/d)",
-    forward=forward, sample=sample, shapes=lambda n, d, scale=1.0: {"W": (d, d)},
-    settings=registry.SearchSettings(restarts=8, keep=4, patience=20, tol=1e-6, momentum=0.0, polish=False),
-    reference=(10.0, 200), options={"scale": 1.0}))
+maps.register(
+    maps.MapSpec(
+        "toy",
+        "toy map (tanh)",
+        "tanh(X W) / sqrt(d)",
+        "W (d, d), i.i.d. N(0, scale^2/d)",
+        forward=forward,
+        sample=sample,
+        shapes=lambda n, d, scale=1.0: {"W": (d, d)},
+        settings=maps.SearchSettings(restarts=8, keep=4, patience=20, tol=1e-6, momentum=0.0, polish=False),
+        reference=(10.0, 200),
+        options={"scale": 1.0},
+    )
+)

@@ -1,4 +1,4 @@
-# The claims table (issue 13): the paper's statements, and a few derived ones, checked on the run's
+# The claims table: the paper's statements, and a few derived ones, checked on the run's
 # own tables (wordsens.claims). Verdicts are facts about the run: a claim that fails is a row of the
 # table, never a failed job.
 

@@ -1,16 +1,22 @@
-# Shared by the rules: the validated configuration, the job grid (wordsens.plan) and the input
-# functions (get_*). Everything that can be decided without Snakemake lives in wordsens.plan.
+# Shared by the rules: the validated configuration, the job grid (wordsens.pipeline) and the input
+# functions (get_*). Everything that can be decided without Snakemake lives in wordsens.pipeline.
 import os
 import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from wordsens import plan as wsplan
-from wordsens import registry
+from wordsens import pipeline as wsplan
 from wordsens import NUMERICS_VERSIONS
-from wordsens.data import tokens_to_fill
-from wordsens.embed import PACKAGED_MODELS
+from wordsens.data.models import (
+    DEMO_LM,
+    DEMO_MODEL,
+    PACKAGED_MODELS,
+    model_tag,
+    model_width,
+)
+from wordsens.data.reviews import tokens_to_fill
+from wordsens.maps import registry
 from wordsens.seeds import canonical
 
 # The one loader (also behind `wordsens plan`): schema with its defaults, then cross-key checks.
@@ -26,7 +32,7 @@ RES = config["results"].rstrip("/")
 RSRC = config["resources"].rstrip("/")
 LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
-MODEL_TAG = wsplan.model_tag(config["model"]["name"])
+MODEL_TAG = model_tag(config["model"]["name"])
 EMB = f"{RSRC}/embeddings/{MODEL_TAG}/layer{config['model']['layer']}"
 # long_context on IMDb: the same pool embedded again at long_context.max_length (a second store)
 LONG = config["long_context"]
@@ -91,13 +97,13 @@ def figure_files(stem):
 
 def model_files(name):
     """Files of a local, demo or packaged model, as rule inputs (a rebuilt or edited model re-runs
-    its consumers); none for a Hub name. A packaged name (wordsens.embed.PACKAGED_MODELS) is
+    its consumers); none for a Hub name. A packaged name (wordsens.data.models.PACKAGED_MODELS) is
     extracted by the packaged_model rule (workflow/rules/pretrained.smk)."""
-    if name == wsplan.DEMO_MODEL:
+    if name == DEMO_MODEL:
         return [rules.demo_model.output.config]
     if name in PACKAGED_MODELS:
         return expand(rules.packaged_model.output.config, packaged=name)
-    if name == wsplan.DEMO_LM:
+    if name == DEMO_LM:
         return [rules.demo_lm.output.config]
     path = Path(name).expanduser()
     return [str(path / "config.json")] if (path / "config.json").exists() else []
@@ -106,7 +112,7 @@ def model_files(name):
 def embed_mem_mb(max_length=None):
     m, d = config["model"], config["data"]
     length = max_length or m["max_length"]
-    width = wsplan.model_width(m["name"]) or 1024
+    width = model_width(m["name"]) or 1024
     store = d["pool_size"] * length * width * (2 if m["dtype"] == "float16" else 4)
     batch = m["batch_size"] * length * width * 4 * 40  # activations of one forward pass
     return int((2 * store + batch) / 1024**2) + 2048  # + the model and the interpreter
@@ -216,7 +222,7 @@ def get_gen_left_out(wildcards):
 
 def get_claims_tables(wildcards):
     """The run's own tables the claims are computed from, named by file stem (ws_<map>,
-    gen_<figure>_<data>, variants), which wordsens.tables.claims_inputs turns into its inputs.
+    gen_<figure>_<data>, variants), which wordsens.claims.claims_inputs turns into its inputs.
     """
     tables = {
         f"ws_{m}": rules.ws_table.output.parquet.format(map=m) for m in GRID.ws_maps()
@@ -249,7 +255,7 @@ def get_long_context_tables(wildcards):
 
 
 def study_labels(*studies):
-    """Plot labels of a study's maps (wordsens.registry), in registry order."""
+    """Plot labels of a study's maps (wordsens.maps.registry), in registry order."""
     return {name: registry.get(name).label for name in GRID.study_maps(*studies)}
 
 

@@ -64,7 +64,7 @@ rule gen_figure:
         "../../scripts/plot_gen.py"
 
 
-# Beyond the paper (issue 10): every registered map on one grid, long contexts, per-position profiles.
+# Beyond the paper: every registered map on one grid, long contexts, per-position profiles.
 rule variants_figure:
     input:
         table=rules.study_table.output.parquet.format(study="variants"),

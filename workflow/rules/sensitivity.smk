@@ -6,7 +6,7 @@
 
 wildcard_constraints:
     study="|".join(("ws", *wsplan.STUDIES)),
-    # every registered map, plugins included (wordsens.registry, loaded by the validation)
+    # every registered map, plugins included (wordsens.maps.registry, loaded by the validation)
     map="|".join(registry.names()),
     setting=r"d\d+_n\d+(_L\d+)?",
     chunk=r"\d+",

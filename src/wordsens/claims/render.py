@@ -1,0 +1,129 @@
+"""Renderings of the claims table: plain text for the terminal, Markdown, and an HTML page for the report."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["claims_html", "claims_markdown", "format_claims"]
+
+
+def _num(x: float) -> str:
+    if not np.isfinite(x):
+        return "-"
+    return f"{x:.4g}"
+
+
+def _value(row: pd.Series) -> str:
+    if row["verdict"] == "not run":
+        return "-"
+    if row["claim"] == "not_interpolating":
+        return str(int(row["value"]))
+    if np.isfinite(row["ci_low"]):
+        return f"{_num(row['value'])} [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+    return _num(row["value"])
+
+
+def _verdict(row: pd.Series) -> str:
+    return f"{row['verdict']} (interval straddles)" if row["straddles"] else str(row["verdict"])
+
+
+def _note(row: pd.Series) -> str:
+    """The note without the straddle prefix (the rendered verdict carries it)."""
+    note = str(row["note"])
+    prefix = f"{row['verdict']} (interval straddles)"
+    if row["straddles"] and note.startswith(prefix):
+        note = note[len(prefix) :].lstrip("; ")
+    return note
+
+
+def _summary(frame: pd.DataFrame) -> str:
+    counts = frame["verdict"].value_counts()
+    parts = [f"{int(counts.get(v, 0))} {v}" for v in ("holds", "fails", "not run", "no claim")]
+    return f"{len(frame)} claims: " + ", ".join(parts)
+
+
+def format_claims(frame: pd.DataFrame) -> str:
+    """A plain-text table for the terminal: one line per claim and scope, its note indented below."""
+    head = ["claim", "map", "data", "scope", "value [95% CI]", "expected", "verdict"]
+    body = [
+        [
+            str(r["claim"]),
+            str(r["map"]) or "-",
+            str(r["data"]) or "-",
+            str(r["scope"]) or "-",
+            _value(r),
+            str(r["expectation"]),
+            _verdict(r),
+        ]
+        for _, r in frame.iterrows()
+    ]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()
+    out = [line, "-" * len(line)]
+    for b, (_, r) in zip(body, frame.iterrows(), strict=True):
+        out.append("  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip())
+        if _note(r):
+            out.append(f"    {_note(r)}")
+    out.append("")
+    out.append(_summary(frame) + "  (source and statements: see the CSV; 95% CI: stratified bootstrap)")
+    return "\n".join(out)
+
+
+_TABLE_COLUMNS = [
+    ("claim", "claim"),
+    ("map", "map"),
+    ("data", "data"),
+    ("scope", "scope"),
+    ("statement", "statement"),
+    ("value", "value [95% CI]"),
+    ("expectation", "expected"),
+    ("verdict", "verdict"),
+    ("source", "source"),
+    ("note", "note"),
+]
+
+
+def _cells(row: pd.Series) -> list[str]:
+    out = []
+    for col, _ in _TABLE_COLUMNS:
+        if col == "value":
+            out.append(_value(row))
+        elif col == "verdict":
+            out.append(_verdict(row))
+        elif col == "note":
+            out.append(_note(row))
+        else:
+            out.append(str(row[col]))
+    return out
+
+
+def claims_markdown(frame: pd.DataFrame) -> str:
+    """A Markdown (pipe) table of the claims, with a one-line summary."""
+    lines = ["| " + " | ".join(h for _, h in _TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
+    for _, row in frame.iterrows():
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |")
+    return "\n".join([_summary(frame), "", *lines]) + "\n"
+
+
+_COLOURS = {"holds": "#d9f2d9", "fails": "#f8d7da", "not run": "#eeeeee", "no claim": "#ffffff"}
+
+
+def claims_html(frame: pd.DataFrame) -> str:
+    """A self-contained HTML page of the claims (for the Snakemake report), verdicts coloured."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for _, h in _TABLE_COLUMNS)
+    body = []
+    for _, row in frame.iterrows():
+        colour = _COLOURS.get(str(row["verdict"]), "#ffffff")
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _cells(row))
+        body.append(f'<tr style="background:{colour}">{cells}</tr>')
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title>'
+        "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
+        "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
+        f"<p>{html.escape(_summary(frame))}. Verdicts are decided on the point statistic; the interval is a 95% "
+        "stratified bootstrap over trials (word sensitivity) or simulations (generalisation).</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n"
+    )

@@ -1,0 +1,192 @@
+"""Offline stand-ins for the demo configuration and the tests: a generated aclImdb-shaped corpus
+and a tiny BERT (real ``transformers`` classes, random weights, a small WordPiece vocabulary)
+saved with ``save_pretrained`` so that it loads through ``from_pretrained`` like a real model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .models import TINY_BERT_POSITIONS, TINY_BERT_WIDTH
+
+__all__ = [
+    "VOCAB_WORDS",
+    "make_corpus",
+    "make_tiny_bert",
+    "make_tiny_causal_lm",
+]
+
+_POSITIVE = ["great", "wonderful", "moving", "brilliant", "funny", "beautiful", "superb", "charming", "love", "best"]
+_NEGATIVE = ["awful", "boring", "dull", "terrible", "weak", "bad", "worst", "poor", "silly", "waste"]
+_NEUTRAL = [
+    "the",
+    "movie",
+    "film",
+    "a",
+    "is",
+    "was",
+    "and",
+    "it",
+    "this",
+    "of",
+    "story",
+    "actor",
+    "actors",
+    "plot",
+    "scene",
+    "scenes",
+    "i",
+    "you",
+    "her",
+    "his",
+    "very",
+    "much",
+    "smile",
+    "ending",
+    "music",
+    "director",
+    "watch",
+    "time",
+    "character",
+    "characters",
+    "but",
+    "not",
+    "so",
+    "too",
+    "really",
+    "towards",
+    "understanding",
+    "word",
+    "sensitivity",
+    "attention",
+    "layers",
+    "study",
+    "via",
+    "random",
+    "features",
+    "of",
+    "in",
+    "to",
+    "with",
+    "at",
+    "what",
+    "how",
+    "answer",
+    "question",
+    "tell",
+    "me",
+    "about",
+    "one",
+    "two",
+]
+_PUNCT = [".", ",", "!", "?", ":", "'"]
+VOCAB_WORDS = sorted(set(_POSITIVE + _NEGATIVE + _NEUTRAL))
+_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def make_corpus(
+    directory: str | Path,
+    *,
+    per_label: int = 60,
+    min_words: int = 8,
+    max_words: int = 140,
+    seed: int = 0,
+    split: str = "train",
+) -> Path:
+    """Write ``<directory>/aclImdb/<split>/{neg,pos}/<id>_<rating>.txt`` with generated reviews."""
+    rng = np.random.default_rng(seed)
+    root = Path(directory) / "aclImdb" / split
+    for label, folder in ((0, "neg"), (1, "pos")):
+        out = root / folder
+        out.mkdir(parents=True, exist_ok=True)
+        flavour = _POSITIVE if label else _NEGATIVE
+        for file_id in range(per_label):
+            length = int(rng.integers(min_words, max_words + 1))
+            words = [
+                str(rng.choice(flavour)) if rng.random() < 0.2 else str(rng.choice(_NEUTRAL)) for _ in range(length)
+            ]
+            text = " ".join(words).capitalize() + "."
+            rating = int(rng.integers(7, 11)) if label else int(rng.integers(1, 5))
+            (out / f"{file_id}_{rating}.txt").write_text(text, encoding="utf-8")
+    return Path(directory) / "aclImdb"
+
+
+def _write_vocab(directory: Path) -> Path:
+    pieces = ["##s", "##ing", "##ed", "##ly"]
+    vocab = _SPECIALS + _PUNCT + VOCAB_WORDS + pieces + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    seen: list[str] = []
+    for token in vocab:
+        if token not in seen:
+            seen.append(token)
+    path = directory / "vocab.txt"
+    path.write_text("\n".join(seen) + "\n", encoding="utf-8")
+    return path
+
+
+def make_tiny_bert(
+    directory: str | Path,
+    *,
+    hidden: int = TINY_BERT_WIDTH,
+    layers: int = 2,
+    heads: int = 4,
+    max_positions: int = TINY_BERT_POSITIONS,
+    initializer_range: float = 0.2,
+    seed: int = 0,
+) -> Path:
+    """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``.
+
+    ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention
+    scores are large enough for attention to concentrate (with 0.02 it is nearly uniform)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = _write_vocab(directory)
+    tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)  # vocab_file= is ignored by transformers 5
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=max_positions,
+        initializer_range=initializer_range,
+    )
+    torch.manual_seed(seed)
+    model = BertModel(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def make_tiny_causal_lm(
+    directory: str | Path, *, hidden: int = 32, layers: int = 2, heads: int = 2, seed: int = 0
+) -> Path:
+    """A randomly initialised GPT-2 style causal LM with the demo WordPiece tokenizer."""
+    import torch
+    from transformers import BertTokenizerFast, GPT2Config, GPT2LMHeadModel  # type: ignore[attr-defined]
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = _write_vocab(directory)
+    tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)
+    # no end-of-text token: a random model would often emit it first and answer nothing
+    config = GPT2Config(
+        vocab_size=tokenizer.vocab_size,
+        n_embd=hidden,
+        n_layer=layers,
+        n_head=heads,
+        n_positions=256,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=None,
+        initializer_range=0.5,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

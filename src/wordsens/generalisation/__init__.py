@@ -1,0 +1,27 @@
+"""Generalisation after changing one word (the paper's Figures 4 and 5): a simulation's first-stage
+fit and Delta searches (``prepare``, ``search``, ``simulate``, ``wordsens.generalisation.core``),
+its linear algebra (``wordsens.generalisation.functionals``), the tasks (``synthetic_task``,
+``draw_task``) and the authors' algorithm (``gen_search``, ``wordsens.generalisation.reference``).
+"""
+
+from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, simulate
+from .functionals import INTERPOLATION_TOL, Fit, interpolate
+from .reference import gen_search
+from .tasks import check_task, draw_task, synthetic_task
+
+__all__ = [
+    "INTERPOLATION_TOL",
+    "LOSSES",
+    "TRAININGS",
+    "Fit",
+    "GenResult",
+    "Setup",
+    "check_task",
+    "draw_task",
+    "gen_search",
+    "interpolate",
+    "prepare",
+    "search",
+    "simulate",
+    "synthetic_task",
+]

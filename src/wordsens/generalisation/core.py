@@ -1,0 +1,392 @@
+"""Generalisation after changing one word (the paper's Figures 4-5), without p x p matrices.
+
+A simulation: a training set (N samples, labels +-1), a new sample (X, y), a map and its weights.
+The min-norm interpolator ``theta* = pinv(Phi) Y`` learns the training set; the new sample is then
+learned by fine-tuning (``theta_f``) or re-training (``theta_r``). The modified sentence
+``X^i(Delta)`` carries the opposite label; its test error is ``Err = (phi(X^i(Delta))^T theta + y)^2``.
+
+Everything the Delta search needs reduces to three linear functionals of the perturbed features
+``phi' = phi(X^i(Delta))``: ``phi'.theta*`` (= D0), ``phi'.phi`` and ``phi'.P phi`` with
+``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
+(float64), so neither P nor, for RF, the k x D weight matrix is ever formed:
+
+    theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
+    D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
+    D1 (re-train)  = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
+
+RF weights are drawn only on the span they act on: with
+``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
+``N(0, Z^T Z / D)``, drawn as ``G R`` with ``R^T R = Z^T Z`` and ``G`` (k x m) i.i.d.
+``N(0, 1/D)``. ``R`` comes from the eigendecomposition of the m x m Gram matrix, assembled from
+the samples' inner products: exact in law even when ``Z^T Z`` is singular, and the D x m matrix
+``Z`` (and a QR factorisation of it) is never formed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from .. import maps
+from ..pipeline.devices import resolve_device
+from ..search.engine import Problem, ascend, feasible
+from ..seeds import derive_seed, generator
+from .functionals import AttentionFunctionals, Fit, RFFunctionals, interpolate
+from .tasks import check_task
+
+Tensor = torch.Tensor
+
+__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "prepare", "search", "simulate"]
+
+TRAININGS = ("fine_tune", "retrain")
+LOSSES = ("surrogate", "direct", "penalised")
+
+
+# --------------------------------------------------------------------------- the setup
+
+
+@dataclass
+class Setup:
+    """One simulation, ready for Delta searches: the new sample's features and the functionals."""
+
+    map_name: str
+    n: int
+    d: int
+    N: int
+    position: int
+    y: float
+    t0: float  # phi(X)^T theta*
+    phi2: float  # ||phi(X)||^2
+    pphi2: float  # ||P phi(X)||^2
+    phi_pphi: float  # phi(X).P phi(X) (= pphi2 up to rounding: P is a projection)
+    fit: Fit
+    sampler: str
+    seconds: float
+    functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
+
+    def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
+        """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
+        D0 = f[..., 0]
+        if training == "fine_tune":
+            D1 = D0 + f[..., 1] * (self.y - self.t0) / self.phi2
+        else:
+            D1 = D0 + f[..., 2] * (self.y - self.t0) / self.pphi2
+        return D0, D1, (D1 + self.y) ** 2
+
+    def alignment(self, f: Tensor, training: str) -> Tensor:
+        """The alignment ratio ``a`` of the perturbed features with the learned direction, from
+        functional values ``f`` (..., 3): fine-tune ``phi'.phi / ||phi||^2``, re-train
+        ``phi'.P phi / ||P phi||^2``. Since ``D1 - D0 = a (y - t0)``, one word can flip the learned
+        prediction only through a small (or negative) ``a``; ``a ~ 1`` leaves ``D1 - D0 = y - t0``.
+        """
+        return f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
+
+    def t1(self, training: str) -> float:
+        """``phi(X)^T theta_{f|r}``, the second-stage prediction on the new sample (= y when learned)."""
+        f = torch.tensor([self.t0, self.phi2, self.phi_pphi], dtype=torch.float64)
+        return float(self.outcome(f, training)[1])
+
+    def loss(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
+        if loss == "surrogate":
+            return (self.alignment(f, training) + 1) ** 2
+        D0, _, err = self.outcome(f, training)
+        return err + penalty * D0 * D0 if loss == "penalised" else err
+
+
+def prepare(
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    position: int = 0,
+    weights: Any = None,
+    sampler: str = "auto",
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "cpu",
+    k: int | None = None,
+) -> Setup:
+    """Features, interpolator and functionals of one simulation (see the module docstring).
+
+    ``sampler`` (RF): ``"span"`` (exact in law on the span of the samples and the perturbed block;
+    default), ``"dense"`` (the whole k x D matrix; also used with explicit ``weights``).
+    """
+    maps.feature_map(map_name)
+    if map_name == "drf":
+        raise ValueError("the generalisation experiment covers rf, raf and relu_raf (as in the paper)")
+    N, n, d = check_task(X_train, y_train, X, y)
+    if not 0 <= position < n:
+        raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
+    dev = resolve_device(device)
+    dtype = dtype or (torch.float32 if map_name == "rf" else torch.float64)
+    started = time.perf_counter()
+    Xt64 = X_train.detach().to(device=dev, dtype=torch.float64)
+    X64 = X.detach().to(device=dev, dtype=torch.float64)
+    Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
+    if map_name == "rf":
+        D = n * d
+        k = D if k is None else k
+        if sampler == "auto":
+            sampler = "dense" if weights is not None else "span"
+        if sampler not in ("span", "dense"):
+            raise ValueError(f"unknown sampler {sampler!r} for RF; use 'span' or 'dense'")
+        if weights is not None or sampler == "dense":
+            V = weights if weights is not None else maps.rf_weights(seed, n, d, k, dtype=torch.float64, device=dev)
+            V = V.to(device=dev, dtype=torch.float64)
+            pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
+            u = V @ X64.reshape(-1)
+            B = V[:, position * d : (position + 1) * d]
+        else:
+            pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
+        Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
+        phi = torch.relu(u)
+        theta, pphi, fit = interpolate(Phi, Y, phi)
+        del Phi, pre_train
+        functionals: Any = RFFunctionals(B.to(dtype), u, torch.stack([theta, phi, pphi]))
+    else:
+        sampler = "dense"
+        W = weights if weights is not None else maps.attention_weights(seed, d)
+        maps.check_weights(map_name, W, n, d)
+        W64 = W.to(device=dev, dtype=torch.float64)
+        Phi = torch.empty((N, n * d), dtype=torch.float64, device=dev)  # filled in place: one copy only
+        for s in range(0, N, 256):
+            Phi[s : s + 256] = maps.apply(map_name, Xt64[s : s + 256], W64).reshape(-1, n * d)
+        phi = maps.apply(map_name, X64, W64).reshape(-1)
+        theta, pphi, fit = interpolate(Phi, Y, phi)
+        del Phi
+        functionals = AttentionFunctionals(
+            X64.to(dtype),
+            W64.to(dtype),
+            position,
+            "softmax" if map_name == "raf" else "relu",
+            torch.stack([theta, phi, pphi]),
+        )
+    phi2 = float(phi @ phi)
+    if phi2 == 0:
+        raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
+    pphi2 = float(pphi @ pphi)
+    if pphi2 <= 1e-24 * phi2:
+        raise ValueError(
+            f"phi(X) lies in the span of the N = {N} training feature vectors (p = {phi.numel()} "
+            "features): re-training cannot learn it; use fewer training samples than features"
+        )
+    return Setup(
+        map_name=map_name,
+        n=n,
+        d=d,
+        N=N,
+        position=position,
+        y=float(y),
+        t0=float(phi @ theta),
+        phi2=phi2,
+        pphi2=pphi2,
+        phi_pphi=float(phi @ pphi),
+        fit=fit,
+        sampler=sampler,
+        seconds=time.perf_counter() - started,
+        functionals=functionals,
+    )
+
+
+def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
+
+    The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
+    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with ``R`` its
+    symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
+    matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
+    gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
+    signs and, for repeated eigenvalues such as the block's, their arbitrary basis, which LAPACK
+    kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
+    N, n, d = Xt64.shape
+    D = n * d
+    flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
+    block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
+    m = N + 1 + d
+    gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
+    gram[:N, :N] = flat @ flat.T
+    gram[:N, N : N + 1] = flat @ new.T
+    gram[N : N + 1, :N] = new @ flat.T
+    gram[N, N] = new @ new.T
+    gram[: N + 1, N + 1 :] = block
+    gram[N + 1 :, : N + 1] = block.T
+    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    eigval, eigvec = torch.linalg.eigh(gram)
+    R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
+    gen = generator(derive_seed(seed, "rf-span", position))
+    pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
+    u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
+    B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
+    step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
+    for start in range(0, k, step):
+        rows = min(step, k - start)
+        G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
+        VZ = (G @ R) / math.sqrt(D)
+        pre_train[:, start : start + rows] = VZ[:, :N].T
+        u[start : start + rows] = VZ[:, N]
+        B[start : start + rows] = VZ[:, N + 1 :]
+    return pre_train, u, B
+
+
+# --------------------------------------------------------------------------- the Delta search
+
+
+@dataclass
+class GenResult:
+    """One Delta search of a simulation.
+
+    ``alignment`` is the ratio ``a`` of the row's training mode (``Setup.alignment``) and
+    ``d0_shift`` is ``|D0 - t0|``: ``D1 - D0 = a (y - t0)``, so a small Err comes either from
+    separating the two sentences (small ``a``) or from moving the first-stage prediction (large
+    ``d0_shift``, hence large ``gamma_min``). ``gram_cond``, ``gram_rank``, ``train_residual`` and
+    ``interpolates`` describe the first-stage fit of the simulation (``Fit``).
+    """
+
+    map: str
+    training: str
+    loss: str
+    penalty: float
+    method: str
+    y: float
+    t0: float
+    t1: float
+    D0: float
+    D1: float
+    err: float
+    gamma_min: float
+    alignment: float
+    d0_shift: float
+    gram_cond: float
+    gram_rank: int
+    train_residual: float
+    interpolates: bool
+    delta_norm: float
+    steps: int
+    seconds: float
+    delta: Tensor = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("delta")
+        return out
+
+
+class _GenProblem(Problem):
+    def __init__(self, setup: Setup, training: str, loss: str, penalty: float) -> None:
+        self.setup, self.training, self.loss, self.penalty = setup, training, loss, penalty
+        self.d = setup.d
+        self.radius = math.sqrt(setup.d)
+        self.phi_norm = 1.0
+
+    def value(self, D: Tensor) -> Tensor:  # ascent maximises: minus the loss
+        return -self.setup.loss(self.setup.functionals(D), self.training, self.loss, self.penalty)
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        f = self.setup.functionals.exact(deltas.to(torch.float64))
+        return -self.setup.loss(f, self.training, self.loss, self.penalty)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.setup.functionals.starts(restarts, gen)
+
+
+def search(
+    setup: Setup,
+    training: str,
+    loss: str,
+    *,
+    penalty: float = 0.0,
+    seed: int = 0,
+    restarts: int = 16,
+    max_steps: int = 500,
+    tol: float = 1e-6,
+    patience: int = 30,
+) -> GenResult:
+    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, token ``setup.position``) minimising ``loss``.
+
+    ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
+    (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
+    uncertain). The outcome (t0, t1, D0, D1, Err, gamma_min) is re-evaluated in float64 with the
+    plain map at the Delta found.
+    """
+    if training not in TRAININGS:
+        raise ValueError(f"unknown training {training!r}; choose one of {', '.join(TRAININGS)}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
+    started = time.perf_counter()
+    problem = _GenProblem(setup, training, loss, float(penalty))
+    gen = generator(derive_seed(seed, "gen-search", training, loss, float(penalty)))
+    starts = problem.starts(restarts, gen).to(setup.functionals.dtype)
+    found, steps = ascend(
+        problem,
+        starts,
+        max_steps=max_steps,
+        tol=tol,
+        patience=patience,
+        keep=min(8, restarts),
+        momentum=0.5 if setup.map_name != "rf" else 0.0,
+    )
+    deltas = torch.stack([feasible(D, problem.radius) for D in found])
+    with torch.no_grad():
+        values = problem.exact(deltas)
+    best = int(torch.argmax(values))
+    delta = deltas[best]
+    with torch.no_grad():
+        f = setup.functionals.exact(delta[None])[0]
+    D0, D1, err = setup.outcome(f, training)
+    fit = setup.fit
+    return GenResult(
+        map=setup.map_name,
+        training=training,
+        loss=loss,
+        penalty=float(penalty),
+        method="default",
+        y=setup.y,
+        t0=setup.t0,
+        t1=setup.t1(training),
+        D0=float(D0),
+        D1=float(D1),
+        err=float(err),
+        gamma_min=max(abs(setup.t0), abs(float(D0))),
+        alignment=float(setup.alignment(f, training)),
+        d0_shift=abs(float(D0) - setup.t0),
+        gram_cond=fit.cond,
+        gram_rank=fit.rank,
+        train_residual=fit.residual,
+        interpolates=fit.interpolates,
+        delta_norm=float(torch.linalg.vector_norm(delta)),
+        steps=steps,
+        seconds=time.perf_counter() - started,
+        delta=delta.cpu(),
+    )
+
+
+def simulate(
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    searches: Sequence[tuple[str, str, float]],
+    position: int = 0,
+    **kwargs: Any,
+) -> list[GenResult]:
+    """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
+    Gram matrix are computed once."""
+    setup = prepare(map_name, X_train, y_train, X, y, seed=seed, position=position, **kwargs)
+    out = []
+    for training, loss, penalty in searches:
+        res = search(setup, training, loss, penalty=penalty, seed=seed)
+        res.seconds += setup.seconds / len(searches)
+        out.append(res)
+    return out

@@ -1,0 +1,80 @@
+"""Generalisation tasks: a training set and a new sample, synthetic or drawn from IMDb embeddings.
+
+``check_task`` validates any task; ``synthetic_task`` draws Gaussian rows with a random linear
+teacher (it shows the mechanism of section 3 of the paper, not the paper's IMDb numbers: layer-0
+BERT rows share position and type components, the perturbed row 0 is the same [CLS] vector in every
+review, and short reviews add [SEP]/[PAD] rows); ``draw_task`` draws N + 1 distinct reviews from an
+embedding store (``wordsens.data.samples`` normalises them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import maps
+from ..data.samples import eligible_reviews, review_samples, synthetic_sample
+from ..seeds import derive_seed, generator
+
+Tensor = torch.Tensor
+
+__all__ = ["check_task", "draw_task", "synthetic_task"]
+
+
+def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
+    """Validate a training set (N, n, d) with labels +-1 and a new sample (n, d); return (N, n, d)."""
+    if not isinstance(X_train, Tensor) or X_train.ndim != 3:
+        raise ValueError(f"X_train must have shape (N, n, d), got {getattr(X_train, 'shape', type(X_train))}")
+    N, n, d = X_train.shape
+    if N < 1:
+        raise ValueError("the training set needs N >= 1 samples")
+    maps.check_sample(X_train, "X_train")
+    maps.check_sample(X, "X")
+    if tuple(X.shape) != (n, d):
+        raise ValueError(f"X has shape {tuple(X.shape)} but the training samples are ({n}, {d})")
+    y_train = torch.as_tensor(y_train, dtype=torch.float64)
+    if y_train.shape != (N,):
+        raise ValueError(f"y_train must have shape (N,) = ({N},), got {tuple(y_train.shape)}")
+    if not bool(((y_train == 1) | (y_train == -1)).all()) or y not in (1, -1, 1.0, -1.0):
+        raise ValueError("labels must be +1 or -1")
+    return N, n, d
+
+
+def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, Tensor, float]:
+    """Synthetic data: Gaussian rows rescaled to norm sqrt(d), labels ``sign(<flat(X), u>)`` with
+    a random unit teacher ``u`` per simulation. Returns ``(X_train, y_train, X, y)``."""
+    if N < 1:
+        raise ValueError(f"N must be >= 1, got {N}")
+    samples = synthetic_sample(n, d, derive_seed(seed, "gen-samples"), batch=(N + 1,))
+    teacher = torch.randn(n * d, generator=generator(derive_seed(seed, "gen-teacher")), dtype=torch.float64)
+    teacher /= torch.linalg.vector_norm(teacher)
+    labels = torch.sign(samples.reshape(N + 1, -1) @ teacher)
+    labels[labels == 0] = 1
+    return samples[:N], labels[:N], samples[N], float(labels[N])
+
+
+def draw_task(
+    source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
+) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
+    """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
+    embedding store (N + 1 distinct reviews drawn with ``seed``; labels 0/1 become -1/+1).
+    Returns ``(X_train, y_train, X, y, info)``."""
+    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
+        raise ValueError(f"N must be an integer >= 1, got {N!r}")
+    if isinstance(source, str):
+        if source != "synthetic":
+            raise ValueError(f"unknown data source {source!r}; use 'synthetic' or an embedding store")
+        Xt, yt, X, y = synthetic_task(N, n, d, seed)
+        return Xt, yt, X, y, {"review_id": -1}
+    eligible = eligible_reviews(source, n, d, min_tokens=min_tokens, needed=N + 1)
+    order = torch.randperm(eligible.size, generator=generator(derive_seed(seed, "gen-reviews")))[: N + 1].numpy()
+    rows = np.sort(eligible[order])
+    samples = review_samples(source, rows, n, d)
+    index = source.index
+    labels = torch.as_tensor(2.0 * np.asarray(index["label"])[rows] - 1.0, dtype=torch.float64)
+    test = int(torch.randint(0, N + 1, (1,), generator=generator(derive_seed(seed, "gen-test"))))
+    keep = [i for i in range(N + 1) if i != test]
+    info = {"review_id": int(index["review_id"].iloc[rows[test]])}
+    return samples[keep], labels[keep], samples[test], float(labels[test]), info

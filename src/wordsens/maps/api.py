@@ -1,0 +1,174 @@
+"""The maps by name: validation, ``apply`` and ``feature_map`` for every registered map, the
+validated paper maps (``rf``, ``drf``, ``raf``, ``relu_raf``), and ``sample_weights``.
+
+Shapes: a sample ``X`` is ``(n, d)`` (``n`` token embeddings of dimension ``d``), optionally with
+leading batch dimensions ``(..., n, d)``. Every map is looked up in the registry
+(``wordsens.maps.registry``), whose entries name the forwards (``wordsens.maps.paper``,
+``wordsens.maps.variants``, plugins) and samplers (``wordsens.maps.sampling``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from . import registry
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "apply",
+    "check_matrix",
+    "check_positive",
+    "check_sample",
+    "check_weights",
+    "drf",
+    "feature_map",
+    "map_names",
+    "raf",
+    "relu_raf",
+    "rf",
+    "sample_weights",
+]
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_sample(X: Tensor, name: str = "X") -> tuple[int, int]:
+    """Validate a sample of shape ``(..., n, d)``; return ``(n, d)``.
+
+    Raises ``ValueError`` naming the problem for non-tensors, wrong rank, empty dimensions,
+    integer dtypes and NaN/Inf entries.
+    """
+    if not isinstance(X, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of shape (n, d), got {type(X).__name__}")
+    if X.ndim < 2:
+        raise ValueError(f"{name} must have shape (n, d) (n tokens, d coordinates), got {tuple(X.shape)}")
+    n, d = int(X.shape[-2]), int(X.shape[-1])
+    if n <= 0 or d <= 0:
+        raise ValueError(f"{name} needs n >= 1 tokens and d >= 1 coordinates, got shape {tuple(X.shape)}")
+    if not X.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {X.dtype}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{name} contains NaN or Inf entries; clean or re-normalise the input")
+    return n, d
+
+
+def check_positive(**values: int) -> None:
+    """Raise ``ValueError`` unless every value is a positive integer (named by its keyword)."""
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+
+
+def check_matrix(M: Tensor, shape: tuple[int, ...], name: str, hint: str) -> None:
+    """Raise ``ValueError`` unless ``M`` is a finite 2-D tensor of ``shape`` (``hint`` says what it is)."""
+    if not isinstance(M, Tensor) or M.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D tensor of shape {shape} ({hint})")
+    if tuple(M.shape) != shape:
+        raise ValueError(f"{name} has shape {tuple(M.shape)}, expected {shape} ({hint})")
+    if not bool(torch.isfinite(M).all()):
+        raise ValueError(f"{name} contains NaN or Inf entries")
+
+
+# --------------------------------------------------------------------------- the paper's maps, validated
+
+
+def rf(X: Tensor, V: Tensor) -> Tensor:
+    """Random features ``relu(V flat(X))``: ``X`` (..., n, d), ``V`` (k, n*d) -> (..., k)."""
+    return apply("rf", X, V, check=True)
+
+
+def drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
+    """Deep random features ``h_L``: ``h_0 = flat(X)``, ``h_l = relu(V_l h_{l-1})``; ``V_l`` (D, D)."""
+    return apply("drf", X, Vs, check=True)
+
+
+def raf(X: Tensor, W: Tensor) -> Tensor:
+    """Random attention features ``softmax(X W X^T / sqrt(d)) X``: (..., n, d) -> (..., n, d)."""
+    return apply("raf", X, W, check=True)
+
+
+def relu_raf(X: Tensor, W: Tensor) -> Tensor:
+    """ReLU attention: ``A = relu(X W X^T / sqrt(d))`` with each row divided by its sum, ``A X``.
+
+    A row whose ReLU scores are all zero stays zero (its token attends to nothing).
+    """
+    return apply("relu_raf", X, W, check=True)
+
+
+# --------------------------------------------------------------------------- every registered map
+
+
+def map_names() -> tuple[str, ...]:
+    """Every registered map (``wordsens.maps.registry``), the paper's four first."""
+    return registry.names()
+
+
+def check_weights(name: str, weights: Any, n: int, d: int, options: Mapping[str, Any] | None = None) -> None:
+    """Raise ``ValueError`` unless ``weights`` have the format and shapes map ``name`` takes at (n, d)."""
+    spec = registry.get(name)
+    if spec.check is not None:
+        registry.resolve(spec.check)(weights, n, d)
+        return
+    if spec.shapes is None:
+        return
+    shapes = spec.shapes(n, d, **spec.option_values(options))
+    if not isinstance(weights, Mapping) or set(weights) != set(shapes):
+        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
+        raise ValueError(f"{name} weights must be a dict with the tensors {sorted(shapes)}, got {got}")
+    for key, shape in shapes.items():
+        W = weights[key]
+        if not isinstance(W, Tensor) or tuple(W.shape) != tuple(shape):
+            got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
+            raise ValueError(f"{name} weight {key!r} has shape {got_shape}, expected {tuple(shape)} (n = {n}, d = {d})")
+        if not bool(torch.isfinite(W).all()):
+            raise ValueError(f"{name} weight {key!r} contains NaN or Inf entries")
+
+
+def feature_map(name: str) -> Callable[..., Tensor]:
+    """The validated map called ``name``: ``phi(X, weights)`` checks its inputs first."""
+    registry.get(name)
+    return lambda X, weights: apply(name, X, weights, check=True)
+
+
+def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
+    """``phi(X)`` of map ``name`` with ``weights`` in its format, for ``X`` (..., n, d).
+
+    ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
+    default skips the checks, for inner loops whose inputs were validated once.
+    """
+    spec = registry.get(name)
+    if check:
+        n, d = check_sample(X)
+        check_weights(name, weights, n, d)
+    return registry.resolve(spec.forward)(X, weights)
+
+
+def sample_weights(
+    map_name: str,
+    seed: int | torch.Generator,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    draw_on: str = "device",
+    **options: Any,
+) -> Any:
+    """Weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W, the
+    other maps: a dict of named tensors), drawn from ``seed``. ``options``: the map's options
+    (RF ``k``, DRF ``L``, multi-head maps ``heads``; ``wordsens maps`` lists them). ``L`` and ``k``
+    are accepted for every map and ignored by those without them, as before the registry."""
+    spec = registry.get(map_name)
+    check_positive(n=n, d=d)
+    values = spec.option_values(
+        {
+            key: value
+            for key, value in options.items()
+            if value is not None and (key in spec.options or key not in ("L", "k"))
+        }
+    )
+    return registry.resolve(spec.sample)(seed, n, d, dtype=dtype, device=device, draw_on=draw_on, **values)

@@ -1,0 +1,185 @@
+"""The built-in maps, as data: the paper's four (``PAPER_SPECS``) and the attention variants
+(``VARIANT_SPECS``); ``wordsens.maps.registry`` registers them.
+
+Torch is not imported: the planner reads these entries (options, shapes, cost models). The
+implementations are named by ``"module:attribute"`` strings: the forwards, weight checks and
+samplers in ``wordsens.maps.paper``, ``wordsens.maps.sampling`` and ``wordsens.maps.variants``, the
+fast searches in ``wordsens.search``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .spec import MapSpec, SearchSettings
+
+__all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "VARIANT_SPECS"]
+
+_FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=10, tol=1e-5, momentum=0.0, polish=False, dtype="float32")
+# Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
+# momentum along ridges, and a final polish.
+_ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True)
+
+PAPER_SPECS = (
+    MapSpec(
+        "rf",
+        "RF (k = D)",
+        "relu(V flat(X)), in R^k",
+        "V (k, n d), i.i.d. N(0, 1/(n d)); k = n d unless set",
+        forward="wordsens.maps.paper:rf_forward",
+        sample="wordsens.maps.sampling:rf_sample",
+        check="wordsens.maps.paper:check_rf",
+        fast="wordsens.search.rf:rf_prepare",
+        # RF uses the subspace ascent of RFProblem.search, whose iterations are few: a tight tolerance
+        settings=_FIRST_LAYER,
+        cost="rf",
+        reference=(100.0, 300),
+        options={"k": None},
+        output="(k,)",
+    ),
+    MapSpec(
+        "drf",
+        "deep RF",
+        "h_0 = flat(X), h_l = relu(V_l h_{l-1}), phi = h_L",
+        "V_l (n d, n d), i.i.d. N(0, 2/(n d)), l = 1..L",
+        forward="wordsens.maps.paper:drf_forward",
+        sample="wordsens.maps.sampling:drf_sample",
+        check="wordsens.maps.paper:check_drf",
+        fast="wordsens.search.drf:drf_prepare",
+        settings=SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False, dtype="float32"),
+        cost="drf",
+        reference=(100.0, 300),
+        options={"L": 2},
+        output="(n d,)",
+    ),
+    MapSpec(
+        "raf",
+        "RAF (softmax attention)",
+        "softmax(X W X^T / sqrt(d)) X, softmax over each row",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps.paper:raf_forward",
+        sample="wordsens.maps.sampling:attention_sample",
+        check="wordsens.maps.paper:check_attention",
+        fast="wordsens.search.attention:raf_prepare",
+        settings=_ATTENTION,
+        cost="attention",
+    ),
+    MapSpec(
+        "relu_raf",
+        "ReLU-RAF",
+        "A X, A = relu(X W X^T / sqrt(d)) with each row divided by its sum (0 stays 0)",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps.paper:relu_raf_forward",
+        sample="wordsens.maps.sampling:attention_sample",
+        check="wordsens.maps.paper:check_attention",
+        fast="wordsens.search.attention:relu_raf_prepare",
+        settings=_ATTENTION,
+        cost="attention",
+    ),
+)
+
+# --------------------------------------------------------------------------- attention variants beyond the paper
+# wordsens.maps.variants holds their forwards, samplers and weight checks, wordsens.search.variants and
+# wordsens.search.heads their searches; the shapes are written here, without torch, since the planner reads them.
+
+
+def _check_heads(map_name: str, d: int, heads: Any) -> int:
+    """``heads`` after checking that it is a positive integer dividing ``d`` (multi-head maps)."""
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+        raise ValueError(f"{map_name}: the option heads must be a positive integer, got {heads!r}")
+    if d % heads:
+        divisors = [h for h in range(1, min(d, 64) + 1) if d % h == 0]
+        raise ValueError(
+            f"{map_name} splits d into heads of width d/heads, but d = {d} is not a multiple of "
+            f"heads = {heads}; choose heads among the divisors of d (e.g. {divisors[-6:]}) through "
+            "the map's options (options={'heads': ...}) or another d"
+        )
+    return heads
+
+
+def _mh_raf_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]:
+    h = _check_heads("mh_raf", d, heads)
+    return {"Wq": (h, d, d // h), "Wk": (h, d, d // h), "Wv": (h, d, d // h), "Wo": (d, d)}
+
+
+def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]:
+    _check_heads("block", d, heads)
+    return {**_mh_raf_shapes(n, d, heads), "W1": (d, 4 * d), "W2": (4 * d, d)}
+
+
+# The variants' problems polish in float64 along the sphere (wordsens.search.variants.MovedTokenProblem.polish),
+# also where they search in float32 (mh_raf, block).
+_VARIANT_ATTENTION = SearchSettings(
+    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True
+)
+_VARIANT_MH = SearchSettings(
+    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+)
+# cost_scale: wordsens.pipeline.costs.ws_seconds of the default search against the times measured on the project's
+# 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
+# n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
+# at n = 50, 36-45 s at n = 256. (The reference method's estimates of mh_raf and block come out low:
+# their full maps cost n d^2 per step, more than the attention and dense models assume at this scale.)
+
+VARIANT_SPECS = (
+    MapSpec(
+        "sigmoid_raf",
+        "sigmoid attention",
+        "sigmoid(X W X^T / sqrt(d) - log n) X, no row normalisation",
+        "W (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps.variants:sigmoid_raf_forward",
+        sample="wordsens.maps.variants:sigmoid_raf_sample",
+        shapes=lambda n, d: {"W": (d, d)},
+        fast="wordsens.search.variants:sigmoid_raf_prepare",
+        settings=_VARIANT_ATTENTION,
+        cost="attention",
+        cost_scale=2.5,
+    ),
+    MapSpec(
+        "linear_raf",
+        "linear attention (elu + 1)",
+        "A X, A_jk = q_j.k_k / sum_k q_j.k_k, q_j = f(Wq^T x_j), k_k = f(Wk^T x_k), f = elu + 1",
+        "Wq, Wk (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps.variants:linear_raf_forward",
+        sample="wordsens.maps.variants:linear_raf_sample",
+        shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)},
+        fast="wordsens.search.variants:linear_raf_prepare",
+        settings=_VARIANT_ATTENTION,
+        cost="attention",
+        cost_scale=8.0,
+    ),
+    MapSpec(
+        "mh_raf",
+        "multi-head attention",
+        "concat_h softmax((X Wq_h)(X Wk_h)^T / sqrt(d/h)) X Wv_h, times Wo; h heads (option heads)",
+        "Wq, Wk, Wv (h, d, d/h) and Wo (d, d), i.i.d. N(0, 1/d)",
+        forward="wordsens.maps.variants:mh_raf_forward",
+        sample="wordsens.maps.variants:mh_raf_sample",
+        shapes=_mh_raf_shapes,
+        check="wordsens.maps.variants:mh_raf_check",
+        fast="wordsens.search.heads:mh_raf_prepare",
+        settings=_VARIANT_MH,
+        cost="attention",
+        cost_scale=10.0,
+        options={"heads": 12},
+    ),
+    MapSpec(
+        "block",
+        "transformer block (post-LN)",
+        "Y = LN(X + mh_raf(X)), phi = LN(Y + relu(Y W1) W2), LN without affine parameters (eps 1e-5)",
+        "mh_raf's weights, W1 (d, 4d) i.i.d. N(0, 2/d), W2 (4d, d) i.i.d. N(0, 1/(4d))",
+        forward="wordsens.maps.variants:block_forward",
+        sample="wordsens.maps.variants:block_sample",
+        shapes=_block_shapes,
+        check="wordsens.maps.variants:block_check",
+        fast="wordsens.search.heads:block_prepare",
+        settings=SearchSettings(
+            restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+        ),
+        cost="dense",
+        cost_scale=0.2,
+        options={"heads": 12},
+    ),
+)
+
+BUILTIN_SPECS: tuple[MapSpec, ...] = (*PAPER_SPECS, *VARIANT_SPECS)

@@ -1,0 +1,74 @@
+"""The workflow's plan, without running Snakemake: the one import of the Snakefile and of
+``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration,
+``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
+(``wordsens.pipeline.costs``) and devices (``wordsens.pipeline.devices``), and
+``wordsens.pipeline.grid`` holds them (``Grid``) and describes them.
+
+Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
+when it runs).
+"""
+
+from .configuration import (
+    SCHEMA,
+    ConfigError,
+    capped_ns,
+    export_plugins,
+    load_config,
+    long_context_ns,
+    merge,
+    problems,
+    validate,
+    variant_maps,
+)
+from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, study_hours
+from .jobs import (
+    PLANNED_LIMITS,
+    GenJob,
+    Job,
+    Limits,
+    WSJob,
+    data_label,
+    gen_jobs,
+    gen_searches,
+    gen_setting,
+    job_device,
+    planned_limits,
+    setting_name,
+    ws_jobs,
+)
+from .points import STUDIES, Point, ws_points
+
+__all__ = [
+    "GEN_FIGURES",
+    "PLANNED_LIMITS",
+    "SCHEMA",
+    "STUDIES",
+    "WS_FIGURES",
+    "ConfigError",
+    "GenJob",
+    "Grid",
+    "Job",
+    "Limits",
+    "Point",
+    "WSJob",
+    "capped_ns",
+    "data_label",
+    "describe",
+    "export_plugins",
+    "failed_jobs",
+    "gen_jobs",
+    "gen_searches",
+    "gen_setting",
+    "job_device",
+    "load_config",
+    "long_context_ns",
+    "merge",
+    "planned_limits",
+    "problems",
+    "setting_name",
+    "study_hours",
+    "validate",
+    "variant_maps",
+    "ws_jobs",
+    "ws_points",
+]

@@ -1,0 +1,319 @@
+"""A configuration, loaded and checked before anything runs.
+
+One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the
+configuration is validated against workflow/schemas/config.schema.yaml the way Snakemake does it
+(``snakemake.utils.validate`` with ``set_default=True``: the schema holds every default), then the
+checks that a schema cannot express run (``problems``), each naming its key and its fix. The
+readers of the study sections (``variant_maps``, ``long_context_ns``) live here because the checks
+and the job grid (``wordsens.pipeline.points``) both need them. Torch is not imported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..data.models import DEMO_LM, model_positions, model_width
+from ..maps import registry
+
+__all__ = [
+    "SCHEMA",
+    "ConfigError",
+    "capped_ns",
+    "export_plugins",
+    "load_config",
+    "long_context_ns",
+    "merge",
+    "problems",
+    "validate",
+    "variant_maps",
+]
+
+# The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; ``problems`` names each key and its fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+# ----------------------------------------------------------------------------- loading and checks
+def merge(base: dict, override: dict) -> dict:
+    """Recursive dict merge (what Snakemake does with a --configfile over config.yaml)."""
+    import copy
+
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_config(*paths: str | Path, schema: str | Path | None = None) -> dict:
+    """``config.yaml`` merged with further config files, in order, then ``validate``-d: what the
+    Snakefile sees after ``configfile:`` and ``--configfile``."""
+    import yaml
+
+    config: dict = {}
+    for path in paths:
+        with open(path) as fh:
+            config = merge(config, yaml.safe_load(fh) or {})
+    if schema is None and paths:
+        beside = Path(paths[0]).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
+        schema = beside if beside.is_file() else SCHEMA
+    return validate(config, schema or SCHEMA)
+
+
+def _key(path: Iterable[Any]) -> str:
+    return ".".join(str(part) for part in path) or "(top level)"
+
+
+def _schema_problem(error: Any) -> str:
+    """One line from a jsonschema error: the dotted key, what is wrong, and the key's description."""
+    text = f"{_key(error.absolute_path)}: {error.message}"
+    if error.context:  # oneOf/anyOf: what each alternative wanted
+        text += " (" + "; ".join(sorted({sub.message for sub in error.context})) + ")"
+    description = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if description and error.absolute_path:
+        text += f" -- {' '.join(description.split())}"
+    return text
+
+
+def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
+    """Validate ``config`` in place, filling the schema's defaults, then run ``problems``.
+
+    Raises ``ConfigError`` naming every problem found (for the schema: the first one, as
+    Snakemake reports it).
+    """
+    from jsonschema import ValidationError
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate as snakemake_validate
+
+    try:
+        snakemake_validate(config, str(schema), set_default=True)
+    except WorkflowError as err:
+        cause = err.__context__
+        raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
+    found = export_plugins(config) or problems(config)
+    if found:
+        raise ConfigError(found)
+    return config
+
+
+def export_plugins(config: dict) -> list[str]:
+    """Export the config's ``plugins`` (``.py`` paths made absolute) in ``WORDSENS_PLUGINS``, beside
+    any already there, for this process and every job it starts (the workflow passes the variable
+    to cluster jobs with ``envvars``), and import them; returns the problems (a plugin that cannot
+    be imported)."""
+    entries = [str(Path(p).expanduser().resolve()) if p.endswith(".py") else p for p in config["plugins"]]
+    present = [p.strip() for p in os.environ.get(registry.PLUGINS_ENV, "").split(",") if p.strip()]
+    os.environ[registry.PLUGINS_ENV] = ",".join(dict.fromkeys([*present, *entries]))
+    try:
+        registry.load_plugins()
+    except ValueError as err:
+        return [f"plugins: {err}"]
+    return []
+
+
+def _length_problems(config: dict) -> list[str]:
+    """model.max_length and long_context.max_length against the encoder's positions, each where an
+    embedding store is made at that length (some grid runs on IMDb rows)."""
+    model, ws, gen = config["model"], config["ws"], config["gen"]
+    variants, long_context, positions = (config.get(key) for key in ("variants", "long_context", "positions"))
+    main_store = (
+        (ws["data"] == "imdb" and any(ws["maps"].values()))
+        or ("imdb" in gen["data"] and any(gen[f] for f in ("fig4", "fig5")))
+        or bool(variants and variants["data"] == "imdb")
+        or bool(positions)
+    )
+    lengths = [("model.max_length", model["max_length"])] if main_store else []
+    if long_context and "imdb" in long_context["data"]:
+        lengths.append(("long_context.max_length", long_context["max_length"]))
+    positions = model_positions(model["name"])
+    return [
+        f"{key} = {length} > the {positions} positions of {model['name']}: lower {key} (the encoder cannot "
+        "embed longer inputs) or choose a model.name with more positions"
+        for key, length in lengths
+        if positions is not None and length > positions
+    ]
+
+
+def problems(config: dict) -> list[str]:
+    """What a validated configuration (defaults filled) cannot run, one line per problem naming
+    the key and the fix: the checks that span several sections, which a schema cannot express."""
+    out: list[str] = []
+    data, model, ws, gen = config["data"], config["model"], config["ws"], config["gen"]
+    grids = {m: g for m, g in ws["maps"].items() if g}
+    figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
+    studies = [key for key in ("variants", "long_context", "positions") if config.get(key)]
+    if not grids and not figures and not studies:
+        out.append(
+            "ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
+            "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid"
+        )
+    out += _study_problems(config)
+    out += _length_problems(config)
+    width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
+    for map_name, grid in grids.items():
+        if ws["data"] == "imdb":
+            too_long = [n for n in grid["n"] if n > model["max_length"]]
+            if too_long:
+                out.append(
+                    f"ws.maps.{map_name}.n has {too_long} > model.max_length = {model['max_length']}: "
+                    "lower n or raise model.max_length"
+                )
+            too_wide = [d for d in grid["d"] if width is not None and d > width]
+            if too_wide:
+                out.append(
+                    f"ws.maps.{map_name}.d has {too_wide} > the model width {width} ({model['name']}): "
+                    "lower d or choose a wider model.name"
+                )
+        if ws["position"] != "all" and ws["position"] >= min(grid["n"]):
+            out.append(
+                f"ws.position {ws['position']} is beyond the smallest n = {min(grid['n'])} of "
+                f"ws.maps.{map_name}: choose a position below every n, or 'all'"
+            )
+    for figure, fig in figures.items():
+        for map_name, ns in fig["maps"].items():
+            if "imdb" in gen["data"]:
+                too_long = [n for n in ns if n > model["max_length"]]
+                if too_long:
+                    out.append(
+                        f"gen.{figure}.maps.{map_name} has n = {too_long} > model.max_length = "
+                        f"{model['max_length']}: lower n or raise model.max_length"
+                    )
+            if gen["position"] >= min(ns):
+                out.append(
+                    f"gen.position {gen['position']} is beyond n = {min(ns)} of gen.{figure}.maps.{map_name}: "
+                    "choose a position below every n"
+                )
+        if "imdb" in gen["data"] and max(fig["N"]) + 1 > data["pool_size"]:
+            out.append(
+                f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1} (N training "
+                "reviews and the new one): raise data.pool_size or lower N"
+            )
+    if figures and "imdb" in gen["data"] and width is not None and gen["d"] > width:
+        out.append(f"gen.d = {gen['d']} > the model width {width} ({model['name']}): lower gen.d")
+    probes = config["probes"]
+    f3 = probes["fig3"]
+    if probes["enabled"] and f3["text"] is None and f3["token"] > f3["min_tokens"]:
+        out.append(
+            f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
+            f"{f3['min_tokens']} tokens: raise min_tokens or lower the token"
+        )
+    lm = probes["lm"]
+    if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
+        from ..data.reviews import hub_reachable  # pandas: loaded only for this check
+
+        if not hub_reachable():
+            out.append(
+                f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
+            )
+    return out
+
+
+def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds: Iterable[int]) -> list[str]:
+    """An unregistered map, or options the map refuses at some d (e.g. heads not dividing d)."""
+    known = registry.names()
+    if map_name not in known:
+        return [
+            f"{key}: unknown map {map_name!r}; registered: {', '.join(known)} (a plugin's map needs its module "
+            "or .py file in plugins:)"
+        ]
+    spec = registry.get(map_name)
+    try:
+        values = spec.option_values(options)
+        if spec.shapes is not None:
+            for d in ds:
+                spec.shapes(2, d, **values)
+    except (ValueError, TypeError) as err:
+        return [f"{key}: {err}"]
+    return []
+
+
+def _study_problems(config: dict) -> list[str]:
+    """Map names and options of every WS grid (ws.maps and the studies), and the studies' sizes
+    against the encoder (IMDb rows: n at most the stored length, d at most the model width)."""
+    out: list[str] = []
+    model = config["model"]
+    for map_name, grid in config["ws"]["maps"].items():
+        if grid:
+            out += _map_problems(f"ws.maps.{map_name}", map_name, grid.get("options"), grid["d"])
+    imdb: list[tuple[str, int, int, int]] = []  # (key, d, largest n, stored length)
+    variants = config.get("variants")
+    if variants:
+        for map_name in variant_maps(variants):
+            opts = variants["options"].get(map_name)
+            out += _map_problems(f"variants.maps ({map_name})", map_name, opts, [variants["d"]])
+        if variants["data"] == "imdb":
+            imdb.append(("variants", variants["d"], max(variants["n"]), model["max_length"]))
+    long_context = config.get("long_context")
+    if long_context:
+        for map_name in long_context["maps"]:
+            opts = long_context["options"].get(map_name)
+            out += _map_problems(f"long_context.maps ({map_name})", map_name, opts, [long_context["d"]])
+        if "imdb" in long_context["data"]:
+            imdb.append(("long_context", long_context["d"], 0, long_context["max_length"]))
+    positions = config.get("positions")
+    if positions:
+        for map_name in positions["maps"]:
+            opts = positions["options"].get(map_name)
+            out += _map_problems(f"positions.maps ({map_name})", map_name, opts, [positions["d"]])
+        imdb.append(("positions", positions["d"], positions["n"], model["max_length"]))
+    for section in ("variants", "long_context", "positions"):
+        for key in ("options", "max_n"):
+            for map_name in (config.get(section) or {}).get(key, {}):
+                if map_name not in registry.names():
+                    out.append(f"{section}.{key}.{map_name}: unknown map; registered: {', '.join(registry.names())}")
+    for section in ("variants", "long_context"):
+        study = config.get(section)
+        if study:
+            ns = [
+                n
+                for m in (variant_maps(study) if section == "variants" else study["maps"])
+                for n in capped_ns(study["n"], m, study["max_n"])
+            ]
+            if ns and study["position"] >= min(ns):
+                out.append(
+                    f"{section}.position {study['position']} is beyond the smallest n = {min(ns)} of "
+                    f"{section}: choose a position below every n"
+                )
+    width = model_width(model["name"]) if imdb else None
+    for key, d, n, length in imdb:
+        if n > length:
+            out.append(f"{key}.n = {n} > model.max_length = {length} (IMDb rows): lower n or raise model.max_length")
+        if width is not None and d > width:
+            out.append(f"{key}.d = {d} > the model width {width} ({model['name']}): lower {key}.d")
+    return out
+
+
+# ----------------------------------------------------------------------------- the study sections
+def capped_ns(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> list[int]:
+    """The grid's n up to the map's entry in a section's ``max_n`` (all of them without one)."""
+    cap = max_n.get(map_name)
+    return [n for n in ns if cap is None or n <= cap]
+
+
+def variant_maps(section: dict) -> list[str]:
+    """The maps of the variants section: every registered map for ``all`` (plugins included)."""
+    return list(registry.names()) if section["maps"] == "all" else list(section["maps"])
+
+
+def long_context_ns(section: dict, map_name: str, data: str) -> list[int]:
+    """Context lengths of one long-context curve: the grid's n up to the map's ``max_n``; on IMDb
+    also up to ``max_length`` (the encoder's position limit), and ``max_length`` itself."""
+    ns = capped_ns(section["n"], map_name, section["max_n"])
+    if data != "imdb":
+        return ns
+    limit = section["max_length"]
+    cap = section["max_n"].get(map_name)
+    return sorted({n for n in ns if n <= limit} | ({limit} if cap is None or cap >= limit else set()))

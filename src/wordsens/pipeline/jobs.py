@@ -1,0 +1,415 @@
+"""The jobs of a configuration's grid, with their resource estimates and devices.
+
+``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``)
+into one job per grid point (``wordsens.pipeline.points``) and chunk of trials, each with its params
+(what its numbers depend on), its memory and runtime estimates (``wordsens.pipeline.costs``) and the
+device it runs on under the memory ``Limits`` of the machine or cluster.
+``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is not imported, except to ask a
+visible GPU for its free memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import NUMERICS_VERSIONS
+from ..data.models import model_tag
+from ..maps import registry
+from ..seeds import canonical
+from . import costs
+from .devices import available_bytes
+from .points import ws_points
+
+__all__ = [
+    "PLANNED_LIMITS",
+    "GenJob",
+    "Job",
+    "Limits",
+    "WSJob",
+    "data_label",
+    "gen_jobs",
+    "gen_searches",
+    "gen_setting",
+    "job_device",
+    "planned_limits",
+    "setting_name",
+    "ws_jobs",
+]
+
+GB = costs.GB
+# Host memory of a job whose arrays live on a GPU: its Python process, the Snakemake job process
+# and torch's CUDA context and kernels (1-2 GB resident; not measured here: the CI machine has no GPU).
+CUDA_HOST_BYTES = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * GB
+
+
+# ----------------------------------------------------------------------------- limits and devices
+def _gpu_visible() -> bool:
+    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
+    one never import torch at planning time."""
+    if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Memory one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
+    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU)."""
+
+    cpu: int
+    gpu: int | None
+
+    @classmethod
+    def of(cls, config: dict) -> Limits:
+        """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: what this machine (its GPU)
+        has free now."""
+        cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
+        cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
+        if gpu != "auto":
+            gpu_bytes: int | None = int(float(gpu) * GB)
+        else:
+            gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
+        return cls(cpu_bytes, gpu_bytes)
+
+    def to_text(self) -> str:
+        """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu})
+
+    @classmethod
+    def from_text(cls, text: str) -> Limits:
+        values = json.loads(text)
+        return cls(int(values["cpu"]), None if values["gpu"] is None else int(values["gpu"]))
+
+
+PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
+
+
+def planned_limits(config: dict, *, planner: bool) -> Limits:
+    """The limits a workflow plans with. The planning process (``planner``) measures them and
+    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
+    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
+    device are the ones planned."""
+    if planner or PLANNED_LIMITS not in os.environ:
+        limits = Limits.of(config)
+        os.environ[PLANNED_LIMITS] = limits.to_text()
+        return limits
+    return Limits.from_text(os.environ[PLANNED_LIMITS])
+
+
+def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
+    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``gpu``)
+    and the job gains from it (``prefers_gpu``: DRF among the WS maps), else ``cpu``."""
+    if setting == "auto":
+        return "cuda" if gpu and prefers_gpu else "cpu"
+    return setting
+
+
+# ----------------------------------------------------------------------------- jobs
+def setting_name(map_name: str, d: int, n: int, L: int | None = None) -> str:
+    """The path component of one WS grid point: ``d768_n50`` or, with a depth (DRF), ``d768_n50_L2``."""
+    return f"d{d}_n{n}_L{L}" if L is not None else f"d{d}_n{n}"
+
+
+def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
+    """The path component of one generalisation point: ``raf_n40_N100_d768``."""
+    return f"{map_name}_n{n}_N{N}_d{d}"
+
+
+def data_label(config: dict, data: str, *, long: bool = False) -> str:
+    """What a result row records as its data: the encoder and layer of the embeddings (``long``: the
+    long-context store, with its length), or synthetic."""
+    if data == "imdb":
+        label = f"imdb:{model_tag(config['model']['name'])}:layer{config['model']['layer']}"
+        return f"{label}:len{config['long_context']['max_length']}" if long else label
+    return "synthetic"
+
+
+@dataclass(frozen=True)
+class Job(ABC):
+    """One job of the grid, run by rule ``kind`` (``ws`` or ``gen``); Snakemake finds it by the
+    wildcards of its output path. Each kind (``WSJob``, ``GenJob``) names its setting and wildcards."""
+
+    kind: str
+    map: str
+    data: str  # imdb | synthetic
+    chunk: int
+    device: str  # cpu | cuda
+    memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
+    device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
+    seconds: float  # estimated wall time of the whole chunk
+    arrays: int  # peak bytes of its arrays (wordsens.pipeline.costs estimates)
+    cap: int | None  # bytes of arrays its memory setting allows (ws.max_memory_gb), None: no setting
+    params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
+
+    @property
+    @abstractmethod
+    def setting(self) -> str:
+        """The grid point's folder name, e.g. ``d768_n50_L2``."""
+
+    @property
+    @abstractmethod
+    def wildcards(self) -> dict[str, str]:
+        """The wildcards of the job's output path."""
+
+    @property
+    def point(self) -> str:
+        """The grid point, as the left-out block names it."""
+        return f"{self.map} {self.setting}"
+
+    @property
+    def store(self) -> str | None:
+        """The embedding store the job reads: ``main`` (model.max_length), ``long`` (the
+        long-context store) or None (synthetic rows)."""
+        return "main" if self.data == "imdb" else None
+
+    @property
+    def mem_mb(self) -> int:
+        """Host memory to request (MB)."""
+        return max(256, -(-self.memory_bytes // costs.MB))
+
+    @property
+    def runtime(self) -> int:
+        """Minutes to request: generous (5 x the estimate + 5 minutes)."""
+        return int(5 + 5 * self.seconds / 60)
+
+    @property
+    def gpu(self) -> int:
+        return 1 if self.device == "cuda" else 0
+
+    def matches(self, **wildcards: Any) -> bool:
+        mine = self.wildcards
+        return all(mine.get(key) == str(value) for key, value in wildcards.items())
+
+
+@dataclass(frozen=True)
+class WSJob(Job):
+    """A word-sensitivity job: a grid point and a chunk of its trials."""
+
+    d: int
+    n: int
+    L: int | None
+    trials: tuple[int, ...]
+    study: str = "ws"  # ws (the paper's grids, ws.maps) or one of STUDIES
+
+    @property
+    def setting(self) -> str:
+        return setting_name(self.map, self.d, self.n, self.L)
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"study": self.study, "map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
+
+    @property
+    def point(self) -> str:
+        return f"{self.map} {self.setting}" if self.study == "ws" else f"{self.study} {self.map} {self.setting}"
+
+    @property
+    def store(self) -> str | None:
+        return "long" if self.study == "long_imdb" else super().store
+
+
+@dataclass(frozen=True)
+class GenJob(Job):
+    """A generalisation job: a figure's point and a chunk of its simulations, each serving every
+    (training, loss, penalty) search of the figure."""
+
+    figure: str
+    n: int
+    N: int
+    d: int
+    simulations: tuple[int, ...]
+    searches: tuple[tuple[str, str, float], ...]
+
+    @property
+    def setting(self) -> str:
+        return gen_setting(self.map, self.n, self.N, self.d)
+
+    @property
+    def point(self) -> str:
+        return f"{self.figure} {self.data} {self.setting}"
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"figure": self.figure, "gdata": self.data, "gsetting": self.setting, "chunk": str(self.chunk)}
+
+
+def _chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
+    return [tuple(range(start, min(count, start + per_job))) for start in range(0, count, per_job)]
+
+
+def _placed(estimate: costs.MemoryEstimate, device: str) -> tuple[int, int]:
+    """(host bytes, device bytes) of a job whose arrays are ``estimate``, run on ``device``."""
+    if device == "cuda":
+        return CUDA_HOST_BYTES, estimate.bytes
+    return estimate.job, estimate.job
+
+
+def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[WSJob]:
+    """Every word-sensitivity job (``ws_points``: the paper's grids and the studies), with its params
+    and estimates (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["ws"]``, part of every job's params).
+
+    The settings of ``ws`` (method, device, search, memory, ...) apply to every study."""
+    ws = config["ws"]
+    method = ws["method"]
+    # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
+    budget = None if ws["max_memory_gb"] is None else int(ws["max_memory_gb"] * GB)
+    jobs: list[WSJob] = []
+    for pt in ws_points(config):
+        spec = registry.get(pt.map)
+        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost == "drf")
+        sampler = costs.choose_sampler(pt.map, position=pt.position, method=method)
+        settings = {
+            "position": pt.position,
+            "method": method,
+            "device": device,
+            "min_tokens": ws["min_tokens"],
+            "max_memory_gb": ws["max_memory_gb"],
+            "draw_on": ws["draw_on"],
+            "search": dict(ws["search"]),
+            **({"options": pt.options} if pt.options else {}),
+            **pt.extra,
+        }
+        L = pt.L or 2
+        estimate = costs.ws_memory(
+            pt.map,
+            pt.n,
+            pt.d,
+            L=L,
+            k=pt.options.get("k"),
+            method=method,
+            sampler=sampler,
+            budget=budget,
+            options=pt.options,
+        )
+        host, on_device = _placed(estimate, device)
+        secs = costs.ws_seconds(
+            pt.map,
+            pt.n,
+            pt.d,
+            L=L,
+            k=pt.options.get("k"),
+            method=method,
+            sampler=sampler,
+            device=device,
+            positions=pt.n if pt.position == "all" else 1,
+            budget=budget,
+            options=pt.options,
+        )
+        label = data_label(config, pt.data, long=pt.study == "long_imdb")
+        for chunk, trials in enumerate(_chunks(pt.trials, pt.per_job)):
+            params = canonical(
+                {
+                    "map": pt.map,
+                    "d": pt.d,
+                    "n": pt.n,
+                    "L": pt.L,
+                    "trials": list(trials),
+                    "seed": config["seed"],
+                    "data": pt.data,
+                    "data_label": label,
+                    "settings": settings,
+                    "numerics_version": numerics_version,
+                }
+            )
+            jobs.append(
+                WSJob(
+                    "ws",
+                    pt.map,
+                    pt.data,
+                    chunk,
+                    device,
+                    host,
+                    on_device,
+                    secs * len(trials),
+                    estimate.bytes,
+                    budget,
+                    params,
+                    pt.d,
+                    pt.n,
+                    pt.L,
+                    trials,
+                    pt.study,
+                )
+            )
+    return jobs
+
+
+def gen_searches(figure: str, fig: dict) -> tuple[tuple[str, str, float], ...]:
+    """The (training, loss, penalty) searches every simulation of a figure runs."""
+    if figure == "fig5":
+        return tuple((t, "penalised", float(p)) for t in fig["trainings"] for p in fig["penalties"])
+    return tuple((t, loss, 0.0) for t in fig["trainings"] for loss in fig["losses"])
+
+
+def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSIONS["gen"]) -> list[GenJob]:
+    """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with its params and estimates
+    (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["gen"]``)."""
+    gen = config["gen"]
+    device = job_device(gen["device"], gpu=limits.gpu is not None)
+    settings = {
+        "position": gen["position"],
+        "device": device,
+        "min_tokens": gen["min_tokens"],
+        "search": dict(gen["search"]),
+    }
+    d = gen["d"]
+    jobs: list[GenJob] = []
+    for figure in ("fig4", "fig5"):
+        fig = gen[figure]
+        if not fig:
+            continue
+        searches = gen_searches(figure, fig)
+        for data in gen["data"]:
+            for map_name, ns in fig["maps"].items():
+                for n in ns:
+                    for N in fig["N"]:
+                        estimate = costs.gen_memory(map_name, n, d, N)
+                        host, on_device = _placed(estimate, device)
+                        secs = costs.gen_seconds(map_name, n, d, N, searches=len(searches))
+                        for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
+                            params = canonical(
+                                {
+                                    "figure": figure,
+                                    "map": map_name,
+                                    "n": n,
+                                    "N": N,
+                                    "d": d,
+                                    "data": data,
+                                    "data_label": data_label(config, data),
+                                    "simulations": list(sims),
+                                    "searches": [list(s) for s in searches],
+                                    "seed": config["seed"],
+                                    "settings": settings,
+                                    "numerics_version": numerics_version,
+                                }
+                            )
+                            jobs.append(
+                                GenJob(
+                                    "gen",
+                                    map_name,
+                                    data,
+                                    chunk,
+                                    device,
+                                    host,
+                                    on_device,
+                                    secs * len(sims),
+                                    estimate.bytes,
+                                    None,
+                                    params,
+                                    figure,
+                                    n,
+                                    N,
+                                    d,
+                                    sims,
+                                    searches,
+                                )
+                            )
+    return jobs

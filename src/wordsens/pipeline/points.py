@@ -1,0 +1,133 @@
+"""The word-sensitivity grid points of a configuration: the paper's grids (``ws.maps``) and those
+of the studies beyond the paper (``variants``, ``long_context``, ``positions``), each a ``Point``
+with the settings its jobs share. ``wordsens.pipeline.jobs`` turns them into jobs. Torch is not
+imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..maps import registry
+from .configuration import capped_ns, long_context_ns, variant_maps
+
+__all__ = ["STUDIES", "Point", "ws_points"]
+
+
+# WS studies beyond the paper's grids (ws.maps, study "ws"): ordinary WS jobs, each study with its
+# own results folder and table, so that the paper's figures are untouched
+STUDIES = ("variants", "long_synthetic", "long_imdb", "positions")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One WS grid point of a study, with the settings its jobs share."""
+
+    study: str
+    map: str
+    data: str  # imdb | synthetic
+    d: int
+    n: int
+    L: int | None
+    options: dict
+    position: int | str
+    trials: int
+    per_job: int
+    extra: dict = field(default_factory=dict)  # settings only a study has (profile, shared samples)
+
+
+def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, int | None]:
+    """A grid's map options without DRF's depth, and the depth (DRF: the option L, default 2)."""
+    opts = dict(options or {})
+    if map_name != "drf" and registry.get(map_name).cost != "drf":
+        return opts, None
+    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", 2))
+
+
+def ws_points(config: dict) -> list[Point]:
+    """Every WS grid point: the paper's (``ws.maps``) and those of the studies (``variants``,
+    ``long_context``, ``positions``)."""
+    ws = config["ws"]
+    points: list[Point] = []
+    for map_name, grid in ws["maps"].items():
+        if not grid:
+            continue
+        for d in grid["d"]:
+            for n in grid["n"]:
+                for L in grid.get("L", [None]):
+                    points.append(
+                        Point(
+                            "ws",
+                            map_name,
+                            ws["data"],
+                            d,
+                            n,
+                            L,
+                            dict(grid.get("options") or {}),
+                            ws["position"],
+                            ws["trials"],
+                            ws["trials_per_job"],
+                        )
+                    )
+    section = config.get("variants")
+    if section:
+        for map_name in variant_maps(section):
+            opts, L = _options(map_name, section["options"].get(map_name))
+            for n in capped_ns(section["n"], map_name, section["max_n"]):
+                points.append(
+                    Point(
+                        "variants",
+                        map_name,
+                        section["data"],
+                        section["d"],
+                        n,
+                        L,
+                        opts,
+                        section["position"],
+                        section["trials"],
+                        section["trials_per_job"],
+                    )
+                )
+    section = config.get("long_context")
+    if section:
+        for data in section["data"]:
+            for map_name in section["maps"]:
+                opts, L = _options(map_name, section["options"].get(map_name))
+                for n in long_context_ns(section, map_name, data):
+                    points.append(
+                        Point(
+                            f"long_{data}",
+                            map_name,
+                            data,
+                            section["d"],
+                            n,
+                            L,
+                            opts,
+                            section["position"],
+                            section["trials"],
+                            section["trials_per_job"],
+                        )
+                    )
+    section = config.get("positions")
+    if section:
+        for map_name in section["maps"]:
+            opts, L = _options(map_name, section["options"].get(map_name))
+            # every position searched, on the same reviews for every map
+            points.append(
+                Point(
+                    "positions",
+                    map_name,
+                    "imdb",
+                    section["d"],
+                    section["n"],
+                    L,
+                    opts,
+                    "all",
+                    section["reviews"],
+                    section["reviews"],
+                    {"profile": True, "shared_samples": True},
+                )
+            )
+    return points

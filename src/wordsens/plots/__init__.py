@@ -1,0 +1,25 @@
+"""Seaborn figures from the aggregated result tables: the paper's (``wordsens.plots.paper``: Figures
+2-5), the studies beyond it (``wordsens.plots.studies``: variants, long contexts, positions) and the
+encoder probes (``wordsens.plots.probes``: Figures 1 and 3, panels 3-4), with what they share in
+``wordsens.plots.common``.
+"""
+
+from .common import map_label, not_run_note, save
+from .paper import gen_figure, ws_figure
+from .probes import attention_pair, layer_changes_figure, text_table_figure
+from .studies import loglog_slope, long_context_figure, positions_figure, variants_figure
+
+__all__ = [
+    "attention_pair",
+    "gen_figure",
+    "layer_changes_figure",
+    "loglog_slope",
+    "long_context_figure",
+    "map_label",
+    "not_run_note",
+    "positions_figure",
+    "save",
+    "text_table_figure",
+    "variants_figure",
+    "ws_figure",
+]

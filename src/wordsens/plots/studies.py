@@ -1,0 +1,282 @@
+"""The figures of the studies beyond the paper: every registered map against n (``variants_figure``),
+long contexts with fitted log-log slopes (``long_context_figure``, ``loglog_slope``) and the word
+sensitivity at every position (``positions_figure``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ..theory import rf_law
+from .common import mark_not_run, not_run_note, save
+
+__all__ = [
+    "DATA_STYLES",
+    "TOKEN_STYLES",
+    "loglog_slope",
+    "long_context_figure",
+    "positions_figure",
+    "t_quantile",
+    "variants_figure",
+]
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Quantile ``q`` (> 0.5) of Student's t with ``df`` degrees of freedom, by integrating its density
+    in ``u = arctan(x / sqrt(df))``, where it is ``Gamma((df+1)/2) / (sqrt(pi) Gamma(df/2)) cos(u)^(df-1)``
+    (smooth on [0, pi/2]; NumPy only)."""
+    u = np.linspace(0.0, np.pi / 2, 200_001)
+    dens = np.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi) * np.cos(u) ** (df - 1)
+    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
+    return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
+
+
+def loglog_slope(
+    n: Sequence[float] | np.ndarray, ws: Sequence[float] | np.ndarray, *, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Least-squares slope of log WS against log n over every trial, with its ``level`` t-interval
+    (NaN bounds with fewer than 3 trials or a single n): (slope, low, high)."""
+    x, y = np.log(np.asarray(n, dtype=float)), np.log(np.asarray(ws, dtype=float))
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    if sxx == 0:
+        return math.nan, math.nan, math.nan
+    slope = float(xc @ (y - y.mean())) / sxx
+    if len(x) < 3:
+        return slope, math.nan, math.nan
+    resid = y - y.mean() - slope * xc
+    se = math.sqrt(float(resid @ resid) / (len(x) - 2) / sxx)
+    half = t_quantile(0.5 + level / 2, len(x) - 2) * se
+    return slope, slope - half, slope + half
+
+
+def variants_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
+    """Every map of ``labels`` (map -> plot label, in legend order) on one panel: mean WS against n
+    (log x) with a 1-sd band; points left out are named under the panel."""
+    settings = settings or {}
+    maps_ = [m for m in labels if m in set(table["map"])]
+    if not maps_:
+        raise ValueError(f"no results for any of {list(labels)}")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    frame = table[table["map"].isin(maps_)].assign(label=lambda f: f["map"].map(dict(labels)))
+    sns.lineplot(
+        data=frame,
+        x="n",
+        y="lower",
+        hue="label",
+        hue_order=[labels[m] for m in maps_],
+        palette={labels[m]: colours[m] for m in maps_},
+        errorbar="sd",
+        marker="o",
+        ax=ax,
+    )
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+    ds = sorted(set(table["d"].astype(int)))
+    ax.set_title(f"every registered map, d = {', '.join(map(str, ds))} ({', '.join(sorted(set(table['data'])))})")
+    ax.set_xlabel("context length n")
+    ax.set_ylabel("word sensitivity (lower bound)")
+    ax.legend(title=None, fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if left_out:
+        mark_not_run(ax, not_run_note(left_out, ["map", "d", "n", "L"]).replace("\n", "; "))
+    fig.tight_layout()
+    save(fig, paths, int(settings.get("dpi", 150)))
+    return fig
+
+
+DATA_STYLES = {"synthetic": "-", "imdb": "--"}
+
+
+def long_context_figure(
+    tables: Mapping[str, pd.DataFrame],
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    imdb_limit: int | None = None,
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
+    """Log-log WS against n, one curve per map (colour) and data source (``tables``: data -> rows;
+    solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials, the least-squares slope
+    of log WS on log n over every trial with its 95% t-interval in the legend, the RF law
+    (1 + sqrt(2/n)) / sqrt(n) where RF ran, and a line where the IMDb curves stop (``imdb_limit``:
+    the length the long reviews were embedded at, ``long_context.max_length``, at most the
+    encoder's position limit)."""
+    settings = settings or {}
+    present = {data: t for data, t in tables.items() if not t.empty}
+    if not present:
+        raise ValueError("no long-context results to plot")
+    maps_ = [m for m in labels if any(m in set(t["map"]) for t in present.values())]
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    for map_name in maps_:
+        for data, frame in present.items():
+            part = frame[frame["map"] == map_name]
+            if part.empty:
+                continue
+            stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
+            slope, lo, hi = loglog_slope(part["n"], part["lower"])
+            interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
+            ax.errorbar(
+                stats["n"],
+                stats["mean"],
+                yerr=stats["std"].fillna(0),
+                color=colours[map_name],
+                ls=DATA_STYLES.get(data, ":"),
+                marker="o",
+                ms=4,
+                capsize=2,
+                label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval}",
+            )
+    rf_ns = [t.loc[t["map"] == "rf", "n"] for t in present.values() if "rf" in set(t["map"])]
+    if rf_ns:
+        ns = pd.concat(rf_ns)
+        grid = np.geomspace(ns.min(), ns.max(), 100)
+        ax.plot(grid, rf_law(grid), color="black", ls=":", lw=1.5, label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$")
+    if imdb_limit is not None and "imdb" in present:
+        ax.axvline(imdb_limit, color="dimgray", ls="-.", lw=1)
+        ax.annotate(
+            f"IMDb stops: reviews embedded\nat n = {imdb_limit} tokens",
+            (imdb_limit, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(-4, -4),
+            textcoords="offset points",
+            ha="right",
+            va="top",
+            fontsize="x-small",
+            color="dimgray",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ds = sorted({int(d) for t in present.values() for d in t["d"]})
+    ax.set_title(f"word sensitivity at long contexts, d = {', '.join(map(str, ds))}")
+    ax.set_xlabel("context length n")
+    ax.set_ylabel("word sensitivity (lower bound)")
+    ax.legend(
+        fontsize="x-small",
+        frameon=False,
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        title="fitted log-log slope [95% CI]",
+        title_fontsize="x-small",
+    )
+    if left_out:
+        mark_not_run(ax, not_run_note(left_out, ["study", "map", "d", "n"]).replace("\n", "; "))
+    fig.tight_layout()
+    save(fig, paths, int(settings.get("dpi", 150)))
+    return fig
+
+
+TOKEN_STYLES = {
+    "[CLS]": ("*", "tab:red", 90),
+    "word": ("o", None, 14),
+    "[SEP]": ("D", "tab:purple", 40),
+    "[PAD]": ("x", "gray", 14),
+    "row": ("o", None, 14),
+}
+
+
+def positions_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
+    """Per-position profiles: the WS of every position i of each review (columns) for each map of
+    ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
+    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. Maps ``left_out``
+    (``limits.unfit: skip``) are named under the panels."""
+    settings = settings or {}
+    maps_ = [m for m in labels if m in set(table["map"])]
+    if not maps_:
+        raise ValueError(f"no per-position results for any of {list(labels)}")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    trials = sorted(set(table["trial"]))
+    fig, axes = plt.subplots(
+        len(maps_), len(trials), figsize=(4.2 * len(trials), 2.8 * len(maps_)), squeeze=False, sharex=True, sharey="row"
+    )
+    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    for r, map_name in enumerate(maps_):
+        for c, trial in enumerate(trials):
+            ax = axes[r][c]
+            part = table[(table["map"] == map_name) & (table["trial"] == trial)].sort_values("position")
+            if part.empty:
+                ax.set_axis_off()
+                continue
+            ax.plot(part["position"], part["lower"], color=colours[map_name], lw=1, zorder=1)
+            for kind, (marker, colour, size) in TOKEN_STYLES.items():
+                rows = part[part["token"] == kind]
+                if len(rows):
+                    ax.scatter(
+                        rows["position"],
+                        rows["lower"],
+                        marker=marker,
+                        s=size,
+                        zorder=2,
+                        color=colour or colours[map_name],
+                        label=kind,
+                    )
+            pads = part[part["token"] == "[PAD]"]
+            if len(pads):
+                ax.axvspan(
+                    pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12, lw=0, zorder=0
+                )
+            first = part.iloc[0]
+            ax.set_title(
+                f"{labels[map_name]}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
+                fontsize="small",
+            )
+            ax.set_ylim(0, 1.08 * float(table.loc[table["map"] == map_name, "lower"].max()))  # the row's scale
+            if r == len(maps_) - 1:
+                ax.set_xlabel("position i ([CLS] = 0)")
+            if c == 0:
+                ax.set_ylabel(r"WS at position $i$")
+    handles = [
+        plt.Line2D([], [], ls="", marker=m, color=col or "black", label=k)
+        for k, (m, col, _) in TOKEN_STYLES.items()
+        if k in set(table["token"])
+    ]
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=len(handles),
+        frameon=False,
+        fontsize="small",
+        bbox_to_anchor=(0.5, 1.0),
+    )
+    if left_out:
+        fig.text(
+            0.01,
+            0.01,
+            not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "),
+            fontsize="x-small",
+            va="bottom",
+            ha="left",
+            color="dimgray",
+        )
+    fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
+    save(fig, paths, int(settings.get("dpi", 150)))
+    return fig

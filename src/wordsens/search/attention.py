@@ -1,0 +1,293 @@
+"""The attention fast path: RAF and ReLU-RAF with one token moved.
+
+Moving token ``i`` changes one row and one column of the score matrix ``X W X^T / sqrt(d)``;
+everything about the other rows is computed once, so a search step costs ``O(d^2 + n d)`` per
+restart instead of ``O(n^2 d)``, with the gradient written out (``tests/test_ws.py`` checks it
+against autograd). The generalisation functionals reuse the same moved-row formula.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from .. import maps
+from .engine import Problem, SearchContext, project, sphere
+
+Tensor = torch.Tensor
+
+__all__ = ["AttentionProblem", "raf_prepare", "relu_raf_prepare"]
+
+# The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
+_ISO_STEPS, _ISO_DECAY = 300, 20
+
+
+class AttentionProblem(Problem):
+    """RAF / ReLU-RAF with row ``i`` moved: one row and one column of the scores change.
+
+    For a query row ``j != i`` the new output is ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is the
+    output of row ``j`` with column ``i`` left out and ``w_j`` the new weight of column ``i``
+    (softmax: ``sigmoid(s_ji' - logsumexp_{k != i} s_jk)``; ReLU: ``a / (z_j + a)`` with
+    ``a = relu(s_ji')``, ``z_j`` the row sum without column ``i``, and 0 when both vanish). So the
+    change of row ``j`` is ``A_j + w_j (x_i' - M_j)`` with ``A_j = M_j - out_j``, and its squared
+    norm needs only inner products of ``x_i'`` with ``A`` and ``M``: each step costs
+    ``O(d^2 + n d)`` per restart instead of ``O(n^2 d)``.
+    """
+
+    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str) -> None:
+        n, d = X.shape
+        if kind not in ("softmax", "relu"):
+            raise ValueError(f"kind must be 'softmax' (RAF) or 'relu' (ReLU-RAF), got {kind!r}")
+        self.d, self.n, self.i, self.kind = d, n, position, kind
+        self.map_name = "raf" if kind == "softmax" else "relu_raf"
+        self.radius = math.sqrt(d)
+        c = 1.0 / math.sqrt(d)
+        self.X, self.xi = X, X[position]
+        self.Wc = W * c
+        self.P = (X @ W) * c  # column scores of a new x_i': x_i' @ P.T
+        S = self.P @ X.T
+        out0 = maps.apply(self.map_name, X, W)
+        self.out0_i = out0[position]
+        others = torch.ones(n, dtype=torch.bool, device=X.device)
+        others[position] = False
+        self.mask = others.to(X.dtype)
+        if kind == "softmax":
+            # statistics of every query row without column i (row i itself is recomputed per step)
+            S_wo = S.masked_fill(~others[None, :], float("-inf"))
+            if n > 1:
+                logz, M = torch.logsumexp(S_wo, dim=-1), torch.softmax(S_wo, dim=-1) @ X
+            else:
+                logz, M = torch.zeros(n, dtype=X.dtype, device=X.device), torch.zeros_like(X)
+            self.logz, self.z = logz.masked_fill(~others, 0.0), torch.zeros_like(logz)  # z: ReLU only
+        else:
+            Z = torch.relu(S) * others[None, :]
+            self.z = Z.sum(-1)
+            self.logz = torch.zeros_like(self.z)  # softmax only
+            M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
+        self.M = M * others[:, None]
+        A = (self.M - out0) * others[:, None]
+        self.A = A
+        self.A2 = (A * A).sum(-1)
+        self.AM = (A * self.M).sum(-1)
+        self.M2 = (self.M * self.M).sum(-1)
+        self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
+        self.W64 = W.to(torch.float64)
+        self.X64 = X.to(torch.float64)
+        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 else None
+        self.onehot = (~others).to(X.dtype)
+        # contiguous operands of the hand-written gradient
+        self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
+        self._PAM_T = self._PAM.T.contiguous()
+        self._XT = X.T.contiguous()
+        self._Q = (self.Wc @ X.T).contiguous()  # row scores of x_i' on the tokens: x_i' @ Q
+        self._QT = self._Q.T.contiguous()
+        self._Wsym = (self.Wc + self.Wc.T).contiguous()
+
+    def column_weights(self, col: Tensor) -> Tensor:
+        """New attention weight ``w_j`` of column ``i`` in every query row ``j`` from its new scores ``col``."""
+        if self.kind == "softmax":
+            return torch.sigmoid(col - self.logz)
+        a = torch.relu(col)
+        den = self.z + a
+        return torch.where(den > 0, a / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+
+    def value(self, D: Tensor) -> Tensor:
+        xi = self.xi + D  # (R, d)
+        w = self.column_weights(xi @ self.P.T) * self.mask  # (R, n)
+        xA = xi @ self.A.T
+        xM = xi @ self.M.T
+        x2 = (xi * xi).sum(-1, keepdim=True)
+        others = self.A2 + 2 * w * (xA - self.AM) + w * w * (x2 - 2 * xM + self.M2)
+        diff_i = self.moved_row(D) - self.out0_i
+        return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
+
+    def moved_row(self, D: Tensor) -> Tensor:
+        """Output row ``i`` after the move (R, d), differentiable: a full new score row
+        ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
+        i = self.i
+        xi = self.xi + D
+        row = xi @ self._Q
+        row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
+        if self.kind == "softmax":
+            a = torch.softmax(row, dim=-1)
+            return a @ self.X + a[:, i : i + 1] * D
+        a = torch.relu(row)
+        den = a.sum(-1, keepdim=True)
+        num = a @ self.X + a[:, i : i + 1] * D
+        return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        """``value`` with its gradient written out: seven matrix products with contiguous,
+        stacked operands, one of them (R, d) x (d, d), and no autograd graph.
+        ``tests/test_ws.py`` checks it against autograd.
+        """
+        n, i = self.n, self.i
+        xi = self.xi + D
+        stacked = xi @ self._PAM_T  # (R, 3n): column scores, x_i'.A_j, x_i'.M_j
+        col, xA, xM = stacked[:, :n], stacked[:, n : 2 * n], stacked[:, 2 * n :]
+        if self.kind == "softmax":
+            w = torch.sigmoid(col - self.logz) * self.mask
+            dw = w * (1 - w)
+        else:
+            a = torch.relu(col)
+            den = self.z + a
+            safe = torch.where(den > 0, den, torch.ones_like(den))
+            w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * self.mask
+            dw = torch.where((den > 0) & (col > 0), self.z / (safe * safe), torch.zeros_like(den)) * self.mask
+        x2 = (xi * xi).sum(-1, keepdim=True)
+        t1 = xA - self.AM
+        t2 = x2 - 2 * xM + self.M2
+        w2 = w * w
+        value = ((self.A2 + 2 * w * t1 + w2 * t2) * self.mask).sum(-1)
+        coef = torch.cat([(2 * t1 + 2 * w * t2) * dw, 2 * w, -2 * w2], dim=1)
+        grad = coef @ self._PAM + 2 * w2.sum(-1, keepdim=True) * xi
+        # row i: scores on the other tokens x_i' Wc X^T, and the self score x_i' Wc x_i'^T
+        u = xi @ self._Wsym  # gradient of the self score
+        row = xi @ self._Q
+        row = row + self.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - row)
+        if self.kind == "softmax":
+            att = torch.softmax(row, dim=-1)
+            out_i = att @ self.X + att[:, i : i + 1] * D
+            g_out = 2 * (out_i - self.out0_i)
+            g_att = g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
+            g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
+            grad = grad + att[:, i : i + 1] * g_out
+        else:
+            r = torch.relu(row)
+            den = r.sum(-1, keepdim=True)
+            safe = torch.where(den > 0, den, torch.ones_like(den))
+            num = r @ self.X + r[:, i : i + 1] * D
+            out_i = torch.where(den > 0, num / safe, torch.zeros_like(num))
+            g_out = 2 * (out_i - self.out0_i)
+            g_r = (
+                g_out @ self._XT
+                + self.onehot * (g_out * D).sum(-1, keepdim=True)
+                - (g_out * out_i).sum(-1, keepdim=True)
+            ) / safe
+            g_row = torch.where((den > 0) & (row > 0), g_r, torch.zeros_like(g_r))
+            grad = grad + torch.where(den > 0, r[:, i : i + 1] / safe, torch.zeros_like(den)) * g_out
+        grad = grad + (g_row * self.mask) @ self._QT + g_row[:, i : i + 1] * u
+        return value + 0.25 * (g_out * g_out).sum(-1), grad
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        """Change norms with the plain map in float64, one moved sample at a time (each holds a few
+        (n, n) arrays: 134 MB apiece at n = 4096)."""
+        if self._base64 is None:
+            self._base64 = maps.apply(self.map_name, self.X64, self.W64)
+        return torch.stack(
+            [
+                torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)
+                for X in self.moved_samples(deltas)
+            ]
+        )
+
+    def select(self, deltas: Tensor) -> tuple[int, float]:
+        """The best of ``deltas`` by the fast value (float64 here, the same algebra as the map), and
+        its change re-evaluated with the plain map: one full evaluation instead of one per candidate."""
+        with torch.no_grad():
+            values = self.value(deltas.to(self.X.dtype))
+        j = int(torch.argmax(values))
+        return j, float(self.exact(deltas[j : j + 1])[0])
+
+    def moved_samples(self, deltas: Tensor) -> Tensor:
+        """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
+        X = self.X64.expand(deltas.shape[0], -1, -1).clone()
+        X[:, self.i] += deltas
+        return X
+
+    def _informed(self) -> Tensor:
+        """Directions (m, d), float64 on the CPU, suggested by the structure of attention.
+
+        * attract: raise every score ``s_ji'`` of the moved token (the paper's proof), and its
+          opposite;
+        * self: make the moved token attend to itself, which turns its own output into ``x_i'``
+          (norm up to ``2 sqrt(d)``): the maximiser of the self score ``x_i' W x_i'^T`` over the
+          ball, by a few fixed-point steps ``Delta <- r * normalise(W_sym x_i')``;
+        * stretch: ``Delta`` along ``x_i`` (the longest ``x_i'``);
+        * isolate: lower the moved token's scores on all other tokens, alone, with stretch, and
+          refined until no other score is positive (``_isolated``).
+        """
+        P = self.P.to(device="cpu", dtype=torch.float64)
+        mask = self.mask.to(device="cpu", dtype=torch.float64)
+        xi = self.xi.to(device="cpu", dtype=torch.float64)
+        Wc = self.Wc.to(device="cpu", dtype=torch.float64)
+        Wsym = Wc + Wc.T
+        attract = (P * mask[:, None]).sum(0)
+        self_dir = xi.clone()
+        for _ in range(20):
+            g = Wsym @ (xi + self_dir)
+            self_dir = self.radius * g / torch.linalg.vector_norm(g).clamp_min(1e-300)
+        # isolate: lower the moved token's scores on every other token (ReLU: to zero), so that its
+        # own row attends to itself
+        isolate = -(Wc @ (self.X.to(device="cpu", dtype=torch.float64) * mask[:, None]).sum(0))
+        isolate = isolate / torch.linalg.vector_norm(isolate).clamp_min(1e-300)
+        unit_xi = xi / torch.linalg.vector_norm(xi).clamp_min(1e-300)
+        dirs = torch.stack(
+            [attract, -attract, self_dir, xi, isolate, isolate + unit_xi, self._isolated(isolate + unit_xi, Wc)]
+        )
+        norms = torch.linalg.vector_norm(dirs, dim=-1, keepdim=True)
+        dirs = torch.where(norms > 0, dirs / norms.clamp_min(1e-300), torch.zeros_like(dirs))
+        return dirs[norms[:, 0] > 0]
+
+    def _isolated(self, direction: Tensor, Wc: Tensor, steps: int = _ISO_STEPS) -> Tensor:
+        """A ``Delta`` whose token scores no other token, pushed far from its old output.
+
+        Projected steps on the ball from ``radius * direction``: while some ``s_ik'`` (k != i) is
+        positive or the self score ``s_ii'`` is not, descend ``sum_k relu(s_ik') + relu(-s_ii')``;
+        otherwise ascend ``||x_i' - out_i||``. With ReLU attention such a token attends only to
+        itself, so its own output becomes ``x_i'`` (the proof's mechanism, turned inward).
+        """
+        X = self.X.to(device="cpu", dtype=torch.float64)
+        xi = X[self.i]
+        out_i = self.out0_i.to(device="cpu", dtype=torch.float64)
+        Y = X @ Wc.T  # s_ik' = x_i' . Y_k for k != i
+        Wsym = Wc + Wc.T
+        others = self.mask.to(device="cpu", dtype=torch.float64) > 0
+        D = self.radius * direction / torch.linalg.vector_norm(direction).clamp_min(1e-300)
+        for t in range(steps):
+            x = xi + D
+            u = Wsym @ x
+            active = (Y @ x > 0) & others
+            if bool(active.any()) or float(u @ x) <= 0:
+                g = -(active.to(Y.dtype) @ Y) + (float(u @ x) <= 0) * u
+            else:
+                g = x - out_i
+            norm = float(torch.linalg.vector_norm(g))
+            if norm == 0:
+                break
+            D = project(D + (0.1 * self.radius / (1 + t / _ISO_DECAY)) * g / norm, self.radius)
+        return D
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        """The informed directions (see ``_informed``) on the sphere, the reference's jittered start,
+        random mixtures of informed and random directions, and uniform points of the sphere."""
+        informed = self._informed()
+        jitter = 0.1 * torch.randn((1, self.d), generator=gen, dtype=torch.float64)
+        fixed = torch.cat([self.radius * informed, jitter])[:restarts]
+        rest = max(restarts - fixed.shape[0], 0)
+        mixed = rest // 2
+        G = torch.randn((mixed, self.d), generator=gen, dtype=torch.float64)
+        G = G / torch.linalg.vector_norm(G, dim=-1, keepdim=True)
+        coef = torch.rand((mixed, informed.shape[0]), generator=gen, dtype=torch.float64)
+        M = 1.5 * coef @ informed + G
+        M = M * (self.radius / torch.linalg.vector_norm(M, dim=-1, keepdim=True))
+        uniform = sphere(rest - mixed, self.d, self.radius, gen)
+        return torch.cat([fixed, M, uniform]).to(self.X.device)
+
+
+def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
+    def prepare(
+        X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext
+    ) -> Callable[[int], AttentionProblem]:
+        W = weights if weights is not None else maps.attention_weights(seed, X64.shape[1])
+        X, W = X64.to(device=ctx.device, dtype=ctx.dtype), W.to(device=ctx.device, dtype=ctx.dtype)
+        return lambda position: AttentionProblem(X, W, position, kind)
+
+    return prepare
+
+
+raf_prepare = _prepare("softmax")  # the registry's fast paths (wordsens.maps.catalog)
+relu_raf_prepare = _prepare("relu")

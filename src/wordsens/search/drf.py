@@ -1,0 +1,258 @@
+"""Deep random features at any depth within a memory budget: resident and streamed layers.
+
+A DRF of depth L has ``L`` weight matrices of size ``D x D`` (15 GB each in float32 at d = 768,
+n = 80). The first layer is reduced to the block that the moved token multiplies (as for RF,
+``wordsens.search.rf``); layers 2..L form the tail. As many tail layers as the memory budget
+allows stay resident; the others are streamed: on every pass (forward or backward) their column
+blocks ``(D, d)`` are regenerated from their own seeds, used at once for every restart of the
+batch, and dropped. Block ``(layer, j)`` always holds the same numbers on a device (it is drawn by
+``maps.drf_block``), so a streamed layer equals the resident one up to float32 summation order.
+The gradient is written out layer by layer (no autograd graph of the weights), and the final value
+is re-evaluated with the same blocks, accumulated in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+
+from .. import maps
+from ..pipeline.costs import drf_layout
+from .engine import Problem, SearchContext, chunked_rows64, matvec64
+from .rf import FirstLayer, blockwise_u, exact_u
+
+Tensor = torch.Tensor
+
+__all__ = ["DRFProblem", "DRFTail", "drf_prepare", "drf_problem", "drf_tail"]
+
+
+class DRFTail:
+    """Layers 2..L of a DRF: resident ``(D, D)`` tensors first, then streamed layers (their 1-based
+    layer numbers), regenerated block by block from ``seed`` on every pass."""
+
+    def __init__(
+        self,
+        layers: Sequence[Tensor | int],
+        *,
+        seed: int,
+        n: int,
+        d: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        draw_on: str = "device",
+    ) -> None:
+        self.layers = list(layers)
+        self.seed, self.n, self.d, self.dtype, self.device, self.draw_on = seed, n, d, dtype, device, draw_on
+
+    @property
+    def streamed(self) -> int:
+        """Number of streamed layers."""
+        return sum(isinstance(layer, int) for layer in self.layers)
+
+    def _blocks(self, layer: int, dtype: torch.dtype | None = None) -> Iterator[tuple[slice, Tensor]]:
+        """``(columns, block)`` for every column block ``(D, d)`` of streamed layer ``layer``."""
+        d = self.d
+        for j in range(self.n):
+            block = maps.drf_block(
+                self.seed, layer, j, self.n, d, dtype=self.dtype, device=self.device, draw_on=self.draw_on
+            )
+            yield slice(j * d, (j + 1) * d), block if dtype is None else block.to(dtype)
+
+    def _linear(self, layer: Tensor | int, h: Tensor) -> Tensor:
+        """``h V^T`` for a batch ``h`` (R, D)."""
+        if isinstance(layer, Tensor):
+            return h @ layer.T
+        out = torch.zeros((h.shape[0], self.n * self.d), dtype=h.dtype, device=h.device)
+        for cols, block in self._blocks(layer):
+            out.addmm_(h[:, cols], block.T)
+        return out
+
+    def _linear_t(self, layer: Tensor | int, g: Tensor) -> Tensor:
+        """``g V`` for a batch ``g`` (R, D): the backward pass of ``_linear``."""
+        if isinstance(layer, Tensor):
+            return g @ layer
+        out = torch.empty_like(g)
+        for cols, block in self._blocks(layer):
+            out[:, cols] = g @ block
+        return out
+
+    def forward(self, h: Tensor, *, keep: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """``h_L`` from ``h_1`` (R, D), and with ``keep`` the active masks of every layer (for ``backward``)."""
+        masks = []
+        for layer in self.layers:
+            pre = self._linear(layer, h)
+            if keep:
+                masks.append(pre > 0)
+            h = torch.relu(pre)
+        return h, masks
+
+    def backward(self, g: Tensor, masks: list[Tensor]) -> Tensor:
+        """The gradient with respect to ``h_1`` of ``<g, h_L>``, from the masks of ``forward``."""
+        for layer, mask in zip(reversed(self.layers), reversed(masks), strict=True):
+            g = self._linear_t(layer, g * mask)
+        return g
+
+    def forward64(self, h: Tensor) -> Tensor:
+        """``h_L`` from float64 ``h_1`` (R, D), every product accumulated in float64."""
+        for layer in self.layers:
+            out = torch.zeros((h.shape[0], self.n * self.d), dtype=torch.float64, device=h.device)
+            if isinstance(layer, Tensor):
+
+                def fill(rows: slice, chunk: Tensor, h: Tensor = h, out: Tensor = out) -> None:
+                    out[:, rows] = h @ chunk.T
+
+                chunked_rows64(layer, fill)
+            else:
+                for cols, block in self._blocks(layer, torch.float64):
+                    out.addmm_(h[:, cols], block.T)
+            h = torch.relu(out)
+        return h
+
+
+class DRFProblem(Problem):
+    """DRF with one token moved: ``relu(u + B1 Delta)`` through the tail, gradient written out."""
+
+    def __init__(self, B1: Tensor, u1_64: Tensor, tail: DRFTail) -> None:
+        self.d = B1.shape[1]
+        self.radius = math.sqrt(self.d)
+        self.layer = FirstLayer(B1, u1_64, with_gram=False)
+        self.tail = tail
+        with torch.no_grad():
+            self.base = tail.forward(torch.relu(self.layer.u)[None])[0][0]
+            self.base64 = tail.forward64(torch.relu(u1_64)[None])[0]
+        self.phi_norm = float(torch.linalg.vector_norm(self.base64))
+
+    def value(self, D: Tensor) -> Tensor:
+        diff = self.tail.forward(self.layer.forward(D))[0] - self.base
+        return (diff * diff).sum(-1)
+
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        """One forward and one backward pass over the tail for the whole batch of restarts (each
+        streamed block is generated once per pass); ``tests/test_drf.py`` checks it against autograd."""
+        pre = self.layer.u + D @ self.layer.B.T
+        h, masks = self.tail.forward(torch.relu(pre), keep=True)
+        diff = h - self.base
+        g = self.tail.backward(2 * diff, masks) * (pre > 0)
+        return (diff * diff).sum(-1), g @ self.layer.B
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        return torch.linalg.vector_norm(self.tail.forward64(self.layer.forward64(deltas)) - self.base64, dim=-1)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.layer.singular_starts(restarts, self.radius, gen)
+
+    @property
+    def streamed_layers(self) -> int:  # type: ignore[override]
+        return self.tail.streamed
+
+
+def drf_tail(
+    seed: int,
+    n: int,
+    d: int,
+    L: int,
+    *,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    budget: int | None = None,
+    restarts: int = 5,
+    sampler: str = "exact",
+    weights: Sequence[Tensor] | None = None,
+) -> DRFTail:
+    """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
+    as ``wordsens.pipeline.costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
+    if weights is not None:
+        return DRFTail(
+            [V.to(device=device, dtype=dtype) for V in weights[1:]],
+            seed=seed,
+            n=n,
+            d=d,
+            dtype=dtype,
+            device=device,
+            draw_on=draw_on,
+        )
+    layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
+    layers: list[Tensor | int] = [
+        maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device, draw_on=draw_on)
+        for layer in range(2, 2 + layout.resident)
+    ]
+    layers += list(range(2 + layout.resident, L + 1))
+    return DRFTail(layers, seed=seed, n=n, d=d, dtype=dtype, device=device, draw_on=draw_on)
+
+
+def drf_problem(
+    X64: Tensor,
+    position: int,
+    seed: int,
+    *,
+    sampler: str,
+    weights: Sequence[Tensor] | None,
+    tail: DRFTail,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    u_all: Tensor | None = None,
+) -> DRFProblem:
+    """The DRF problem at ``position``: the first layer reduced to its block (explicit ``weights``,
+    the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions)."""
+    n, d = X64.shape
+    if weights is not None:
+        V1 = weights[0].to(device)
+        return DRFProblem(
+            V1[:, position * d : (position + 1) * d].to(dtype), matvec64(V1, X64.reshape(-1).to(device)), tail
+        )
+    B = maps.drf_block(seed, 1, position, n, d, dtype=dtype, device=device, draw_on=draw_on)
+    if sampler == "exact":
+        u = exact_u(B, X64, position, seed, "drf-rest", 2)
+    elif u_all is not None:
+        u = u_all
+    else:
+        raise ValueError(f"sampler {sampler!r} needs the blockwise first-layer pre-activation u_all")
+    return DRFProblem(B, u, tail)
+
+
+def drf_prepare(
+    X64: Tensor, seed: int, weights: Sequence[Tensor] | None, ctx: SearchContext
+) -> Callable[[int], DRFProblem]:
+    """The registry's fast path for DRF: the tail (``drf_tail``) and the blockwise ``u`` built once,
+    then per position ``drf_problem``."""
+    n, d = X64.shape
+    L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
+    u_all = (
+        blockwise_u("drf", X64, seed, n * d, ctx.dtype, ctx.device, ctx.draw_on)
+        if ctx.sampler == "blockwise" and weights is None
+        else None
+    )
+    tail = drf_tail(
+        seed,
+        n,
+        d,
+        L,
+        dtype=ctx.dtype,
+        device=ctx.device,
+        draw_on=ctx.draw_on,
+        budget=ctx.budget,
+        restarts=ctx.restarts,
+        sampler=ctx.sampler,
+        weights=weights,
+    )
+
+    def problem(position: int) -> DRFProblem:
+        return drf_problem(
+            X64,
+            position,
+            seed,
+            sampler=ctx.sampler,
+            weights=weights,
+            tail=tail,
+            dtype=ctx.dtype,
+            device=ctx.device,
+            draw_on=ctx.draw_on,
+            u_all=u_all,
+        )
+
+    return problem

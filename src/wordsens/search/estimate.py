@@ -1,0 +1,336 @@
+"""Word-sensitivity estimates: the authors' search, a better one, and RF certificates.
+
+The word sensitivity of a feature map ``phi`` at a sample ``X`` (n, d) is
+
+    S(X) = sup_{i, ||Delta|| <= sqrt(d)} ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)||,
+
+where ``X^i(Delta)`` adds ``Delta`` to row ``i``. A search over ``Delta`` gives a lower bound
+(``lower``); for RF a certificate gives an upper bound (``upper``), since ReLU is 1-Lipschitz:
+``S <= ||B||_op sqrt(d) / ||phi(X)||`` with ``B`` the block of ``V`` that multiplies row ``i``.
+
+Methods (``estimate(..., method=...)``):
+
+* ``"reference"``: the authors' algorithm (``wordsens.search.reference``), fixed: float64 dense
+  weights, start at ``x_i + 0.1 N(0, I)``, plain gradient steps on ``RMSE(phi(X') - phi(X))`` (step 100 for 300
+  steps for RF/DRF, step 10 for ``50 n`` steps for the attention maps), projection on the ball of
+  radius ``sqrt(d)`` around ``x_i``. Its ``lower`` is the best iterate.
+* ``"default"``: batched restarts from informed starts (RF/DRF: top right singular vectors of the
+  active first-layer block; attention: the direction that makes the token attract all attention,
+  its opposite, the reference's jittered start, random points of the sphere), projected
+  normalised-gradient ascent with a per-restart step that grows on success and halves on failure,
+  stopping on convergence. Work runs on cheap equivalent forms: RF and DRF draw only the
+  perturbed token's block (exact in law, see ``estimate``), attention maps update one row and one
+  column of the score matrix per step. The final ``lower`` is re-evaluated in float64 with the
+  plain map formula.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from .. import maps
+from ..maps import registry
+from ..maps.spec import MapSpec
+from ..pipeline.costs import choose_sampler, ws_memory
+from ..pipeline.devices import check_fits, memory_budget, resolve_device
+from ..seeds import derive_seed, generator
+from . import full_map, reference
+from .engine import Search, SearchContext, feasible
+
+Tensor = torch.Tensor
+
+__all__ = ["METHODS", "WSResult", "estimate"]
+
+METHODS = ("default", "reference")
+
+
+@dataclass
+class WSResult:
+    """One word-sensitivity estimate; ``lower`` and ``upper`` are relative changes."""
+
+    map: str
+    method: str
+    n: int
+    d: int
+    position: int
+    lower: float
+    upper: float | None
+    delta: Tensor = field(repr=False)
+    delta_norm: float
+    phi_norm: float
+    steps: int
+    seconds: float
+    sampler: str
+    restarts: int
+    device: str
+    dtype: str
+    L: int | None = None
+    k: int | None = None
+    weights_drawn_on: str = "cpu"  # where the RF/DRF weight blocks were drawn ("cpu" or "cuda")
+    streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
+    options: dict[str, Any] = field(default_factory=dict)  # the map's options (L and k have their fields)
+    profile: list[float] | None = None  # position "all": the estimate at every position
+
+    def as_dict(self) -> dict[str, Any]:
+        """All fields but ``delta``, as plain JSON-able values."""
+        out = asdict(self)
+        out.pop("delta")
+        return out
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def estimate(
+    map_name: str,
+    X: Tensor,
+    *,
+    seed: int,
+    position: int | str = 0,
+    weights: Any = None,
+    method: str = "default",
+    L: int = 2,
+    k: int | None = None,
+    options: dict[str, Any] | None = None,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "auto",
+    sampler: str = "auto",
+    restarts: int | None = None,
+    max_steps: int = 1000,
+    tol: float | None = None,
+    patience: int | None = None,
+    max_memory_gb: float | None = None,
+    draw_on: str = "device",
+) -> WSResult:
+    """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
+
+    Args:
+        map_name: a registered map (``wordsens.maps``; ``wordsens maps`` lists them): the
+            paper's ``"rf"``, ``"drf"``, ``"raf"``, ``"relu_raf"`` and the attention variants.
+        X: the sample (n, d); rows should have norm sqrt(d) (see ``wordsens.data.samples``).
+        seed: seeds the weights (when ``weights`` is None) and the search.
+        position: 0-based token index of the perturbed row, or ``"all"`` for the true sup over
+            every position (one position at a time; the result names the maximising one and
+            ``profile`` holds the estimate at every position).
+        weights: explicit weights in the map's format (RF: ``V``; DRF: list; RAF maps: ``W``; the
+            variants: a dict of named tensors).
+        method: ``"default"`` (the fast search) or ``"reference"`` (the authors' algorithm).
+        L: DRF depth. k: RF width (default ``n * d``). Both are map options, like ``options``.
+        options: the map's options (``wordsens maps`` lists them, e.g. ``{"heads": 12}``).
+        dtype: working dtype of the default search (the map's default: float32 for RF/DRF,
+            float64 for attention).
+        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
+        sampler: how RF/DRF weights are drawn when ``weights`` is None: ``"exact"`` (only the
+            perturbed token's block ``B`` and, independently, ``V_rest flat(X_rest)`` as its exact
+            law ``N(0, ||X_rest||^2 / D)`` per row; a fixed position only), ``"blockwise"`` (the
+            dense matrix's blocks one at a time: same numbers as ``"dense"``, never the whole
+            matrix), ``"dense"`` (the whole matrix); ``"auto"``: exact for one position,
+            blockwise for ``"all"``, dense when ``weights`` are given.
+        restarts, max_steps, tol, patience: the default search's batch of starts, step cap and
+            convergence rule: stop when the best squared change gains less than ``tol`` relative in
+            ``patience`` steps (defaults per map in the registry: 5 restarts and 1e-5 in 10
+            iterations for RF, 1e-4 in 10 steps for DRF, 64 restarts of which the best 8 survive
+            and 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
+        max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
+            many tail layers resident as fit and streams the others (``wordsens.search.drf``): its memory
+            is this setting, not a consequence of n and L. Other maps are only checked against it.
+        draw_on: where RF/DRF weight blocks bound for a GPU are drawn: ``"device"`` (by a generator
+            of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
+            (CPU draws copied over: the same numbers as a CPU run). CPU runs always draw on the CPU.
+
+    Raises:
+        ValueError: bad map, shapes, NaN/Inf, position, method or options.
+        InsufficientResources: the job cannot fit the device's memory.
+    """
+    spec = registry.get(map_name)
+    n, d = maps.check_sample(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be one sample of shape (n, d), got {tuple(X.shape)}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    settings = spec.settings
+    restarts = settings.restarts if restarts is None else restarts
+    patience = settings.patience if patience is None else patience
+    tol = settings.tol if tol is None else tol
+    if not (isinstance(tol, (int, float)) and tol >= 0):
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
+    for key, value in (("L", L), ("restarts", restarts), ("max_steps", max_steps), ("patience", patience)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not seed == int(seed):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    seed = int(seed)
+    if position == "all":
+        positions = list(range(n))
+    elif isinstance(position, int) and not isinstance(position, bool) and 0 <= position < n:
+        positions = [position]
+    else:
+        raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
+    given = dict(options or {})
+    if "L" in spec.options:
+        given.setdefault("L", L)
+    if "k" in spec.options:
+        given.setdefault("k", k)
+    values = spec.option_values(given)
+    if weights is not None:
+        maps.check_weights(map_name, weights, n, d, values)
+        if spec.cost == "rf":
+            values["k"] = int(weights.shape[0])
+        if spec.cost == "drf":
+            values["L"] = len(weights)
+    if spec.cost == "rf" and values.get("k") is None:
+        values["k"] = n * d
+    dev = resolve_device(device)
+    if dtype is None:
+        dtype = torch.float64 if method == "reference" else getattr(torch, settings.dtype)
+    sampler = choose_sampler(
+        map_name, position=position, method=method, sampler=sampler, explicit_weights=weights is not None
+    )
+    if draw_on not in maps.DRAW_ON:
+        raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
+    budget = memory_budget(dev, max_memory_gb)
+    L, k = int(values.get("L", L)), values.get("k")
+    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if spec.cost == "drf" else "")
+    check_fits(
+        ws_memory(
+            map_name,
+            n,
+            d,
+            L=L,
+            k=k,
+            method=method,
+            sampler=sampler,
+            dtype=dtype,
+            restarts=restarts,
+            budget=budget,
+            options=values,
+        ),
+        dev,
+        what,
+        limit=budget,
+    )
+
+    X64 = X.detach().to(torch.float64)
+    started = time.perf_counter()
+    ctx = SearchContext(
+        map_name=map_name,
+        dtype=dtype,
+        device=dev,
+        sampler=sampler,
+        draw_on=draw_on,
+        budget=budget,
+        restarts=restarts,
+        options=values,
+    )
+    if method == "reference":
+        result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
+    else:
+        result = _run_default(spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol, patience=patience)
+    return WSResult(
+        map=map_name,
+        method=method,
+        n=n,
+        d=d,
+        position=result.position,
+        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0,
+        upper=result.upper,
+        delta=result.delta.cpu(),
+        delta_norm=float(torch.linalg.vector_norm(result.delta)),
+        phi_norm=result.phi_norm,
+        steps=result.steps,
+        seconds=time.perf_counter() - started,
+        sampler=sampler,
+        restarts=1 if method == "reference" else restarts,
+        device=str(dev),
+        dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
+        L=L if spec.cost == "drf" else None,
+        k=k if spec.cost == "rf" else None,
+        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost in ("rf", "drf") and weights is None else "cpu",
+        streamed_layers=result.streamed if spec.cost == "drf" else None,
+        options={key: value for key, value in values.items() if key not in ("L", "k")},
+        profile=result.profile if position == "all" else None,
+    )
+
+
+def _authors_point(
+    spec: MapSpec, X64: Tensor, seed: int, position: int, weights: Any, ctx: SearchContext
+) -> tuple[Tensor, int]:
+    """The best point (1, d), float64, of the authors' algorithm run as is (``reference.ws_search``: the
+    very numbers of ``method="reference"`` on the same instance), and its steps."""
+    n, d = X64.shape
+    if weights is None:
+        weights = maps.sample_weights(spec.name, seed, n, d, dtype=torch.float64, **ctx.options)
+    delta, _, taken = reference.ws_search(
+        spec.name, X64, full_map.cast_weights(weights, torch.float64, X64.device), position, seed
+    )
+    return delta[None].to(device=ctx.device), taken
+
+
+def _run_default(
+    spec: MapSpec,
+    X64: Tensor,
+    seed: int,
+    positions: list[int],
+    weights: Any,
+    ctx: SearchContext,
+    *,
+    max_steps: int,
+    tol: float,
+    patience: int,
+) -> Search:
+    settings = spec.settings
+    keep = min(settings.keep, ctx.restarts)
+    prepare = registry.resolve(spec.fast) if spec.fast is not None else full_map.prepare
+    problem_at = prepare(X64, seed, weights, ctx)
+    best: Search | None = None
+    total_steps = 0
+    upper_max: float | None = None
+    profile: list[float] = []
+    for pos in positions:
+        problem = problem_at(pos)
+        gen = generator(derive_seed(seed, "search", pos))
+        starts = problem.starts(ctx.restarts, gen).to(device=ctx.device, dtype=ctx.dtype)
+        best_D, steps = problem.search(
+            starts, max_steps=max_steps, tol=tol, patience=patience, keep=keep, momentum=settings.momentum
+        )
+        best_D = best_D.to(torch.float64)
+        total_steps += steps
+        to_polish: list[Tensor] = []
+        if settings.polish and steps < max_steps:
+            # the leader, converged tightly: a tie with another algorithm's local maximum is not lost to
+            # a loose stopping rule
+            with torch.no_grad():
+                lead = int(torch.argmax(problem.value(best_D.to(ctx.dtype))))
+            to_polish.append(best_D[lead : lead + 1])
+        if settings.follow_authors and spec.reference_steps(X64.shape[0]) <= max_steps:
+            # the authors' whole schedule fits the step budget: their best point is a candidate too, so
+            # the estimate cannot end below theirs
+            point, extra = _authors_point(spec, X64, seed, pos, weights, ctx)
+            best_D = torch.cat([best_D, point])
+            total_steps += extra
+            to_polish.append(point)
+        for point in to_polish:
+            polished, extra = problem.polish(
+                point.to(ctx.dtype), max_steps=min(problem.polish_steps, max_steps), momentum=settings.momentum
+            )
+            best_D = torch.cat([best_D, polished.to(torch.float64)])
+            total_steps += extra
+        deltas = torch.stack([feasible(D, problem.radius) for D in best_D])
+        j, change = problem.select(deltas)
+        upper = problem.upper()
+        if upper is not None:
+            upper_max = upper if upper_max is None else max(upper_max, upper)
+        rel = change / problem.phi_norm if problem.phi_norm > 0 else 0.0
+        if best is None or rel > max(profile):
+            best = Search(pos, deltas[j], change, problem.phi_norm, streamed=problem.streamed_layers)
+        profile.append(rel)
+        del problem
+    assert best is not None
+    best.upper, best.steps, best.profile = upper_max, total_steps, profile
+    return best

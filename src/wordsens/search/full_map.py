@@ -1,0 +1,88 @@
+"""The search on the full map, for registered maps without a fast path.
+
+Every restart evaluates the whole map on its own moved sample (a batch ``(R, n, d)``), with the
+gradient from autograd: no structure is assumed beyond ``forward`` accepting leading batch
+dimensions. Starts: the reference's jittered start, ``+-`` the moved row's own direction, and
+uniform points of the sphere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import maps
+from ..maps import registry
+from .engine import Problem, SearchContext, sphere
+
+Tensor = torch.Tensor
+
+__all__ = ["FullMapProblem", "cast_weights", "prepare"]
+
+
+def cast_weights(weights: Any, dtype: torch.dtype, device: torch.device) -> Any:
+    """Weights in any of the registry's formats (a tensor, a list, a dict), moved and cast."""
+    if isinstance(weights, Tensor):
+        return weights.to(device=device, dtype=dtype)
+    if isinstance(weights, dict):
+        return {key: cast_weights(value, dtype, device) for key, value in weights.items()}
+    return [cast_weights(value, dtype, device) for value in weights]
+
+
+class FullMapProblem(Problem):
+    """``||phi(X^i(Delta)) - phi(X)||^2`` with the map evaluated in full for every restart."""
+
+    def __init__(
+        self,
+        forward: Callable[..., Tensor],
+        X64: Tensor,
+        weights: Any,
+        position: int,
+        *,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        d = X64.shape[1]
+        self.forward, self.i, self.d = forward, position, d
+        self.radius = math.sqrt(d)
+        self.X = X64.to(device=device, dtype=dtype)
+        self.W = cast_weights(weights, dtype, device)
+        self.X64, self.W64 = X64.to(device), cast_weights(weights, torch.float64, device)
+        with torch.no_grad():
+            self.base = forward(self.X, self.W)
+            self.base64 = forward(self.X64, self.W64)
+        self.phi_norm = float(torch.linalg.vector_norm(self.base64))
+
+    def _moved(self, X: Tensor, D: Tensor) -> Tensor:
+        onehot = torch.zeros((X.shape[0], 1), dtype=X.dtype, device=X.device)
+        onehot[self.i] = 1.0
+        return X + onehot * D[:, None, :]  # (R, n, d)
+
+    def value(self, D: Tensor) -> Tensor:
+        diff = (self.forward(self._moved(self.X, D), self.W) - self.base).flatten(1)
+        return (diff * diff).sum(-1)
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        moved = self._moved(self.X64, deltas.to(self.X64))
+        return torch.linalg.vector_norm((self.forward(moved, self.W64) - self.base64).flatten(1), dim=-1)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        xi = self.X64[self.i].cpu()
+        unit = xi / torch.linalg.vector_norm(xi).clamp_min(1e-300)
+        jitter = 0.1 * torch.randn((1, self.d), generator=gen, dtype=torch.float64)
+        fixed = torch.cat([jitter, self.radius * unit[None], -self.radius * unit[None]])[:restarts]
+        rest = sphere(max(restarts - fixed.shape[0], 0), self.d, self.radius, gen)
+        return torch.cat([fixed, rest]).to(self.X.device)
+
+
+def prepare(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> Callable[[int], FullMapProblem]:
+    """The search of a map without a fast path: its weights (drawn from ``seed`` unless given) and,
+    per position, the full-map problem."""
+    n, d = X64.shape
+    if weights is None:
+        weights = maps.sample_weights(ctx.map_name, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
+    forward = registry.resolve(registry.get(ctx.map_name).forward)
+    return lambda position: FullMapProblem(forward, X64, weights, position, dtype=ctx.dtype, device=ctx.device)

@@ -1,0 +1,214 @@
+"""Fast word-sensitivity searches for multi-head attention (``mh_raf``) and the transformer block.
+
+Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
+head's values: the attention output of a query row ``j != i`` changes by a closed form in a few
+inner products per head, so a step of ``mh_raf``'s search costs ``O(n d h + d^2)`` per restart
+(``h`` heads) instead of a multi-head pass (``wordsens.search.variants`` holds the single-head maps
+and the shared search).
+
+``block`` has no such form for its norm: its feed-forward layer acts on every row that attention
+changes, i.e. on all of them. Its search takes the attention output of every row from the closed
+form of ``mh_raf`` (``O(n d h)`` per restart instead of a multi-head pass) and runs the residual,
+LayerNorm and feed-forward layers in full. ``tests/test_variants.py`` checks every value against
+the plain map and every gradient against autograd on the plain map.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from ..maps import registry
+from ..maps.variants import layer_norm
+from .variants import MovedTokenProblem, fast_prepare, unit_rows
+
+Tensor = torch.Tensor
+
+__all__ = ["BlockProblem", "MultiHeadProblem", "attention_directions", "block_prepare", "mh_raf_prepare"]
+
+
+# --------------------------------------------------------------------------- multi-head attention
+
+
+class _HeadsProblem(MovedTokenProblem):
+    """What ``mh_raf`` and ``block`` share: per head ``h``, a query row ``j != i`` becomes
+    ``(1 - w_hj) M_hj + w_hj v_h'`` (``M_hj``: its output with column ``i`` left out, ``w_hj =
+    sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' = x' Wv_h``), so its change is
+    ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is recomputed."""
+
+    def __init__(
+        self,
+        map_name: str,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
+    ) -> None:
+        Wq, Wk, Wv, Wo = (weights[key] for key in ("Wq", "Wk", "Wv", "Wo"))
+        h, d, dh = Wq.shape
+        super().__init__(map_name, X, X64, W64, position, heads=h)
+        n, i = self.n, position
+        self.h, self.dh = h, dh
+        s = 1.0 / math.sqrt(dh)
+        Qh, Kh, self.Vh = X @ Wq, X @ Wk, X @ Wv  # (h, n, dh)
+        self.out0, M = torch.empty_like(self.Vh), torch.zeros_like(self.Vh)
+        logz = torch.zeros((h, n), dtype=X.dtype, device=X.device)
+        for head in range(h):  # one (n, n) score matrix at a time
+            S = (Qh[head] @ Kh[head].T) * s
+            self.out0[head] = torch.softmax(S, dim=-1) @ self.Vh[head]
+            if n > 1:  # the statistics of every row without column i
+                S.masked_fill_(~self.others[None, :], float("-inf"))
+                logz[head] = torch.logsumexp(S, dim=-1)
+                M[head] = torch.softmax(S, dim=-1) @ self.Vh[head]
+            del S
+        self.logz = (logz * self.mask)[:, None, :]  # (h, 1, n)
+        self.M = M * self.mask[None, :, None]
+        self.A = (self.M - self.out0) * self.mask[None, :, None]
+        self._QhT = (Qh * s).transpose(-1, -2).contiguous()  # (h, dh, n): column scores k_h' @ QhT
+        self._KhT = (Kh * s).transpose(-1, -2).contiguous()  # row scores q_h' @ KhT
+        self._W = torch.cat(
+            [Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d), Wq.permute(1, 0, 2).reshape(d, d)],
+            dim=1,
+        ).contiguous()  # (d, 3d): k', v', q'
+        self.Wo, self.Wk, self.Wv, self.Qh = Wo, Wk, Wv, Qh
+        self.out0_i, self.vi = self.out0[:, i : i + 1], self.Vh[:, i : i + 1]  # (h, 1, dh)
+
+    def _heads(self, Z: Tensor) -> Tensor:
+        return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, d) -> (h, R, dh)
+
+    def moved(self, D: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """For moves ``D`` (R, d): the new weights ``w`` (h, R, n) of column ``i`` (0 in row ``i``),
+        the new values ``v'`` (h, R, dh) and the new output of row ``i`` per head (h, R, dh)."""
+        d, i = self.d, self.i
+        kvq = (self.xi + D) @ self._W
+        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d : 2 * d]), self._heads(kvq[:, 2 * d :])
+        w = torch.sigmoid(kp @ self._QhT - self.logz) * self.mask
+        rows = qp @ self._KhT  # (h, R, n)
+        self_score = (qp * kp).sum(-1, keepdim=True) / math.sqrt(self.dh)
+        att = torch.softmax(rows + self.onehot * (self_score - rows), dim=-1)
+        return w, vp, att @ self.Vh + att[..., i : i + 1] * (vp - self.vi)
+
+    def concat(self, Z: Tensor) -> Tensor:
+        """Heads (h, R, dh) concatenated in order: (R, d)."""
+        return Z.transpose(0, 1).reshape(Z.shape[1], self.d)
+
+    def informed(self) -> Tensor:
+        """See ``attention_directions``."""
+        return attention_directions(self.X, {"Wk": self.Wk, "Wv": self.Wv, "Wo": self.Wo}, self.i, Qh=self.Qh)
+
+
+class MultiHeadProblem(_HeadsProblem):
+    """``mh_raf`` with row ``i`` moved (see ``_HeadsProblem``).
+
+    After ``Wo`` the change of row ``j != i`` is ``z_j Wo`` with ``z_j`` the concatenated head
+    changes, and its squared norm is the quadratic form ``z_j G z_j^T`` with ``G = Wo Wo^T``. Written
+    out, with ``a_j`` the concatenated ``A_hj`` and ``G_hg`` the (d/h, d/h) blocks of ``G``::
+
+        a_j G a_j + 2 sum_h w_hj (aG_hj . v_h' - aG_hj . M_hj)
+          + sum_{h,g} w_hj w_gj (v_h' G_hg v_g' - 2 v_h' G_hg M_gj + M_hj G_hg M_gj)
+
+    The only term that needs every (h, g, j) is ``v_h' . N_hgj`` with ``N_hgj = G_hg M_gj``
+    precomputed: one batched product of ``O(n d h)`` per restart. Row ``i`` is recomputed
+    (``O(n d + d^2)``).
+    """
+
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
+        super().__init__("mh_raf", X, weights, position, X64, W64)
+        n, d, h, dh, M = self.n, self.d, self.h, self.dh, self.M
+        a = self.concat(self.A)
+        G = self.Wo @ self.Wo.T
+        aG = a @ G
+        self.const = (aG * a).sum(-1)
+        aG = aG.reshape(n, h, dh).transpose(0, 1)  # (h, n, dh)
+        self.aGM = (aG * M).sum(-1)[:, None, :]  # (h, 1, n)
+        self._aGT = aG.transpose(-1, -2).contiguous()  # (h, dh, n)
+        N = torch.einsum("hagb,gjb->hagj", G.reshape(h, dh, h, dh), M)  # (h, dh, h, n)
+        self._E = torch.einsum("hja,hagj->jhg", M, N).contiguous()  # (n, h, g): M_hj G_hg M_gj
+        self._N = N.reshape(h, dh, h * n).contiguous()
+        self._Grows = G.reshape(h, dh, d).contiguous()
+
+    def value(self, D: Tensor) -> Tensor:
+        D = D.to(self.X.dtype)  # float64 moves (see search) in a float32 problem
+        R, n, h, dh = D.shape[0], self.n, self.h, self.dh
+        w, vp, out_i = self.moved(D)  # w: (h, R, n)
+        wg = w.transpose(0, 1)  # (R, g, n)
+        lin = 2 * (w * (vp @ self._aGT - self.aGM)).sum(0)  # (R, n)
+        # sum_{h,g} w_hj w_gj (v_h' G_hg v_g' + M_hj G_hg M_gj - 2 v_h' G_hg M_gj), term by term
+        B = ((vp @ self._Grows).reshape(h, R, h, dh) * vp.transpose(0, 1)[None]).sum(-1)  # (h, R, g)
+        Bw = B.transpose(0, 1) @ wg  # (R, h, n): sum_g B_hg w_gj
+        Ew = (self._E @ w.permute(2, 0, 1)).permute(1, 2, 0)  # (h, R, n): sum_g E_hgj w_gj
+        C = (vp @ self._N).reshape(h, R, h, n)  # v_h' G_hg M_gj
+        Cw = (C * wg[None]).sum(2)  # (h, R, n)
+        quad = (w * (Bw.transpose(0, 1) + Ew - 2 * Cw)).sum(0)  # (R, n)
+        others = ((self.const + lin + quad) * self.mask).sum(-1)
+        diff = self.concat(out_i - self.out0_i) @ self.Wo
+        return others + (diff * diff).sum(-1)
+
+
+class BlockProblem(_HeadsProblem):
+    """``block`` with row ``i`` moved: the attention output of every row from ``_HeadsProblem``'s
+    closed form (row ``j != i`` changes by ``A_j Wo + sum_h w_hj (v_h' Wo_h - M_hj Wo_h)``,
+    ``O(n d h)`` per restart instead of a full multi-head pass), then the residual, LayerNorm and
+    feed-forward layer on every row (they act on all the rows that attention changes)."""
+
+    def __init__(
+        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+    ) -> None:
+        super().__init__("block", X, weights, position, X64, W64)
+        # the float64 twin of the polish runs the feed-forward layer in float64 on every row: a short polish
+        self.polish_steps = 30
+        h, dh, d = self.h, self.dh, self.d
+        Wo_h = self.Wo.reshape(h, dh, d)
+        self.attention0 = self.concat(self.out0) @ self.Wo  # (n, d)
+        self.AWo = self.concat(self.A) @ self.Wo
+        self.MWo = (self.M @ Wo_h).transpose(0, 1).contiguous()  # (n, h, d): M_hj Wo_h
+        self._Wo_h = Wo_h.contiguous()
+        self.W1, self.W2 = weights["W1"], weights["W2"]
+        self.base = registry.resolve(registry.get("block").forward)(X, weights)
+
+    def value(self, D: Tensor) -> Tensor:
+        w, vp, out_i = self.moved(D)
+        wt = w.permute(1, 2, 0)  # (R, n, h)
+        u = (vp @ self._Wo_h).transpose(0, 1)  # (R, h, d): v_h' Wo_h
+        change = self.AWo + wt @ u - (wt.transpose(0, 1) @ self.MWo).transpose(0, 1)  # (R, n, d)
+        row_i = self.concat(out_i) @ self.Wo  # (R, d)
+        attention = self.attention0 + change + self.onehot[:, None] * (row_i[:, None] - self.attention0)
+        Z = self.X + self.onehot[:, None] * D[:, None, :] + attention
+        Y = layer_norm(Z)
+        diff = (layer_norm(Y + torch.relu(Y @ self.W1) @ self.W2) - self.base).flatten(1)
+        return (diff * diff).sum(-1)
+
+
+def attention_directions(
+    X: Tensor, weights: Mapping[str, Tensor], position: int, *, Qh: Tensor | None = None
+) -> Tensor:
+    """Informed unit directions (float64, CPU) of multi-head attention at ``position``: ``+-x_i``;
+    ``+-`` attract (raise the moved token's key score in every row of every head), and attract per
+    head; ``+-`` the direction that moves the token's value most after ``Wo`` (the top left singular
+    vector of ``Wv Wo``, by power iteration)."""
+    cpu: dict[str, Any] = {"device": "cpu", "dtype": torch.float64}
+    n, d = X.shape
+    X = X.to(**cpu)
+    xi = X[position]
+    Wk = weights["Wk"].to(**cpu)
+    Qh = (X @ weights["Wq"].to(**cpu)) if Qh is None else Qh.to(**cpu)
+    mask = torch.ones(n, dtype=torch.float64)
+    mask[position] = 0.0
+    per_head = (Wk @ (Qh * mask[None, :, None]).sum(1)[:, :, None])[..., 0]  # (h, d)
+    attract = per_head.sum(0)
+    U = weights["Wv"].to(**cpu).permute(1, 0, 2).reshape(d, d) @ weights["Wo"].to(**cpu)
+    value = torch.ones(d, dtype=torch.float64)
+    for _ in range(30):
+        value = U @ (U.T @ value)
+        value = value / torch.linalg.vector_norm(value).clamp_min(1e-300)
+    return unit_rows(torch.cat([torch.stack([attract, -attract, xi, -xi, value, -value]), per_head]))
+
+
+mh_raf_prepare = fast_prepare(MultiHeadProblem)
+block_prepare = fast_prepare(BlockProblem)

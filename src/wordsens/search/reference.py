@@ -1,0 +1,88 @@
+"""The authors' word-sensitivity algorithm (the baseline to beat); their generalisation algorithm is
+in ``wordsens.generalisation.reference``.
+
+It follows the published scripts of Bombari & Mondelli (2024), with the fixes recorded in the
+README: dense float64 weights and features, plain projected gradient steps recomputing the whole
+map, the ball of radius ``sqrt(d)`` centred at the original row ``x_i``, and a start at
+``x_i + 0.1 N(0, I)``. It serves as the reference: the default method (``wordsens.search.estimate``)
+is checked against it on the same X and weights, and runs it as a candidate where its schedule fits
+the step budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .. import maps
+from ..maps import registry
+from .engine import Search, SearchContext, authors_start, feasible, matvec64, project
+from .full_map import cast_weights
+from .rf import RFProblem
+
+Tensor = torch.Tensor
+
+__all__ = ["ws_estimate", "ws_search"]
+
+
+def ws_search(map_name: str, X: Tensor, weights: Any, position: int, seed: int) -> tuple[Tensor, float, int]:
+    """The authors' algorithm on the full map in float64; returns (best delta, its change, steps)."""
+    n, d = X.shape
+    r = math.sqrt(d)
+    spec = registry.get(map_name)
+    lr, steps = spec.reference[0], spec.reference_steps(n)
+    phi0 = maps.apply(map_name, X, weights, check=True)
+    onehot = torch.zeros((n, 1), dtype=X.dtype, device=X.device)
+    onehot[position] = 1.0
+    delta = authors_start(seed, position, d).to(X.device)
+    best_delta, best_change = delta.clone(), -1.0
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        phi = maps.apply(map_name, X + onehot * delta, weights)
+        diff = phi - phi0
+        rmse = torch.sqrt(torch.mean(diff * diff))
+        (grad,) = torch.autograd.grad(rmse, delta)
+        change = float(torch.linalg.vector_norm(diff.detach()))
+        if change > best_change:
+            best_change, best_delta = change, delta.detach().clone()
+        with torch.no_grad():
+            delta = project(delta.detach() + lr * grad, r)
+    with torch.no_grad():
+        change = float(torch.linalg.vector_norm(maps.apply(map_name, X + onehot * delta, weights) - phi0))
+    if change > best_change:
+        best_change, best_delta = change, delta.detach().clone()
+    return best_delta, best_change, steps
+
+
+def ws_estimate(
+    map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, ctx: SearchContext
+) -> Search:
+    """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
+    each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
+    None, on ``ctx.device``). RF also gets its certificate."""
+    n, d = X64.shape
+    if weights is None:
+        weights = maps.sample_weights(
+            map_name, seed, n, d, dtype=torch.float64, device=ctx.device, draw_on=ctx.draw_on, **ctx.options
+        )
+    else:
+        weights = cast_weights(weights, torch.float64, ctx.device)
+    X = X64.to(ctx.device)
+    phi_norm = float(torch.linalg.vector_norm(maps.apply(map_name, X, weights, check=True)))
+    best: Search | None = None
+    profile, total = [], 0
+    for pos in positions:
+        delta, change, steps = ws_search(map_name, X, weights, pos, seed)
+        total += steps
+        if best is None or change > best.change:
+            best = Search(pos, feasible(delta, math.sqrt(d)), change, phi_norm)
+        profile.append(change / phi_norm if phi_norm > 0 else 0.0)
+    assert best is not None
+    best.steps, best.profile = total, profile
+    if registry.get(map_name).cost == "rf":
+        best.upper = max(
+            RFProblem(weights[:, p * d : (p + 1) * d], matvec64(weights, X.reshape(-1))).upper() for p in positions
+        )
+    return best

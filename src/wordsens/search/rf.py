@@ -1,0 +1,279 @@
+"""The first ReLU layer of RF and DRF, reduced to the block that the moved token multiplies.
+
+Moving token ``i`` changes ``V flat(X)`` by ``B Delta`` with ``B = V[:, i*d:(i+1)*d]`` (k x d):
+the search only needs ``B`` and the pre-activation ``u = V flat(X)``. With ``sampler="exact"``
+only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn from its exact law
+``N(0, ||X_rest||^2 / D)`` per row: the same law as the dense model without the k x D matrix
+(section 2 of the paper gives the maps; ``README.md`` the numerical ideas).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from .. import maps
+from ..seeds import derive_seed, generator
+from .engine import Problem, SearchContext, ascend, chunked_rows64, matvec64, project, sphere
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "FirstLayer",
+    "RFProblem",
+    "SubspaceRF",
+    "blockwise_u",
+    "exact_u",
+    "rest_gaussian",
+    "rf_prepare",
+    "rf_problem",
+]
+
+
+class FirstLayer:
+    """A ReLU layer ``relu(u + B Delta)`` with ``B`` (rows, d) and the float64 pre-activation ``u``."""
+
+    def __init__(self, B: Tensor, u64: Tensor, with_gram: bool) -> None:
+        self.B = B
+        self.u64 = u64
+        self.u = u64.to(B.dtype)
+        active = u64 > 0
+        d = B.shape[1]
+        dev = B.device
+        self.gram_active = torch.zeros((d, d), dtype=torch.float64, device=dev)
+        inactive = torch.zeros((d, d), dtype=torch.float64, device=dev) if with_gram else None
+
+        def accumulate(rows: slice, chunk: Tensor) -> None:
+            # every row enters one product only: the Gram matrix of B is the active part plus the rest
+            on = active[rows]
+            part = chunk[on]
+            self.gram_active.addmm_(part.T, part)
+            if inactive is not None:
+                part = chunk[~on]
+                inactive.addmm_(part.T, part)
+
+        chunked_rows64(B, accumulate)
+        self.gram = self.gram_active + inactive if inactive is not None else None
+
+    def forward(self, D: Tensor) -> Tensor:
+        return torch.relu(self.u + D @ self.B.T)
+
+    def forward64(self, deltas: Tensor) -> Tensor:  # (R, d) -> (R, rows)
+        out = torch.empty((deltas.shape[0], self.B.shape[0]), dtype=torch.float64, device=deltas.device)
+
+        def fill(rows: slice, chunk: Tensor) -> None:
+            out[:, rows] = torch.relu(self.u64[rows] + deltas @ chunk.T)
+
+        chunked_rows64(self.B, fill)
+        return out
+
+    def top_directions(self, m: int) -> Tensor:
+        """The top ``m`` right singular vectors of the active block (rows, float64)."""
+        _, vecs = torch.linalg.eigh(self.gram_active)
+        return vecs[:, -m:].flip(-1).T.contiguous()
+
+    def singular_starts(self, restarts: int, radius: float, gen: torch.Generator) -> Tensor:
+        """The reference's jittered start ``0.1 N(0, I)``, ``+-`` the top right singular vectors of
+        the active block, then random sphere points."""
+        _, vecs = torch.linalg.eigh(self.gram_active)
+        d = vecs.shape[0]
+        m = min(restarts // 2, d)
+        top = vecs[:, -m:].flip(-1).T * radius
+        jitter = 0.1 * torch.randn((1, d), generator=gen, dtype=torch.float64).to(top.device)
+        starts = torch.cat([jitter, torch.stack([top, -top], dim=1).reshape(2 * m, d)])[:restarts]
+        if starts.shape[0] < restarts:
+            extra = sphere(restarts - starts.shape[0], d, radius, gen).to(starts.device)
+            starts = torch.cat([starts, extra])
+        return starts
+
+
+class SubspaceRF(Problem):
+    """RF restricted to subspaces, one per restart: ``Delta_r = c_r V_r``, so the change is
+    ``||relu(u + c_r Y_r) - relu(u)||^2`` with ``Y_r = V_r B^T`` (m, k)."""
+
+    def __init__(self, Y: Tensor, u: Tensor, base: Tensor, radius: float) -> None:
+        self.Y, self.u, self.base, self.radius = Y, u, base, radius
+        self.d = Y.shape[1]
+        self.phi_norm = 1.0
+
+    def value(self, D: Tensor) -> Tensor:
+        diff = torch.relu(self.u + torch.einsum("rm,rmk->rk", D, self.Y)) - self.base
+        return (diff * diff).sum(-1)
+
+    def exact(self, deltas: Tensor) -> Tensor:  # pragma: no cover - never evaluated exactly
+        return self.value(deltas.to(self.Y.dtype)).sqrt().to(torch.float64)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:  # pragma: no cover - started explicitly
+        return sphere(restarts, self.d, self.radius, gen)
+
+
+class RFProblem(Problem):
+    def __init__(self, B: Tensor, u64: Tensor) -> None:
+        self.d = B.shape[1]
+        self.radius = math.sqrt(self.d)
+        self.layer = FirstLayer(B, u64, with_gram=True)
+        self.base = torch.relu(self.layer.u)
+        self.phi_norm = float(torch.linalg.vector_norm(torch.relu(u64)))
+
+    def value(self, D: Tensor) -> Tensor:
+        diff = self.layer.forward(D) - self.base
+        return (diff * diff).sum(-1)
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        return torch.linalg.vector_norm(self.layer.forward64(deltas) - torch.relu(self.layer.u64), dim=-1)
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.layer.singular_starts(restarts, self.radius, gen)
+
+    def search(
+        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int = 1, momentum: float = 0.0
+    ) -> tuple[Tensor, int]:
+        """Subspace ascent from every start: each iteration maximises over span{Delta, gradient,
+        last step, two top singular directions} (an inner ascent on the (m, k) image ``V B^T``),
+        which converges in far fewer passes over ``B`` than gradient steps; an iteration streams
+        ``B`` twice, like one gradient step. Returns the points reached and the iterations."""
+        B, u, base, r = self.layer.B, self.layer.u, self.base, self.radius
+        with torch.no_grad():
+            D = project(starts, r)
+            BD = D @ B.T
+            val = ((torch.relu(u + BD) - base) ** 2).sum(-1)
+            R = D.shape[0]
+            top = self.layer.top_directions(2).to(D).expand(R, -1, -1)
+            prev = torch.zeros_like(D)
+            history = [float(val.max())]
+            steps = 0
+            while steps < max_steps:
+                pre = u + BD
+                grad = (2 * (torch.relu(pre) - base) * (pre > 0)) @ B
+                vectors = torch.cat([D[:, None], grad[:, None], prev[:, None], top], dim=1)  # (R, m, d)
+                basis = torch.linalg.qr(vectors.transpose(1, 2).to(torch.float64))[0].transpose(1, 2).to(D.dtype)
+                m = basis.shape[1]
+                Y = (basis.reshape(R * m, -1) @ B.T).reshape(R, m, -1)  # the map on each subspace
+                sub = SubspaceRF(Y, u, base, r)
+                c, _ = ascend(
+                    sub,
+                    torch.einsum("rd,rmd->rm", D, basis),
+                    max_steps=60,
+                    tol=1e-9,
+                    patience=10,
+                    keep=R,
+                    momentum=0.0,
+                    eta_min=1e-9,
+                )
+                steps += 1
+                new_BD = torch.einsum("rm,rmk->rk", c, Y)
+                new_val = ((torch.relu(u + new_BD) - base) ** 2).sum(-1)
+                ok = new_val >= val
+                new_D = torch.einsum("rm,rmd->rd", c, basis)
+                prev = torch.where(ok[:, None], new_D - D, torch.zeros_like(D))
+                D = torch.where(ok[:, None], new_D, D)
+                BD = torch.where(ok[:, None], new_BD, BD)
+                val = torch.where(ok, new_val, val)
+                history.append(float(val.max()))
+                if len(history) > patience and history[-1] - history[-1 - patience] <= tol * history[-1]:
+                    break
+        return D, steps
+
+    def upper(self) -> float:
+        assert self.layer.gram is not None
+        lam = float(torch.linalg.eigvalsh(self.layer.gram)[-1])
+        # float64 Gram and eigenvalue errors are below 1e-9 relative at any size used here
+        op_norm = math.sqrt(max(lam, 0.0) * (1 + 1e-8))
+        return op_norm * self.radius / self.phi_norm
+
+
+# --------------------------------------------------------------------------- building problems
+
+
+def rest_gaussian(seed: int, tag: str, position: int, k: int, std: float, device: torch.device) -> Tensor:
+    """``k`` i.i.d. ``N(0, std^2)`` numbers (float64) of the exact sampler's ``V_rest flat(X_rest)``:
+    a small draw, always on the CPU (float32 numbers, as every weight draw), then moved to ``device``."""
+    gen = generator(derive_seed(seed, tag, position))
+    draw = torch.randn(k, generator=gen, dtype=torch.float32).to(torch.float64)
+    return (draw * std).to(device)
+
+
+def exact_u(B: Tensor, X64: Tensor, position: int, seed: int, tag: str, gain: float) -> Tensor:
+    """The first-layer pre-activation ``V flat(X) = B x_i + V_rest flat(X_rest)`` with the second term
+    drawn from its exact law ``N(0, gain ||X_rest||^2 / D)`` per row, independently of ``B`` (the
+    weights' variance is ``gain / D``: 1 for RF, 2 for DRF)."""
+    n, d = X64.shape
+    rest_norm2 = float((X64 * X64).sum() - (X64[position] * X64[position]).sum())
+    std = math.sqrt(gain * rest_norm2 / (n * d))
+    return matvec64(B, X64[position].to(B.device)) + rest_gaussian(seed, tag, position, B.shape[0], std, B.device)
+
+
+def rf_problem(
+    X64: Tensor,
+    position: int,
+    seed: int,
+    *,
+    sampler: str,
+    weights: Tensor | None,
+    k: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    draw_on: str = "device",
+    u_all: Tensor | None = None,
+) -> RFProblem:
+    """The RF problem at ``position``: the block ``B`` of ``V`` that the moved token multiplies and
+    ``u = V flat(X)``, from explicit ``weights``, the exact sampler, or the blockwise ``u_all``."""
+    n, d = X64.shape
+    cols = slice(position * d, (position + 1) * d)
+    if weights is not None:
+        V = weights.to(device)
+        return RFProblem(V[:, cols].to(dtype), matvec64(V, X64.reshape(-1).to(device)))
+    B = maps.rf_block(seed, position, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+    if sampler == "exact":
+        u = exact_u(B, X64, position, seed, "rf-rest", 1)
+    else:
+        u = u_all if u_all is not None else blockwise_u("rf", X64, seed, k, dtype, device, draw_on)
+    return RFProblem(B, u)
+
+
+def blockwise_u(
+    map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device, draw_on: str = "device"
+) -> Tensor:
+    """First-layer pre-activation ``V flat(X)`` accumulated one column block at a time (the dense
+    matrix's blocks: the same numbers as ``sampler="dense"``, never the whole matrix)."""
+    n, d = X64.shape
+    rows = k if map_name == "rf" else n * d
+    u = torch.zeros(rows, dtype=torch.float64, device=device)
+    for j in range(n):
+        if map_name == "rf":
+            block = maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+        else:
+            block = maps.drf_block(seed, 1, j, n, d, dtype=dtype, device=device, draw_on=draw_on)
+        u += matvec64(block, X64[j].to(device))
+        del block
+    return u
+
+
+def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext) -> Callable[[int], RFProblem]:
+    """The registry's fast path for RF: per position, ``rf_problem`` (the blockwise ``u`` is
+    accumulated once for every position)."""
+    n, d = X64.shape
+    k = ctx.options.get("k") or n * d
+    u_all = (
+        blockwise_u("rf", X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on)
+        if ctx.sampler == "blockwise" and weights is None
+        else None
+    )
+
+    def problem(position: int) -> RFProblem:
+        return rf_problem(
+            X64,
+            position,
+            seed,
+            sampler=ctx.sampler,
+            weights=weights,
+            k=k,
+            dtype=ctx.dtype,
+            device=ctx.device,
+            draw_on=ctx.draw_on,
+            u_all=u_all,
+        )
+
+    return problem
