@@ -26,8 +26,8 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
     import torch
 
+    from wordsens.compute.devices import peak_rss_bytes
     from wordsens.data import embed
-    from wordsens.pipeline.devices import peak_rss_bytes
 
     torch.set_num_threads(os.cpu_count() or 1)
     texts = json.loads(Path(args.texts_file).read_text())

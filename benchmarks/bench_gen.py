@@ -42,7 +42,7 @@ SEARCHES = {
 
 def worker(args: argparse.Namespace) -> None:
     from wordsens import generalisation as G
-    from wordsens.pipeline.devices import peak_rss_bytes
+    from wordsens.compute.devices import peak_rss_bytes
 
     Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     searches = SEARCHES[args.searches]

@@ -116,8 +116,8 @@ def worker(args: argparse.Namespace) -> None:
     import torch
 
     from wordsens import maps, search
+    from wordsens.compute.devices import peak_rss_bytes
     from wordsens.data.samples import synthetic_sample
-    from wordsens.pipeline.devices import peak_rss_bytes
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from wordsens import maps, search
+from wordsens.compute.map_costs import drf_layout
 from wordsens.data.samples import synthetic_sample
-from wordsens.pipeline.costs import drf_layout
 from wordsens.search import Problem
 from wordsens.search.drf import DRFProblem, drf_problem, drf_tail
 
@@ -95,7 +95,7 @@ _PEAK_SCRIPT = """
 import json, sys, torch
 from wordsens import search
 from wordsens.data.samples import synthetic_sample
-from wordsens.pipeline.devices import peak_rss_bytes
+from wordsens.compute.devices import peak_rss_bytes
 torch.set_num_threads(1)
 budget_gb = float(sys.argv[1])
 X = synthetic_sample(40, 64, seed=0)

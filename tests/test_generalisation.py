@@ -11,6 +11,7 @@ from scipy import stats
 
 from wordsens import generalisation as G
 from wordsens import maps
+from wordsens.generalisation import functionals
 from wordsens.seeds import derive_seed
 
 Z_ALPHA = stats.norm.ppf(1 - 0.01 / 2)
@@ -39,12 +40,25 @@ def _explicit(map_name, Xt, yt, X, y, W, delta, position=0):
     }
 
 
-@pytest.mark.parametrize("map_name", ["rf", "raf", "relu_raf"])
-def test_closed_forms_match_pinv(map_name):
+# every registered map: RF, RAF and ReLU-RAF through their fast setups, the others through the full map
+@pytest.mark.parametrize(
+    "map_name,options",
+    [
+        ("rf", {"k": 40}),
+        ("raf", {}),
+        ("relu_raf", {}),
+        ("drf", {"L": 2}),
+        ("sigmoid_raf", {}),
+        ("linear_raf", {}),
+        ("mh_raf", {"heads": 5}),
+        ("block", {"heads": 1}),
+    ],
+)
+def test_closed_forms_match_pinv(map_name, options):
     n, d, N = 4, 5, 5
     Xt, yt, X, y = G.synthetic_task(N, n, d, seed=3)
-    W = maps.sample_weights(map_name, 1, n, d, k=40, dtype=torch.float64)
-    setup = G.prepare(map_name, Xt, yt, X, y, seed=1, weights=W)
+    W = maps.sample_weights(map_name, 1, n, d, dtype=torch.float64, **options)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=1, weights=W, options=options)
     delta = torch.tensor([0.5, -1.0, 0.3, 0.2, 0.1], dtype=torch.float64)
     ref = _explicit(map_name, Xt, yt, X, y, W, delta)
     f0 = setup.functionals.exact(torch.zeros((1, d), dtype=torch.float64))
@@ -62,6 +76,21 @@ def test_closed_forms_match_pinv(map_name):
     torch.testing.assert_close(
         setup.functionals(delta[None].to(setup.functionals.dtype)).double(), f, rtol=1e-4, atol=1e-4
     )
+
+
+def test_the_full_map_setup_equals_the_attention_fast_path():
+    """The generic path (any map without a setup of its own) against RAF's moved-row functionals on the
+    same instance: the same first stage and the same functionals of the moved sample."""
+    Xt, yt, X, y = G.synthetic_task(12, 6, 8, seed=4)
+    args = dict(seed=2, position=1, weights=None, options={}, sampler="auto", dtype=torch.float64)
+    Y = torch.as_tensor(yt, dtype=torch.float64)
+    fast = functionals.raf_setup("raf", Xt, X, Y, **args)
+    full = functionals.full_map_setup("raf", Xt, X, Y, **args)
+    for a, b in ((fast.theta, full.theta), (fast.phi, full.phi), (fast.pphi, full.pphi)):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    D = torch.randn((5, 8), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    torch.testing.assert_close(fast.functionals(D), full.functionals(D), rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(fast.functionals.exact(D), full.functionals.exact(D), rtol=1e-10, atol=1e-12)
 
 
 def test_search_results_match_their_definitions():
@@ -171,7 +200,7 @@ def test_science_on_synthetic_data():
         (dict(X=torch.ones(3, 5, dtype=torch.float64)), "training samples are"),
         (dict(y_train=torch.ones(4, dtype=torch.float64)), "shape \\(N,\\)"),
         (dict(position=3), "position"),
-        (dict(map_name="drf"), "rf, raf and relu_raf"),
+        (dict(map_name="nope"), "unknown map 'nope'"),
     ],
 )
 def test_bad_input(change, message):

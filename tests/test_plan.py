@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from wordsens import NUMERICS_VERSIONS, pipeline
+from wordsens.compute import costs, map_costs
 from wordsens.data import models
 from wordsens.experiments import config_hash
-from wordsens.pipeline import costs
+from wordsens.maps import registry
 from wordsens.seeds import canonical, canonical_json, derive_seed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +194,7 @@ def test_each_experiment_has_its_numerics_version():
 
 def test_runtime_follows_the_sampler_and_the_positions():
     """position 'all' searches every position: n times the runtime (RAF, same sampler), and for RF
-    the blockwise sampler that costs.choose_sampler picks for it."""
+    the blockwise sampler that the map's cost model picks for it."""
     one = pipeline.Grid(_demo(), limits=SMALL)
     every = pipeline.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
     for wildcards in (
@@ -201,8 +202,10 @@ def test_runtime_follows_the_sampler_and_the_positions():
         {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"},
     ):
         a, b = one.job(wildcards), every.job(wildcards)
-        sampler = costs.choose_sampler(a.map, position="all")
-        expected = costs.ws_seconds(a.map, a.n, a.d, sampler=sampler, positions=a.n) * len(a.trials)
+        spec = registry.get(a.map)
+        sampler = spec.choose_sampler(position="all")
+        steps = _demo()["ws"]["search"]["max_steps"]
+        expected = spec.ws_seconds(a.n, a.d, sampler=sampler, positions=a.n, max_steps=steps) * len(a.trials)
         assert b.seconds == pytest.approx(expected)
         assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
         assert b.runtime >= a.runtime
@@ -233,7 +236,7 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     with_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
     drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
-    assert drf.device_bytes == costs.ws_memory("drf", 80, 768, L=4).bytes <= 80 * GB
+    assert drf.device_bytes == registry.get("drf").ws_memory(80, 768, {"L": 4}).bytes <= 80 * GB
     assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
     assert {job.device for job in with_gpu.jobs if job.map != "drf"} == {"cpu"}
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
@@ -304,7 +307,7 @@ def test_planning_does_not_load_torch():
 
 
 def test_a_memory_setting_lets_drf_stream_within_it():
-    """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.pipeline.costs
+    """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.compute.costs
     drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
     drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
     wildcards = {"study": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
@@ -313,7 +316,7 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     assert resident.unfit  # every layer resident: about 99 GB
     streamed = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
     job = streamed.job(wildcards)
-    layout = costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
+    layout = map_costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
     assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
     assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
     assert job.seconds > pipeline.Grid(_demo(drf), limits=pipeline.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
@@ -373,7 +376,7 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     (raf,) = [j for j in by_study["positions"] if j.map == "raf"]
     assert raf.params["settings"]["position"] == "all" and raf.params["settings"]["profile"] is True
     assert raf.params["settings"]["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
-    assert raf.seconds == pytest.approx(costs.ws_seconds("raf", 32, 16, positions=32) * 2)
+    assert raf.seconds == pytest.approx(registry.get("raf").ws_seconds(32, 16, positions=32, max_steps=300) * 2)
     # the paper's jobs are the same with or without the studies (same params: nothing re-runs)
     paper = [j for j in grid.jobs if j.kind == "gen" or j.study == "ws"]
     alone = pipeline.Grid(_demo(NO_STUDIES), limits=SMALL)
@@ -388,7 +391,7 @@ def test_study_settings_follow_the_registry_and_left_out_points_name_their_study
     assert big.point == "variants drf d768_n1000_L2" and big.n == 1000
     assert grid.left_out(study="variants") and not grid.left_out(study="ws")
     assert "variants drf d768_n1000_L2 (1 job): needs" in grid.left_out_message()
-    estimate = costs.ws_memory("mh_raf", 50, 768, options={"heads": 4})
+    estimate = registry.get("mh_raf").ws_memory(50, 768, {"heads": 4})
     job = pipeline.Grid(
         _demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
         limits=SMALL,
@@ -430,7 +433,7 @@ def test_a_plugin_in_the_config_is_exported_and_its_map_planned():
 import os, yaml
 from wordsens import pipeline
 from wordsens.maps import registry
-from wordsens.pipeline import costs
+from wordsens.compute import costs
 config = pipeline.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
 config = pipeline.merge(config, {{"plugins": ["tests/plugins/toy_map.py"], "variants": None, "long_context": None,
     "positions": None, "ws": {{"maps": {{"toy": {{"d": [8], "n": [4, 6], "options": {{"scale": 2.0}}}}}}}}}})
@@ -440,7 +443,7 @@ assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_ma
 grid = pipeline.Grid(config, limits=pipeline.Limits(cpu=2**34, gpu=None))
 job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6", "chunk": "0"}})
 assert job.params["settings"]["options"] == {{"scale": 2.0}}
-assert job.arrays == costs.ws_memory("toy", 6, 8, options={{"scale": 2.0}}).bytes
+assert job.arrays == registry.get("toy").ws_memory(6, 8, {{"scale": 2.0}}).bytes
 assert "toy" in grid.ws_maps()
 """
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})

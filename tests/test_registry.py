@@ -15,7 +15,6 @@ import torch
 from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import registry
-from wordsens.pipeline import costs
 
 PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
 
@@ -85,7 +84,7 @@ def test_a_plugin_map_gets_the_search_and_the_reference(toy):
     full = search.estimate("toy", X, seed=2, position="all")
     assert len(full.profile) == 6 and full.lower == pytest.approx(max(full.profile))
     assert full.profile[0] == pytest.approx(ours.lower, rel=1e-9)
-    assert costs.ws_memory("toy", 6, 4).bytes > 0 and costs.ws_seconds("toy", 6, 4) > 0
+    assert registry.get("toy").ws_memory(6, 4).bytes > 0 and registry.get("toy").ws_seconds(6, 4) > 0
 
 
 def test_plugin_errors_name_the_setting(monkeypatch):

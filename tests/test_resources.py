@@ -11,7 +11,8 @@ import torch
 import yaml
 
 from wordsens import pipeline
-from wordsens.pipeline import costs, devices
+from wordsens.compute import costs, devices
+from wordsens.maps import registry
 
 
 @pytest.mark.parametrize(
@@ -52,16 +53,21 @@ def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
         check=True,
     )
     peak = json.loads(out.stdout)["peak_memory_mb"]
-    estimate = costs.ws_memory(map_name, n, d, L=L, sampler="exact", restarts=64).total / 1024**2
+    estimate = (
+        registry.get(map_name)
+        .ws_memory(n, d, {"L": L} if map_name == "drf" else {}, sampler="exact", restarts=64)
+        .total
+        / 1024**2
+    )
     assert peak <= estimate <= 2 * peak + 256, (peak, estimate)
 
 
 def test_runtime_estimates_are_positive_and_grow():
-    small = costs.ws_seconds("rf", 20, 64)
-    big = costs.ws_seconds("rf", 150, 768)
+    small = registry.get("rf").ws_seconds(20, 64)
+    big = registry.get("rf").ws_seconds(150, 768)
     assert 0 < small < big
-    assert costs.ws_seconds("drf", 50, 192, device="cuda") < costs.ws_seconds("drf", 50, 192)
-    assert costs.ws_seconds("raf", 50, 768, method="reference") > costs.ws_seconds("raf", 50, 768)
+    assert registry.get("drf").ws_seconds(50, 192, device="cuda") < registry.get("drf").ws_seconds(50, 192)
+    assert registry.get("raf").ws_seconds(50, 768, method="reference") > registry.get("raf").ws_seconds(50, 768)
 
 
 def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):

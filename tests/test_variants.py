@@ -13,7 +13,6 @@ import torch
 from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import registry
-from wordsens.pipeline import costs
 from wordsens.search import SearchContext
 
 VARIANTS = ("sigmoid_raf", "linear_raf", "mh_raf", "block")
@@ -297,10 +296,8 @@ def test_position_all_and_resource_estimates():
     for name in VARIANTS:
         spec = registry.get(name)
         assert spec.label and spec.formula and spec.weight_law and spec.reference == (10.0, "50n")
-        assert costs.ws_memory(name, 50, 768, options=spec.option_values()).bytes > 0
-        assert costs.ws_seconds(name, 50, 768, options=spec.option_values(), method="reference") > costs.ws_seconds(
-            name, 50, 768, options=spec.option_values()
-        )
+        assert spec.ws_memory(50, 768).bytes > 0
+        assert spec.ws_seconds(50, 768, method="reference") > spec.ws_seconds(50, 768)
 
 
 # --------------------------------------------------------------------------- bad input

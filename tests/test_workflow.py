@@ -553,8 +553,9 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
 
 def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
     """plugins: [tests/plugins/toy_map.py] registers the toy map for the planning and every job: a
-    ws.maps grid with its options gets a table, the variants figure labels it from the registry, and
-    the claims table reports its slope."""
+    ws.maps grid with its options gets a table, the variants figure labels it from the registry, the
+    claims table reports its slope, and Figure 4 runs it (the full-map generalisation path) with its
+    options."""
     workdir = copy_workflow(tmp_path / "wf")
     toy = ROOT / "tests" / "plugins" / "toy_map.py"
     cf = write_config(
@@ -579,12 +580,25 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
             "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
             "long_context": None,
             "positions": None,
-            "gen": {"fig4": None, "fig5": None},
+            "gen": {
+                "data": ["synthetic"],
+                "d": 8,
+                "simulations": 2,
+                "simulations_per_job": 2,
+                "options": {"toy": {"scale": 2.0}},
+                "fig4": {"maps": {"toy": [4]}, "N": [6], "trainings": ["retrain"], "losses": ["direct"]},
+                "fig5": None,
+            },
             "probes": {"enabled": False, "lm": {"enabled": False}},
         },
     )
     snakemake(workdir, "--cores", "2", "--configfile", cf)
     results = workdir / "results" / "toy"
+    gen = pd.read_parquet(results / "tables" / "gen_fig4_synthetic.parquet")
+    assert gen["map"].tolist() == ["toy", "toy"] and gen["interpolates"].all()
+    assert ((gen["D1"] + gen["y"]) ** 2).to_numpy() == pytest.approx(gen["err"].to_numpy(), rel=1e-9)
+    assert (results / "figures" / "fig4_generalisation_synthetic.png").stat().st_size > 5000
+    assert [json.loads(o) for o in gen["options"]] == [{"scale": 2.0}] * 2
     table = pd.read_parquet(results / "tables" / "ws_toy.parquet")
     assert sorted(table["n"]) == [4, 4, 8, 8] and [json.loads(o) for o in table["options"]] == [{"scale": 2.0}] * 4
     variants = pd.read_parquet(results / "tables" / "variants.parquet")

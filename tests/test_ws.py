@@ -145,7 +145,7 @@ def test_exact_sampler_block_is_the_dense_block():
     n, d = 5, 3
     X = synthetic_sample(n, d, seed=6)
     res = search.estimate("rf", X, seed=11, position=2)
-    assert res.sampler == "exact" and res.k == n * d
+    assert res.sampler == "exact" and res.options == {"k": None}
     # same seed, same block: the certificate (which depends on B only) agrees with the dense path
     dense = search.estimate("rf", X, seed=11, position=2, weights=maps.rf_weights(11, n, d))
     assert res.upper * res.phi_norm == pytest.approx(dense.upper * dense.phi_norm, rel=1e-9)
@@ -172,8 +172,10 @@ def test_same_seed_same_numbers():
         (dict(position="first"), "token index"),
         (dict(method="adam"), "unknown method"),
         (dict(sampler="fast"), "unknown sampler"),
-        (dict(L=0), "L must be"),
-        (dict(k=0), "k must be"),
+        (dict(map_name="drf", L=0), "option L must be a positive integer"),
+        (dict(map_name="drf", options={"L": 1.5}), "option L must be a positive integer"),
+        (dict(k=0), "option k must be a positive integer"),
+        (dict(options={"heads": 2}), "has no option heads"),
         (dict(restarts=0), "restarts must be"),
         (dict(weights=torch.ones(3, 3)), "RF weights"),
         (dict(map_name="raf", weights=torch.ones(3, 3)), "expected \\(4, 4\\)"),
@@ -190,7 +192,7 @@ def test_bad_input(kwargs, message):
 
 
 def test_refuses_jobs_that_cannot_fit(monkeypatch):
-    from wordsens.pipeline.devices import InsufficientResources
+    from wordsens.compute.devices import InsufficientResources
 
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "400")
     X = synthetic_sample(50, 192, seed=0)

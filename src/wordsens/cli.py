@@ -117,8 +117,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ws.add_argument("--d", required=True, type=_positive_int, help="embedding dimension (coordinates kept per token)")
     ws.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
-    ws.add_argument("--L", type=_positive_int, default=2, help="DRF depth (default 2)")
-    ws.add_argument("--k", type=_positive_int, default=None, help="RF width (default n*d, as in the paper)")
+    ws.add_argument("--L", type=_positive_int, default=None, help="alias of --option L=N: DRF's depth (default 2)")
+    ws.add_argument(
+        "--k", type=_positive_int, default=None, help="alias of --option k=N: RF's width (default n*d, as in the paper)"
+    )
     ws.add_argument("--seed", type=int, default=0, help="seeds the sample, the weights and the search (default 0)")
     ws.add_argument(
         "--method",
@@ -148,16 +150,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ws.add_argument("--restarts", type=_positive_int, default=None, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=_positive_int, default=1000, help="cap on ascent steps (default 1000)")
-    ws.add_argument(
-        "--option",
-        type=parse_option,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        dest="options",
-        help="a map option (repeatable), e.g. --option heads=4 for mh_raf and block; values are read as "
-        "int, float, true/false, null or text; `wordsens maps` lists each map's options",
-    )
+    _add_option_arg(ws)
     ws.add_argument(
         "--max-memory-gb",
         type=float,
@@ -194,7 +187,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "modified sentence, labelled -y, fit badly or well; print one JSON line: t0, t1, D0, D1, Err "
         "(the test error (D1 + y)^2), gamma_min, steps, seconds, peak memory and every setting.",
     )
-    gen.add_argument("--map", required=True, choices=["rf", "raf", "relu_raf"], help="the feature map")
+    gen.add_argument(
+        "--map",
+        required=True,
+        choices=registry.names(),
+        help="the feature map: any registered map (RF, RAF and ReLU-RAF have fast paths; the others evaluate "
+        "their full map, which suits small n and d)",
+    )
+    _add_option_arg(gen)
     gen.add_argument("--n", required=True, type=_positive_int, help="context length (tokens kept)")
     gen.add_argument("--N", required=True, type=_positive_int, dest="N_train", help="training set size")
     gen.add_argument("--d", required=True, type=_positive_int, help="embedding dimension")
@@ -261,6 +261,19 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_option_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--option",
+        type=parse_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="options",
+        help="a map option (repeatable), e.g. --option L=4 (DRF's depth), --option heads=4 (mh_raf, block); values "
+        "are read as int, float, true/false, null or text; `wordsens maps` lists each map's options",
+    )
+
+
 def _run_claims(args: argparse.Namespace) -> str:
     from .claims import claims_from_results, claims_markdown, format_claims
 
@@ -274,8 +287,8 @@ def _run_ws(args: argparse.Namespace) -> dict:
     import torch
 
     from . import __version__
+    from .compute.devices import peak_rss_bytes
     from .data.samples import draw_sample
-    from .pipeline.devices import peak_rss_bytes
     from .search import estimate
     from .seeds import derive_seed
 
@@ -320,7 +333,7 @@ def _run_ws(args: argparse.Namespace) -> dict:
 def _run_gen(args: argparse.Namespace) -> dict:
     from . import __version__
     from . import generalisation as G
-    from .pipeline.devices import peak_rss_bytes
+    from .compute.devices import peak_rss_bytes
 
     source: object = "synthetic"
     if args.data != "synthetic":
@@ -342,11 +355,21 @@ def _run_gen(args: argparse.Namespace) -> dict:
             loss=args.loss,
             penalty=args.penalty,
             position=args.position,
+            options=dict(args.options),
         )
         prepare_s = 0.0
     else:
         setup = G.prepare(
-            args.map, Xt, yt, X, y, seed=args.seed, position=args.position, sampler=args.sampler, device=args.device
+            args.map,
+            Xt,
+            yt,
+            X,
+            y,
+            seed=args.seed,
+            position=args.position,
+            sampler=args.sampler,
+            device=args.device,
+            options=dict(args.options),
         )
         res = G.search(setup, args.training, args.loss, penalty=args.penalty, seed=args.seed)
         prepare_s = setup.seconds
@@ -390,8 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = _build_parser()
     args = parser.parse_args(argv)
+    from .compute.devices import InsufficientResources
     from .io import CorruptCache
-    from .pipeline.devices import InsufficientResources
 
     try:
         if args.command == "maps":

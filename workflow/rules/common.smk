@@ -16,6 +16,7 @@ from wordsens.data.models import (
     model_width,
 )
 from wordsens.data.reviews import tokens_to_fill
+from wordsens.compute.costs import MB, embed_memory, probe_memory
 from wordsens.maps import registry
 from wordsens.seeds import canonical
 
@@ -109,13 +110,23 @@ def model_files(name):
     return [str(path / "config.json")] if (path / "config.json").exists() else []
 
 
-def embed_mem_mb(max_length=None):
-    m, d = config["model"], config["data"]
-    length = max_length or m["max_length"]
-    width = model_width(m["name"]) or 1024
-    store = d["pool_size"] * length * width * (2 if m["dtype"] == "float16" else 4)
-    batch = m["batch_size"] * length * width * 4 * 40  # activations of one forward pass
-    return int((2 * store + batch) / 1024**2) + 2048  # + the model and the interpreter
+def embed_mem_mb(max_length=None, pool_size=None):
+    """The embedding job's memory request (wordsens.compute.costs.embed_memory)."""
+    m = config["model"]
+    estimate = embed_memory(
+        pool_size=pool_size or config["data"]["pool_size"],
+        max_length=max_length or m["max_length"],
+        width=model_width(m["name"]),
+        batch_size=m["batch_size"],
+        dtype=m["dtype"],
+    )
+    return -(-estimate.job // MB)
+
+
+def probe_mem_mb(kind):
+    """A probe job's memory request (wordsens.compute.costs.probe_memory)."""
+    demo = config["probes"]["lm"]["model"] == DEMO_LM
+    return -(-probe_memory(kind, demo=demo).job // MB)
 
 
 # ----------------------------------------------------------------------------- input functions
@@ -200,14 +211,11 @@ def get_gen_table(wildcards):
 
 
 def get_gen_columns(wildcards):
-    """Panel order of a generalisation figure: RF, RAF, ReLU-RAF, each by increasing n (the
-    paper's order, whatever the order of keys in the config files)."""
+    """Panel order of a generalisation figure: the registry's order (RF, RAF, ReLU-RAF, then the
+    other maps), each by increasing n (the paper's order, whatever the order of keys in the config
+    files)."""
     maps_ = config["gen"][wsplan.GEN_FIGURES[wildcards.genfig]]["maps"]
-    return [
-        [m, int(n)]
-        for m in ("rf", "raf", "relu_raf")
-        for n in sorted(maps_.get(m) or [])
-    ]
+    return [[m, int(n)] for m in registry.names() for n in sorted(maps_.get(m) or [])]
 
 
 def get_gen_hue(wildcards):

@@ -62,7 +62,7 @@ if EMB_LONG:
         benchmark:
             f"{BENCH}/embed_long/{MODEL_TAG}_layer{config['model']['layer']}_len{LONG['max_length']}.tsv"
         resources:
-            mem_mb=embed_mem_mb(LONG["max_length"]),
+            mem_mb=embed_mem_mb(LONG["max_length"], LONG["pool_size"]),
             runtime=120,
             gpu=1 if config["model"]["device"] == "cuda" else 0,
         params:

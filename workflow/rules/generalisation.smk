@@ -5,7 +5,8 @@
 wildcard_constraints:
     figure="fig4|fig5",
     gdata="imdb|synthetic",
-    gsetting=r"(rf|raf|relu_raf)_n\d+_N\d+_d\d+",
+    # every registered map, plugins included (wordsens.maps.registry, loaded by the validation)
+    gsetting="(" + "|".join(registry.names()) + r")_n\d+_N\d+_d\d+",
 
 
 rule gen:

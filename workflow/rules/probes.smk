@@ -30,7 +30,7 @@ rule fig1_attention:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=4096,
+        mem_mb=probe_mem_mb("encoder"),
     params:
         model_name=PROBE_MODEL,
         device=config["probes"]["device"],
@@ -61,7 +61,7 @@ rule fig3_probes:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=4096,
+        mem_mb=probe_mem_mb("encoder"),
     params:
         model_name=PROBE_MODEL,
         device=config["probes"]["device"],
@@ -86,7 +86,7 @@ rule fig1_lm:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=32000 if config["probes"]["lm"]["model"] != DEMO_LM else 2048,
+        mem_mb=probe_mem_mb("lm"),
         gpu=1 if config["probes"]["lm"]["device"] == "cuda" else 0,
     params:
         model_name=config["probes"]["lm"]["model"],

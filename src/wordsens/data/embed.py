@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ..pipeline.devices import resolve_device
+from ..compute.devices import resolve_device
 from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
 from .reviews import hub_reachable
 

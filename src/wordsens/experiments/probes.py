@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..compute.devices import resolve_device
 from ..data.embed import load_pretrained
-from ..pipeline.devices import resolve_device
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor

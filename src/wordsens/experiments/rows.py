@@ -21,8 +21,8 @@ import torch
 
 from .. import NUMERICS_VERSIONS, __version__
 from .. import generalisation as G
+from ..compute.devices import job_peak_bytes, job_processes, peak_rss_bytes
 from ..data.samples import draw_sample
-from ..pipeline.devices import job_peak_bytes, job_processes, peak_rss_bytes
 from ..search import estimate
 from ..seeds import canonical_json, derive_seed
 
@@ -210,7 +210,7 @@ def gen_rows(
     Simulation ``s`` draws its training set, new sample and weights from seeds derived from
     (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
     one simulation serves every (training, loss, penalty) search: features and Gram matrix are
-    computed once.
+    computed once. ``settings`` may hold the map's ``options``.
     """
     threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
@@ -246,6 +246,7 @@ def gen_rows(
             seed=sim_seed,
             position=settings.get("position", 0),
             device=settings.get("device", "cpu"),
+            options=settings.get("options"),
         )
         for training, loss, penalty in searches:
             res = G.search(setup, training, loss, penalty=penalty, seed=sim_seed, **search_opts)
@@ -265,6 +266,7 @@ def gen_rows(
                     **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
                     "prepare_seconds": setup.seconds,
                     "sampler": setup.sampler,
+                    "options": canonical_json(setup.options),
                     "peak_memory_mb": peak_rss_bytes() / 1024**2,
                     "job_peak_memory_mb": _mb(job_peak_bytes()),
                     "threads": threads,

@@ -33,10 +33,10 @@ from typing import Any
 import torch
 
 from .. import maps
-from ..pipeline.devices import resolve_device
+from ..compute.devices import resolve_device
 from ..search.engine import Problem, ascend, feasible
 from ..seeds import derive_seed, generator
-from .functionals import AttentionFunctionals, Fit, RFFunctionals, interpolate
+from .functionals import Fit, full_map_setup
 from .tasks import check_task
 
 Tensor = torch.Tensor
@@ -68,6 +68,8 @@ class Setup:
     sampler: str
     seconds: float
     functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
+    momentum: float = 0.0  # of the Delta search's ascent (the map's search setting)
+    options: dict[str, Any] = field(default_factory=dict)  # the map's options
 
     def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
         """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
@@ -111,63 +113,50 @@ def prepare(
     sampler: str = "auto",
     dtype: torch.dtype | None = None,
     device: str | torch.device | None = "cpu",
+    options: dict[str, Any] | None = None,
     k: int | None = None,
 ) -> Setup:
-    """Features, interpolator and functionals of one simulation (see the module docstring).
+    """Features, interpolator and functionals of one simulation (see the module docstring), for any
+    registered map: its ``MapSpec.gen`` setup where it has one (RF: weights drawn on the span of the
+    samples; RAF, ReLU-RAF: the moved row and column of the scores), else the full map
+    (``wordsens.generalisation.functionals.full_map_setup``).
 
-    ``sampler`` (RF): ``"span"`` (exact in law on the span of the samples and the perturbed block;
-    default), ``"dense"`` (the whole k x D matrix; also used with explicit ``weights``).
+    ``options``: the map's options (``k``: an alias of RF's width). ``sampler`` (RF): ``"span"``
+    (exact in law on the span of the samples and the perturbed block; default), ``"dense"`` (the whole
+    k x D matrix; also used with explicit ``weights``); other maps draw their weights whole (``"dense"``).
+    ``dtype``: the working dtype of the Delta search (the map's search dtype by default); features and
+    the first stage are float64.
     """
-    maps.feature_map(map_name)
-    if map_name == "drf":
-        raise ValueError("the generalisation experiment covers rf, raf and relu_raf (as in the paper)")
+    spec = maps.get(map_name)
+    given = dict(options or {})
+    if k is not None and "k" in spec.options:
+        given.setdefault("k", k)
+    values = spec.option_values(given)
     N, n, d = check_task(X_train, y_train, X, y)
     if not 0 <= position < n:
         raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
+    if weights is not None:
+        maps.check_weights(map_name, weights, n, d, values)
     dev = resolve_device(device)
-    dtype = dtype or (torch.float32 if map_name == "rf" else torch.float64)
+    dtype = dtype or getattr(torch, spec.settings.dtype)
     started = time.perf_counter()
     Xt64 = X_train.detach().to(device=dev, dtype=torch.float64)
     X64 = X.detach().to(device=dev, dtype=torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
-    if map_name == "rf":
-        D = n * d
-        k = D if k is None else k
-        if sampler == "auto":
-            sampler = "dense" if weights is not None else "span"
-        if sampler not in ("span", "dense"):
-            raise ValueError(f"unknown sampler {sampler!r} for RF; use 'span' or 'dense'")
-        if weights is not None or sampler == "dense":
-            V = weights if weights is not None else maps.rf_weights(seed, n, d, k, dtype=torch.float64, device=dev)
-            V = V.to(device=dev, dtype=torch.float64)
-            pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
-            u = V @ X64.reshape(-1)
-            B = V[:, position * d : (position + 1) * d]
-        else:
-            pre_train, u, B = _span_rf(Xt64, X64, position, seed, k)
-        Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
-        phi = torch.relu(u)
-        theta, pphi, fit = interpolate(Phi, Y, phi)
-        del Phi, pre_train
-        functionals: Any = RFFunctionals(B.to(dtype), u, torch.stack([theta, phi, pphi]))
-    else:
-        sampler = "dense"
-        W = weights if weights is not None else maps.attention_weights(seed, d)
-        maps.check_weights(map_name, W, n, d)
-        W64 = W.to(device=dev, dtype=torch.float64)
-        Phi = torch.empty((N, n * d), dtype=torch.float64, device=dev)  # filled in place: one copy only
-        for s in range(0, N, 256):
-            Phi[s : s + 256] = maps.apply(map_name, Xt64[s : s + 256], W64).reshape(-1, n * d)
-        phi = maps.apply(map_name, X64, W64).reshape(-1)
-        theta, pphi, fit = interpolate(Phi, Y, phi)
-        del Phi
-        functionals = AttentionFunctionals(
-            X64.to(dtype),
-            W64.to(dtype),
-            position,
-            "softmax" if map_name == "raf" else "relu",
-            torch.stack([theta, phi, pphi]),
-        )
+    setup = maps.resolve(spec.gen) if spec.gen is not None else full_map_setup
+    parts = setup(
+        map_name,
+        Xt64,
+        X64,
+        Y,
+        seed=seed,
+        position=position,
+        weights=weights,
+        options=values,
+        sampler=sampler,
+        dtype=dtype,
+    )
+    phi, pphi = parts.phi, parts.pphi
     phi2 = float(phi @ phi)
     if phi2 == 0:
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
@@ -184,55 +173,17 @@ def prepare(
         N=N,
         position=position,
         y=float(y),
-        t0=float(phi @ theta),
+        t0=float(phi @ parts.theta),
         phi2=phi2,
         pphi2=pphi2,
         phi_pphi=float(phi @ pphi),
-        fit=fit,
-        sampler=sampler,
+        fit=parts.fit,
+        sampler=parts.sampler,
         seconds=time.perf_counter() - started,
-        functionals=functionals,
+        functionals=parts.functionals,
+        momentum=spec.settings.momentum,
+        options=values,
     )
-
-
-def _span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
-
-    The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
-    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with ``R`` its
-    symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
-    matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
-    gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
-    signs and, for repeated eigenvalues such as the block's, their arbitrary basis, which LAPACK
-    kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
-    N, n, d = Xt64.shape
-    D = n * d
-    flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
-    block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
-    m = N + 1 + d
-    gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
-    gram[:N, :N] = flat @ flat.T
-    gram[:N, N : N + 1] = flat @ new.T
-    gram[N : N + 1, :N] = new @ flat.T
-    gram[N, N] = new @ new.T
-    gram[: N + 1, N + 1 :] = block
-    gram[N + 1 :, : N + 1] = block.T
-    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
-    eigval, eigvec = torch.linalg.eigh(gram)
-    R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
-    gen = generator(derive_seed(seed, "rf-span", position))
-    pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
-    u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
-    B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
-    step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
-    for start in range(0, k, step):
-        rows = min(step, k - start)
-        G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
-        VZ = (G @ R) / math.sqrt(D)
-        pre_train[:, start : start + rows] = VZ[:, :N].T
-        u[start : start + rows] = VZ[:, N]
-        B[start : start + rows] = VZ[:, N + 1 :]
-    return pre_train, u, B
 
 
 # --------------------------------------------------------------------------- the Delta search
@@ -332,7 +283,7 @@ def search(
         tol=tol,
         patience=patience,
         keep=min(8, restarts),
-        momentum=0.5 if setup.map_name != "rf" else 0.0,
+        momentum=setup.momentum,
     )
     deltas = torch.stack([feasible(D, problem.radius) for D in found])
     with torch.no_grad():

@@ -2,26 +2,46 @@
 first-stage solve and the functionals of the perturbed features that the Delta search evaluates.
 
 ``interpolate`` gives ``theta* = pinv(Phi) Y`` and ``P phi`` (``P = I - pinv(Phi) Phi``) without a
-p x p matrix, and ``Fit`` records how well the first stage fits. ``RFFunctionals`` and
-``AttentionFunctionals`` evaluate ``phi(X^i(Delta))`` against the three vectors ``theta*``,
-``phi(X)`` and ``P phi(X)`` for a batch of Delta, from the moved token's block (RF) or row and
-column of the scores (attention maps).
+p x p matrix, and ``Fit`` records how well the first stage fits. The functionals evaluate
+``phi(X^i(Delta))`` against the three vectors ``theta*``, ``phi(X)`` and ``P phi(X)`` for a batch of
+Delta: ``RFFunctionals`` from the moved token's block, ``AttentionFunctionals`` from the moved row
+and column of the scores, ``FullMapFunctionals`` from the whole map (any registered map).
+
+A map's setup (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup``
+for every other map) draws its weights, computes the features and the first stage, and returns them
+as ``Parts``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from .. import maps
 from ..search.attention import AttentionProblem
+from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
+from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["INTERPOLATION_TOL", "AttentionFunctionals", "Fit", "RFFunctionals", "interpolate"]
+__all__ = [
+    "INTERPOLATION_TOL",
+    "AttentionFunctionals",
+    "Fit",
+    "FullMapFunctionals",
+    "Parts",
+    "RFFunctionals",
+    "full_map_setup",
+    "interpolate",
+    "raf_setup",
+    "relu_raf_setup",
+    "rf_setup",
+    "span_rf",
+]
 
 
 class RFFunctionals:
@@ -70,6 +90,29 @@ class AttentionFunctionals:
     def exact(self, deltas: Tensor) -> Tensor:
         X = self.p.moved_samples(deltas)
         return maps.apply(self.p.map_name, X, self.p.W64).flatten(1) @ self.V3_64.T
+
+    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
+        return self.p.starts(restarts, gen)
+
+
+class FullMapFunctionals:
+    """``phi(X^i(Delta)) . v`` with the whole map evaluated for every Delta (maps without a fast form);
+    the moved samples and the starts are those of the full-map word-sensitivity search."""
+
+    def __init__(self, forward: Any, X64: Tensor, weights: Any, position: int, V3: Tensor, dtype: torch.dtype) -> None:
+        self.p = FullMapProblem(forward, X64, weights, position, dtype=dtype, device=X64.device)
+        self.forward = forward
+        self.V3 = V3.to(dtype).T.contiguous()  # (p, 3)
+        self.V3_64 = V3.to(torch.float64)
+        self.d = X64.shape[1]
+        self.dtype = dtype
+
+    def __call__(self, D: Tensor) -> Tensor:
+        return self.forward(self.p.moved(self.p.X, D), self.p.W).flatten(1) @ self.V3
+
+    def exact(self, deltas: Tensor) -> Tensor:
+        moved = self.p.moved(self.p.X64, deltas.to(self.p.X64))
+        return self.forward(moved, self.p.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.p.starts(restarts, gen)
@@ -136,3 +179,174 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     residual = float((Phi @ theta - Y).abs().max())
     cond = float((S[0] / S[-1]) ** 2) if rank == N else math.inf  # of the Gram matrix Phi Phi^T
     return theta, pphi, Fit(cond=cond, rank=rank, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
+
+
+# --------------------------------------------------------------------------- the setups of the maps
+
+
+@dataclass
+class Parts:
+    """What a map's setup returns: ``theta*``, ``phi(X)``, ``P phi(X)``, the first stage's ``Fit``,
+    the functionals of the Delta search and how the weights were drawn."""
+
+    theta: Tensor
+    phi: Tensor
+    pphi: Tensor
+    fit: Fit
+    functionals: Any
+    sampler: str
+
+
+def _first_stage(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit, Tensor]:
+    theta, pphi, fit = interpolate(Phi, Y, phi)
+    return theta, pphi, fit, torch.stack([theta, phi, pphi])
+
+
+def rf_setup(
+    map_name: str,
+    Xt64: Tensor,
+    X64: Tensor,
+    Y: Tensor,
+    *,
+    seed: int,
+    position: int,
+    weights: Any,
+    options: dict[str, Any],
+    sampler: str,
+    dtype: torch.dtype,
+) -> Parts:
+    """RF: the weights on the span of the samples and the perturbed block (``span_rf``, exact in law;
+    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights)."""
+    N, n, d = Xt64.shape
+    k = int(options.get("k") or n * d)
+    dev = Xt64.device
+    if sampler == "auto":
+        sampler = "dense" if weights is not None else "span"
+    if sampler not in ("span", "dense"):
+        raise ValueError(f"unknown sampler {sampler!r} for RF; use 'span' or 'dense'")
+    if weights is not None or sampler == "dense":
+        V = weights if weights is not None else maps.rf_weights(seed, n, d, k, dtype=torch.float64, device=dev)
+        V = V.to(device=dev, dtype=torch.float64)
+        pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
+        u = V @ X64.reshape(-1)
+        B = V[:, position * d : (position + 1) * d]
+    else:
+        pre_train, u, B = span_rf(Xt64, X64, position, seed, k)
+    Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
+    phi = torch.relu(u)
+    theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
+    del Phi, pre_train
+    return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
+
+
+def _features(forward: Any, Xt64: Tensor, W64: Any, p: int) -> Tensor:
+    """The training set's features (N, p), filled in place in batches: one copy only."""
+    N = Xt64.shape[0]
+    Phi = torch.empty((N, p), dtype=torch.float64, device=Xt64.device)
+    for s in range(0, N, 256):
+        Phi[s : s + 256] = forward(Xt64[s : s + 256], W64).reshape(min(256, N - s), p)
+    return Phi
+
+
+def _attention_setup(kind: str) -> Any:
+    def setup(
+        map_name: str,
+        Xt64: Tensor,
+        X64: Tensor,
+        Y: Tensor,
+        *,
+        seed: int,
+        position: int,
+        weights: Any,
+        options: dict[str, Any],
+        sampler: str,
+        dtype: torch.dtype,
+    ) -> Parts:
+        n, d = X64.shape
+        W = weights if weights is not None else maps.attention_weights(seed, d)
+        W64 = W.to(device=X64.device, dtype=torch.float64)
+        forward = maps.resolve(maps.get(map_name).forward)
+        Phi = _features(forward, Xt64, W64, n * d)
+        phi = forward(X64, W64).reshape(-1)
+        theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
+        del Phi
+        return Parts(
+            theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, kind, V3), "dense"
+        )
+
+    setup.__doc__ = (
+        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: features in float64, the functionals from "
+        "the moved row and column of the scores (``AttentionFunctionals``)."
+    )
+    return setup
+
+
+raf_setup = _attention_setup("softmax")
+relu_raf_setup = _attention_setup("relu")
+
+
+def full_map_setup(
+    map_name: str,
+    Xt64: Tensor,
+    X64: Tensor,
+    Y: Tensor,
+    *,
+    seed: int,
+    position: int,
+    weights: Any,
+    options: dict[str, Any],
+    sampler: str,
+    dtype: torch.dtype,
+) -> Parts:
+    """Any registered map: its weights (drawn from ``seed`` and ``options`` unless given), its features
+    from its forward in float64, and functionals that evaluate the whole map (``FullMapFunctionals``)."""
+    n, d = X64.shape
+    if weights is None:
+        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, device=X64.device, **options)
+    W64 = cast_weights(weights, torch.float64, X64.device)
+    forward = maps.resolve(maps.get(map_name).forward)
+    phi = forward(X64, W64).reshape(-1)
+    Phi = _features(forward, Xt64, W64, phi.numel())
+    theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
+    del Phi
+    return Parts(theta, phi, pphi, fit, FullMapFunctionals(forward, X64, W64, position, V3, dtype), "dense")
+
+
+def span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
+
+    The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
+    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with ``R`` its
+    symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
+    matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
+    gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
+    signs and, for repeated eigenvalues such as the block's, their arbitrary basis, which LAPACK
+    kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
+    N, n, d = Xt64.shape
+    D = n * d
+    flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
+    block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
+    m = N + 1 + d
+    gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
+    gram[:N, :N] = flat @ flat.T
+    gram[:N, N : N + 1] = flat @ new.T
+    gram[N : N + 1, :N] = new @ flat.T
+    gram[N, N] = new @ new.T
+    gram[: N + 1, N + 1 :] = block
+    gram[N + 1 :, : N + 1] = block.T
+    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    eigval, eigvec = torch.linalg.eigh(gram)
+    R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
+    gen = generator(derive_seed(seed, "rf-span", position))
+    pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
+    u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
+    B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
+    step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
+    for start in range(0, k, step):
+        rows = min(step, k - start)
+        G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
+        VZ = (G @ R) / math.sqrt(D)
+        pre_train[:, start : start + rows] = VZ[:, :N].T
+        u[start : start + rows] = VZ[:, N]
+        B[start : start + rows] = VZ[:, N + 1 :]
+    return pre_train, u, B

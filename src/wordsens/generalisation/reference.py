@@ -17,6 +17,7 @@ import torch
 
 from .. import maps
 from ..search.engine import project
+from ..search.full_map import cast_weights
 from .core import LOSSES, TRAININGS, GenResult
 from .functionals import INTERPOLATION_TOL
 from .tasks import check_task
@@ -39,13 +40,15 @@ def gen_search(
     penalty: float = 0.0,
     position: int = 0,
     weights: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> GenResult:
     """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
     p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
-    map each step (RF: step 100, 300 steps; attention maps: step 1, ``50 n`` steps), projection on
+    map each step (the map's ``gen_reference`` schedule: RF and DRF step 100, 300 steps; attention maps
+    step 1, ``50 n`` steps), projection on
     the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i`` itself (as the authors' gen.py
     does; their word-sensitivity script starts at a jittered point instead, see ``ws_search``).
-    ``seed`` draws the weights when ``weights`` is None."""
+    ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
     N, n, d = check_task(X_train, y_train, X, y)
@@ -53,9 +56,10 @@ def gen_search(
     Xt = X_train.to(torch.float64)
     X64 = X.to(torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64)
+    spec = maps.get(map_name)
     if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64)
-    weights = weights.to(torch.float64)
+        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, **spec.option_values(options))
+    weights = cast_weights(weights, torch.float64, torch.device("cpu"))
     Phi = maps.apply(map_name, Xt, weights).reshape(N, -1)
     pinv = torch.linalg.pinv(Phi)
     theta = pinv @ Y
@@ -63,7 +67,7 @@ def gen_search(
     phi = maps.apply(map_name, X64, weights).reshape(-1)
     t0 = float(phi @ theta)
     pphi = P @ phi
-    lr, steps = (100.0, 300) if map_name == "rf" else (1.0, 50 * n)
+    lr, steps = spec.gen_reference[0], spec.gen_reference_steps(n)
     onehot = torch.zeros((n, 1), dtype=torch.float64)
     onehot[position] = 1.0
     delta = torch.zeros(d, dtype=torch.float64)

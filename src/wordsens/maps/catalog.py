@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compute.costs import DenseCost
+from ..compute.map_costs import AttentionCost, DeepCost, FirstLayerCost
 from .spec import MapSpec, SearchSettings
 
 __all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "VARIANT_SPECS"]
@@ -32,10 +34,14 @@ PAPER_SPECS = (
         fast="wordsens.search.rf:rf_prepare",
         # RF uses the subspace ascent of RFProblem.search, whose iterations are few: a tight tolerance
         settings=_FIRST_LAYER,
-        cost="rf",
+        cost=FirstLayerCost(),
         reference=(100.0, 300),
         options={"k": None},
         output="(k,)",
+        infer_options="wordsens.maps.paper:rf_options",
+        gen="wordsens.generalisation.functionals:rf_setup",
+        gen_reference=(100.0, 300),
+        upper="wordsens.search.rf:rf_upper",
     ),
     MapSpec(
         "drf",
@@ -47,10 +53,12 @@ PAPER_SPECS = (
         check="wordsens.maps.paper:check_drf",
         fast="wordsens.search.drf:drf_prepare",
         settings=SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False, dtype="float32"),
-        cost="drf",
+        cost=DeepCost(),
         reference=(100.0, 300),
         options={"L": 2},
         output="(n d,)",
+        infer_options="wordsens.maps.paper:drf_options",
+        gen_reference=(100.0, 300),
     ),
     MapSpec(
         "raf",
@@ -62,7 +70,8 @@ PAPER_SPECS = (
         check="wordsens.maps.paper:check_attention",
         fast="wordsens.search.attention:raf_prepare",
         settings=_ATTENTION,
-        cost="attention",
+        cost=AttentionCost(),
+        gen="wordsens.generalisation.functionals:raf_setup",
     ),
     MapSpec(
         "relu_raf",
@@ -74,7 +83,8 @@ PAPER_SPECS = (
         check="wordsens.maps.paper:check_attention",
         fast="wordsens.search.attention:relu_raf_prepare",
         settings=_ATTENTION,
-        cost="attention",
+        cost=AttentionCost(),
+        gen="wordsens.generalisation.functionals:relu_raf_setup",
     ),
 )
 
@@ -115,7 +125,7 @@ _VARIANT_ATTENTION = SearchSettings(
 _VARIANT_MH = SearchSettings(
     restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
 )
-# cost_scale: wordsens.pipeline.costs.ws_seconds of the default search against the times measured on the project's
+# time_scale: wordsens.compute.costs's time model of the default search against the times measured on the project's
 # 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
 # n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
 # at n = 50, 36-45 s at n = 256. (The reference method's estimates of mh_raf and block come out low:
@@ -132,8 +142,7 @@ VARIANT_SPECS = (
         shapes=lambda n, d: {"W": (d, d)},
         fast="wordsens.search.variants:sigmoid_raf_prepare",
         settings=_VARIANT_ATTENTION,
-        cost="attention",
-        cost_scale=2.5,
+        cost=AttentionCost(time_scale=2.5),
     ),
     MapSpec(
         "linear_raf",
@@ -145,8 +154,7 @@ VARIANT_SPECS = (
         shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)},
         fast="wordsens.search.variants:linear_raf_prepare",
         settings=_VARIANT_ATTENTION,
-        cost="attention",
-        cost_scale=8.0,
+        cost=AttentionCost(time_scale=8.0),
     ),
     MapSpec(
         "mh_raf",
@@ -159,8 +167,7 @@ VARIANT_SPECS = (
         check="wordsens.maps.variants:mh_raf_check",
         fast="wordsens.search.heads:mh_raf_prepare",
         settings=_VARIANT_MH,
-        cost="attention",
-        cost_scale=10.0,
+        cost=AttentionCost(time_scale=10.0),
         options={"heads": 12},
     ),
     MapSpec(
@@ -176,8 +183,7 @@ VARIANT_SPECS = (
         settings=SearchSettings(
             restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
         ),
-        cost="dense",
-        cost_scale=0.2,
+        cost=DenseCost(time_scale=0.2),
         options={"heads": 12},
     ),
 )

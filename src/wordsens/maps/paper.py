@@ -33,9 +33,11 @@ __all__ = [
     "check_drf",
     "check_rf",
     "drf_forward",
+    "drf_options",
     "raf_forward",
     "relu_raf_forward",
     "rf_forward",
+    "rf_options",
 ]
 
 
@@ -93,3 +95,13 @@ def check_drf(Vs: Any, n: int, d: int) -> None:
 def check_attention(W: Any, n: int, d: int) -> None:
     """RAF and ReLU-RAF weights: one (d, d) matrix."""
     check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
+
+
+def rf_options(V: Tensor) -> dict[str, Any]:
+    """The options explicit RF weights imply: the width ``k`` (the rows of ``V``)."""
+    return {"k": int(V.shape[0])}
+
+
+def drf_options(Vs: Sequence[Tensor]) -> dict[str, Any]:
+    """The options explicit DRF weights imply: the depth ``L`` (the number of layers)."""
+    return {"L": len(Vs)}

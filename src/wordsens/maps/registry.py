@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..compute.costs import CostModel
 from .catalog import BUILTIN_SPECS
 from .spec import MapSpec
 
@@ -51,8 +52,11 @@ def register(spec: MapSpec, *, replace: bool = False) -> MapSpec:
     """Add ``spec`` to the registry (``replace=True`` to redefine a name); returns it."""
     if not spec.name.isidentifier() or not spec.name.islower():
         raise ValueError(f"map names are lower-case identifiers (they name files and CLI choices), got {spec.name!r}")
-    if spec.cost not in ("rf", "drf", "attention", "dense"):
-        raise ValueError(f"unknown cost model {spec.cost!r} for map {spec.name!r}")
+    if not isinstance(spec.cost, CostModel):
+        raise ValueError(
+            f"the cost model of map {spec.name!r} must be a wordsens.compute.costs.CostModel (e.g. DenseCost()), "
+            f"got {spec.cost!r}"
+        )
     if spec.name in _REGISTRY and not replace and _REGISTRY[spec.name] != spec:
         raise ValueError(f"a map named {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec

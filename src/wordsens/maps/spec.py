@@ -1,6 +1,11 @@
 """A registered feature map, as data: ``MapSpec`` and the ``SearchSettings`` of its default search.
 
-Torch is not imported: the planner reads specs (names, options, shapes, cost models) without it.
+A spec carries a map's whole shape: its options (depth ``L``, width ``k``, ``heads``, a plugin's own)
+with their defaults, its cost model (``wordsens.compute.costs``), its searches (the fast
+word-sensitivity search and the generalisation functionals, or the generic full-map paths), and the
+authors' schedules. Everything else (CLI, config schema, costs, SLURM resources, word sensitivity,
+generalisation, tables, figures, claims) reads the spec. Torch is not imported: the planner reads
+specs without it.
 Implementations are named as ``"module:attribute"`` strings (``wordsens.maps.registry.resolve``
 imports them when used) or given as callables.
 """
@@ -11,6 +16,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..compute.costs import CostModel, DenseCost, MemoryEstimate
 
 __all__ = ["MapSpec", "SearchSettings"]
 
@@ -40,12 +47,18 @@ class MapSpec:
     allowed), without input checks. ``sample(seed, n, d, *, dtype, device, draw_on, **options)``: its
     i.i.d. Gaussian weights, seeded (a tensor, a list, or a dict of named tensors). ``shapes(n, d,
     **options)``: the shape of every named weight (maps whose weights are a dict; ``check`` then
-    follows from it), or ``check(weights, n, d)`` for other formats. ``fast``: a ``prepare(X64, seed,
-    weights, ctx)`` returning, per position, the problem of the fast search (``wordsens.search``); None
-    searches the full map with autograd (``wordsens.search.full_map``). ``cost``: the resource model
-    (``"rf"``, ``"drf"``, ``"attention"``, or ``"dense"``: a few copies of every weight and of
-    (n, n) and (n, d) arrays per restart); ``cost_scale`` multiplies its time. ``reference``: the
-    authors' schedule for this map: step size and number of steps (an int, or ``"50n"``).
+    follows from it), or ``check(weights, n, d)`` for other formats. ``infer_options(weights)``: the
+    options that explicit weights imply (RF: ``k`` from the rows, DRF: ``L`` from the layers).
+    ``fast``: a ``prepare(X64, seed, weights, ctx)`` returning, per position, the problem of the fast
+    search (``wordsens.search``); None searches the full map with autograd
+    (``wordsens.search.full_map``). ``gen``: the generalisation setup of the map
+    (``wordsens.generalisation.functionals``: features, first-stage fit and the functionals the Delta
+    search evaluates); None evaluates the full map (``full_map_setup``). ``cost``: the resource model
+    (``wordsens.compute.costs.CostModel``; default ``DenseCost()``). ``reference`` and
+    ``gen_reference``: the authors' schedules for word sensitivity and generalisation: step size and
+    number of steps (an int, or ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound
+    on the relative change from dense weights (RF), for the authors' method (the fast search's problems
+    give their own, ``Problem.upper``).
     """
 
     name: str
@@ -58,28 +71,75 @@ class MapSpec:
     shapes: Callable[..., Mapping[str, tuple[int, ...]]] | None = None
     check: str | Callable[..., None] | None = None
     fast: str | Callable[..., Any] | None = None
-    cost: str = "dense"
-    cost_scale: float = 1.0
+    cost: CostModel = field(default_factory=DenseCost)
     reference: tuple[float, int | str] = (10.0, "50n")
     options: Mapping[str, Any] = field(default_factory=dict)
     output: str = "(n, d)"
+    infer_options: str | Callable[..., Mapping[str, Any]] | None = None
+    gen: str | Callable[..., Any] | None = None
+    gen_reference: tuple[float, int | str] = (1.0, "50n")
+    upper: str | Callable[..., float] | None = None
 
     def option_values(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The map's options: its defaults updated with ``options`` (unknown keys refused)."""
+        """The map's options: its defaults updated with ``options``. Unknown keys are refused, and so
+        is a value that is not a positive integer where the default is an integer (a depth, a width, a
+        number of heads) or None (an integer option whose default depends on n and d, such as RF's
+        width ``k``)."""
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.options))
         if unknown:
             known = ", ".join(sorted(self.options)) or "none"
             raise ValueError(f"map {self.name!r} has no option {', '.join(unknown)} (its options: {known})")
+        for key, value in given.items():
+            default = self.options[key]
+            integral = default is None or (isinstance(default, int) and not isinstance(default, bool))
+            if integral and not (value is None and default is None) and not _positive_int(value):
+                raise ValueError(f"map {self.name!r}: the option {key} must be a positive integer, got {value!r}")
         return {**self.options, **given}
 
     def reference_steps(self, n: int) -> int:
-        """Steps of the authors' schedule at context length ``n``."""
-        steps = self.reference[1]
-        return 50 * n if steps == "50n" else int(steps)
+        """Steps of the authors' word-sensitivity schedule at context length ``n``."""
+        return _steps(self.reference[1], n)
+
+    def gen_reference_steps(self, n: int) -> int:
+        """Steps of the authors' generalisation schedule at context length ``n``."""
+        return _steps(self.gen_reference[1], n)
+
+    # the cost model, asked with this map's options (resolved against its defaults)
+    def ws_memory(self, n: int, d: int, options: Mapping[str, Any] | None = None, **kwargs: Any) -> MemoryEstimate:
+        """Peak array memory of one word-sensitivity estimate (``CostModel.ws_memory``)."""
+        return self.cost.ws_memory(self, n, d, self.option_values(options), **kwargs)
+
+    def ws_seconds(
+        self, n: int, d: int, options: Mapping[str, Any] | None = None, *, positions: int = 1, **kwargs: Any
+    ) -> float:
+        """Rough wall time of one estimate searching ``positions`` positions (``CostModel.ws_seconds``)."""
+        return self.cost.ws_seconds(self, n, d, self.option_values(options), **kwargs) * positions
+
+    def gen_memory(
+        self, n: int, d: int, N: int, options: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> MemoryEstimate:
+        """Peak array memory of one generalisation simulation (``CostModel.gen_memory``)."""
+        return self.cost.gen_memory(self, n, d, N, self.option_values(options), **kwargs)
+
+    def gen_seconds(self, n: int, d: int, N: int, options: Mapping[str, Any] | None = None, **kwargs: Any) -> float:
+        """Rough CPU wall time of one generalisation simulation (``CostModel.gen_seconds``)."""
+        return self.cost.gen_seconds(self, n, d, N, self.option_values(options), **kwargs)
+
+    def choose_sampler(self, **kwargs: Any) -> str:
+        """How the weights of one word-sensitivity estimate are drawn (``CostModel.choose_sampler``)."""
+        return self.cost.choose_sampler(**kwargs)
 
     def weight_count(self, n: int, d: int, options: Mapping[str, Any] | None = None) -> int:
         """Number of weights (for memory estimates); dense maps with ``shapes`` only."""
         if self.shapes is None:
             return d * d
         return sum(math.prod(shape) for shape in self.shapes(n, d, **self.option_values(options)).values())
+
+
+def _steps(steps: int | str, n: int) -> int:
+    return 50 * n if steps == "50n" else int(steps)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

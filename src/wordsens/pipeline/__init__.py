@@ -1,7 +1,7 @@
 """The workflow's plan, without running Snakemake: the one import of the Snakefile and of
 ``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration,
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
-(``wordsens.pipeline.costs``) and devices (``wordsens.pipeline.devices``), and
+(``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), and
 ``wordsens.pipeline.grid`` holds them (``Grid``) and describes them.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake

@@ -183,6 +183,7 @@ def problems(config: dict) -> list[str]:
             )
     for figure, fig in figures.items():
         for map_name, ns in fig["maps"].items():
+            out += _map_problems(f"gen.{figure}.maps.{map_name}", map_name, gen["options"].get(map_name), [gen["d"]])
             if "imdb" in gen["data"]:
                 too_long = [n for n in ns if n > model["max_length"]]
                 if too_long:
@@ -199,6 +200,11 @@ def problems(config: dict) -> list[str]:
             out.append(
                 f"gen.{figure}.N = {max(fig['N'])} needs data.pool_size >= {max(fig['N']) + 1} (N training "
                 "reviews and the new one): raise data.pool_size or lower N"
+            )
+    for map_name in gen["options"]:
+        if not any(map_name in fig["maps"] for fig in figures.values()):
+            out.append(
+                f"gen.options.{map_name}: no gen figure runs {map_name}; add it to gen.fig4/fig5.maps or drop it"
             )
     if figures and "imdb" in gen["data"] and width is not None and gen["d"] > width:
         out.append(f"gen.d = {gen['d']} > the model width {width} ({model['name']}): lower gen.d")

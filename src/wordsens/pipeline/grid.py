@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import NUMERICS_VERSIONS
+from ..compute.costs import GB
 from ..maps import registry
-from .costs import GB
 from .jobs import GenJob, Job, Limits, WSJob, gen_jobs, ws_jobs
 from .points import STUDIES
 

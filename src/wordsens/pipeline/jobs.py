@@ -2,7 +2,7 @@
 
 ``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``)
 into one job per grid point (``wordsens.pipeline.points``) and chunk of trials, each with its params
-(what its numbers depend on), its memory and runtime estimates (``wordsens.pipeline.costs``) and the
+(what its numbers depend on), its memory and runtime estimates (``wordsens.compute.costs``) and the
 device it runs on under the memory ``Limits`` of the machine or cluster.
 ``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is not imported, except to ask a
 visible GPU for its free memory.
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import NUMERICS_VERSIONS
+from ..compute import costs
+from ..compute.devices import available_bytes
 from ..data.models import model_tag
 from ..maps import registry
 from ..seeds import canonical
-from . import costs
-from .devices import available_bytes
 from .points import ws_points
 
 __all__ = [
@@ -145,7 +145,7 @@ class Job(ABC):
     memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
     device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
     seconds: float  # estimated wall time of the whole chunk
-    arrays: int  # peak bytes of its arrays (wordsens.pipeline.costs estimates)
+    arrays: int  # peak bytes of its arrays (wordsens.compute.costs estimates)
     cap: int | None  # bytes of arrays its memory setting allows (ws.max_memory_gb), None: no setting
     params: dict = field(compare=False, repr=False)  # the configuration slice the job depends on
 
@@ -264,8 +264,8 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
     jobs: list[WSJob] = []
     for pt in ws_points(config):
         spec = registry.get(pt.map)
-        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost == "drf")
-        sampler = costs.choose_sampler(pt.map, position=pt.position, method=method)
+        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost.prefers_gpu)
+        sampler = spec.choose_sampler(position=pt.position, method=method)
         settings = {
             "position": pt.position,
             "method": method,
@@ -277,31 +277,19 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
             **({"options": pt.options} if pt.options else {}),
             **pt.extra,
         }
-        L = pt.L or 2
-        estimate = costs.ws_memory(
-            pt.map,
-            pt.n,
-            pt.d,
-            L=L,
-            k=pt.options.get("k"),
-            method=method,
-            sampler=sampler,
-            budget=budget,
-            options=pt.options,
-        )
+        options = {**pt.options, **({"L": pt.L} if pt.L is not None else {})}
+        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget)
         host, on_device = _placed(estimate, device)
-        secs = costs.ws_seconds(
-            pt.map,
+        secs = spec.ws_seconds(
             pt.n,
             pt.d,
-            L=L,
-            k=pt.options.get("k"),
+            options,
             method=method,
             sampler=sampler,
             device=device,
             positions=pt.n if pt.position == "all" else 1,
             budget=budget,
-            options=pt.options,
+            max_steps=ws["search"]["max_steps"],
         )
         label = data_label(config, pt.data, long=pt.study == "long_imdb")
         for chunk, trials in enumerate(_chunks(pt.trials, pt.per_job)):
@@ -371,9 +359,11 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
             for map_name, ns in fig["maps"].items():
                 for n in ns:
                     for N in fig["N"]:
-                        estimate = costs.gen_memory(map_name, n, d, N)
+                        spec = registry.get(map_name)
+                        options = dict(gen["options"].get(map_name) or {})
+                        estimate = spec.gen_memory(n, d, N, options)
                         host, on_device = _placed(estimate, device)
-                        secs = costs.gen_seconds(map_name, n, d, N, searches=len(searches))
+                        secs = spec.gen_seconds(n, d, N, options, searches=len(searches))
                         for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
                             params = canonical(
                                 {
@@ -387,7 +377,7 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
                                     "simulations": list(sims),
                                     "searches": [list(s) for s in searches],
                                     "seed": config["seed"],
-                                    "settings": settings,
+                                    "settings": {**settings, **({"options": options} if options else {})},
                                     "numerics_version": numerics_version,
                                 }
                             )

@@ -39,11 +39,13 @@ class Point:
 
 
 def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, int | None]:
-    """A grid's map options without DRF's depth, and the depth (DRF: the option L, default 2)."""
+    """A grid's map options without the depth ``L``, and the depth: maps with an option ``L`` (DRF) have
+    a depth column in their tables and a depth in their jobs' names; the others None."""
     opts = dict(options or {})
-    if map_name != "drf" and registry.get(map_name).cost != "drf":
+    spec = registry.get(map_name)
+    if "L" not in spec.options:
         return opts, None
-    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", 2))
+    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", spec.options["L"]))
 
 
 def ws_points(config: dict) -> list[Point]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from .. import maps
-from ..pipeline.costs import drf_layout
+from ..compute.map_costs import drf_layout
 from .engine import Problem, SearchContext, chunked_rows64, matvec64
 from .rf import FirstLayer, blockwise_u, exact_u
 
@@ -164,7 +164,7 @@ def drf_tail(
     weights: Sequence[Tensor] | None = None,
 ) -> DRFTail:
     """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
-    as ``wordsens.pipeline.costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
+    as ``wordsens.compute.map_costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
     if weights is not None:
         return DRFTail(
             [V.to(device=device, dtype=dtype) for V in weights[1:]],

@@ -33,10 +33,9 @@ from typing import Any
 import torch
 
 from .. import maps
+from ..compute.devices import check_fits, memory_budget, resolve_device
 from ..maps import registry
 from ..maps.spec import MapSpec
-from ..pipeline.costs import choose_sampler, ws_memory
-from ..pipeline.devices import check_fits, memory_budget, resolve_device
 from ..seeds import derive_seed, generator
 from . import full_map, reference
 from .engine import Search, SearchContext, feasible
@@ -68,11 +67,9 @@ class WSResult:
     restarts: int
     device: str
     dtype: str
-    L: int | None = None
-    k: int | None = None
-    weights_drawn_on: str = "cpu"  # where the RF/DRF weight blocks were drawn ("cpu" or "cuda")
-    streamed_layers: int | None = None  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
-    options: dict[str, Any] = field(default_factory=dict)  # the map's options (L and k have their fields)
+    options: dict[str, Any] = field(default_factory=dict)  # the map's options (depth L, width k, heads, ...)
+    weights_drawn_on: str = "cpu"  # where large weight blocks were drawn ("cpu" or "cuda"; CostModel.draws_on_device)
+    streamed_layers: int | None = None  # maps that stream layers (DRF): tail layers regenerated on every pass
     profile: list[float] | None = None  # position "all": the estimate at every position
 
     def as_dict(self) -> dict[str, Any]:
@@ -93,9 +90,9 @@ def estimate(
     position: int | str = 0,
     weights: Any = None,
     method: str = "default",
-    L: int = 2,
-    k: int | None = None,
     options: dict[str, Any] | None = None,
+    L: int | None = None,
+    k: int | None = None,
     dtype: torch.dtype | None = None,
     device: str | torch.device | None = "auto",
     sampler: str = "auto",
@@ -119,8 +116,10 @@ def estimate(
         weights: explicit weights in the map's format (RF: ``V``; DRF: list; RAF maps: ``W``; the
             variants: a dict of named tensors).
         method: ``"default"`` (the fast search) or ``"reference"`` (the authors' algorithm).
-        L: DRF depth. k: RF width (default ``n * d``). Both are map options, like ``options``.
-        options: the map's options (``wordsens maps`` lists them, e.g. ``{"heads": 12}``).
+        options: the map's options (``wordsens maps`` lists them, e.g. ``{"L": 4}`` for DRF's depth,
+            ``{"k": 1000}`` for RF's width, ``{"heads": 12}``); explicit ``weights`` imply some
+            (``MapSpec.infer_options``: RF's width, DRF's depth).
+        L, k: aliases of the options ``L`` and ``k``, for the maps that have them (ignored by the others).
         dtype: working dtype of the default search (the map's default: float32 for RF/DRF,
             float64 for attention).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
@@ -158,11 +157,9 @@ def estimate(
     tol = settings.tol if tol is None else tol
     if not (isinstance(tol, (int, float)) and tol >= 0):
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
-    for key, value in (("L", L), ("restarts", restarts), ("max_steps", max_steps), ("patience", patience)):
+    for key, value in (("restarts", restarts), ("max_steps", max_steps), ("patience", patience)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer, got {k!r}")
     if not seed == int(seed):
         raise ValueError(f"seed must be an int, got {seed!r}")
     seed = int(seed)
@@ -173,48 +170,27 @@ def estimate(
     else:
         raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
     given = dict(options or {})
-    if "L" in spec.options:
-        given.setdefault("L", L)
-    if "k" in spec.options:
-        given.setdefault("k", k)
+    for alias, alias_value in (("L", L), ("k", k)):
+        if alias_value is not None and alias in spec.options:
+            given.setdefault(alias, alias_value)
     values = spec.option_values(given)
     if weights is not None:
         maps.check_weights(map_name, weights, n, d, values)
-        if spec.cost == "rf":
-            values["k"] = int(weights.shape[0])
-        if spec.cost == "drf":
-            values["L"] = len(weights)
-    if spec.cost == "rf" and values.get("k") is None:
-        values["k"] = n * d
+        if spec.infer_options is not None:
+            values.update(registry.resolve(spec.infer_options)(weights))
     dev = resolve_device(device)
     if dtype is None:
         dtype = torch.float64 if method == "reference" else getattr(torch, settings.dtype)
-    sampler = choose_sampler(
-        map_name, position=position, method=method, sampler=sampler, explicit_weights=weights is not None
+    sampler = spec.choose_sampler(
+        position=position, method=method, sampler=sampler, explicit_weights=weights is not None
     )
     if draw_on not in maps.DRAW_ON:
         raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
     budget = memory_budget(dev, max_memory_gb)
-    L, k = int(values.get("L", L)), values.get("k")
-    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f", L = {L}" if spec.cost == "drf" else "")
-    check_fits(
-        ws_memory(
-            map_name,
-            n,
-            d,
-            L=L,
-            k=k,
-            method=method,
-            sampler=sampler,
-            dtype=dtype,
-            restarts=restarts,
-            budget=budget,
-            options=values,
-        ),
-        dev,
-        what,
-        limit=budget,
-    )
+    shown = ", ".join(f"{key} = {value}" for key, value in values.items() if value is not None)
+    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f" ({shown})" if shown else "")
+    need = spec.ws_memory(n, d, values, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget)
+    check_fits(need, dev, what, limit=budget)
 
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
@@ -249,11 +225,9 @@ def estimate(
         restarts=1 if method == "reference" else restarts,
         device=str(dev),
         dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
-        L=L if spec.cost == "drf" else None,
-        k=k if spec.cost == "rf" else None,
-        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost in ("rf", "drf") and weights is None else "cpu",
-        streamed_layers=result.streamed if spec.cost == "drf" else None,
-        options={key: value for key, value in values.items() if key not in ("L", "k")},
+        options=values,
+        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost.draws_on_device and weights is None else "cpu",
+        streamed_layers=result.streamed if spec.cost.streams_layers else None,
         profile=result.profile if position == "all" else None,
     )
 

@@ -56,17 +56,18 @@ class FullMapProblem(Problem):
             self.base64 = forward(self.X64, self.W64)
         self.phi_norm = float(torch.linalg.vector_norm(self.base64))
 
-    def _moved(self, X: Tensor, D: Tensor) -> Tensor:
+    def moved(self, X: Tensor, D: Tensor) -> Tensor:
+        """The samples ``X`` with row ``i`` moved by each row of ``D`` (R, d): (R, n, d)."""
         onehot = torch.zeros((X.shape[0], 1), dtype=X.dtype, device=X.device)
         onehot[self.i] = 1.0
         return X + onehot * D[:, None, :]  # (R, n, d)
 
     def value(self, D: Tensor) -> Tensor:
-        diff = (self.forward(self._moved(self.X, D), self.W) - self.base).flatten(1)
+        diff = (self.forward(self.moved(self.X, D), self.W) - self.base).flatten(1)
         return (diff * diff).sum(-1)
 
     def exact(self, deltas: Tensor) -> Tensor:
-        moved = self._moved(self.X64, deltas.to(self.X64))
+        moved = self.moved(self.X64, deltas.to(self.X64))
         return torch.linalg.vector_norm((self.forward(moved, self.W64) - self.base64).flatten(1), dim=-1)
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:

@@ -18,9 +18,8 @@ import torch
 
 from .. import maps
 from ..maps import registry
-from .engine import Search, SearchContext, authors_start, feasible, matvec64, project
+from .engine import Search, SearchContext, authors_start, feasible, project
 from .full_map import cast_weights
-from .rf import RFProblem
 
 Tensor = torch.Tensor
 
@@ -61,7 +60,7 @@ def ws_estimate(
 ) -> Search:
     """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
     each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
-    None, on ``ctx.device``). RF also gets its certificate."""
+    None, on ``ctx.device``). Maps with a certificate (``MapSpec.upper``: RF) also get it."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(
@@ -81,8 +80,8 @@ def ws_estimate(
         profile.append(change / phi_norm if phi_norm > 0 else 0.0)
     assert best is not None
     best.steps, best.profile = total, profile
-    if registry.get(map_name).cost == "rf":
-        best.upper = max(
-            RFProblem(weights[:, p * d : (p + 1) * d], matvec64(weights, X.reshape(-1))).upper() for p in positions
-        )
+    spec = registry.get(map_name)
+    if spec.upper is not None:
+        certificate = registry.resolve(spec.upper)
+        best.upper = max(certificate(X, weights, p) for p in positions)
     return best

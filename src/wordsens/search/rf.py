@@ -29,6 +29,7 @@ __all__ = [
     "rest_gaussian",
     "rf_prepare",
     "rf_problem",
+    "rf_upper",
 ]
 
 
@@ -249,6 +250,13 @@ def blockwise_u(
         u += matvec64(block, X64[j].to(device))
         del block
     return u
+
+
+def rf_upper(X64: Tensor, V: Tensor, position: int) -> float:
+    """The RF certificate at ``position`` from dense weights ``V`` (k, n d): ``||B||_op sqrt(d) / ||phi(X)||``
+    with ``B`` the block of ``V`` that the moved token multiplies (``RFProblem.upper``)."""
+    d = X64.shape[1]
+    return RFProblem(V[:, position * d : (position + 1) * d], matvec64(V, X64.reshape(-1))).upper()
 
 
 def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext) -> Callable[[int], RFProblem]:

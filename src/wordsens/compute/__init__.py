@@ -1,0 +1,58 @@
+"""What a job needs from a machine, and what the machine has: the memory and time models of every
+job (``wordsens.compute.costs``: the ``CostModel`` of a map and the data steps' models;
+``wordsens.compute.map_costs``: the built-in maps' models) and the devices,
+budgets and memory limits (``wordsens.compute.devices``, which refuses a job that cannot fit, with the
+ways out). Torch-free: the map catalogue, the planner and the numerics all import it.
+"""
+
+from .costs import (
+    GB,
+    JOBSTEP_OVERHEAD,
+    MB,
+    PROCESS_OVERHEAD,
+    SAMPLERS,
+    CostModel,
+    DenseCost,
+    MemoryEstimate,
+    embed_memory,
+    itemsize,
+    probe_memory,
+)
+from .devices import (
+    InsufficientResources,
+    available_bytes,
+    check_fits,
+    job_peak_bytes,
+    job_processes,
+    memory_budget,
+    peak_rss_bytes,
+    resolve_device,
+)
+from .map_costs import AttentionCost, DeepCost, DRFLayout, FirstLayerCost, drf_layout
+
+__all__ = [
+    "GB",
+    "JOBSTEP_OVERHEAD",
+    "MB",
+    "PROCESS_OVERHEAD",
+    "SAMPLERS",
+    "AttentionCost",
+    "CostModel",
+    "DRFLayout",
+    "DeepCost",
+    "DenseCost",
+    "FirstLayerCost",
+    "InsufficientResources",
+    "MemoryEstimate",
+    "available_bytes",
+    "check_fits",
+    "drf_layout",
+    "embed_memory",
+    "itemsize",
+    "job_peak_bytes",
+    "job_processes",
+    "memory_budget",
+    "peak_rss_bytes",
+    "probe_memory",
+    "resolve_device",
+]

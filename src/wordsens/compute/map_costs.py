@@ -1,0 +1,304 @@
+"""The cost models of the built-in maps (``wordsens.compute.costs.CostModel``): ``FirstLayerCost``
+(RF: only the moved token's block of weights), ``DeepCost`` (DRF: L layers, the tail streamed within a
+budget by ``drf_layout``), ``AttentionCost`` (attention maps with a moved-row fast path). Torch-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .costs import (
+    CHUNK,
+    GEMM_FLOPS,
+    GPU_RANDN_PER_S,
+    GPU_STREAM_BYTES,
+    MB,
+    RANDN_PER_S,
+    SAMPLERS,
+    STREAM_BYTES,
+    CostModel,
+    MapSpec,
+    MemoryEstimate,
+    itemsize,
+    solve_seconds,
+)
+
+__all__ = ["AttentionCost", "DRFLayout", "DeepCost", "FirstLayerCost", "drf_layout"]
+
+
+@dataclass(frozen=True)
+class DRFLayout:
+    """How a DRF estimate holds its tail (layers 2..L) within a memory budget (``wordsens.search.drf``):
+    ``resident`` layers stay in memory, ``streamed`` ones are regenerated block by block on every
+    pass. ``bytes``: peak array memory of the estimate."""
+
+    resident: int
+    streamed: int
+    bytes: int
+    detail: str
+
+
+def drf_layout(
+    n: int,
+    d: int,
+    L: int,
+    *,
+    budget: int | None = None,
+    restarts: int = 5,
+    dtype: Any = "float32",
+    sampler: str = "exact",
+) -> DRFLayout:
+    """The tail layout of a default-method DRF estimate: every tail layer resident when the arrays fit
+    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block.
+
+    The fixed part: the first layer (its ``(D, d)`` block, or with ``sampler="dense"`` the whole
+    ``(D, D)`` matrix), the per-restart activations and masks of every layer, float64 chunks of the
+    exact evaluation. When even no resident layer fits, the layout still streams everything and its
+    ``bytes`` exceed the budget: ``check_fits`` then refuses the job.
+    """
+    D = n * d
+    b = itemsize(dtype)
+    first = D * D * b if sampler == "dense" else D * d * b
+    fixed = first + (6 * L + 8) * restarts * D * max(b, 4) + D * d * 4 + 3 * 4 * MB
+    layer = D * D * b
+    tail = L - 1
+    if budget is None or fixed + tail * layer <= budget:
+        resident = tail
+    else:
+        stream_buffer = D * d * (b + 8)  # one block and its float64 copy in the exact evaluation
+        resident = int(max(0, min(tail, (budget - fixed - stream_buffer) // layer)))
+    streamed = tail - resident
+    total = fixed + resident * layer + (D * d * (b + 8) if streamed else 0)
+    detail = (
+        f"{resident} resident DRF layers {D} x {D}"
+        + (f", {streamed} streamed in {D} x {d} blocks" if streamed else "")
+        + f", first-layer block {D} x {d}"
+    )
+    return DRFLayout(resident=resident, streamed=streamed, bytes=total, detail=detail)
+
+
+@dataclass(frozen=True)
+class AttentionCost(CostModel):
+    """Attention maps with a moved-row fast path: a few (n, n), (n, d), (d, d) arrays; a search step
+    costs ``O(d^2 + n d)`` per restart. ``time_scale`` multiplies the time model."""
+
+    time_scale: float = 1.0
+
+    def scale(self) -> float:
+        return self.time_scale
+
+    def ws_memory(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "dense",
+        dtype: Any = "float32",
+        restarts: int = 8,
+        budget: int | None = None,
+    ) -> MemoryEstimate:
+        R = 1 if method == "reference" else restarts
+        work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
+        if method == "reference":
+            work += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
+        return MemoryEstimate(work, f"attention arrays for n = {n}, d = {d}")
+
+    def search_seconds(
+        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
+    ) -> float:
+        t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / GEMM_FLOPS
+        return t * self.time_scale
+
+    def reference_seconds(
+        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
+    ) -> float:
+        return (steps or 50 * n) * (6 * n * n * d * 2 / GEMM_FLOPS + 1e-3) * self.time_scale
+
+    def gen_memory(
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, restarts: int = 16
+    ) -> MemoryEstimate:
+        D = n * d
+        arrays = 4 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
+        return MemoryEstimate(arrays, f"features {N} x {D} and their QR")
+
+    def gen_seconds(
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
+    ) -> float:
+        D = n * d
+        prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / GEMM_FLOPS + 2 * N * N * D / GEMM_FLOPS
+        per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / GEMM_FLOPS + 1e-3)
+        return prepare + solve_seconds(D, N) + searches * per_search
+
+
+@dataclass(frozen=True)
+class FirstLayerCost(CostModel):
+    """RF: one ReLU layer of width ``k`` (option ``k``, default ``n d``); an estimate needs only the
+    moved token's (k, d) block of weights (the exact and blockwise samplers)."""
+
+    samplers = ("exact", "blockwise", "dense")
+    draws_on_device = True
+
+    def choose_sampler(
+        self, *, position: int | str = 0, method: str = "default", sampler: str = "auto", explicit_weights: bool = False
+    ) -> str:
+        """``"exact"`` (only the perturbed token's block, exact in law; one position), ``"blockwise"``
+        (the dense matrix one block at a time; the default for ``position="all"``) or ``"dense"``
+        (explicit weights and the reference method)."""
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        if explicit_weights or method == "reference":
+            return "dense"
+        if sampler == "auto":
+            return "blockwise" if position == "all" else "exact"
+        if sampler == "exact" and position == "all":
+            raise ValueError(
+                "sampler 'exact' draws one position's block; use 'blockwise' or 'dense' with position='all'"
+            )
+        return sampler
+
+    def features(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> int:
+        return int(options.get("k") or n * d)
+
+    def ws_memory(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "exact",
+        dtype: Any = "float32",
+        restarts: int = 8,
+        budget: int | None = None,
+    ) -> MemoryEstimate:
+        D, k = n * d, self.features(spec, n, d, options)
+        b = 8 if method == "reference" else itemsize(dtype)
+        R = 1 if method == "reference" else restarts
+        if method == "reference" or sampler == "dense":
+            weights, detail = k * D * b, f"RF matrix V {k} x {D}"
+        else:
+            weights, detail = k * d * b, f"RF block {k} x {d}"
+        return MemoryEstimate(weights + 12 * R * k * max(b, 4) + CHUNK + k * d * 4, detail)
+
+    def ws_seconds(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "exact",
+        steps: int | None = None,
+        max_steps: int = 1000,
+        device: str = "cpu",
+        budget: int | None = None,
+    ) -> float:
+        D, k = n * d, self.features(spec, n, d, options)
+        if method == "reference":
+            t = k * D / RANDN_PER_S + (steps or 300) * 2 * k * D * 8 / STREAM_BYTES
+        else:
+            block = k * D if sampler in ("dense", "blockwise") else k * d
+            t = block / RANDN_PER_S + 2 * k * d * d * 2 / GEMM_FLOPS + (steps or 100) * 2 * k * d * 4 / STREAM_BYTES
+        return t / 20 if device == "cuda" else t
+
+    def gen_memory(
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, restarts: int = 16
+    ) -> MemoryEstimate:
+        D, k = n * d, self.features(spec, n, d, options)
+        m = N + 1 + d
+        # features and the Householder QR copy of them (wordsens.generalisation.functionals.interpolate) at once
+        arrays = (
+            3 * (N + 1) * D * 8
+            + 3 * m * m * 8
+            + 3 * N * k * 8
+            + k * d * 4
+            + 3 * k * 8
+            + 3 * 8 * MB
+            + 16 * restarts * k * 4
+        )
+        return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
+
+    def gen_seconds(
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
+    ) -> float:
+        D = n * d
+        m = N + 1 + d
+        prepare = (
+            2 * N * N * D / GEMM_FLOPS
+            + 10 * m**3 / GEMM_FLOPS
+            + D * m / RANDN_PER_S
+            + 2 * D * m * m / GEMM_FLOPS
+            + 2 * N * N * D / GEMM_FLOPS
+        )
+        per_search = 300 * 2 * D * d * 4 / STREAM_BYTES  # k = D rows of B, streamed twice per step
+        return prepare + solve_seconds(D, N) + searches * per_search
+
+
+@dataclass(frozen=True)
+class DeepCost(CostModel):
+    """DRF of depth ``L`` (option ``L``): ``L`` (D, D) layers; the default search holds as many tail
+    layers as fit its budget and streams the others (``drf_layout``), on a GPU when one is visible."""
+
+    samplers = ("exact", "blockwise", "dense")
+    draws_on_device = True
+    prefers_gpu = True
+    streams_layers = True
+
+    choose_sampler = FirstLayerCost.choose_sampler
+
+    def ws_memory(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "exact",
+        dtype: Any = "float32",
+        restarts: int = 8,
+        budget: int | None = None,
+    ) -> MemoryEstimate:
+        D, L = n * d, int(options["L"])
+        if method == "reference":
+            work = (6 * L + 8) * D * 8 + D * d * 4 + CHUNK
+            return MemoryEstimate(L * D * D * 8 + work, f"{L} DRF matrices {D} x {D}")
+        layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
+        return MemoryEstimate(layout.bytes, layout.detail)
+
+    def ws_seconds(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "exact",
+        steps: int | None = None,
+        max_steps: int = 1000,
+        device: str = "cpu",
+        budget: int | None = None,
+    ) -> float:
+        D, L = n * d, int(options["L"])
+        randn, stream = (GPU_RANDN_PER_S, GPU_STREAM_BYTES) if device == "cuda" else (RANDN_PER_S, STREAM_BYTES)
+        b = 8 if method == "reference" else 4
+        steps = steps or (300 if method == "reference" else 150)
+        if method == "reference":
+            resident, streamed = L, 0
+        else:
+            layout = drf_layout(n, d, L, budget=budget, sampler=sampler)
+            resident, streamed = layout.resident + (sampler == "dense"), layout.streamed
+        # resident layers are drawn once and read twice per step (forward, backward); streamed layers
+        # are drawn and read twice per step
+        return (
+            resident * D * D / randn
+            + steps * 2 * (resident + streamed) * D * D * b / stream
+            + steps * 2 * streamed * D * D / randn
+        )
