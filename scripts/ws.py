@@ -8,7 +8,9 @@ from wordsens.io import load_embeddings, log_to, write_table
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 job = snakemake.params.job
-source = load_embeddings(snakemake.input.meta) if job["data"] == "imdb" else "synthetic"
+# the grid gave the job its embedding store as input where it reads IMDb rows (Job.store)
+meta = getattr(snakemake.input, "meta", None)
+source = load_embeddings(meta) if meta else "synthetic"
 frame = ws_rows(
     map_name=job["map"],
     d=job["d"],

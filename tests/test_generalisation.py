@@ -81,7 +81,7 @@ def test_closed_forms_match_pinv(map_name, options):
 def test_the_full_map_setup_equals_the_attention_fast_path():
     """The generic path (any map without a setup of its own) against RAF's moved-row functionals on the
     same instance: the same first stage and the same functionals of the moved sample."""
-    Xt, yt, X, y = G.synthetic_task(12, 6, 8, seed=4)
+    Xt, yt, X, _ = G.synthetic_task(12, 6, 8, seed=4)
     args = dict(seed=2, position=1, weights=None, options={}, sampler="auto", dtype=torch.float64)
     Y = torch.as_tensor(yt, dtype=torch.float64)
     fast = functionals.raf_setup("raf", Xt, X, Y, **args)

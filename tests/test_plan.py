@@ -28,7 +28,7 @@ NO_STUDIES = {"variants": None, "long_context": None, "positions": None}  # the 
 
 def _demo(changes: dict | None = None) -> dict:
     config = pipeline.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
-    return pipeline.validate(pipeline.merge(config, changes or {}))
+    return pipeline.check(pipeline.merge(config, changes or {}))
 
 
 def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
@@ -426,7 +426,7 @@ def test_maps_options_and_plugins_are_checked_against_the_registry(changes, word
 
 def test_a_plugin_in_the_config_is_exported_and_its_map_planned():
     """plugins: [toy_map.py] in the config: exported in WORDSENS_PLUGINS (absolute path) and loaded by
-    the validation, so that a ws.maps grid of the toy map is planned with its options and the
+    the loader (pipeline.check), so that a ws.maps grid of the toy map is planned with its options and the
     registry's cost model. In a fresh interpreter: a registered plugin stays registered."""
     toy = ROOT / "tests" / "plugins" / "toy_map.py"
     code = f"""
@@ -437,7 +437,7 @@ from wordsens.compute import costs
 config = pipeline.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
 config = pipeline.merge(config, {{"plugins": ["tests/plugins/toy_map.py"], "variants": None, "long_context": None,
     "positions": None, "ws": {{"maps": {{"toy": {{"d": [8], "n": [4, 6], "options": {{"scale": 2.0}}}}}}}}}})
-pipeline.validate(config)
+pipeline.check(config)
 assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r}, os.environ["WORDSENS_PLUGINS"]
 assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_map.py"]
 grid = pipeline.Grid(config, limits=pipeline.Limits(cpu=2**34, gpu=None))
@@ -473,3 +473,26 @@ def test_long_context_imdb_points_stop_at_the_stored_length():
     assert pipeline.long_context_ns(section, "rf", "synthetic") == [64, 256, 1024]
     assert pipeline.long_context_ns(section, "rf", "imdb") == [64, 256, 512]
     assert pipeline.long_context_ns(section, "tiny", "imdb") == []
+
+
+def test_validate_has_no_side_effects_and_check_loads_the_plugins():
+    """pipeline.validate fills defaults and checks, nothing else: no environment variable, no plugin
+    imported (a plugin's map is unknown to it); pipeline.check exports and imports the plugins first."""
+    toy = ROOT / "tests" / "plugins" / "toy_map.py"
+    code = f"""
+import os, yaml
+from wordsens import pipeline
+from wordsens.maps import registry
+config = pipeline.merge(yaml.safe_load(open("config.yaml")), yaml.safe_load(open("config/demo.yaml")))
+config = pipeline.merge(config, {{"plugins": [{str(toy)!r}], "ws": {{"maps": {{"toy": {{"d": [8], "n": [4]}}}}}}}})
+before = dict(os.environ)
+try:
+    pipeline.validate(config)
+    raise SystemExit("validate accepted a map of a plugin it did not import")
+except pipeline.ConfigError as err:
+    assert "unknown map 'toy'" in str(err), err
+assert dict(os.environ) == before and "toy" not in registry.names()
+pipeline.check(config)
+assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r} and "toy" in registry.names()
+"""
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})

@@ -244,7 +244,7 @@ def test_every_implementation_string_of_every_registered_map_resolves():
         assert "toy" in maps.names()
         for name in maps.names():
             spec = maps.get(name)
-            for field in ("forward", "sample", "check", "fast"):
+            for field in ("forward", "sample", "check", "fast", "infer_options", "gen", "upper"):
                 ref = getattr(spec, field)
                 if ref is not None:
                     assert callable(maps.resolve(ref)), f"{name}.{field} = {ref!r}"

@@ -20,9 +20,10 @@ from wordsens.compute.costs import MB, embed_memory, probe_memory
 from wordsens.maps import registry
 from wordsens.seeds import canonical
 
-# The one loader (also behind `wordsens plan`): schema with its defaults, then cross-key checks.
+# The one loader (also behind `wordsens plan`): the plugins exported, the schema with its defaults,
+# the cross-key checks, then what the run needs from this machine (wsplan.check).
 try:
-    wsplan.validate(
+    wsplan.check(
         config,
         os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
     )
@@ -47,7 +48,7 @@ PLOTS = canonical(config["plots"])
 LIMITS = wsplan.planned_limits(config, planner=workflow.is_main_process)
 
 
-# The validation above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
+# The loader above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
 # every job, local or on a cluster, imports the same maps.
 envvars:
     wsplan.PLANNED_LIMITS,

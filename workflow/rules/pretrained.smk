@@ -8,7 +8,7 @@ from wordsens.data.models import packaged_archive
 # the probes need it; probes.model when the probes run.
 _probes = config["probes"]
 _loaded = []
-if any(job.data == "imdb" for job in GRID.fit) or (
+if any(job.store for job in GRID.fit) or (
     _probes["enabled"] and (_probes["model"] is None or _probes["fig3"]["text"] is None)
 ):
     _loaded.append(config["model"]["name"])

@@ -3,6 +3,6 @@ with their provenance (``wordsens.experiments.rows``), and the probes of pre-tra
 causal LMs behind Figures 1 and 3 (``wordsens.experiments.probes``).
 """
 
-from .rows import TOKEN_KINDS, config_hash, gen_rows, provenance, token_kinds, ws_rows
+from .rows import config_hash, gen_rows, provenance, token_kinds, ws_rows
 
-__all__ = ["TOKEN_KINDS", "config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
+__all__ = ["config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]

@@ -26,9 +26,7 @@ from ..data.samples import draw_sample
 from ..search import estimate
 from ..seeds import canonical_json, derive_seed
 
-__all__ = ["TOKEN_KINDS", "config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
-
-TOKEN_KINDS = ("[CLS]", "word", "[SEP]", "[PAD]")
+__all__ = ["config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
 
 
 def config_hash(params: Any) -> str:

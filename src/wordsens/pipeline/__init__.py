@@ -11,14 +11,13 @@ when it runs).
 from .configuration import (
     SCHEMA,
     ConfigError,
-    capped_ns,
+    check,
     export_plugins,
     load_config,
-    long_context_ns,
     merge,
+    preflight,
     problems,
     validate,
-    variant_maps,
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, study_hours
 from .jobs import (
@@ -36,7 +35,7 @@ from .jobs import (
     setting_name,
     ws_jobs,
 )
-from .points import STUDIES, Point, ws_points
+from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
 
 __all__ = [
     "GEN_FIGURES",
@@ -52,6 +51,7 @@ __all__ = [
     "Point",
     "WSJob",
     "capped_ns",
+    "check",
     "data_label",
     "describe",
     "export_plugins",
@@ -64,8 +64,11 @@ __all__ = [
     "long_context_ns",
     "merge",
     "planned_limits",
+    "preflight",
     "problems",
     "setting_name",
+    "store_of",
+    "stores",
     "study_hours",
     "validate",
     "variant_maps",

@@ -4,8 +4,8 @@ One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan`
 configuration is validated against workflow/schemas/config.schema.yaml the way Snakemake does it
 (``snakemake.utils.validate`` with ``set_default=True``: the schema holds every default), then the
 checks that a schema cannot express run (``problems``), each naming its key and its fix. The
-readers of the study sections (``variant_maps``, ``long_context_ns``) live here because the checks
-and the job grid (``wordsens.pipeline.points``) both need them. Torch is not imported.
+readers of the study sections and the stores a configuration reads are in
+``wordsens.pipeline.points``, beside the grid points they describe. Torch is not imported.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ from typing import Any
 
 from ..data.models import DEMO_LM, model_positions, model_width
 from ..maps import registry
+from .points import capped_ns, stores, variant_maps
 
 __all__ = [
     "SCHEMA",
     "ConfigError",
-    "capped_ns",
+    "check",
     "export_plugins",
     "load_config",
-    "long_context_ns",
     "merge",
+    "preflight",
     "problems",
     "validate",
-    "variant_maps",
 ]
 
 # The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
@@ -58,7 +58,7 @@ def merge(base: dict, override: dict) -> dict:
 
 
 def load_config(*paths: str | Path, schema: str | Path | None = None) -> dict:
-    """``config.yaml`` merged with further config files, in order, then ``validate``-d: what the
+    """``config.yaml`` merged with further config files, in order, then ``check``-ed: what the
     Snakefile sees after ``configfile:`` and ``--configfile``."""
     import yaml
 
@@ -69,7 +69,7 @@ def load_config(*paths: str | Path, schema: str | Path | None = None) -> dict:
     if schema is None and paths:
         beside = Path(paths[0]).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
         schema = beside if beside.is_file() else SCHEMA
-    return validate(config, schema or SCHEMA)
+    return check(config, schema or SCHEMA)
 
 
 def _key(path: Iterable[Any]) -> str:
@@ -87,12 +87,39 @@ def _schema_problem(error: Any) -> str:
     return text
 
 
+def check(config: dict, schema: str | Path = SCHEMA) -> dict:
+    """The one loader of the Snakefile and ``wordsens plan``: export and import the config's plugins
+    (``export_plugins``: every job then knows the same maps), ``validate``, then ask this machine what
+    the run needs from it (``preflight``: the network, for a model that only the Hub has). Raises
+    ``ConfigError`` naming every problem found."""
+    _apply_schema(config, schema)  # the plugins key is checked and filled before its modules are imported
+    found = export_plugins(config)
+    if found:
+        raise ConfigError(found)
+    validate(config, schema)
+    found = preflight(config)
+    if found:
+        raise ConfigError(found)
+    return config
+
+
 def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
-    """Validate ``config`` in place, filling the schema's defaults, then run ``problems``.
+    """Validate ``config`` in place, filling the schema's defaults, then run ``problems``: no other
+    side effect (no environment variable, no import of plugins, no network), so the maps it knows are
+    the registry's as it stands (``check`` imports the config's plugins first).
 
     Raises ``ConfigError`` naming every problem found (for the schema: the first one, as
     Snakemake reports it).
     """
+    _apply_schema(config, schema)
+    found = problems(config)
+    if found:
+        raise ConfigError(found)
+    return config
+
+
+def _apply_schema(config: dict, schema: str | Path) -> None:
+    """The schema's checks and defaults, in place (``snakemake.utils.validate`` with ``set_default``)."""
     from jsonschema import ValidationError
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate as snakemake_validate
@@ -102,10 +129,6 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
     except WorkflowError as err:
         cause = err.__context__
         raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
-    found = export_plugins(config) or problems(config)
-    if found:
-        raise ConfigError(found)
-    return config
 
 
 def export_plugins(config: dict) -> list[str]:
@@ -126,17 +149,14 @@ def export_plugins(config: dict) -> list[str]:
 def _length_problems(config: dict) -> list[str]:
     """model.max_length and long_context.max_length against the encoder's positions, each where an
     embedding store is made at that length (some grid runs on IMDb rows)."""
-    model, ws, gen = config["model"], config["ws"], config["gen"]
-    variants, long_context, positions = (config.get(key) for key in ("variants", "long_context", "positions"))
-    main_store = (
-        (ws["data"] == "imdb" and any(ws["maps"].values()))
-        or ("imdb" in gen["data"] and any(gen[f] for f in ("fig4", "fig5")))
-        or bool(variants and variants["data"] == "imdb")
-        or bool(positions)
-    )
-    lengths = [("model.max_length", model["max_length"])] if main_store else []
-    if long_context and "imdb" in long_context["data"]:
-        lengths.append(("long_context.max_length", long_context["max_length"]))
+    model = config["model"]
+    try:
+        made = stores(config)
+    except ValueError:  # an unknown map or bad options: _study_problems names them
+        return []
+    lengths = [("model.max_length", model["max_length"])] if "main" in made else []
+    if "long" in made:
+        lengths.append(("long_context.max_length", config["long_context"]["max_length"]))
     positions = model_positions(model["name"])
     return [
         f"{key} = {length} > the {positions} positions of {model['name']}: lower {key} (the encoder cannot "
@@ -215,7 +235,14 @@ def problems(config: dict) -> list[str]:
             f"probes.fig3.token {f3['token']} is beyond the default text's probes.fig3.min_tokens = "
             f"{f3['min_tokens']} tokens: raise min_tokens or lower the token"
         )
-    lm = probes["lm"]
+    return out
+
+
+def preflight(config: dict) -> list[str]:
+    """What a validated configuration needs from this machine and cannot get, one line per problem:
+    a language model for the probes that is neither local nor on a reachable Hub."""
+    out: list[str] = []
+    lm = config["probes"]["lm"]
     if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
         from ..data.reviews import hub_reachable  # pandas: loaded only for this check
 
@@ -303,23 +330,3 @@ def _study_problems(config: dict) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- the study sections
-def capped_ns(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> list[int]:
-    """The grid's n up to the map's entry in a section's ``max_n`` (all of them without one)."""
-    cap = max_n.get(map_name)
-    return [n for n in ns if cap is None or n <= cap]
-
-
-def variant_maps(section: dict) -> list[str]:
-    """The maps of the variants section: every registered map for ``all`` (plugins included)."""
-    return list(registry.names()) if section["maps"] == "all" else list(section["maps"])
-
-
-def long_context_ns(section: dict, map_name: str, data: str) -> list[int]:
-    """Context lengths of one long-context curve: the grid's n up to the map's ``max_n``; on IMDb
-    also up to ``max_length`` (the encoder's position limit), and ``max_length`` itself."""
-    ns = capped_ns(section["n"], map_name, section["max_n"])
-    if data != "imdb":
-        return ns
-    limit = section["max_length"]
-    cap = section["max_n"].get(map_name)
-    return sorted({n for n in ns if n <= limit} | ({limit} if cap is None or cap >= limit else set()))

@@ -24,7 +24,7 @@ from ..compute.devices import available_bytes
 from ..data.models import model_tag
 from ..maps import registry
 from ..seeds import canonical
-from .points import ws_points
+from .points import store_of, ws_points
 
 __all__ = [
     "PLANNED_LIMITS",
@@ -167,8 +167,8 @@ class Job(ABC):
     @property
     def store(self) -> str | None:
         """The embedding store the job reads: ``main`` (model.max_length), ``long`` (the
-        long-context store) or None (synthetic rows)."""
-        return "main" if self.data == "imdb" else None
+        long-context store) or None (synthetic rows): ``points.store_of``."""
+        return store_of(self.data)
 
     @property
     def mem_mb(self) -> int:
@@ -213,7 +213,7 @@ class WSJob(Job):
 
     @property
     def store(self) -> str | None:
-        return "long" if self.study == "long_imdb" else super().store
+        return store_of(self.data, self.study)
 
 
 @dataclass(frozen=True)

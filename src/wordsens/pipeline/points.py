@@ -6,14 +6,13 @@ imported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..maps import registry
-from .configuration import capped_ns, long_context_ns, variant_maps
 
-__all__ = ["STUDIES", "Point", "ws_points"]
+__all__ = ["STUDIES", "Point", "capped_ns", "long_context_ns", "store_of", "stores", "variant_maps", "ws_points"]
 
 
 # WS studies beyond the paper's grids (ws.maps, study "ws"): ordinary WS jobs, each study with its
@@ -133,3 +132,44 @@ def ws_points(config: dict) -> list[Point]:
                 )
             )
     return points
+
+
+def capped_ns(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> list[int]:
+    """The grid's n up to the map's entry in a section's ``max_n`` (all of them without one)."""
+    cap = max_n.get(map_name)
+    return [n for n in ns if cap is None or n <= cap]
+
+
+def variant_maps(section: dict) -> list[str]:
+    """The maps of the variants section: every registered map for ``all`` (plugins included)."""
+    return list(registry.names()) if section["maps"] == "all" else list(section["maps"])
+
+
+def long_context_ns(section: dict, map_name: str, data: str) -> list[int]:
+    """Context lengths of one long-context curve: the grid's n up to the map's ``max_n``; on IMDb
+    also up to ``max_length`` (the encoder's position limit), and ``max_length`` itself."""
+    ns = capped_ns(section["n"], map_name, section["max_n"])
+    if data != "imdb":
+        return ns
+    limit = section["max_length"]
+    cap = section["max_n"].get(map_name)
+    return sorted({n for n in ns if n <= limit} | ({limit} if cap is None or cap >= limit else set()))
+
+
+def store_of(data: str, study: str = "ws") -> str | None:
+    """The embedding store a job reads: ``"main"`` (IMDb rows at model.max_length), ``"long"`` (the
+    long-context study's IMDb rows at long_context.max_length) or None (synthetic rows). The one
+    answer to "does this job read IMDb?"."""
+    if data != "imdb":
+        return None
+    return "long" if study == "long_imdb" else "main"
+
+
+def stores(config: dict) -> set[str]:
+    """The embedding stores a configuration's grid reads (``store_of`` of every WS point and of every
+    generalisation figure's data sources)."""
+    out = {store_of(pt.data, pt.study) for pt in ws_points(config)}
+    gen = config["gen"]
+    if any(gen[figure] for figure in ("fig4", "fig5")):
+        out |= {store_of(data) for data in gen["data"]}
+    return {store for store in out if store is not None}
