@@ -97,6 +97,13 @@ def figure_files(stem):
     return [f"{RES}/figures/{stem}.{ext}" for ext in FORMATS]
 
 
+def report_figures(stem, caption, category):
+    """The figure files of ``stem`` in every format of plots.formats, each an entry of the report
+    with its caption (a file of workflow/report) and category."""
+    entries = [(p, f"../report/{caption}") for p in figure_files(stem)]
+    return [report(p, caption=text, category=category) for p, text in entries]
+
+
 def model_files(name):
     """Files of a local, demo or packaged model, as rule inputs (a rebuilt or edited model re-runs
     its consumers); none for a Hub name. A packaged name (wordsens.data.models.PACKAGED_MODELS) is

@@ -13,18 +13,10 @@ rule ws_figure:
     input:
         unpack(get_ws_tables),
     output:
-        plain=[
-            report(p, caption="../report/ws_figure.rst", category=get_report_category)
-            for p in figure_files("{wsfig}")
-        ],
-        scaled=[
-            report(
-                p,
-                caption="../report/ws_figure_scaled.rst",
-                category=get_report_category,
-            )
-            for p in figure_files("{wsfig}_scaled")
-        ],
+        plain=report_figures("{wsfig}", "ws_figure.rst", get_report_category),
+        scaled=report_figures(
+            "{wsfig}_scaled", "ws_figure_scaled.rst", get_report_category
+        ),
     log:
         f"{LOGS}/ws_figure/{{wsfig}}.log",
     conda:
@@ -41,16 +33,12 @@ rule gen_figure:
     input:
         table=get_gen_table,
     output:
-        figures=[
-            report(p, caption="../report/gen_figure.rst", category=get_report_category)
-            for p in figure_files("{genfig}_{gdata}")
-        ],
-        alignment=[
-            report(
-                p, caption="../report/gen_alignment.rst", category=get_report_category
-            )
-            for p in figure_files("{genfig}_alignment_{gdata}")
-        ],
+        figures=report_figures(
+            "{genfig}_{gdata}", "gen_figure.rst", get_report_category
+        ),
+        alignment=report_figures(
+            "{genfig}_alignment_{gdata}", "gen_alignment.rst", get_report_category
+        ),
     log:
         f"{LOGS}/gen_figure/{{genfig}}_{{gdata}}.log",
     conda:
@@ -69,12 +57,7 @@ rule variants_figure:
     input:
         table=rules.study_table.output.parquet.format(study="variants"),
     output:
-        figures=[
-            report(
-                p, caption="../report/fig_variants.rst", category="Beyond the paper"
-            )
-            for p in figure_files("fig_variants")
-        ],
+        figures=report_figures("fig_variants", "fig_variants.rst", "Beyond the paper"),
     log:
         f"{LOGS}/variants_figure/fig_variants.log",
     conda:
@@ -91,14 +74,9 @@ rule long_context_figure:
     input:
         unpack(get_long_context_tables),
     output:
-        figures=[
-            report(
-                p,
-                caption="../report/fig_long_context.rst",
-                category="Beyond the paper",
-            )
-            for p in figure_files("fig_long_context")
-        ],
+        figures=report_figures(
+            "fig_long_context", "fig_long_context.rst", "Beyond the paper"
+        ),
     log:
         f"{LOGS}/long_context_figure/fig_long_context.log",
     conda:
@@ -116,12 +94,7 @@ rule positions_figure:
     input:
         table=rules.study_table.output.parquet.format(study="positions"),
     output:
-        figures=[
-            report(
-                p, caption="../report/fig_positions.rst", category="Beyond the paper"
-            )
-            for p in figure_files("fig_positions")
-        ],
+        figures=report_figures("fig_positions", "fig_positions.rst", "Beyond the paper"),
     log:
         f"{LOGS}/positions_figure/fig_positions.log",
     conda:

@@ -21,10 +21,7 @@ rule fig1_attention:
         model=model_files(PROBE_MODEL),
     output:
         table=f"{RES}/tables/fig1_attention.csv",
-        figures=[
-            report(p, caption="../report/fig1.rst", category="Figure 1")
-            for p in figure_files("fig1_attention")
-        ],
+        figures=report_figures("fig1_attention", "fig1.rst", "Figure 1"),
     log:
         f"{LOGS}/fig1_attention/fig1_attention.log",
     conda:
@@ -48,14 +45,10 @@ rule fig3_probes:
     output:
         layers=f"{RES}/tables/fig3_layer_changes.csv",
         scores=f"{RES}/tables/fig3_scores.csv",
-        panel3=[
-            report(p, caption="../report/fig3_panel3.rst", category="Figure 3")
-            for p in figure_files("fig3_panel3_layer_changes")
-        ],
-        panel4=[
-            report(p, caption="../report/fig3_panel4.rst", category="Figure 3")
-            for p in figure_files("fig3_panel4_scores")
-        ],
+        panel3=report_figures(
+            "fig3_panel3_layer_changes", "fig3_panel3.rst", "Figure 3"
+        ),
+        panel4=report_figures("fig3_panel4_scores", "fig3_panel4.rst", "Figure 3"),
     log:
         f"{LOGS}/fig3_probes/fig3_probes.log",
     conda:
@@ -77,10 +70,7 @@ rule fig1_lm:
         model=model_files(config["probes"]["lm"]["model"]),
     output:
         table=f"{RES}/tables/fig1_lm_answers.csv",
-        figures=[
-            report(p, caption="../report/fig1_lm.rst", category="Figure 1")
-            for p in figure_files("fig1_lm_answers")
-        ],
+        figures=report_figures("fig1_lm_answers", "fig1_lm.rst", "Figure 1"),
     log:
         f"{LOGS}/fig1_lm/fig1_lm.log",
     conda:
