@@ -65,34 +65,36 @@ class RFFunctionals:
 
 
 class AttentionFunctionals:
-    """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i``
-    (one row and one column of the scores change; see ``wordsens.search.attention.AttentionProblem``)."""
+    """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i`` (one row
+    and one column of the scores change: ``wordsens.search.attention.MovedRow``, shared with the
+    word-sensitivity search, whose informed starts serve here too)."""
 
     def __init__(self, X: Tensor, W: Tensor, position: int, kind: str, V3: Tensor) -> None:
-        self.p = AttentionProblem(X, W, position, kind)
+        self.problem = AttentionProblem(X, W, position, kind)
+        row = self.row = self.problem.row
         n, d = X.shape
         V = V3.reshape(3, n, d).to(X.dtype)
         self.V_rows = V.reshape(3 * n, d).T.contiguous()  # (d, 3n)
-        self.MV = (self.p.M[None] * V).sum(-1) * self.p.mask  # (3, n): M_j . v_j
+        self.MV = (row.M[None] * V).sum(-1) * row.mask  # (3, n): M_j . v_j
         self.V_i = V[:, position].T.contiguous()  # (d, 3)
         self.V3_64 = V3.to(torch.float64)
         self.n, self.d = n, d
         self.dtype = X.dtype
 
     def __call__(self, D: Tensor) -> Tensor:
-        p = self.p
-        xi = p.xi + D
-        w = p.column_weights(xi @ p.P.T) * p.mask  # (R, n)
+        row = self.row
+        xi = row.xi + D
+        w = row.column_weights(xi @ row.P.T) * row.mask  # (R, n)
         xV = (xi @ self.V_rows).reshape(-1, 3, self.n)  # (R, 3, n)
-        others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * p.mask
-        return others.sum(-1) + p.moved_row(D) @ self.V_i
+        others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * row.mask
+        return others.sum(-1) + row.moved_row(D) @ self.V_i
 
     def exact(self, deltas: Tensor) -> Tensor:
-        X = self.p.moved_samples(deltas)
-        return maps.apply(self.p.map_name, X, self.p.W64).flatten(1) @ self.V3_64.T
+        X = self.row.moved_samples(deltas)
+        return maps.apply(self.row.map_name, X, self.row.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.p.starts(restarts, gen)
+        return self.problem.starts(restarts, gen)
 
 
 class FullMapFunctionals:
@@ -100,7 +102,7 @@ class FullMapFunctionals:
     the moved samples and the starts are those of the full-map word-sensitivity search."""
 
     def __init__(self, forward: Any, X64: Tensor, weights: Any, position: int, V3: Tensor, dtype: torch.dtype) -> None:
-        self.p = FullMapProblem(forward, X64, weights, position, dtype=dtype, device=X64.device)
+        self.problem = FullMapProblem(forward, X64, weights, position, dtype=dtype, device=X64.device)
         self.forward = forward
         self.V3 = V3.to(dtype).T.contiguous()  # (p, 3)
         self.V3_64 = V3.to(torch.float64)
@@ -108,14 +110,14 @@ class FullMapFunctionals:
         self.dtype = dtype
 
     def __call__(self, D: Tensor) -> Tensor:
-        return self.forward(self.p.moved(self.p.X, D), self.p.W).flatten(1) @ self.V3
+        return self.forward(self.problem.moved(self.problem.X, D), self.problem.W).flatten(1) @ self.V3
 
     def exact(self, deltas: Tensor) -> Tensor:
-        moved = self.p.moved(self.p.X64, deltas.to(self.p.X64))
-        return self.forward(moved, self.p.W64).flatten(1) @ self.V3_64.T
+        moved = self.problem.moved(self.problem.X64, deltas.to(self.problem.X64))
+        return self.forward(moved, self.problem.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.p.starts(restarts, gen)
+        return self.problem.starts(restarts, gen)
 
 
 @dataclass(frozen=True)

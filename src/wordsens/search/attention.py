@@ -18,22 +18,26 @@ from .engine import Problem, SearchContext, project, sphere
 
 Tensor = torch.Tensor
 
-__all__ = ["AttentionProblem", "raf_prepare", "relu_raf_prepare"]
+__all__ = ["AttentionProblem", "MovedRow", "raf_prepare", "relu_raf_prepare"]
 
 # The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
 _ISO_STEPS, _ISO_DECAY = 300, 20
 
 
-class AttentionProblem(Problem):
-    """RAF / ReLU-RAF with row ``i`` moved: one row and one column of the scores change.
+class MovedRow:
+    """RAF / ReLU-RAF with row ``i`` moved: what every evaluation of the moved sample needs, shared by
+    the word-sensitivity search (``AttentionProblem``) and the generalisation functionals
+    (``wordsens.generalisation.functionals.AttentionFunctionals``).
 
     For a query row ``j != i`` the new output is ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is the
     output of row ``j`` with column ``i`` left out and ``w_j`` the new weight of column ``i``
-    (softmax: ``sigmoid(s_ji' - logsumexp_{k != i} s_jk)``; ReLU: ``a / (z_j + a)`` with
-    ``a = relu(s_ji')``, ``z_j`` the row sum without column ``i``, and 0 when both vanish). So the
-    change of row ``j`` is ``A_j + w_j (x_i' - M_j)`` with ``A_j = M_j - out_j``, and its squared
-    norm needs only inner products of ``x_i'`` with ``A`` and ``M``: each step costs
-    ``O(d^2 + n d)`` per restart instead of ``O(n^2 d)``.
+    (``column_weights``; softmax: ``sigmoid(s_ji' - logsumexp_{k != i} s_jk)``; ReLU: ``a / (z_j + a)``
+    with ``a = relu(s_ji')``, ``z_j`` the row sum without column ``i``, and 0 when both vanish); row
+    ``i`` itself is recomputed (``moved_row``). Public fields: ``X`` (n, d), ``xi`` (the moved row before
+    the move), ``i``, ``n``, ``d``, ``kind``, ``map_name``, ``radius``, ``P`` (column scores of a new
+    ``x_i'``: ``x_i' @ P.T``), ``M`` (rows without column ``i``; 0 at row ``i``), ``mask`` (1 but at row
+    ``i``), ``onehot``, ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact
+    evaluations).
     """
 
     def __init__(self, X: Tensor, W: Tensor, position: int, kind: str) -> None:
@@ -48,8 +52,7 @@ class AttentionProblem(Problem):
         self.Wc = W * c
         self.P = (X @ W) * c  # column scores of a new x_i': x_i' @ P.T
         S = self.P @ X.T
-        out0 = maps.apply(self.map_name, X, W)
-        self.out0_i = out0[position]
+        self.out0 = maps.apply(self.map_name, X, W)
         others = torch.ones(n, dtype=torch.bool, device=X.device)
         others[position] = False
         self.mask = others.to(X.dtype)
@@ -67,23 +70,11 @@ class AttentionProblem(Problem):
             self.logz = torch.zeros_like(self.z)  # softmax only
             M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
         self.M = M * others[:, None]
-        A = (self.M - out0) * others[:, None]
-        self.A = A
-        self.A2 = (A * A).sum(-1)
-        self.AM = (A * self.M).sum(-1)
-        self.M2 = (self.M * self.M).sum(-1)
-        self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
         self.W64 = W.to(torch.float64)
         self.X64 = X.to(torch.float64)
-        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 else None
         self.onehot = (~others).to(X.dtype)
-        # contiguous operands of the hand-written gradient
-        self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
-        self._PAM_T = self._PAM.T.contiguous()
-        self._XT = X.T.contiguous()
-        self._Q = (self.Wc @ X.T).contiguous()  # row scores of x_i' on the tokens: x_i' @ Q
-        self._QT = self._Q.T.contiguous()
-        self._Wsym = (self.Wc + self.Wc.T).contiguous()
+        self.Q = (self.Wc @ X.T).contiguous()  # row scores of x_i' on the tokens: x_i' @ Q
+        self.Wsym = (self.Wc + self.Wc.T).contiguous()  # gradient of the self score x_i' Wc x_i'^T
 
     def column_weights(self, col: Tensor) -> Tensor:
         """New attention weight ``w_j`` of column ``i`` in every query row ``j`` from its new scores ``col``."""
@@ -92,6 +83,61 @@ class AttentionProblem(Problem):
         a = torch.relu(col)
         den = self.z + a
         return torch.where(den > 0, a / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+
+    def moved_row(self, D: Tensor) -> Tensor:
+        """Output row ``i`` after the move (R, d), differentiable: a full new score row
+        ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
+        i = self.i
+        xi = self.xi + D
+        row = xi @ self.Q
+        row = row + self.onehot * (0.5 * ((xi @ self.Wsym) * xi).sum(-1, keepdim=True) - row)
+        if self.kind == "softmax":
+            a = torch.softmax(row, dim=-1)
+            return a @ self.X + a[:, i : i + 1] * D
+        a = torch.relu(row)
+        den = a.sum(-1, keepdim=True)
+        num = a @ self.X + a[:, i : i + 1] * D
+        return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+
+    def moved_samples(self, deltas: Tensor) -> Tensor:
+        """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
+        X = self.X64.expand(deltas.shape[0], -1, -1).clone()
+        X[:, self.i] += deltas
+        return X
+
+
+class AttentionProblem(Problem):
+    """RAF / ReLU-RAF with row ``i`` moved (``MovedRow``, public as ``row``): the change of row
+    ``j != i`` is ``A_j + w_j (x_i' - M_j)`` with ``A_j = M_j - out_j``, and its squared norm needs
+    only inner products of ``x_i'`` with ``A`` and ``M``: each step costs ``O(d^2 + n d)`` per restart
+    instead of ``O(n^2 d)``.
+    """
+
+    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str) -> None:
+        r = self.row = MovedRow(X, W, position, kind)
+        # the search's own names for the row's fields (read here and in the gradient below)
+        self.d, self.n, self.i, self.kind, self.map_name, self.radius = r.d, r.n, r.i, r.kind, r.map_name, r.radius
+        self.X, self.xi, self.Wc, self.P, self.M, self.mask, self.onehot = r.X, r.xi, r.Wc, r.P, r.M, r.mask, r.onehot
+        self.logz, self.z, self.W64, self.X64 = r.logz, r.z, r.W64, r.X64
+        out0 = r.out0
+        self.out0_i = out0[position]
+        A = (self.M - out0) * self.mask[:, None]
+        self.A = A
+        self.A2 = (A * A).sum(-1)
+        self.AM = (A * self.M).sum(-1)
+        self.M2 = (self.M * self.M).sum(-1)
+        self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
+        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 else None
+        # contiguous operands of the hand-written gradient
+        self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
+        self._PAM_T = self._PAM.T.contiguous()
+        self._XT = X.T.contiguous()
+        self._Q, self._Wsym = r.Q, r.Wsym
+        self._QT = self._Q.T.contiguous()
+
+    def column_weights(self, col: Tensor) -> Tensor:
+        """``MovedRow.column_weights``."""
+        return self.row.column_weights(col)
 
     def value(self, D: Tensor) -> Tensor:
         xi = self.xi + D  # (R, d)
@@ -104,19 +150,8 @@ class AttentionProblem(Problem):
         return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
 
     def moved_row(self, D: Tensor) -> Tensor:
-        """Output row ``i`` after the move (R, d), differentiable: a full new score row
-        ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
-        i = self.i
-        xi = self.xi + D
-        row = xi @ self._Q
-        row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
-        if self.kind == "softmax":
-            a = torch.softmax(row, dim=-1)
-            return a @ self.X + a[:, i : i + 1] * D
-        a = torch.relu(row)
-        den = a.sum(-1, keepdim=True)
-        num = a @ self.X + a[:, i : i + 1] * D
-        return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+        """``MovedRow.moved_row``."""
+        return self.row.moved_row(D)
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
@@ -193,10 +228,8 @@ class AttentionProblem(Problem):
         return j, float(self.exact(deltas[j : j + 1])[0])
 
     def moved_samples(self, deltas: Tensor) -> Tensor:
-        """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
-        X = self.X64.expand(deltas.shape[0], -1, -1).clone()
-        X[:, self.i] += deltas
-        return X
+        """``MovedRow.moved_samples``."""
+        return self.row.moved_samples(deltas)
 
     def _informed(self) -> Tensor:
         """Directions (m, d), float64 on the CPU, suggested by the structure of attention.
