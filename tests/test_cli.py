@@ -153,6 +153,8 @@ def test_a_plugin_map_runs_from_the_cli_with_its_options():
         "1",
         "--draw-on",
         "cpu",
+        "--device",
+        "cpu",  # as the library call below: on a CUDA host, auto would search on the GPU
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

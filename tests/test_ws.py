@@ -73,13 +73,16 @@ def test_estimate_is_a_valid_lower_bound(map_name, method):
 
 
 def test_default_beats_reference_on_small_instances():
+    """RF and DRF search in float32 and do not run the authors' algorithm as a candidate: their
+    default is at or above it here by at least 1.9e-4 (DRF, seed 1), while another CPU's kernels move
+    a float32 search by up to 4e-4 (tests/regression_fixture.py): compared at 1e-3."""
     for map_name, n, d in [("rf", 10, 8), ("drf", 6, 6)]:
         for seed in range(2):
             X = synthetic_sample(n, d, seed=seed)
             weights = maps.sample_weights(map_name, seed, n, d, L=2)
             ours = search.estimate(map_name, X, seed=seed, weights=weights)
             ref = search.estimate(map_name, X, seed=seed, weights=weights, method="reference")
-            assert ours.lower >= ref.lower * (1 - 1e-9), (map_name, seed, ours.lower, ref.lower)
+            assert ours.lower >= ref.lower * (1 - 1e-3), (map_name, seed, ours.lower, ref.lower)
 
 
 # 50 instances per attention map: n in {2, 3, 4, 5, 6}, d in {4, 8} (every n and d divisible by the
