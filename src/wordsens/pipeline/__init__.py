@@ -20,7 +20,7 @@ from .configuration import (
     validate,
     variant_maps,
 )
-from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, study_hours
+from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
 from .jobs import (
     PLANNED_LIMITS,
     GenJob,
@@ -66,6 +66,7 @@ __all__ = [
     "planned_limits",
     "problems",
     "setting_name",
+    "store_ns",
     "study_hours",
     "validate",
     "variant_maps",
