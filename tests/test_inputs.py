@@ -204,11 +204,12 @@ def test_store_problems_and_the_plan_summary_give_the_verdict():
     meta["tokens"] = 1000
     assert inputs.store_problems(meta, [4, 8], 0.99) == []
     (line,) = inputs.store_summary(meta, [4, 8], 0.99, "main store")
-    assert "[UNK] share 0.00% of 1000 pool tokens" in line and "n=4: 100, n=8: 100, n=12: 100" in line
+    assert "[UNK] share 0.00% of 1000 pool tokens" in line and "reviews: n=4: 100, n=8: 100 (" in line
     assert "(at least 99% distinct)" in line
     (problem,) = inputs.store_problems(meta, [2, 8], 0.99, "the main store")
     assert "only 90 of its 100 reviews give distinct samples at n = 2" in problem
-    assert "below data.min_distinct_share" in inputs.store_summary(meta, [2], 0.99, "main store")[0]
+    assert "below data.min_distinct_share" in inputs.store_summary(meta, [2, 8], 0.99, "main store")[0]
+    assert "reviews: n=12: 100 (" in inputs.store_summary(meta, [], 0.99, "main store")[0]  # no job reads it
     old = {"max_length": 12, "reviews": 100}  # a store written before the counts were recorded
     assert inputs.store_problems(old, [2], 0.99) == []
     assert "re-embed to check it" in inputs.store_summary(old, [2], 0.99, "main store")[0]

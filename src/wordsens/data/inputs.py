@@ -250,8 +250,9 @@ def store_problems(meta: Mapping[str, Any], ns: Iterable[int], min_share: float,
 
 
 def store_summary(meta: Mapping[str, Any], ns: Iterable[int], min_share: float, store: str) -> list[str]:
-    """What ``wordsens plan`` prints about an existing store: the pool's [UNK] share and the distinct
-    samples at the grid's n, with the verdict of ``store_problems``."""
+    """What ``wordsens plan`` prints about an existing store, in one line: the pool's [UNK] share, the
+    distinct samples at the grid's smallest and largest n (the count only grows with n; the stored
+    length when no job reads the store), and the verdict of ``store_problems`` over every n."""
     if "distinct_steps" not in meta:
         return [f"{store}: written before its inputs were checked (no distinct-sample counts); re-embed to check it"]
     reviews = int(meta["reviews"])
@@ -260,7 +261,11 @@ def store_summary(meta: Mapping[str, Any], ns: Iterable[int], min_share: float, 
         if "unk_share" in meta
         else "[UNK] share not recorded"
     )
-    counts = ", ".join(f"n={n}: {count}" for n, count in _counts(meta, ns).items())
+    ns = [int(n) for n in ns]
+    shown = _counts(meta, [min(ns), max(ns)] if ns else [])
+    if ns:
+        shown = {n: count for n, count in shown.items() if n in (min(ns), max(ns))}
+    counts = ", ".join(f"n={n}: {count}" for n, count in shown.items())
     problems = store_problems(meta, ns, min_share, store)
     verdict = f"below data.min_distinct_share = {min_share:.0%}" if problems else f"at least {min_share:.0%} distinct"
     return [f"{store}: {unk}; distinct samples of {reviews} reviews: {counts} ({verdict})"]
