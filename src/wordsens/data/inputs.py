@@ -298,10 +298,10 @@ class Duplicates:
 
 def duplicates(train: np.ndarray, new: np.ndarray) -> Duplicates:
     """Count the duplicates of a task: ``train`` (N, ...) and the new sample ``new`` (...)."""
-    keys = sample_keys(np.concatenate([np.asarray(train), np.asarray(new)[None]]))
-    train_keys, new_key = keys[:-1], keys[-1]
+    train_keys = sample_keys(np.asarray(train))  # no concatenation: a task can hold GBs of samples
+    new_key = sample_keys(np.asarray(new)[None])[0]
     seen: dict[bytes, int] = {}
-    for key in keys:
+    for key in [*train_keys, new_key]:
         seen[key] = seen.get(key, 0) + 1
     repeated = sum(1 for key in train_keys if seen[key] > 1)
     return Duplicates(repeated=repeated, equal_new=sum(1 for key in train_keys if key == new_key))
