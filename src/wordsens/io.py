@@ -30,6 +30,8 @@ __all__ = [
     "load_embeddings",
     "read_json",
     "save_embeddings",
+    "store_dir",
+    "store_metas",
     "write_both",
     "write_json",
     "write_table",
@@ -118,14 +120,46 @@ class EmbeddingStore:
 _FILES = ("hidden.npy", "index.parquet", "meta.json")
 
 
+def store_dir(config: dict, *, long: bool = False) -> str:
+    """The folder of a configuration's embedding store: one per model and layer, and the long-context
+    store (``long``) beside it at ``long_context.max_length``."""
+    from .data.models import model_tag
+
+    model = config["model"]
+    path = f"{config['resources'].rstrip('/')}/embeddings/{model_tag(model['name'])}/layer{model['layer']}"
+    return f"{path}_len{config['long_context']['max_length']}" if long else path
+
+
+def store_metas(config: dict) -> dict[str, dict[str, Any]]:
+    """The meta.json of each of a configuration's stores that exists (``main``, ``long``); an
+    unreadable one is left out (the jobs that load the store name it)."""
+    found = {}
+    for store in ("main", "long"):
+        if store == "long" and not config.get("long_context"):
+            continue
+        meta = Path(store_dir(config, long=store == "long")) / "meta.json"
+        if meta.is_file():
+            try:
+                found[store] = read_json(meta)
+            except CorruptCache:
+                continue
+    return found
+
+
 def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, meta: dict[str, Any]) -> Path:
-    """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum)."""
+    """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum).
+
+    A store with NaN/Inf values is refused (``wordsens.data.inputs.InputError``) before anything
+    is written."""
+    from .data.inputs import check_finite
+
     directory = Path(directory)
     if hidden.ndim != 3 or hidden.shape[0] != len(index):
         raise ValueError(
             f"hidden must be (reviews, max_length, width) with one index row per review, "
             f"got {hidden.shape} and {len(index)} index rows"
         )
+    check_finite(hidden)
 
     def write_array(path: Path) -> None:
         with open(path, "wb") as fh:

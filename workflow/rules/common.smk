@@ -17,6 +17,7 @@ from wordsens.data.models import (
 )
 from wordsens.data.reviews import tokens_to_fill
 from wordsens.compute.costs import MB, embed_memory, probe_memory
+from wordsens.io import store_dir
 from wordsens.maps import registry
 from wordsens.seeds import canonical
 
@@ -35,10 +36,10 @@ RSRC = config["resources"].rstrip("/")
 LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
 MODEL_TAG = model_tag(config["model"]["name"])
-EMB = f"{RSRC}/embeddings/{MODEL_TAG}/layer{config['model']['layer']}"
+EMB = store_dir(config)
 # long_context on IMDb: the same pool embedded again at long_context.max_length (a second store)
 LONG = config["long_context"]
-EMB_LONG = f"{EMB}_len{LONG['max_length']}" if LONG else None
+EMB_LONG = store_dir(config, long=True) if LONG else None
 FORMATS = config["plots"]["formats"]
 PLOTS = canonical(config["plots"])
 

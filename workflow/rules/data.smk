@@ -54,6 +54,9 @@ rule reviews:
         "../../scripts/reviews.py"
 
 
+# The pool step checks the tokenizer first (docs/inputs.md): its vocabulary against the model's
+# word-embedding rows, and its [UNK] share over the pool's tokens (data.max_unk_share, read by the
+# job from the configuration: a gate, not a param). A refused pool is not written.
 rule pool:
     input:
         reviews=rules.reviews.output.reviews,

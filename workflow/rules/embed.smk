@@ -1,4 +1,28 @@
-# Hidden states of the encoder for the review pool: one checksummed store per model and layer.
+# Hidden states of the encoder for the review pool: one checksummed store per model and layer,
+# checked before it is written (docs/inputs.md: no NaN/Inf, enough distinct samples at every n of
+# the jobs that read it). The grid's n and data.min_distinct_share reach the job through the
+# configuration, not params, so that a new n re-embeds nothing; an existing store is checked
+# against this grid's n here, before any job runs.
+from wordsens.data.inputs import store_problems
+from wordsens.io import store_metas
+
+if not LINTING:
+    _problems = [
+        problem
+        for _store, _meta in store_metas(config).items()
+        for problem in store_problems(
+            _meta,
+            GRID.store_ns(_store),
+            config["data"]["min_distinct_share"],
+            f"the {_store} store {EMB_LONG if _store == 'long' else EMB}",
+        )
+    ]
+    if _problems:
+        raise WorkflowError(
+            "an existing embedding store cannot carry this grid (docs/inputs.md):\n  "
+            + "\n  ".join(_problems)
+            + "\n  (remove the n, or delete the store folder to embed it again)"
+        )
 
 
 rule embed:
@@ -28,6 +52,7 @@ rule embed:
         batch_size=config["model"]["batch_size"],
         device=config["model"]["device"],
         dtype=config["model"]["dtype"],
+        store="main",
     script:
         "../../scripts/embed.py"
 
@@ -67,3 +92,4 @@ if EMB_LONG:
             gpu=1 if config["model"]["device"] == "cuda" else 0,
         params:
             max_length=LONG["max_length"],
+            store="long",

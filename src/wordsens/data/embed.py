@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..compute.devices import resolve_device
+from .inputs import check_finite
 from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
 from .reviews import hub_reachable
 
@@ -302,7 +303,8 @@ def hidden_states(
 
     Only the layers needed run: the embedding module and the first ``layer`` encoder layers
     (``truncated``; the full forward pass for architectures it does not know). Lengths count
-    ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log).
+    ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log). A batch with NaN/Inf values
+    stops it (``wordsens.data.inputs.InputError``, naming the reviews).
     """
     import torch
 
@@ -332,10 +334,9 @@ def hidden_states(
             else:
                 states = model(**batch, output_hidden_states=True).hidden_states[layer]
             out[start : start + states.shape[0]] = states.float().cpu().numpy().astype(dtype)
+            check_finite(out[start : start + states.shape[0]], first_row=start)  # stop at the first bad batch
             done = min(start + batch_size, len(texts))
             if progress:
                 rate = done / max(time.time() - started, 1e-9)
                 print(f"embedded {done}/{len(texts)} reviews ({rate:.1f}/s)", file=sys.stderr, flush=True)
-    if not np.isfinite(out).all():
-        raise ValueError("the model produced NaN/Inf hidden states (float16 overflow?); set model.dtype: float32")
     return out, lengths

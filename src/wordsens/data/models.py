@@ -23,6 +23,7 @@ __all__ = [
     "PackagedModel",
     "model_positions",
     "model_tag",
+    "model_vocab_size",
     "model_width",
     "packaged_archive",
 ]
@@ -103,14 +104,9 @@ def model_tag(name: str) -> str:
 _KNOWN_MODELS = {"bert-base-uncased": (768, 512), "bert-base-cased": (768, 512), "bert-large-uncased": (1024, 512)}
 
 
-def _model_facts(name: str) -> tuple[int | None, int | None]:
-    """(hidden size, position limit) of a demo or packaged model (``PACKAGED_MODELS``),
-    else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
-    names; None where unknown (the embedding job checks again with the loaded model)."""
-    if name == DEMO_MODEL:
-        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
-    if name in PACKAGED_MODELS:
-        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
+def _config_json(name: str) -> dict | None:
+    """The config.json of a local folder ``name`` or of a Hub name in the local Hugging Face cache;
+    None where neither is known (nothing is downloaded)."""
     candidates = [Path(name).expanduser() / "config.json"]
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -123,8 +119,33 @@ def _model_facts(name: str) -> tuple[int | None, int | None]:
     for candidate in candidates:
         if candidate.is_file():
             found = json.loads(candidate.read_text())
-            return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def _model_facts(name: str) -> tuple[int | None, int | None]:
+    """(hidden size, position limit) of a demo or packaged model (``PACKAGED_MODELS``),
+    else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
+    names; None where unknown (the embedding job checks again with the loaded model)."""
+    if name == DEMO_MODEL:
+        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
+    if name in PACKAGED_MODELS:
+        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
+    found = _config_json(name)
+    if found is not None:
+        return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
     return _KNOWN_MODELS.get(name, (None, None))
+
+
+def model_vocab_size(name: str) -> int | None:
+    """Word-embedding rows (config.json's ``vocab_size``) of the encoder ``name`` (a local folder, a
+    packaged model or a Hub name in the local cache), read without loading the weights; else None."""
+    if name in PACKAGED_MODELS:
+        return PACKAGED_MODELS[name].vocab_size
+    found = _config_json(name)
+    if found is None:
+        return None
+    return int(found.get("vocab_size", 0)) or None
 
 
 def model_width(name: str) -> int | None:

@@ -208,15 +208,17 @@ def select_pool(
     ``section`` is the configuration section named in the errors. Reviews of each label are
     visited in a seeded random order and tokenised in batches until ``pool_size / 2`` of each are
     found, so the whole corpus is only tokenised when such reviews are rare. Returns ``review_id``,
-    ``label``, ``tokens`` (WordPiece tokens, specials excluded), ``text``, in the visiting order
-    (positives and negatives interleaved).
+    ``label``, ``tokens`` (WordPiece tokens, specials excluded), ``unk`` (how many of them are the
+    tokenizer's unknown token: ``wordsens.data.inputs.check_unk_share`` reads the pool's share),
+    ``text``, in the visiting order (positives and negatives interleaved).
     """
     if pool_size < 2 or pool_size % 2:
         raise ValueError(f"{section}.pool_size must be an even number >= 2 (half per label), got {pool_size}")
     if max_tokens is not None and max_tokens <= max(min_tokens, 0):
         raise ValueError(f"{section}.max_tokens must be > {max(min_tokens, 0)}, got {max_tokens}")
     half = pool_size // 2
-    picked: dict[int, list[tuple[int, int, int, str]]] = {0: [], 1: []}
+    unk_id = getattr(tokenizer, "unk_token_id", None)
+    picked: dict[int, list[tuple[int, int, int, int, str]]] = {0: [], 1: []}
     for label in (0, 1):
         subset = reviews[reviews["label"] == label]
         order = np.random.default_rng(derive_seed(seed, "pool", label) % 2**32).permutation(len(subset))
@@ -226,7 +228,8 @@ def select_pool(
             ids = tokenizer(list(chunk["text"]), add_special_tokens=False, truncation=False)["input_ids"]
             for (rid, text), tokens in zip(zip(chunk["review_id"], chunk["text"], strict=False), ids, strict=False):
                 if min_tokens <= len(tokens) and (max_tokens is None or len(tokens) < max_tokens):
-                    picked[label].append((int(rid), label, len(tokens), text))
+                    unknown = tokens.count(unk_id) if unk_id is not None else 0
+                    picked[label].append((int(rid), label, len(tokens), unknown, text))
                     if len(picked[label]) == half:
                         break
             if len(picked[label]) == half:
@@ -243,4 +246,4 @@ def select_pool(
                 f"needed; lower {section}.pool_size or raise {section}.max_tokens"
             )
     rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
-    return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "text"])
+    return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "unk", "text"])

@@ -7,7 +7,7 @@ its linear algebra (``wordsens.generalisation.functionals``), the tasks (``synth
 from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, simulate
 from .functionals import INTERPOLATION_TOL, Fit, interpolate
 from .reference import gen_search
-from .tasks import check_task, draw_task, synthetic_task
+from .tasks import check_distinct, check_task, distinct_rows, draw_task, synthetic_task
 
 __all__ = [
     "INTERPOLATION_TOL",
@@ -16,7 +16,9 @@ __all__ = [
     "Fit",
     "GenResult",
     "Setup",
+    "check_distinct",
     "check_task",
+    "distinct_rows",
     "draw_task",
     "gen_search",
     "interpolate",

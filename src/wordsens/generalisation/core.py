@@ -34,6 +34,7 @@ import torch
 
 from .. import maps
 from ..compute.devices import resolve_device
+from ..data.inputs import duplicates
 from ..search.engine import Problem, ascend, feasible
 from ..seeds import derive_seed, generator
 from .functionals import Fit, full_map_setup
@@ -162,10 +163,7 @@ def prepare(
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
     pphi2 = float(pphi @ pphi)
     if pphi2 <= 1e-24 * phi2:
-        raise ValueError(
-            f"phi(X) lies in the span of the N = {N} training feature vectors (p = {phi.numel()} "
-            "features): re-training cannot learn it; use fewer training samples than features"
-        )
+        raise ValueError(_in_span_message(X_train, X, phi.numel()))
     return Setup(
         map_name=map_name,
         n=n,
@@ -183,6 +181,29 @@ def prepare(
         functionals=parts.functionals,
         momentum=spec.settings.momentum,
         options=values,
+    )
+
+
+def _in_span_message(X_train: Tensor, X: Tensor, features: int) -> str:
+    """Why phi(X) lies in the span of the training features: duplicate samples (counted), or more
+    training samples than features."""
+    samples = X_train.shape[0]
+    found = duplicates(X_train.detach().cpu().numpy(), X.detach().cpu().numpy())
+    head = (
+        f"phi(X) lies in the span of the N = {samples} training feature vectors (p = {features} features): "
+        "re-training cannot learn it"
+    )
+    if found.equal_new:
+        return (
+            f"{head}; {found.describe(samples)}: the data cannot carry the experiment. Check the embedding "
+            "store's distinct samples and the pool's [UNK] share (docs/inputs.md), or draw distinct samples"
+        )
+    if samples >= features:
+        return f"{head}; use fewer training samples than features"
+    return (
+        f"{head}, although N < p and no training sample equals the new one ({found.repeated} of the N "
+        "training samples equal another one): the new sample's features are a combination of the training "
+        "features; check that the samples differ in more than a few rows"
     )
 
 

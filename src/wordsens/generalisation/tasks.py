@@ -3,8 +3,9 @@
 ``check_task`` validates any task; ``synthetic_task`` draws Gaussian rows with a random linear
 teacher (it shows the mechanism of section 3 of the paper, not the paper's IMDb numbers: layer-0
 BERT rows share position and type components, the perturbed row 0 is the same [CLS] vector in every
-review, and short reviews add [SEP]/[PAD] rows); ``draw_task`` draws N + 1 distinct reviews from an
-embedding store (``wordsens.data.samples`` normalises them).
+review, and short reviews add [SEP]/[PAD] rows); ``draw_task`` draws N + 1 reviews with distinct
+samples from an embedding store (``wordsens.data.samples`` normalises them), and ``check_distinct``
+refuses a task with duplicate samples before any Gram matrix is built.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import numpy as np
 import torch
 
 from .. import maps
+from ..data.inputs import duplicates, sample_keys
 from ..data.samples import eligible_reviews, review_samples, synthetic_sample
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = ["check_task", "draw_task", "synthetic_task"]
+__all__ = ["check_distinct", "check_task", "distinct_rows", "draw_task", "synthetic_task"]
 
 
 def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
@@ -59,8 +61,13 @@ def draw_task(
     source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
 ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
     """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
-    embedding store (N + 1 distinct reviews drawn with ``seed``; labels 0/1 become -1/+1).
-    Returns ``(X_train, y_train, X, y, info)``."""
+    embedding store (N + 1 reviews with distinct samples drawn with ``seed``; labels 0/1 become
+    -1/+1). Returns ``(X_train, y_train, X, y, info)``.
+
+    Reviews are visited in a seeded random order and the first N + 1 whose samples (first n rows,
+    first d coordinates) differ from those taken are kept (``distinct_rows``); when the store has
+    fewer distinct samples, a ``ValueError`` says "duplicate samples" with the counts, before any
+    Gram matrix. The task drawn is then checked again for duplicates (``check_distinct``)."""
     if isinstance(N, bool) or not isinstance(N, int) or N < 1:
         raise ValueError(f"N must be an integer >= 1, got {N!r}")
     if isinstance(source, str):
@@ -69,12 +76,51 @@ def draw_task(
         Xt, yt, X, y = synthetic_task(N, n, d, seed)
         return Xt, yt, X, y, {"review_id": -1}
     eligible = eligible_reviews(source, n, d, min_tokens=min_tokens, needed=N + 1)
-    order = torch.randperm(eligible.size, generator=generator(derive_seed(seed, "gen-reviews")))[: N + 1].numpy()
-    rows = np.sort(eligible[order])
+    order = torch.randperm(eligible.size, generator=generator(derive_seed(seed, "gen-reviews"))).numpy()
+    rows = np.sort(distinct_rows(source.hidden, eligible[order], N + 1, n, d))
     samples = review_samples(source, rows, n, d)
     index = source.index
     labels = torch.as_tensor(2.0 * np.asarray(index["label"])[rows] - 1.0, dtype=torch.float64)
     test = int(torch.randint(0, N + 1, (1,), generator=generator(derive_seed(seed, "gen-test"))))
     keep = [i for i in range(N + 1) if i != test]
+    check_distinct(samples[keep], samples[test])
     info = {"review_id": int(index["review_id"].iloc[rows[test]])}
     return samples[keep], labels[keep], samples[test], float(labels[test]), info
+
+
+def distinct_rows(hidden: np.ndarray, candidates: np.ndarray, count: int, n: int, d: int) -> np.ndarray:
+    """The first ``count`` rows of ``candidates`` (store rows, in the order given) whose samples
+    ``hidden[row, :n, :d]`` differ bitwise from those of the rows taken before them: the first
+    ``count`` candidates themselves when they are distinct. ``ValueError`` ("duplicate samples",
+    with the counts) when fewer than ``count`` candidates are distinct."""
+    taken: list[int] = []
+    seen: set[bytes] = set()
+    start, step = 0, count
+    while len(taken) < count and start < candidates.size:
+        chunk = candidates[start : start + step]
+        for row, key in zip(chunk, sample_keys(np.asarray(hidden[np.asarray(chunk), :n, :d])), strict=True):
+            if key not in seen:
+                seen.add(key)
+                taken.append(int(row))
+                if len(taken) == count:
+                    break
+        start, step = start + chunk.size, max(64, count - len(taken))
+    if len(taken) < count:
+        raise ValueError(
+            f"duplicate samples: the store's {candidates.size} eligible reviews give only {len(taken)} distinct "
+            f"samples at n = {n}, d = {d}, and the task needs N + 1 = {count}; the store's meta.json "
+            "(distinct_samples, unk_share) tells whether the tokenizer maps the words to [UNK] "
+            "(docs/inputs.md); otherwise lower N or use larger n"
+        )
+    return np.asarray(taken, dtype=np.int64)
+
+
+def check_distinct(X_train: Tensor, X: Tensor) -> None:
+    """``ValueError`` naming the duplicate samples of a task (training samples equal to another one
+    or to the new sample), before any Gram matrix is built."""
+    found = duplicates(X_train.detach().cpu().numpy(), X.detach().cpu().numpy())
+    if found:
+        raise ValueError(
+            f"{found.describe(X_train.shape[0])}: the task cannot carry the experiment (a new sample equal "
+            "to a training sample lies in the span of the training features); draw distinct samples"
+        )

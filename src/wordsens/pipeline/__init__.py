@@ -19,7 +19,7 @@ from .configuration import (
     problems,
     validate,
 )
-from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, study_hours
+from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
 from .jobs import (
     PLANNED_LIMITS,
     GenJob,
@@ -67,6 +67,7 @@ __all__ = [
     "preflight",
     "problems",
     "setting_name",
+    "store_ns",
     "store_of",
     "stores",
     "study_hours",

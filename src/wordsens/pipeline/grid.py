@@ -15,11 +15,13 @@ from typing import Any
 
 from .. import NUMERICS_VERSIONS
 from ..compute.costs import GB
+from ..data.inputs import store_summary
+from ..io import store_metas
 from ..maps import registry
 from .jobs import GenJob, Job, Limits, WSJob, gen_jobs, ws_jobs
 from .points import STUDIES
 
-__all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "study_hours"]
+__all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
 
 
 # ----------------------------------------------------------------------------- the grid
@@ -88,6 +90,12 @@ class Grid:
     def gen_tables(self) -> list[tuple[str, str]]:
         """(figure, data) pairs with at least one generalisation job that fits."""
         return sorted({(job.figure, job.data) for job in self.fit if isinstance(job, GenJob)})
+
+    def store_ns(self, store: str) -> list[int]:
+        """The context lengths n of the planned jobs (fitting or not) that read the embedding store
+        ``store`` (``main`` or ``long``), sorted: the store is checked at each
+        (``wordsens.data.inputs.store_problems``)."""
+        return sorted({job.n for job in self.jobs if job.store == store})  # type: ignore[attr-defined]
 
     def left_out(self, **wildcards: Any) -> list[dict[str, Any]]:
         """The grid points left out (every chunk of them) among jobs matching ``wildcards``, with
@@ -187,6 +195,11 @@ def study_hours(grid: Grid) -> dict[str, float]:
     return hours
 
 
+def store_ns(config: dict, store: str) -> list[int]:
+    """``Grid.store_ns`` of a configuration, without measuring this machine (the embedding job)."""
+    return Grid(config, limits=Limits(cpu=0, gpu=None)).store_ns(store)
+
+
 def describe(config: dict, limits: Limits | None = None) -> str:
     """Human summary: job counts, estimated hours, peak memory, where jobs run, what is left out."""
     grid = Grid(config, limits=limits)
@@ -221,4 +234,6 @@ def describe(config: dict, limits: Limits | None = None) -> str:
         )
     )
     lines.append(grid.left_out_message(fail=config["limits"]["unfit"] == "fail") or "every job fits")
+    for store, meta in store_metas(config).items():  # the inputs of the stores made already (docs/inputs.md)
+        lines += store_summary(meta, grid.store_ns(store), config["data"]["min_distinct_share"], f"{store} store")
     return "\n".join(lines)
