@@ -3,11 +3,12 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import long_context_figure
+from wordsens.plots import long_context_figure, run_stamp
 
 log_to(snakemake.log[0])
 p = snakemake.params
+settings = {**p.plots, "stamp": run_stamp(snakemake.config)}  # "toy demo: ..." on a random model
 tables = {data: pd.read_parquet(path) for data, path in snakemake.input.items()}
 long_context_figure(
-    tables, snakemake.output.figures, labels=p.labels, imdb_limit=p.imdb_limit, left_out=p.left_out, settings=p.plots
+    tables, snakemake.output.figures, labels=p.labels, imdb_limit=p.imdb_limit, left_out=p.left_out, settings=settings
 )

@@ -3,14 +3,15 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import positions_figure
+from wordsens.plots import positions_figure, run_stamp
 
 log_to(snakemake.log[0])
 p = snakemake.params
+settings = {**p.plots, "stamp": run_stamp(snakemake.config)}  # "toy demo: ..." on a random model
 positions_figure(
     pd.read_parquet(snakemake.input.table),
     snakemake.output.figures,
     labels=p.labels,
     left_out=p.left_out,
-    settings=p.plots,
+    settings=settings,
 )

@@ -3,10 +3,11 @@
 from wordsens.data.embed import load_encoder, model_source
 from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
-from wordsens.plots import attention_pair
+from wordsens.plots import attention_pair, run_stamp
 
 log_to(snakemake.log[0])
 p = snakemake.params
+settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
 tokenizer, model = load_encoder(model_source(p.model_name, snakemake.input.model), p.device, attentions=True)
 maps_ = [
     probes.attention_map(model, tokenizer, s, layer=p.fig1["layer"], heads=p.fig1["heads"]) for s in p.fig1["sentences"]
@@ -18,6 +19,6 @@ attention_pair(
     maps_,
     [f'"{s}"' for s in p.fig1["sentences"]],
     snakemake.output.figures,
-    settings=p.plots,
+    settings=settings,
     colorbar_label=f"layer {p.fig1['layer']} attention ({heads})",
 )

@@ -5,10 +5,11 @@ import pandas as pd
 from wordsens.data.embed import load_encoder, model_source
 from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
-from wordsens.plots import attention_pair, layer_changes_figure
+from wordsens.plots import attention_pair, layer_changes_figure, run_stamp
 
 log_to(snakemake.log[0])
 p = snakemake.params
+settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
 f3 = p.fig3
 tokenizer, model = load_encoder(model_source(p.model_name, snakemake.input.model), p.device, attentions=True)
 text, review = (
@@ -24,7 +25,7 @@ print(f"attention on token {f3['token']}: {was:.4f} -> {now:.4f}")
 layer_changes_figure(
     table,
     snakemake.output.panel3,
-    settings=p.plots,
+    settings=settings,
     title=f"token {f3['token']} moved, ||Delta|| = {table['norm'].iloc[0]:.2f}",
 )
 # panel 4: one head of one layer on a short text, before and after moving short_token
@@ -57,6 +58,6 @@ attention_pair(
     [before, after],
     ["before", f"token {f3['short_token']} moved"],
     snakemake.output.panel4,
-    settings=p.plots,
+    settings=settings,
     colorbar_label=f"layer {f3['layer']}, head {f3['head']} attention",
 )

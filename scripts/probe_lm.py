@@ -5,7 +5,7 @@ import pandas as pd
 from wordsens.data.embed import model_source
 from wordsens.experiments.probes import lm_answers
 from wordsens.io import atomic_path, log_to
-from wordsens.plots import text_table_figure
+from wordsens.plots import run_stamp, text_table_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
@@ -17,4 +17,5 @@ answers = lm_answers(
 )
 table = pd.DataFrame({"prompt": p.lm["prompts"], "answer": answers})
 atomic_path(snakemake.output.table, lambda path: table.to_csv(path, index=False))
-text_table_figure(table, snakemake.output.figures, title=f"answers of {p.model_name}", settings=p.plots)
+settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
+text_table_figure(table, snakemake.output.figures, title=f"answers of {p.model_name}", settings=settings)

@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
 from wordsens import plots
-from wordsens.plots import studies
+from wordsens.claims.slope import law_slope, t_quantile
 from wordsens.theory import rf_law
 
 
@@ -144,7 +145,7 @@ def test_loglog_slope_against_scipy():
     assert (lo, hi) == pytest.approx((fit.slope - half, fit.slope + half), rel=1e-7)
     assert lo < -0.5 < hi
     for df in (1, 2, 5, 30, 300):
-        assert studies.t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
+        assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
     assert np.isnan(plots.loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
     assert np.isnan(plots.loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
@@ -187,7 +188,9 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
         ("RAF", "imdb", imdb),
     ):
         slope, lo, hi = plots.loglog_slope(frame["n"], frame["lower"])
-        assert f"{label}, {data}: slope {slope:.2f} [{lo:.2f}, {hi:.2f}]" in texts
+        law = law_slope(frame["n"])  # the law's slope over this curve's n, beside its fitted slope
+        assert f"{label}, {data}: slope {slope:.2f} [{lo:.2f}, {hi:.2f}] (RF law {law:.2f})" in texts
+    assert "(RF law -0.54)" in next(t for t in texts if t.startswith("RF, synthetic"))  # n = 64..1024
     assert not any(t.startswith("RF, imdb") for t in texts)
     assert any("RF law" in t for t in texts)
     # the RF law over RF's range, and the encoder's limit
@@ -216,6 +219,7 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
                         "review_id": review,
                         "review_tokens": length,
                         "position": i,
+                        "n": 10,
                         "lower": scale * (1 + 0.1 * i),
                         "token": kinds[i],
                     }
@@ -235,7 +239,14 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         pads = [p for p in ax.patches]  # the shaded [PAD] span
         assert len(pads) == (1 if (part["token"] == "[PAD]").any() else 0)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend == ["[CLS]", "word", "[SEP]", "[PAD]"]
+    assert legend == ["[CLS]", "word", "[SEP]", "[PAD]", r"RF law $(1+\sqrt{2/n})/\sqrt{n}$"]
+    for ax in axes:  # the RF law at the profiles' n in every RF panel, none in the others
+        laws = [line for line in ax.get_lines() if line.get_label().startswith("RF law")]
+        if ax.get_title().startswith("RF"):
+            assert len(laws) == 1 and np.allclose(laws[0].get_ydata(), rf_law(10.0))
+            assert laws[0].get_label() == "RF law at n = 10"
+        else:
+            assert not laws
     # a map left out (limits.unfit: skip) is named on the figure
     fig = plots.positions_figure(
         table[table["map"] == "raf"],
@@ -244,3 +255,38 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         left_out=[{"map": "rf", "d": 64, "n": 128, "needs_gb": 31.5}],
     )
     assert any("not run: map=rf d=64 n=128 (needs 31.5 GB)" in t.get_text() for t in fig.texts)
+
+
+# ----------------------------------------------------------------------------- stamps
+
+
+def test_runs_with_random_weights_get_a_stamp(tmp_path):
+    assert plots.run_stamp({"model": {"name": "demo-tiny-bert"}}) == "toy demo: tiny random BERT"
+    assert plots.run_stamp({"model": {"name": "bert-base-uncased"}}) is None
+    assert plots.run_stamp({"model": {"name": "minilm"}}) is None
+    assert plots.run_stamp({"model": {"name": "minilm"}}, model="demo-tiny-lm") == "toy demo: tiny random causal LM"
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert plots.run_stamp({"model": {"name": str(folder)}}) == "random weights: my-bert"  # a config alone
+    (folder / "model.safetensors").write_bytes(b"")
+    assert plots.run_stamp({"model": {"name": str(folder)}}) is None
+
+
+def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
+    stamp = "toy demo: tiny random BERT"
+    settings = {"stamp": stamp}
+    table = _ws_rows({"rf": [8, 16, 24]})
+    figures = [
+        plots.gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "g.png"], hue="N", y="alignment", settings=settings),
+        plots.variants_figure(table, [tmp_path / "v.png"], labels={"rf": "RF"}, settings=settings),
+        plots.long_context_figure({"synthetic": table}, [tmp_path / "l.png"], labels={"rf": "RF"}, settings=settings),
+    ]
+    for fig in figures:
+        (text,) = [t for t in fig.texts if t.get_text() == stamp]
+        renderer = FigureCanvasAgg(fig).get_renderer()  # the saved figure is closed: a canvas again
+        others = [t for t in fig.texts if t is not text] + [ax.title for ax in fig.axes]
+        top = max(o.get_window_extent(renderer).y1 for o in others)
+        assert text.get_window_extent(renderer).y0 >= top  # nothing hides it, it hides nothing
+    plain = plots.variants_figure(table, [tmp_path / "w.png"], labels={"rf": "RF"})
+    assert not any(t.get_text() == stamp for t in plain.texts)

@@ -14,6 +14,7 @@ import torch
 from scipy import stats
 
 from wordsens import maps, search
+from wordsens.claims.stats import RF_LEVEL_BAND
 from wordsens.data.samples import synthetic_sample
 from wordsens.search.engine import matvec64
 from wordsens.search.rf import rest_gaussian
@@ -155,10 +156,13 @@ def _mean_ws(map_name: str, n: int, d: int, trials: int, **kwargs) -> float:
 
 @pytest.mark.parametrize("n", [16, 64, 150])
 def test_rf_ws_follows_the_back_of_envelope_law(n):
-    """RF, d = 64, k = D: WS within 15% of (1 + sqrt(2/n)) / sqrt(n) (mean of 3 trials; the
-    trial-to-trial spread measured here is below 3%)."""
-    predicted = (1 + math.sqrt(2 / n)) / math.sqrt(n)
-    assert _mean_ws("rf", n, 64, trials=3) == pytest.approx(predicted, rel=0.15)
+    """RF, d = 64, k = D: the mean of 3 trials over (1 + sqrt(2/n)) / sqrt(n) lies in the band of the
+    claims' ``rf_law`` (``RF_LEVEL_BAND``, [0.92, 1.05]). Measured with 12 trials per n at d = 64:
+    0.972, 0.990, 0.985 at n = 16, 64, 150, trial-to-trial spread <= 2.3%, so a 3-trial mean lies
+    within 3 standard errors (4%) of those: in [0.93, 1.03]. A law 12% off fails."""
+    ratio = _mean_ws("rf", n, 64, trials=3) / ((1 + math.sqrt(2 / n)) / math.sqrt(n))
+    low, high = RF_LEVEL_BAND
+    assert low <= ratio <= high, ratio
 
 
 def test_raf_ws_is_order_one_and_rf_decays():

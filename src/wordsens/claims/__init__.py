@@ -1,23 +1,29 @@
 """The claims table: the paper's statements (and a few derived ones) checked on a run's own tables.
 
-What each claim means, how to read its interval and the proof of the bound are in
-:mod:`wordsens.claims.table`, which computes the table (:func:`compute_claims`,
-:func:`claims_from_results`); :mod:`wordsens.claims.stats` holds the definitions and the bootstrap,
-:mod:`wordsens.claims.checks` the computation of each claim, :mod:`wordsens.claims.render` the text,
-Markdown and HTML renderings, :mod:`wordsens.claims.files` the tables it reads and the files it
-writes. None of them imports torch or the plotting libraries.
+The verdicts and the bootstrap are described in :mod:`wordsens.claims.table`, which computes the
+table (:func:`compute_claims`, :func:`claims_from_results`); each claim, its threshold and where it
+comes from in ``docs/claims.md``. :mod:`wordsens.claims.stats` holds the definitions and the rows,
+:mod:`wordsens.claims.slope` the package's one log-log slope, :mod:`wordsens.claims.bootstrap` the
+bootstrap and the statistics of grid points, :mod:`wordsens.claims.checks` (word sensitivity) and
+:mod:`wordsens.claims.gen_checks` (generalisation) the computation of each claim,
+:mod:`wordsens.claims.render` the text, Markdown and HTML renderings, :mod:`wordsens.claims.files`
+the tables it reads and the files it writes. None of them imports torch or the plotting libraries.
 """
 
 from .files import claims_inputs, write_claims
+from .gen_checks import check_identity
 from .render import claims_html, claims_markdown, format_claims
-from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, Claim, err_lower_bound
+from .slope import law_slope, loglog_slope
+from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, VERDICTS, Claim, err_lower_bound
 from .table import claims_from_results, compute_claims, read_tables
 
 __all__ = [
     "CLAIMS",
     "COLUMNS",
     "KNOWN_MAPS",
+    "VERDICTS",
     "Claim",
+    "check_identity",
     "claims_from_results",
     "claims_html",
     "claims_inputs",
@@ -25,6 +31,8 @@ __all__ = [
     "compute_claims",
     "err_lower_bound",
     "format_claims",
+    "law_slope",
+    "loglog_slope",
     "read_tables",
     "write_claims",
 ]

@@ -7,6 +7,8 @@ import html
 import numpy as np
 import pandas as pd
 
+from .stats import VERDICTS
+
 __all__ = ["claims_html", "claims_markdown", "format_claims"]
 
 
@@ -26,22 +28,14 @@ def _value(row: pd.Series) -> str:
     return _num(row["value"])
 
 
-def _verdict(row: pd.Series) -> str:
-    return f"{row['verdict']} (interval straddles)" if row["straddles"] else str(row["verdict"])
-
-
 def _note(row: pd.Series) -> str:
-    """The note without the straddle prefix (the rendered verdict carries it)."""
-    note = str(row["note"])
-    prefix = f"{row['verdict']} (interval straddles)"
-    if row["straddles"] and note.startswith(prefix):
-        note = note[len(prefix) :].lstrip("; ")
-    return note
+    note = row["note"]
+    return "" if not isinstance(note, str) else note
 
 
 def _summary(frame: pd.DataFrame) -> str:
     counts = frame["verdict"].value_counts()
-    parts = [f"{int(counts.get(v, 0))} {v}" for v in ("holds", "fails", "not run", "no claim")]
+    parts = [f"{int(counts.get(v, 0))} {v}" for v in VERDICTS]
     return f"{len(frame)} claims: " + ", ".join(parts)
 
 
@@ -56,7 +50,7 @@ def format_claims(frame: pd.DataFrame) -> str:
             str(r["scope"]) or "-",
             _value(r),
             str(r["expectation"]),
-            _verdict(r),
+            str(r["verdict"]),
         ]
         for _, r in frame.iterrows()
     ]
@@ -68,7 +62,10 @@ def format_claims(frame: pd.DataFrame) -> str:
         if _note(r):
             out.append(f"    {_note(r)}")
     out.append("")
-    out.append(_summary(frame) + "  (source and statements: see the CSV; 95% CI: stratified bootstrap)")
+    out.append(
+        _summary(frame) + "  (statements and sources: see the CSV and docs/claims.md; 95% CI: stratified "
+        "bootstrap; inconclusive: the interval holds both passing and failing values)"
+    )
     return "\n".join(out)
 
 
@@ -91,8 +88,6 @@ def _cells(row: pd.Series) -> list[str]:
     for col, _ in _TABLE_COLUMNS:
         if col == "value":
             out.append(_value(row))
-        elif col == "verdict":
-            out.append(_verdict(row))
         elif col == "note":
             out.append(_note(row))
         else:
@@ -108,7 +103,13 @@ def claims_markdown(frame: pd.DataFrame) -> str:
     return "\n".join([_summary(frame), "", *lines]) + "\n"
 
 
-_COLOURS = {"holds": "#d9f2d9", "fails": "#f8d7da", "not run": "#eeeeee", "no claim": "#ffffff"}
+_COLOURS = {
+    "holds": "#d9f2d9",
+    "fails": "#f8d7da",
+    "inconclusive": "#fff3cd",
+    "not run": "#eeeeee",
+    "no claim": "#ffffff",
+}
 
 
 def claims_html(frame: pd.DataFrame) -> str:
@@ -123,7 +124,8 @@ def claims_html(frame: pd.DataFrame) -> str:
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title>'
         "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
         "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
-        f"<p>{html.escape(_summary(frame))}. Verdicts are decided on the point statistic; the interval is a 95% "
-        "stratified bootstrap over trials (word sensitivity) or simulations (generalisation).</p>"
+        f"<p>{html.escape(_summary(frame))}. The interval is a 95% stratified bootstrap over trials (word "
+        "sensitivity) or simulations (generalisation); a verdict is inconclusive when the interval (with the "
+        "point) holds both passing and failing values, else the point decides.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n"
     )

@@ -6,12 +6,13 @@ its linear algebra (``wordsens.generalisation.functionals``), the tasks (``synth
 
 from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, simulate
 from .functionals import INTERPOLATION_TOL, Fit, interpolate
-from .reference import gen_search
+from .reference import RELIABLE_ERROR, gen_search, projection_error
 from .tasks import check_distinct, check_task, distinct_rows, draw_task, synthetic_task
 
 __all__ = [
     "INTERPOLATION_TOL",
     "LOSSES",
+    "RELIABLE_ERROR",
     "TRAININGS",
     "Fit",
     "GenResult",
@@ -23,6 +24,7 @@ __all__ = [
     "gen_search",
     "interpolate",
     "prepare",
+    "projection_error",
     "search",
     "simulate",
     "synthetic_task",

@@ -218,7 +218,9 @@ class GenResult:
     ``d0_shift`` is ``|D0 - t0|``: ``D1 - D0 = a (y - t0)``, so a small Err comes either from
     separating the two sentences (small ``a``) or from moving the first-stage prediction (large
     ``d0_shift``, hence large ``gamma_min``). ``gram_cond``, ``gram_rank``, ``train_residual`` and
-    ``interpolates`` describe the first-stage fit of the simulation (``Fit``).
+    ``interpolates`` describe the first-stage fit of the simulation (``Fit``). ``pphi_ratio``
+    (``||P phi|| / ||phi||``) is recorded by the authors' algorithm only (``reference.gen_search``),
+    whose explicit projector is unreliable when it is small; rows of other methods leave it out.
     """
 
     map: str
@@ -243,10 +245,13 @@ class GenResult:
     steps: int
     seconds: float
     delta: Tensor = field(repr=False)
+    pphi_ratio: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("delta")
+        if out["pphi_ratio"] is None:
+            out.pop("pphi_ratio")
         return out
 
 

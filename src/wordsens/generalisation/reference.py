@@ -24,7 +24,24 @@ from .tasks import check_task
 
 Tensor = torch.Tensor
 
-__all__ = ["gen_search"]
+__all__ = ["RELIABLE_ERROR", "gen_search", "projection_error"]
+
+RELIABLE_ERROR = 1e-6  # largest estimated relative error of P phi for a reference row to be ground truth
+
+
+def projection_error(result: GenResult) -> float:
+    """Estimated relative error of the reference's ``P phi``: ``eps cond(Phi) / (||P phi|| / ||phi||)``.
+
+    ``P = I - pinv(Phi) Phi`` formed in float64 carries an error of about ``eps cond(Phi)``, so
+    ``P phi`` is off by about ``eps cond(Phi) ||phi||``, which the re-training alignment divides by
+    ``||P phi||``: at ``gram_cond`` ~ 4e18 with ``||P phi|| / ||phi||`` ~ 1e-7 the re-trained ``a``
+    came out -14.97 instead of -1.0001 (our Gram-matrix method: exact to 1e-8). A reference row is
+    ground truth only where this is below ``RELIABLE_ERROR``; inf for a singular training set or
+    a row without ``pphi_ratio``.
+    """
+    if result.pphi_ratio is None or not math.isfinite(result.gram_cond) or result.pphi_ratio <= 0:
+        return math.inf
+    return float(torch.finfo(torch.float64).eps * math.sqrt(result.gram_cond) / result.pphi_ratio)
 
 
 def gen_search(
@@ -48,7 +65,9 @@ def gen_search(
     step 1, ``50 n`` steps), projection on
     the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i`` itself (as the authors' gen.py
     does; their word-sensitivity script starts at a jittered point instead, see ``ws_search``).
-    ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None."""
+    ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None. The row records
+    ``pphi_ratio`` (``||P phi|| / ||phi||``): where :func:`projection_error` exceeds ``RELIABLE_ERROR``
+    the explicit projector is not accurate enough for the row to serve as ground truth."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
     N, n, d = check_task(X_train, y_train, X, y)
@@ -121,4 +140,5 @@ def gen_search(
         steps=steps,
         seconds=time.perf_counter() - started,
         delta=delta,
+        pphi_ratio=float(torch.linalg.vector_norm(pphi) / torch.linalg.vector_norm(phi)),
     )

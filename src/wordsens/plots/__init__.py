@@ -4,10 +4,11 @@ encoder probes (``wordsens.plots.probes``: Figures 1 and 3, panels 3-4), with wh
 ``wordsens.plots.common``.
 """
 
-from .common import map_label, not_run_note, save
+from ..claims.slope import loglog_slope
+from .common import map_label, not_run_note, run_stamp, save
 from .paper import gen_figure, ws_figure
 from .probes import attention_pair, layer_changes_figure, text_table_figure
-from .studies import loglog_slope, long_context_figure, positions_figure, variants_figure
+from .studies import long_context_figure, positions_figure, variants_figure
 
 __all__ = [
     "attention_pair",
@@ -18,6 +19,7 @@ __all__ = [
     "map_label",
     "not_run_note",
     "positions_figure",
+    "run_stamp",
     "save",
     "text_table_figure",
     "variants_figure",

@@ -97,7 +97,7 @@ def ws_figure(
             keys = ["d", "n", "L"] if map_name == "drf" else ["d", "n"]
             mark_not_run(ax, not_run_note(missing[map_name], keys))
     fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
 
 
 TRAINING_TITLES = {"fine_tune": "fine-tuned", "retrain": "re-trained"}
@@ -223,5 +223,5 @@ def gen_figure(
     if left_out:
         note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
         grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
-    save(grid.figure, paths, int(settings.get("dpi", 150)))
+    save(grid.figure, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return grid.figure

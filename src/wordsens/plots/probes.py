@@ -56,7 +56,7 @@ def attention_pair(
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     fig.colorbar(images[-1], ax=list(axes[0]), shrink=0.8, label=colorbar_label)
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
 
 
 def layer_changes_figure(
@@ -86,7 +86,7 @@ def layer_changes_figure(
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False, fontsize="small")
     fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
 
 
 def text_table_figure(
@@ -111,4 +111,4 @@ def text_table_figure(
     for (row, _), cell in table.get_celld().items():
         cell.set_height((cells[row - 1][0].count("\n") + 1 if row else 1) * 0.9 / (lines * len(frame) + 1))
     ax.set_title(title)
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))

@@ -1,11 +1,11 @@
 """The figures of the studies beyond the paper: every registered map against n (``variants_figure``),
-long contexts with fitted log-log slopes (``long_context_figure``, ``loglog_slope``) and the word
-sensitivity at every position (``positions_figure``).
+long contexts with fitted log-log slopes beside the RF law's over the same n (``long_context_figure``;
+the slope is the claims' one, ``wordsens.claims.slope.loglog_slope``) and the word sensitivity at
+every position, with the RF law (``positions_figure``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,47 +18,17 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ..claims.slope import law_slope, loglog_slope
 from ..theory import rf_law
 from .common import mark_not_run, not_run_note, save
 
 __all__ = [
     "DATA_STYLES",
     "TOKEN_STYLES",
-    "loglog_slope",
     "long_context_figure",
     "positions_figure",
-    "t_quantile",
     "variants_figure",
 ]
-
-
-def t_quantile(q: float, df: int) -> float:
-    """Quantile ``q`` (> 0.5) of Student's t with ``df`` degrees of freedom, by integrating its density
-    in ``u = arctan(x / sqrt(df))``, where it is ``Gamma((df+1)/2) / (sqrt(pi) Gamma(df/2)) cos(u)^(df-1)``
-    (smooth on [0, pi/2]; NumPy only)."""
-    u = np.linspace(0.0, np.pi / 2, 200_001)
-    dens = np.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi) * np.cos(u) ** (df - 1)
-    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
-    return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
-
-
-def loglog_slope(
-    n: Sequence[float] | np.ndarray, ws: Sequence[float] | np.ndarray, *, level: float = 0.95
-) -> tuple[float, float, float]:
-    """Least-squares slope of log WS against log n over every trial, with its ``level`` t-interval
-    (NaN bounds with fewer than 3 trials or a single n): (slope, low, high)."""
-    x, y = np.log(np.asarray(n, dtype=float)), np.log(np.asarray(ws, dtype=float))
-    xc = x - x.mean()
-    sxx = float(xc @ xc)
-    if sxx == 0:
-        return math.nan, math.nan, math.nan
-    slope = float(xc @ (y - y.mean())) / sxx
-    if len(x) < 3:
-        return slope, math.nan, math.nan
-    resid = y - y.mean() - slope * xc
-    se = math.sqrt(float(resid @ resid) / (len(x) - 2) / sxx)
-    half = t_quantile(0.5 + level / 2, len(x) - 2) * se
-    return slope, slope - half, slope + half
 
 
 def variants_figure(
@@ -100,7 +70,7 @@ def variants_figure(
     if left_out:
         mark_not_run(ax, not_run_note(left_out, ["map", "d", "n", "L"]).replace("\n", "; "))
     fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
 
 
@@ -117,8 +87,9 @@ def long_context_figure(
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
     """Log-log WS against n, one curve per map (colour) and data source (``tables``: data -> rows;
-    solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials, the least-squares slope
-    of log WS on log n over every trial with its 95% t-interval in the legend, the RF law
+    solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials; in the legend the
+    least-squares slope of log WS on log n over every trial with its 95% t-interval, beside the RF
+    law's slope over the same n (``law_slope``: -0.54 on n = 64..1024, not -1/2); the RF law
     (1 + sqrt(2/n)) / sqrt(n) where RF ran, and a line where the IMDb curves stop (``imdb_limit``:
     the length the long reviews were embedded at, ``long_context.max_length``, at most the
     encoder's position limit)."""
@@ -138,6 +109,7 @@ def long_context_figure(
             stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
             slope, lo, hi = loglog_slope(part["n"], part["lower"])
             interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
+            law = law_slope(part["n"])
             ax.errorbar(
                 stats["n"],
                 stats["mean"],
@@ -147,7 +119,7 @@ def long_context_figure(
                 marker="o",
                 ms=4,
                 capsize=2,
-                label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval}",
+                label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval} (RF law {law:.2f})",
             )
     rf_ns = [t.loc[t["map"] == "rf", "n"] for t in present.values() if "rf" in set(t["map"])]
     if rf_ns:
@@ -178,13 +150,13 @@ def long_context_figure(
         frameon=False,
         loc="center left",
         bbox_to_anchor=(1.0, 0.5),
-        title="fitted log-log slope [95% CI]",
+        title="fitted log-log slope [95% CI] (the RF law's slope over the same n)",
         title_fontsize="x-small",
     )
     if left_out:
         mark_not_run(ax, not_run_note(left_out, ["study", "map", "d", "n"]).replace("\n", "; "))
     fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
 
 
@@ -207,8 +179,9 @@ def positions_figure(
 ) -> plt.Figure:
     """Per-position profiles: the WS of every position i of each review (columns) for each map of
     ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
-    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. Maps ``left_out``
-    (``limits.unfit: skip``) are named under the panels."""
+    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. RF panels draw the RF
+    law at the profile's n (dotted: the law is the same at every position, all rows having norm
+    sqrt(d)). Maps ``left_out`` (``limits.unfit: skip``) are named under the panels."""
     settings = settings or {}
     maps_ = [m for m in labels if m in set(table["map"])]
     if not maps_:
@@ -249,7 +222,13 @@ def positions_figure(
                 f"{labels[map_name]}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
                 fontsize="small",
             )
-            ax.set_ylim(0, 1.08 * float(table.loc[table["map"] == map_name, "lower"].max()))  # the row's scale
+            top = float(table.loc[table["map"] == map_name, "lower"].max())
+            if map_name == "rf":
+                n = int(first["n"]) if "n" in part else int(part["position"].max()) + 1
+                law = float(rf_law(float(n)))
+                ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"RF law at n = {n}")
+                top = max(top, law)
+            ax.set_ylim(0, 1.08 * top)  # the row's scale
             if r == len(maps_) - 1:
                 ax.set_xlabel("position i ([CLS] = 0)")
             if c == 0:
@@ -259,6 +238,8 @@ def positions_figure(
         for k, (m, col, _) in TOKEN_STYLES.items()
         if k in set(table["token"])
     ]
+    if "rf" in maps_:
+        handles.append(plt.Line2D([], [], color="black", ls=":", label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$"))
     fig.legend(
         handles=handles,
         loc="upper center",
@@ -278,5 +259,5 @@ def positions_figure(
             color="dimgray",
         )
     fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
-    save(fig, paths, int(settings.get("dpi", 150)))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig

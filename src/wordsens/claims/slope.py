@@ -1,0 +1,95 @@
+"""The package's one least-squares log-log slope (NumPy only): :func:`ls_slope` (an intercept per
+stratum, vectorised over bootstrap replicates), :func:`loglog_slope` (with a t-interval, for the
+figures), :func:`law_slope` (the RF law's slope over the same n) and :func:`slope_stat` (for the
+bootstrap of :mod:`wordsens.claims.bootstrap`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..theory import rf_law
+
+__all__ = ["LEVEL", "law_slope", "loglog_slope", "ls_slope", "slope_stat", "t_quantile"]
+
+LEVEL = 0.95  # the level of every interval of the claims table and of the figures' slopes
+
+
+def ls_slope(x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares slope of ``y`` on ``x`` with an intercept per stratum: the package's one slope.
+
+    ``x`` (m,), ``y`` (m,) or (R, m) (R replicates share the design), ``strata`` (m,) labels or None
+    (one intercept). Returns the slope (a scalar array for 1-d ``y``, else (R,)); NaN where ``x``
+    does not vary within any stratum.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    _, idx = np.unique(np.zeros(len(x)) if strata is None else np.asarray(strata), return_inverse=True)
+    onehot = np.zeros((len(x), int(idx.max()) + 1 if len(x) else 0))
+    onehot[np.arange(len(x)), idx] = 1.0
+    counts = onehot.sum(axis=0)
+    xc = x - (x @ onehot / counts)[idx]
+    yc = y - (y @ onehot / counts)[..., idx]
+    sxx = float(xc @ xc)
+    if sxx <= 0:
+        return np.full(y.shape[:-1], np.nan)
+    return (yc @ xc) / sxx
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Quantile ``q`` (> 0.5) of Student's t with ``df`` degrees of freedom, by integrating its density
+    in ``u = arctan(x / sqrt(df))``, where it is ``Gamma((df+1)/2) / (sqrt(pi) Gamma(df/2)) cos(u)^(df-1)``
+    (smooth on [0, pi/2]; NumPy only)."""
+    u = np.linspace(0.0, np.pi / 2, 200_001)
+    dens = np.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi) * np.cos(u) ** (df - 1)
+    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
+    return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
+
+
+def loglog_slope(
+    n: Sequence[float] | np.ndarray,
+    ws: Sequence[float] | np.ndarray,
+    *,
+    strata: Sequence[object] | np.ndarray | None = None,
+    level: float = LEVEL,
+) -> tuple[float, float, float]:
+    """:func:`ls_slope` of log WS on log n over every trial, with its ``level`` t-interval:
+    (slope, low, high). NaN bounds without a residual degree of freedom, NaN slope with a single n."""
+    x, y = np.log(np.asarray(n, dtype=float)), np.log(np.asarray(ws, dtype=float))
+    groups = np.zeros(len(x)) if strata is None else np.asarray(strata)
+    slope = float(ls_slope(x, y, groups))
+    _, idx = np.unique(groups, return_inverse=True)
+    df = len(x) - int(idx.max() if len(x) else 0) - 2
+    if not np.isfinite(slope) or df < 1:
+        return slope, math.nan, math.nan
+    means_x = np.bincount(idx, weights=x) / np.bincount(idx)
+    means_y = np.bincount(idx, weights=y) / np.bincount(idx)
+    xc, yc = x - means_x[idx], y - means_y[idx]
+    resid = yc - slope * xc
+    se = math.sqrt(float(resid @ resid) / df / float(xc @ xc))
+    half = t_quantile(0.5 + level / 2, df) * se
+    return slope, slope - half, slope + half
+
+
+def law_slope(n: Sequence[float] | np.ndarray, strata: Sequence[object] | np.ndarray | None = None) -> float:
+    """The slope of the RF law, log ``rf_law(n)`` on log n, over the same n (and strata) as a fit:
+    -0.558 on n = 90..150, -0.543 on 64..1024, -0.64 on the demo's 8..24, never -1/2 itself."""
+    x = np.log(np.asarray(n, dtype=float))
+    return float(
+        ls_slope(x, np.log(rf_law(np.asarray(n, dtype=float))), None if strata is None else np.asarray(strata))
+    )
+
+
+def slope_stat(xs: np.ndarray, strata: np.ndarray) -> Callable[[list[np.ndarray]], np.ndarray]:
+    """The bootstrap statistic of :func:`ls_slope`: groups hold y (e.g. log WS) per grid point, ``xs``
+    and ``strata`` give each group's x (log n) and stratum (e.g. d)."""
+
+    def stat(groups: list[np.ndarray]) -> np.ndarray:
+        counts = [g.shape[1] for g in groups]
+        y = np.concatenate(groups, axis=1)  # (R, M)
+        return ls_slope(np.repeat(xs, counts), y, np.repeat(strata, counts))
+
+    return stat
