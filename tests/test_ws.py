@@ -85,11 +85,14 @@ def test_default_beats_reference_on_small_instances():
             assert ours.lower >= ref.lower * (1 - 1e-3), (map_name, seed, ours.lower, ref.lower)
 
 
-# 50 instances per attention map: n in {2, 3, 4, 5, 6}, d in {4, 8} (every n and d divisible by the
-# 2 heads of the multi-head maps), 5 seeds each. Before the authors' algorithm became a candidate of
-# the default search, ReLU-RAF ended below it on 3 of 20 seeds at n = 8, d = 16 on one CPU and on
-# 2 of 10 seeds at n = d = 32 on another.
-_SMALL = [(n, d, seed) for n in (2, 3, 4, 5, 6) for d in (4, 8) for seed in range(5)]
+# Instances small enough that the authors' 50 n steps stay cheap. Single-head maps: 54 each, n in
+# {2, 3, 4}, d in {4, 6, 8}, 6 seeds. The two-head maps (mh_raf, the block), five to ten times
+# costlier per instance, 12 each: n in {2, 4}, d in {4, 8}, 3 seeds; they reach the reference by the
+# same candidate. Before the authors' algorithm became a candidate of the default search, ReLU-RAF
+# ended below it on 3 of 20 seeds at n = 8, d = 16 on one CPU and on 2 of 10 seeds at n = d = 32 on
+# another.
+_SMALL = [(n, d, seed) for n in (2, 3, 4) for d in (4, 6, 8) for seed in range(6)]
+_FEW = [(n, d, seed) for n in (2, 4) for d in (4, 8) for seed in range(3)]
 
 
 @pytest.mark.slow
@@ -98,15 +101,16 @@ def test_attention_default_is_never_below_the_reference(map_name):
     """Where the authors' schedule fits the step budget (50 n <= max_steps), their algorithm runs as
     one more candidate of the default search: the default estimate cannot end below theirs."""
     options = {"heads": 2} if map_name in ("mh_raf", "block") else {}
+    instances = _FEW if options else _SMALL
     below = []
-    for n, d, seed in _SMALL:
+    for n, d, seed in instances:
         X = synthetic_sample(n, d, seed=seed)
         weights = maps.sample_weights(map_name, seed, n, d, **options)
-        ours = search.estimate(map_name, X, seed=seed, weights=weights, options=options, max_steps=300, restarts=16)
+        ours = search.estimate(map_name, X, seed=seed, weights=weights, options=options, max_steps=200, restarts=16)
         ref = search.estimate(map_name, X, seed=seed, weights=weights, options=options, method="reference")
         if ours.lower < ref.lower * (1 - 1e-9):
             below.append((n, d, seed, ours.lower, ref.lower))
-    assert len(_SMALL) >= 50 and not below, below
+    assert not below, below
 
 
 def test_the_authors_algorithm_is_a_candidate_only_where_its_schedule_fits():
