@@ -134,6 +134,12 @@ def _is_float(series: pd.Series) -> bool:
     return pd.api.types.is_float_dtype(series) and not series.isna().all()
 
 
+def _as_text(series: pd.Series) -> pd.Series:
+    """A non-float column as text, missing values as "NA" (pandas keeps NaN missing through
+    ``astype(str)``, and NaN never equals NaN)."""
+    return series.astype(object).fillna("NA").astype(str)
+
+
 def compare(before: pd.DataFrame, after: pd.DataFrame, key: list[str], table: str) -> list[str]:
     """What differs between recorded table ``table`` and a fresh one beyond the tolerances (empty: nothing)."""
     problems = []
@@ -167,7 +173,7 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, key: list[str], table: st
                     f"{x[worst]!r} recorded, {y[worst]!r} now)"
                 )
         else:
-            x, y = b.astype(object).fillna("NA").astype(str), a.astype(object).fillna("NA").astype(str)
+            x, y = _as_text(b), _as_text(a)
             if not x.equals(y):
                 rows = int((x != y).sum())
                 problems.append(
@@ -195,7 +201,7 @@ def changes(before: pd.DataFrame, after: pd.DataFrame, key: list[str]) -> list[s
                 largest = np.nanmax(rel)
                 out.append(f"{column}: {int(diff.sum())} of {len(x)} rows changed, largest {largest:.3g} relative")
         else:
-            diff = b.astype(str).to_numpy() != a.astype(str).to_numpy()
+            diff = _as_text(b).to_numpy() != _as_text(a).to_numpy()
             if diff.any():
                 out.append(f"{column}: {int(diff.sum())} of {len(b)} rows changed")
     return out
