@@ -627,7 +627,12 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
                 "simulations": 2,
                 "simulations_per_job": 2,
                 "options": {"toy": {"scale": 2.0}},
-                "fig4": {"maps": {"toy": [4]}, "N": [6], "trainings": ["retrain"], "losses": ["direct"]},
+                "fig4": {
+                    "maps": {"rf": None, "raf": None, "relu_raf": None, "toy": [4]},
+                    "N": [6],
+                    "trainings": ["retrain"],
+                    "losses": ["direct"],
+                },
                 "fig5": None,
             },
             "probes": {"enabled": False, "lm": {"enabled": False}},

@@ -112,10 +112,25 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
     Snakemake reports it).
     """
     _apply_schema(config, schema)
-    found = problems(config)
+    found = _drop_null_gen_maps(config)
+    found += problems(config) if not found else []
     if found:
         raise ConfigError(found)
     return config
+
+
+def _drop_null_gen_maps(config: dict) -> list[str]:
+    """Drop the maps set to null in ``gen.fig4.maps`` and ``gen.fig5.maps`` (a --configfile removes a
+    map of config.yaml that way, as in ``ws.maps``), in place; a figure left without maps is a problem."""
+    out = []
+    for figure in ("fig4", "fig5"):
+        fig = (config.get("gen") or {}).get(figure)
+        if not fig:
+            continue
+        fig["maps"] = {name: ns for name, ns in fig["maps"].items() if ns is not None}
+        if not fig["maps"]:
+            out.append(f"gen.{figure}.maps: every map is null; set gen.{figure}: null to skip the figure")
+    return out
 
 
 def _apply_schema(config: dict, schema: str | Path) -> None:
