@@ -147,7 +147,6 @@ def test_good_configurations_have_no_problems():
     assert pipeline.problems(_demo({"data": {"source": "parquet", "path": "/some/where.parquet"}})) == []
 
 
-
 def test_a_null_map_leaves_a_generalisation_figure_and_an_empty_figure_is_refused():
     """As in ws.maps, a --configfile drops a map of Figure 4/5 by setting it to null (the merge of
     config files is recursive, so leaving it out keeps it)."""
@@ -157,6 +156,7 @@ def test_a_null_map_leaves_a_generalisation_figure_and_an_empty_figure_is_refuse
     assert jobs and {j.map for j in jobs} == {"raf"}
     with pytest.raises(pipeline.ConfigError, match=r"gen.fig5.maps: every map is null; set gen.fig5: null"):
         _demo({"gen": {"fig5": {"maps": {"raf": None, "relu_raf": None}}}})
+
 
 def test_grid_looks_jobs_up_by_their_wildcards():
     config = _demo()
