@@ -569,8 +569,9 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
 
 
 def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
-    """The default profile keeps going past a failed job; the end of the run lists the failed jobs
-    (their outputs are missing) with their logs."""
+    """The default profile keeps going past a failed job (the synthetic variants study, which needs
+    no reviews, still completes); the end of the run lists the failed jobs (their outputs are
+    missing) with their logs."""
     workdir = copy_workflow(tmp_path / "wf")
     cf = write_config(
         workdir,
@@ -582,11 +583,15 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
             "data": {"source": "aclimdb", "path": str(tmp_path / "no-such-aclImdb")},
             "gen": {"fig4": None, "fig5": None},
             "probes": {"enabled": False, "lm": {"enabled": False}},
+            "variants": {"maps": ["raf"], "n": [4]},
+            "long_context": None,
+            "positions": None,
         },
     )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)
     text = out.stdout + out.stderr
     assert out.returncode != 0
+    assert (workdir / "results" / "missing" / "tables" / "variants.parquet").exists()  # kept going
     block = text[text.index("1 job(s) failed") :]
     assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
     assert "no-such-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
