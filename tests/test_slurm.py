@@ -114,10 +114,7 @@ def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):
     cf = write_config(workdir, "slurm_demo.yaml", DEMO, NO_STUDIES)
     config = yaml.safe_load((workdir / cf).read_text())
     targets = [f"{config['results']}/tables/ws_{name}.parquet" for name in config["ws"]["maps"]]
-    # groups of 7 WS jobs instead of the profile's 20: a group runs its jobs one after the other, so
-    # small groups let the node's two CPUs share the 26 jobs (the grouping itself is what is tested)
-    group = ["--group-components", "ws_batch=7"]
-    _run_slurm(workdir, *targets, *group, "--configfile", cf)  # targets first: --configfile takes several files
+    _run_slurm(workdir, *targets, "--configfile", cf)  # targets first: --configfile takes several files
     results, local = workdir / config["results"], demo_run / config["results"]
     # every compute job ran as a SLURM job: its log names the job, whose SLURM log shows it completed
     compute_logs = list((results / "logs" / "ws").rglob("*.log"))
