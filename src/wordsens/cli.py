@@ -243,7 +243,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
         "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet, and "
         "variants.parquet for the maps without a ws_<map> table) and "
-        "print it: per claim and scope the statistic, its 95%% bootstrap interval over trials or "
+        "print it: per claim and scope the statistic, its 95% bootstrap interval over trials or "
         "simulations, the expectation and the verdict (holds, fails, inconclusive, not run, no claim; "
         "docs/claims.md). The same "
         "table as the workflow's tables/claims.csv (with the same --seed as the config's seed).",

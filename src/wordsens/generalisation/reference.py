@@ -1,11 +1,10 @@
 """The authors' generalisation algorithm (the baseline to beat), as published.
 
-It follows the published scripts of Bombari & Mondelli (2024), with the fixes recorded in the
-README: dense float64 weights and features, ``pinv`` and the p x p projector formed explicitly,
-plain projected gradient steps recomputing the whole map, the ball of radius ``sqrt(d)`` centred at
-the original row ``x_i``. The default method (``wordsens.generalisation.core``) is checked against
-it on the same X and weights.
-"""
+It follows the published scripts of Bombari & Mondelli (2024), with the departures listed in
+docs/methods.md ("The authors' algorithm"): dense float64 weights and features, ``pinv`` and the p
+x p projector formed explicitly, plain projected gradient steps recomputing the whole map, the ball
+of radius ``sqrt(d)`` centred at the original row ``x_i``. The default method
+(``wordsens.generalisation.core``) is checked against it on the same X and weights."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """The authors' word-sensitivity algorithm (the baseline to beat); their generalisation algorithm is
 in ``wordsens.generalisation.reference``.
 
-It follows the published scripts of Bombari & Mondelli (2024), with the fixes recorded in the
-README: dense float64 weights and features, plain projected gradient steps recomputing the whole
-map, the ball of radius ``sqrt(d)`` centred at the original row ``x_i``, and a start at
-``x_i + 0.1 N(0, I)``. It serves as the reference: the default method (``wordsens.search.estimate``)
-is checked against it on the same X and weights, and runs it as a candidate where its schedule fits
-the step budget.
-"""
+It follows the published scripts of Bombari & Mondelli (2024), with the departures listed in
+docs/methods.md ("The authors' algorithm"): dense float64 weights and features, plain projected
+gradient steps recomputing the whole map, the ball of radius ``sqrt(d)`` centred at the original
+row ``x_i``, and a start at ``x_i + 0.1 N(0, I)``. It serves as the reference: the default method
+(``wordsens.search.estimate``) is checked against it on the same X and weights, and runs it as a
+candidate where its schedule fits the step budget."""
 
 from __future__ import annotations
 
