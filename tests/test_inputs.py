@@ -368,7 +368,7 @@ def test_a_tokenizer_that_maps_every_word_to_unk_stops_the_workflow_at_the_pool(
     """The pool step stops the run, naming the [UNK] share and the tokenizer; nothing downstream
     (embedding, WS or generalisation on IMDb) starts. Asserted on the rules that started, not on
     wall time (a loaded machine may take longer)."""
-    from workflow_utils import copy_workflow, env, write_config
+    from workflow_utils import copy_workflow, snakemake, write_config
 
     workdir = copy_workflow(tmp_path / "wf")
     model = _broken_model(tmp_path / "my-bert")
@@ -388,14 +388,7 @@ def test_a_tokenizer_that_maps_every_word_to_unk_stops_the_workflow_at_the_pool(
             "positions": None,
         },
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", cf],
-        cwd=workdir,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = snakemake(workdir, "--cores", "2", "--configfile", cf, check=False)
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "Error in rule pool" in text, text[-3000:]
     started_rules = {
