@@ -227,15 +227,44 @@ def _build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser(
         "plan",
-        help="print the planned grid: job count, hours, peak memory, devices, the jobs left out",
-        description="Load config.yaml (and --configfile files merged over it) the way the Snakefile does: "
+        help="print the planned grid: jobs, hours, memory, devices, the jobs left out, when the run ends",
+        description="Load config.yaml, --configfile files and --config values the way Snakemake does: "
         "validated against workflow/schemas/config.schema.yaml with its defaults filled, then checked "
         "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
-        "hours, peak memory and device, and the jobs that cannot fit this machine (limits.memory_gb, "
-        "limits.gpu_memory_gb), which the workflow leaves out (limits.unfit: skip) or refuses (fail).",
+        "hours, peak memory and device, the jobs that cannot fit this machine (limits.memory_gb, "
+        "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
+        "or refuses (fail), and the expected wall time of the run on --cores cores (docs/running.md).",
     )
     plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
+    plan.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
+    )
     plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
+    plan.add_argument(
+        "--cores", type=_positive_int, default=os.cpu_count() or 1, help="cores (default: this machine's)"
+    )
+    plan.add_argument(
+        "--gpu",
+        nargs="?",
+        type=float,
+        const=80.0,
+        default=None,
+        metavar="GB",
+        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto",
+    )
+    plan.add_argument(
+        "--calibrate",
+        nargs="+",
+        default=None,
+        metavar="RESULTS_DIR|LOG",
+        help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
+        "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
+        "calibration.json) and print predicted against measured seconds",
+    )
 
     claims = sub.add_parser(
         "claims",
@@ -422,9 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(_describe_maps())
             return 0
         if args.command == "plan":
-            from .pipeline import describe, load_config
+            from snakemake.cli import parse_config
 
-            print(describe(load_config(args.base, *args.configfile)))
+            from .pipeline import plan_text
+
+            overrides = parse_config(args.config)
+            print(plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate))
             return 0
         if args.command == "claims":
             sys.stdout.write(_run_claims(args))

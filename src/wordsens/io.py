@@ -25,11 +25,14 @@ __all__ = [
     "CorruptCache",
     "EmbeddingStore",
     "atomic_path",
+    "benchmark_times",
+    "calibration_file",
     "concatenate",
     "file_digest",
     "load_embeddings",
     "read_json",
     "save_embeddings",
+    "snakemake_log_times",
     "store_dir",
     "store_metas",
     "write_both",
@@ -258,3 +261,66 @@ def write_both(frame: pd.DataFrame, parquet: str | os.PathLike, csv: str | os.Pa
     """``frame`` as Parquet and as CSV, each written atomically."""
     write_table(parquet, frame)
     atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))
+
+
+# ----------------------------------------------------------------------------- measured run times
+def benchmark_times(results: str | os.PathLike) -> dict[str, float]:
+    """Wall seconds of every job with a Snakemake benchmark file under ``results/benchmarks`` (the
+    ``benchmark:`` of the rules), by its path below that folder without ``.tsv``
+    (``ws/rf/d16_n8/chunk0``, ``gen/fig4/imdb/raf_n8_N6_d16/chunk0``, ``embed/<model>_layer0``);
+    the mean of the ``s`` column where a file holds repeats."""
+    import csv
+
+    root = Path(results) / "benchmarks"
+    times: dict[str, float] = {}
+    for path in sorted(root.rglob("*.tsv")):
+        with open(path, newline="") as fh:
+            seconds = [float(row["s"]) for row in csv.DictReader(fh, delimiter="\t") if row.get("s")]
+        if seconds:
+            times[path.relative_to(root).with_suffix("").as_posix()] = sum(seconds) / len(seconds)
+    return times
+
+
+def snakemake_log_times(path: str | os.PathLike) -> tuple[list[tuple[str, str, float]], dict[str, float]]:
+    """The finished jobs of a Snakemake log (``.snakemake/log/*.snakemake.log``): ``(rule, first
+    output, wall seconds)`` each, from its start and finish stamps (whole seconds), and the run's
+    ``elapsed`` seconds and ``cores`` where the log states them."""
+    import re
+    from datetime import datetime
+
+    text = Path(path).read_text(errors="replace")
+    stamp = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", re.M)
+    started: dict[str, tuple[str, str, datetime]] = {}
+    jobs: list[tuple[str, str, float]] = []
+    parts = stamp.split(text)
+    for when, block in zip(parts[1::2], parts[2::2], strict=True):
+        at = datetime.strptime(" ".join(when.split()), "%a %b %d %H:%M:%S %Y")
+        rule = re.match(r"\s*(?:local)?rule (\w+):", block)
+        jobid = re.search(r"^\s+jobid: (\d+)$", block, re.M)
+        if rule and jobid:
+            output = re.search(r"^\s+output: ([^,\n]*)", block, re.M)
+            started[jobid.group(1)] = (rule.group(1), output.group(1).strip() if output else "", at)
+        for done in re.findall(r"^Finished jobid: (\d+)", block, re.M):
+            if done in started:
+                name, output, begin = started.pop(done)
+                jobs.append((name, output, (at - begin).total_seconds()))
+    run: dict[str, float] = {}
+    elapsed = re.search(r"^Elapsed time: (\d+):(\d\d):(\d\d(?:\.\d+)?)", text, re.M)
+    if elapsed:
+        h, m, s = elapsed.groups()
+        run["elapsed"] = int(h) * 3600 + int(m) * 60 + float(s)
+    cores = re.search(r"^Provided cores: (\d+)", text, re.M)
+    if cores:
+        run["cores"] = float(cores.group(1))
+    return jobs, run
+
+
+def calibration_file() -> Path | None:
+    """Where ``wordsens plan --calibrate`` stores this machine's time calibration: ``$WORDSENS_CALIBRATION``
+    (``none``: no stored calibration, the built-in one), else
+    ``$XDG_CACHE_HOME/wordsens/calibration.json`` (``~/.cache/wordsens/calibration.json``)."""
+    chosen = os.environ.get("WORDSENS_CALIBRATION")
+    if chosen is not None:
+        return None if chosen.lower() in ("", "none") else Path(chosen).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "wordsens" / "calibration.json"
