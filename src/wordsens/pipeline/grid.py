@@ -154,7 +154,7 @@ class Grid:
             if not self.fits_time(job):
                 lines.append(
                     f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): about "
-                    f"{self.estimate(job) / 3600:.1f} hours each, {self.limits.hours:g} allowed by limits.max_job_hours"
+                    f"{self.estimate(job) / 3600:.2f} hours each, {self.limits.hours:g} allowed by limits.max_job_hours"
                 )
                 continue
             if job.cap is not None and job.arrays > job.cap:

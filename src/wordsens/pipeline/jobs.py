@@ -79,8 +79,8 @@ class Limits:
             gpu_bytes: int | None = int(float(gpu) * GB)
         else:
             gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
-        hours = config["limits"].get("max_job_hours")
-        return cls(cpu_bytes, gpu_bytes, None if hours is None else float(hours))
+        hours = config["limits"].get("max_job_hours")  # --config passes it as text ("null", "0.5")
+        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours))
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
