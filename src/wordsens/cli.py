@@ -90,6 +90,7 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 
 def _build_parser() -> argparse.ArgumentParser:
     from .maps import registry
+    from .pipeline.schedule import plan_arguments
 
     parser = argparse.ArgumentParser(
         prog="wordsens",
@@ -235,36 +236,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
         "or refuses (fail), and the expected wall time of the run on --cores cores (docs/running.md).",
     )
-    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
-    plan.add_argument(
-        "--config",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
-    )
-    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
-    plan.add_argument(
-        "--cores", type=_positive_int, default=os.cpu_count() or 1, help="cores (default: this machine's)"
-    )
-    plan.add_argument(
-        "--gpu",
-        nargs="?",
-        type=float,
-        const=80.0,
-        default=None,
-        metavar="GB",
-        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto",
-    )
-    plan.add_argument(
-        "--calibrate",
-        nargs="+",
-        default=None,
-        metavar="RESULTS_DIR|LOG",
-        help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
-        "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
-        "calibration.json) and print predicted against measured seconds",
-    )
+    plan_arguments(plan)
 
     claims = sub.add_parser(
         "claims",

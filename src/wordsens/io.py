@@ -298,8 +298,8 @@ def snakemake_log_times(path: str | os.PathLike) -> tuple[list[tuple[str, str, f
         rule = re.match(r"\s*(?:local)?rule (\w+):", block)
         jobid = re.search(r"^\s+jobid: (\d+)$", block, re.M)
         if rule and jobid:
-            output = re.search(r"^\s+output: ([^,\n]*)", block, re.M)
-            started[jobid.group(1)] = (rule.group(1), output.group(1).strip() if output else "", at)
+            found = re.search(r"^\s+output: ([^,\n]*)", block, re.M)
+            started[jobid.group(1)] = (rule.group(1), found.group(1).strip() if found else "", at)
         for done in re.findall(r"^Finished jobid: (\d+)", block, re.M):
             if done in started:
                 name, output, begin = started.pop(done)

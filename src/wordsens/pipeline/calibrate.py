@@ -48,8 +48,12 @@ def save_calibration(calibration: Calibration) -> Path | None:
     path = calibration_file()
     if path is None:
         return None
-    text = json.dumps(calibration.to_dict(), indent=1, sort_keys=True)
-    return atomic_path(path, lambda tmp: tmp.write_text(text + "\n"))
+    text = json.dumps(calibration.to_dict(), indent=1, sort_keys=True) + "\n"
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(text)
+
+    return atomic_path(path, write)
 
 
 @dataclass

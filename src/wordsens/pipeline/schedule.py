@@ -14,7 +14,9 @@ prints. Torch-free.
 
 from __future__ import annotations
 
+import argparse
 import heapq
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,7 @@ from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
 from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
 
-__all__ = ["Task", "finish_lines", "plan_text", "run_tasks", "simulate"]
+__all__ = ["Task", "finish_lines", "plan_arguments", "plan_text", "run_tasks", "simulate"]
 
 DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
 
@@ -140,6 +142,7 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         if isinstance(job, WSJob):
             table = f"ws_table {job.map}" if job.study == "ws" else f"study_table {job.study}"
         else:
+            assert isinstance(job, GenJob)
             table = f"gen_table {job.figure} {job.data}"
         chunks.setdefault(table, []).append(job.key)
     for table, keys in chunks.items():
@@ -246,3 +249,41 @@ def plan_text(
     grid = Grid(config, limits=limits, calibration=calibration)
     lines += [describe(config, grid=grid), *finish_lines(config, grid, cores, gpus=int(limits.gpu is not None))]
     return "\n".join(lines)
+
+
+def _cores(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of cores, got {text!r}")
+    return int(text)
+
+
+def plan_arguments(plan: argparse.ArgumentParser) -> None:
+    """The options of ``wordsens plan`` (``wordsens.cli``), which ``plan_text`` takes."""
+    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
+    plan.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
+    )
+    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
+    plan.add_argument("--cores", type=_cores, default=os.cpu_count() or 1, help="cores (default: this machine's)")
+    plan.add_argument(
+        "--gpu",
+        nargs="?",
+        type=float,
+        const=80.0,
+        default=None,
+        metavar="GB",
+        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto",
+    )
+    plan.add_argument(
+        "--calibrate",
+        nargs="+",
+        default=None,
+        metavar="RESULTS_DIR|LOG",
+        help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
+        "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
+        "calibration.json) and print predicted against measured seconds",
+    )
