@@ -341,7 +341,7 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     monkeypatch.delenv(pipeline.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
     planned = pipeline.planned_limits(config, planner=True)
-    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB)
+    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB, hours=0.5)  # limits.max_job_hours: 0.5
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert pipeline.planned_limits(_demo(), planner=False) == planned
     assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again
@@ -471,7 +471,7 @@ def test_default_variants_and_long_context_stay_within_one_cpu_hour():
         check=True,
         env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"},
     )
-    hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment: ")[1].splitlines()[0]))
+    hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment (uncalibrated): ")[1].splitlines()[0]))
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
     assert 0.5 < beyond <= 1.0, out.stdout
     assert f"variants + long_context: {beyond:.2f} CPU-hours" in out.stdout
