@@ -471,7 +471,11 @@ def test_default_variants_and_long_context_stay_within_one_cpu_hour():
         check=True,
         env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"},
     )
-    hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment (uncalibrated): ")[1].splitlines()[0]))
+    hours = dict(
+        re.findall(
+            r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment (uncalibrated): ")[1].splitlines()[0]
+        )
+    )
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
     assert 0.5 < beyond <= 1.0, out.stdout
     assert f"variants + long_context: {beyond:.2f} CPU-hours" in out.stdout

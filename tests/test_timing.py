@@ -169,6 +169,15 @@ def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
 
 
 # ----------------------------------------------------------------------------- --config
+def test_config_values_are_merged_over_the_files_as_snakemake_passes_them():
+    """`--config 'limits={memory_gb: 8, max_job_hours: null}'` reaches the loader as text values."""
+    overrides = {"limits": {"memory_gb": "8", "max_job_hours": "null"}, "seed": 3}
+    config = pipeline.load_config(ROOT / "config.yaml", ROOT / "config/demo.yaml", overrides=overrides)
+    assert config["seed"] == 3 and config["data"]["source"] == "demo"
+    assert pipeline.Limits.of(config).cpu == 8 * GB and pipeline.Limits.of(config).hours is None
+
+
+@pytest.mark.slow  # importing snakemake.cli asks the SLURM plugin about the cluster: ~10 s here
 def test_plan_reads_config_values_as_snakemake_does(capsys):
     base = ["--base", str(ROOT / "config.yaml"), "--configfile", str(ROOT / "config/demo.yaml")]
     assert (
@@ -181,3 +190,10 @@ def test_plan_reads_config_values_as_snakemake_does(capsys):
     assert "valid identifier" in capsys.readouterr().err
     assert cli.main(["plan", *base, "--config", "limits={max_job_hours: -1}"]) == 2
     assert "limits.max_job_hours" in capsys.readouterr().err
+
+
+def test_figures_name_points_left_out_for_time_in_hours():
+    from wordsens.plots.common import not_run_note
+
+    points = [{"n": 50, "L": 2, "needs_gb": 5.0, "needs_hours": 1.7}, {"n": 80, "L": 8, "needs_gb": 99.4}]
+    assert not_run_note(points, ["L", "n"]) == "not run: L=2 n=50 (needs ~1.7 h)\nL=8 n=80 (needs 99.4 GB)"

@@ -423,11 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(_describe_maps())
             return 0
         if args.command == "plan":
-            from snakemake.cli import parse_config
-
             from .pipeline import plan_text
 
-            overrides = parse_config(args.config)
+            # Snakemake's own parser (imported only when used: importing snakemake.cli takes seconds)
+            overrides = __import__("snakemake.cli").cli.parse_config(args.config) if args.config else {}
             print(plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate))
             return 0
         if args.command == "claims":
