@@ -160,7 +160,7 @@ def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     assert not kept.unfit and {job.map for job in limited.unfit} == {"rf"}
     assert {job.map for job in limited.fit} >= {"raf", "drf"}
     text = limited.left_out_message()
-    assert "rf d16_n8 (1 job): about 2.00 hours each, 1 allowed by limits.max_job_hours" in text
+    assert "rf d16_n8 (1 job): about 2 hours each, 1 allowed by limits.max_job_hours" in text
     assert "profiles/slurm" in text and "lifts limits.max_job_hours" in text
     assert limited.left_out(map="rf")[0]["needs_hours"] == 2.0
     assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
@@ -197,3 +197,15 @@ def test_figures_name_points_left_out_for_time_in_hours():
 
     points = [{"n": 50, "L": 2, "needs_gb": 5.0, "needs_hours": 1.7}, {"n": 80, "L": 8, "needs_gb": 99.4}]
     assert not_run_note(points, ["L", "n"]) == "not run: L=2 n=50 (needs ~1.7 h)\nL=8 n=80 (needs 99.4 GB)"
+
+
+def test_gpu_jobs_run_one_at_a_time_on_the_planned_gpu():
+    config = _demo({"ws": {"device": "auto"}, "variants": None, "long_context": None, "positions": None})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 80 * GB), calibration=Calibration())
+    tasks = pipeline.run_tasks(config, grid)
+    on_gpu = [t for t in tasks if t.gpu]
+    assert {t.name.split("/")[1] for t in on_gpu} == {"drf"} and len(on_gpu) == 4
+    times = simulate(tasks, 4, gpus=1)
+    spans = sorted(times[t.name] for t in on_gpu)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert "on 4 cores and a GPU" in pipeline.finish_lines(config, grid, 4, gpus=1)[0]

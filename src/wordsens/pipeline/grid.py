@@ -134,7 +134,7 @@ class Grid:
                         "map": job.map,
                         "device": job.device,
                         "needs_gb": round(job.device_bytes / GB, 1),
-                        **({} if self.fits_time(job) else {"needs_hours": round(self.estimate(job) / 3600, 1)}),
+                        **({} if self.fits_time(job) else {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}),
                         **_values(job),
                     },
                 )
@@ -154,7 +154,7 @@ class Grid:
             if not self.fits_time(job):
                 lines.append(
                     f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): about "
-                    f"{self.estimate(job) / 3600:.2f} hours each, {self.limits.hours:g} allowed by limits.max_job_hours"
+                    f"{self.estimate(job) / 3600:.2g} hours each, {self.limits.hours:g} allowed by limits.max_job_hours"
                 )
                 continue
             if job.cap is not None and job.arrays > job.cap:
