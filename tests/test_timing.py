@@ -4,6 +4,7 @@ fitted on measured jobs (Snakemake benchmark files and logs), limits.max_job_hou
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -207,5 +208,5 @@ def test_gpu_jobs_run_one_at_a_time_on_the_planned_gpu():
     assert {t.name.split("/")[1] for t in on_gpu} == {"drf"} and len(on_gpu) == 4
     times = simulate(tasks, 4, gpus=1)
     spans = sorted(times[t.name] for t in on_gpu)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert "on 4 cores and a GPU" in pipeline.finish_lines(config, grid, 4, gpus=1)[0]
