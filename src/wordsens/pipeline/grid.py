@@ -75,10 +75,13 @@ class Grid:
         """The job's ``estimate`` is within ``limits.max_job_hours`` (or there is no such limit)."""
         return self.limits.hours is None or self.estimate(job) <= self.limits.hours * 3600
 
-    def fits(self, job: Job) -> bool:
+    def fits_memory(self, job: Job) -> bool:
+        """The job's memory estimate is within what one job may use on its device (and its cap)."""
         limit = self.limit(job.device)
-        memory = (limit is None or job.device_bytes <= limit) and (job.cap is None or job.arrays <= job.cap)
-        return memory and self.fits_time(job)
+        return (limit is None or job.device_bytes <= limit) and (job.cap is None or job.arrays <= job.cap)
+
+    def fits(self, job: Job) -> bool:
+        return self.fits_memory(job) and self.fits_time(job)
 
     def job(self, wildcards: Mapping[str, Any]) -> Job:
         """The job that writes the output with these wildcards (a Snakemake ``Wildcards`` object)."""
@@ -134,7 +137,12 @@ class Grid:
                         "map": job.map,
                         "device": job.device,
                         "needs_gb": round(job.device_bytes / GB, 1),
-                        **({} if self.fits_time(job) else {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}),
+                        # left out for its time alone: the hours it needs (figures name them)
+                        **(
+                            {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}
+                            if self.fits_memory(job) and not self.fits_time(job)
+                            else {}
+                        ),
                         **_values(job),
                     },
                 )
@@ -151,21 +159,20 @@ class Grid:
         for point, jobs in points.items():
             job = jobs[0]
             allowed = self.limit(job.device)
-            if not self.fits_time(job):
-                lines.append(
-                    f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): about "
-                    f"{self.estimate(job) / 3600:.2g} hours each, {self.limits.hours:g} allowed by limits.max_job_hours"
-                )
-                continue
+            reasons = []
             if job.cap is not None and job.arrays > job.cap:
-                need, allowed, where = job.arrays, job.cap, "ws.max_memory_gb (arrays)"
-            else:
-                need = job.device_bytes
+                reasons.append(
+                    f"needs {job.arrays / GB:.1f} GB, {job.cap / GB:.1f} GB allowed by ws.max_memory_gb (arrays)"
+                )
+            elif allowed is not None and job.device_bytes > allowed:
                 where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
-            lines.append(
-                f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
-                f"{need / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}"
-            )
+                reasons.append(f"needs {job.device_bytes / GB:.1f} GB, {allowed / GB:.1f} GB allowed by {where}")
+            if not self.fits_time(job):
+                reasons.append(
+                    f"about {self.estimate(job) / 3600:.2g} hours each, {self.limits.hours:g} allowed by "
+                    "limits.max_job_hours"
+                )
+            lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): " + "; ".join(reasons))
         head = (
             f"{len(self.unfit)} job(s) cannot fit the memory or time one job may use here, so nothing runs "
             "(limits.unfit: fail):"

@@ -196,14 +196,14 @@ def finish_lines(config: dict, grid: Grid, cores: int, *, gpus: int = 0) -> list
     lines = [
         f"expected wall time on {cores} core{'s' if cores > 1 else ''}{' and a GPU' if gpus else ''}: "
         f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
-        "  experiment      jobs   wall h  ends at (h:mm:ss)",
+        "  experiment      jobs  job-hours  ends at (h:mm:ss)",
     ]
     groups: dict[str, list[Task]] = {}
     for task in tasks:
         groups.setdefault(task.group, []).append(task)
     for group, mine in sorted(groups.items(), key=lambda item: max(times[t.name][1] for t in item[1])):
         last = max(times[t.name][1] for t in mine)
-        lines.append(f"  {group:14s} {len(mine):5d} {sum(t.seconds for t in mine) / 3600:8.2f}  {_clock(last):>8s}")
+        lines.append(f"  {group:14s} {len(mine):5d} {sum(t.seconds for t in mine) / 3600:10.2f}  {_clock(last):>8s}")
     return lines
 
 
