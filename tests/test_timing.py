@@ -210,3 +210,11 @@ def test_gpu_jobs_run_one_at_a_time_on_the_planned_gpu():
     spans = sorted(times[t.name] for t in on_gpu)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert "on 4 cores and a GPU" in pipeline.finish_lines(config, grid, 4, gpus=1)[0]
+
+
+def test_runtime_requests_cover_the_calibrated_estimate():
+    config = _demo({"variants": None, "long_context": None, "positions": None})
+    slow = Calibration({"ws:*": Coefficients(600.0, 1.0)})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=slow)
+    job = grid.select(map="raf")[0]
+    assert job.runtime < 10 and grid.runtime(job) == int(5 + 5 * grid.estimate(job) / 60) >= 55

@@ -71,6 +71,11 @@ class Grid:
             return coefficients.fixed + job.seconds
         return coefficients.predict(job.seconds)
 
+    def runtime(self, job: Job) -> int:
+        """Minutes a scheduler should grant ``job``: generous, 5 x the larger of its cost model's
+        seconds and its calibrated ``estimate``, + 5 minutes (``Job.runtime`` on the model alone)."""
+        return max(job.runtime, int(5 + 5 * self.estimate(job) / 60))
+
     def fits_time(self, job: Job) -> bool:
         """The job's ``estimate`` is within ``limits.max_job_hours`` (or there is no such limit)."""
         return self.limits.hours is None or self.estimate(job) <= self.limits.hours * 3600
