@@ -111,7 +111,7 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         return name
 
     model = config["model"]["name"]
-    hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not model.startswith((".", "/", "~"))
+    hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
     stores = {job.store for job in grid.fit}
     probes = config["probes"]
     pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
@@ -122,7 +122,11 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         model_task = add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
     pool = embed = embed_long = ""
     if "main" in stores or "long" in stores or pool_for_probes:
-        corpus = add("demo_corpus", "data", "demo_corpus", priority=50) if config["data"]["source"] == "demo" else ""
+        corpus = (
+            add("demo_corpus", "data", "demo_corpus", priority=DATA_PRIORITY)
+            if config["data"]["source"] == "demo"
+            else ""
+        )
         hub = DOWNLOAD_SECONDS["reviews"] if config["data"]["source"] == "hub" else 0.0
         reviews = add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
         download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
@@ -130,7 +134,7 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         if "main" in stores:
             embed = add("embed", "data", "embed", [pool, model_task], threads=2, priority=DATA_PRIORITY)
         if "long" in stores:
-            pool_long = add("pool_long", "data", "pool", [reviews, model_task, pool], priority=DATA_PRIORITY)
+            pool_long = add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
             embed_long = add("embed_long", "data", "embed", [pool_long], threads=2, priority=DATA_PRIORITY)
     chunks: dict[str, list[str]] = {}
     for job in grid.fit:
