@@ -234,7 +234,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
         "hours, peak memory and device, the jobs that cannot fit this machine (limits.memory_gb, "
         "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
-        "or refuses (fail), and the expected wall time of the run on --cores cores (docs/running.md).",
+        "or refuses (fail), and the expected wall time of the run on --cores cores (docs/cli.md).",
     )
     plan_arguments(plan)
 

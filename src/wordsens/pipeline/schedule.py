@@ -272,7 +272,12 @@ def plan_arguments(plan: argparse.ArgumentParser) -> None:
         help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
     )
     plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
-    plan.add_argument("--cores", type=_cores, default=os.cpu_count() or 1, help="cores (default: this machine's)")
+    plan.add_argument(
+        "--cores",
+        type=_cores,
+        default=os.cpu_count() or 1,
+        help="cores the run's wall time is planned for (default: this machine's)",
+    )
     plan.add_argument(
         "--gpu",
         nargs="?",
