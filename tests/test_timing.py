@@ -132,7 +132,11 @@ def test_calibrate_from_benchmark_files_stores_and_prints(tmp_path, monkeypatch,
     assert cli.main(["plan", *base, "--cores", "2", "--calibrate", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out
     assert f"stored in {store}" in out and "ws:raf" in out and "expected wall time on 2 cores" in out
+    assert "to fit the times on this machine" not in out  # calibrated: no hint
     assert pipeline.stored_calibration().of("ws:raf").fixed == pytest.approx(4.0)
+    monkeypatch.setenv("WORDSENS_CALIBRATION", "none")
+    assert cli.main(["plan", *base, "--cores", "2"]) == 0
+    assert f"--calibrate {tmp_path / 'results'}" in capsys.readouterr().out  # benchmarks there: a hint
     assert cli.main(["plan", *base, "--calibrate", str(tmp_path / "nothing")]) == 2
     assert "does not exist" in capsys.readouterr().err
 

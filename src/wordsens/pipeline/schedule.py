@@ -252,6 +252,12 @@ def plan_text(
                 )
     grid = Grid(config, limits=limits, calibration=calibration)
     lines += [describe(config, grid=grid), *finish_lines(config, grid, cores, gpus=int(limits.gpu is not None))]
+    bench = Path(config["results"]) / "benchmarks"
+    if not grid.calibration.sources and bench.is_dir() and next(bench.rglob("*.tsv"), None):
+        lines.append(
+            f"{bench} holds benchmark files of a run of this configuration: add --calibrate {bench.parent} "
+            "(and its .snakemake/log/*.snakemake.log) to fit the times on this machine"
+        )
     return "\n".join(lines)
 
 
