@@ -9,6 +9,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Plans use the built-in time calibration, not one a developer stored with `wordsens plan --calibrate`.
+os.environ.setdefault("WORDSENS_CALIBRATION", "none")
 
 
 import pytest

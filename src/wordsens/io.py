@@ -26,6 +26,8 @@ __all__ = [
     "EmbeddingStore",
     "LoggedJob",
     "atomic_path",
+    "benchmark_times",
+    "calibration_file",
     "concatenate",
     "file_digest",
     "load_embeddings",
@@ -262,6 +264,24 @@ def write_both(frame: pd.DataFrame, parquet: str | os.PathLike, csv: str | os.Pa
     atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.10g"))
 
 
+# ----------------------------------------------------------------------------- measured run times
+def benchmark_times(results: str | os.PathLike) -> dict[str, float]:
+    """Wall seconds of every job with a Snakemake benchmark file under ``results/benchmarks`` (the
+    ``benchmark:`` of the rules), by its path below that folder without ``.tsv``
+    (``ws/rf/d16_n8/chunk0``, ``gen/fig4/imdb/raf_n8_N6_d16/chunk0``, ``embed/<model>_layer0``);
+    the mean of the ``s`` column where a file holds repeats."""
+    import csv
+
+    root = Path(results) / "benchmarks"
+    times: dict[str, float] = {}
+    for path in sorted(root.rglob("*.tsv")):
+        with open(path, newline="") as fh:
+            seconds = [float(row["s"]) for row in csv.DictReader(fh, delimiter="\t") if row.get("s")]
+        if seconds:
+            times[path.relative_to(root).with_suffix("").as_posix()] = sum(seconds) / len(seconds)
+    return times
+
+
 @dataclass(frozen=True)
 class LoggedJob:
     """One finished job of a Snakemake log: its id, rule, inputs and outputs, start and finish
@@ -321,3 +341,14 @@ def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[s
     if cores:
         run["cores"] = float(cores.group(1))
     return jobs, run
+
+
+def calibration_file() -> Path | None:
+    """Where ``wordsens plan --calibrate`` stores this machine's time calibration: ``$WORDSENS_CALIBRATION``
+    (``none``: no stored calibration, the built-in one), else
+    ``$XDG_CACHE_HOME/wordsens/calibration.json`` (``~/.cache/wordsens/calibration.json``)."""
+    chosen = os.environ.get("WORDSENS_CALIBRATION")
+    if chosen is not None:
+        return None if chosen.lower() in ("", "none") else Path(chosen).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "wordsens" / "calibration.json"

@@ -8,6 +8,7 @@ Importing it imports neither torch nor Snakemake (the configuration's validation
 when it runs).
 """
 
+from .calibrate import Measured, calibration_table, measure, save_calibration, stored_calibration
 from .configuration import (
     SCHEMA,
     ConfigError,
@@ -36,6 +37,7 @@ from .jobs import (
     ws_jobs,
 )
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
+from .schedule import Task, finish_lines, plan_text, run_tasks, simulate
 
 __all__ = [
     "GEN_FIGURES",
@@ -48,27 +50,37 @@ __all__ = [
     "Grid",
     "Job",
     "Limits",
+    "Measured",
     "Point",
+    "Task",
     "WSJob",
+    "calibration_table",
     "capped_ns",
     "check",
     "data_label",
     "describe",
     "export_plugins",
     "failed_jobs",
+    "finish_lines",
     "gen_jobs",
     "gen_searches",
     "gen_setting",
     "job_device",
     "load_config",
     "long_context_ns",
+    "measure",
     "merge",
+    "plan_text",
     "planned_limits",
     "preflight",
     "problems",
+    "run_tasks",
+    "save_calibration",
     "setting_name",
+    "simulate",
     "store_ns",
     "store_of",
+    "stored_calibration",
     "stores",
     "study_hours",
     "validate",

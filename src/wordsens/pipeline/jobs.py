@@ -61,32 +61,40 @@ def _gpu_visible() -> bool:
 
 @dataclass(frozen=True)
 class Limits:
-    """Memory one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
-    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU)."""
+    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
+    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU); ``hours`` of estimated wall
+    time (``limits.max_job_hours``), None: no limit."""
 
     cpu: int
     gpu: int | None
+    hours: float | None = None
 
     @classmethod
     def of(cls, config: dict) -> Limits:
-        """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: what this machine (its GPU)
-        has free now."""
+        """``limits.memory_gb``, ``limits.gpu_memory_gb`` and ``limits.max_job_hours``; ``auto``:
+        what this machine (its GPU) has free now."""
         cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
         cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
         if gpu != "auto":
             gpu_bytes: int | None = int(float(gpu) * GB)
         else:
             gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
-        return cls(cpu_bytes, gpu_bytes)
+        hours = config["limits"].get("max_job_hours")  # --config passes it as text ("null", "0.5")
+        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours))
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps({"cpu": self.cpu, "gpu": self.gpu})
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours})
 
     @classmethod
     def from_text(cls, text: str) -> Limits:
         values = json.loads(text)
-        return cls(int(values["cpu"]), None if values["gpu"] is None else int(values["gpu"]))
+        hours = values.get("hours")
+        return cls(
+            int(values["cpu"]),
+            None if values["gpu"] is None else int(values["gpu"]),
+            None if hours is None else float(hours),
+        )
 
 
 PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
@@ -160,6 +168,17 @@ class Job(ABC):
         """The wildcards of the job's output path."""
 
     @property
+    @abstractmethod
+    def key(self) -> str:
+        """The job's output path below the results folder without its suffix, as its benchmark
+        file is named below ``benchmarks/`` (``ws/rf/d768_n90/chunk0``)."""
+
+    @property
+    def family(self) -> str:
+        """The job's family in the time calibration (``wordsens.compute.timing``): ``ws:rf``, ``gen:raf``."""
+        return f"{self.kind}:{self.map}"
+
+    @property
     def point(self) -> str:
         """The grid point, as the left-out block names it."""
         return f"{self.map} {self.setting}"
@@ -208,6 +227,10 @@ class WSJob(Job):
         return {"study": self.study, "map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
 
     @property
+    def key(self) -> str:
+        return f"{self.study}/{self.map}/{self.setting}/chunk{self.chunk}"
+
+    @property
     def point(self) -> str:
         return f"{self.map} {self.setting}" if self.study == "ws" else f"{self.study} {self.map} {self.setting}"
 
@@ -239,6 +262,10 @@ class GenJob(Job):
     @property
     def wildcards(self) -> dict[str, str]:
         return {"figure": self.figure, "gdata": self.data, "gsetting": self.setting, "chunk": str(self.chunk)}
+
+    @property
+    def key(self) -> str:
+        return f"gen/{self.figure}/{self.data}/{self.setting}/chunk{self.chunk}"
 
 
 def _chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
