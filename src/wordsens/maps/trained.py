@@ -77,9 +77,9 @@ def _check_attention(map_name: str, weights: Any, d: int, keys: tuple[str, ...])
         )
     Wq = weights["Wq"]
     if not isinstance(Wq, Tensor) or Wq.ndim != 3 or Wq.shape[1] != d:
-        got = tuple(Wq.shape) if isinstance(Wq, Tensor) else type(Wq).__name__
+        shape = tuple(Wq.shape) if isinstance(Wq, Tensor) else type(Wq).__name__
         raise ValueError(
-            f"{map_name} weight 'Wq' must have shape (heads, d, d/heads) with d = {d} (the width of X), got {got}; "
+            f"{map_name} weight 'Wq' must have shape (heads, d, d/heads) with d = {d} (the width of X), got {shape}; "
             "a checkpoint's layer takes samples of its hidden size"
         )
     h, dh = int(Wq.shape[0]), int(Wq.shape[2])
