@@ -212,3 +212,48 @@ def test_cli_runs_a_trained_map_offline(tiny_bert):
         env=env,
     )
     assert bad.returncode != 0 and "set d = 64" in bad.stderr
+
+
+# --------------------------------------------------------------------------- the study's rows
+
+
+def test_layer_inputs_are_the_hidden_states_entering_the_layer(tiny_bert):
+    from wordsens.data import embed
+    from wordsens.experiments.trained import layer_inputs
+
+    tokenizer, encoder = embed.load_encoder(tiny_bert, "cpu")
+    texts = ["a good film with a great cast and a sad story " * 3, "the worst movie i have seen, bad acting " * 3]
+    batch = embed.encode(tokenizer, texts, 10)
+    with torch.no_grad():
+        states = encoder(**batch, output_hidden_states=True).hidden_states
+    for layer in (1, 2):
+        raw = layer_inputs(tokenizer, encoder, texts, layer=layer, n=10, normalise=False)
+        torch.testing.assert_close(raw, states[layer - 1].double(), rtol=1e-5, atol=1e-5)
+        X = layer_inputs(tokenizer, encoder, texts, layer=layer, n=10, normalise=True)
+        torch.testing.assert_close(X.norm(dim=-1), torch.full((2, 10), 8.0, dtype=torch.float64))
+        torch.testing.assert_close(X / X.norm(dim=-1, keepdim=True), raw / raw.norm(dim=-1, keepdim=True))
+    with pytest.raises(ValueError, match="fewer than n = 40 tokens"):
+        layer_inputs(tokenizer, encoder, texts, layer=1, n=40, normalise=True)
+
+
+def test_trained_rows_put_each_map_beside_its_random_model_on_the_same_sample(tiny_bert):
+    from wordsens.experiments.trained import trained_rows
+
+    X = synthetic_sample(5, 64, seed=7)
+    rows = trained_rows(
+        X, model=tiny_bert, layer=2, heads=4, seed=3, review=1, normalise=True, per_head=True, max_steps=20
+    )
+    assert [(r["map"], r["kind"], r["head"]) for r in rows] == [
+        ("trained_attention", "trained", 0),
+        ("mh_raf", "random", 0),
+        ("trained_layer", "trained", 0),
+        ("block", "random", 0),
+        *[("trained_attention", "trained", h) for h in (1, 2, 3, 4)],
+    ]
+    # each row is the search of its map on this very sample, with the seed the rows record
+    for row, options in ((rows[0], {"model": tiny_bert, "layer": 2}), (rows[3], {"heads": 4})):
+        again = search.estimate(row["map"], X, seed=row["seed"], options=options, device="cpu", max_steps=20)
+        assert again.lower == pytest.approx(row["ws"], rel=1e-9)
+    assert {r["n"] for r in rows} == {5} and rows[0]["row_norm"] == pytest.approx(8.0)
+    with pytest.raises(ValueError, match="unknown trained maps"):
+        trained_rows(X, model=tiny_bert, layer=1, heads=4, seed=0, review=0, normalise=True, maps=("mh_raf",))
