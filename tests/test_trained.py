@@ -257,3 +257,32 @@ def test_trained_rows_put_each_map_beside_its_random_model_on_the_same_sample(ti
     assert {r["n"] for r in rows} == {5} and rows[0]["row_norm"] == pytest.approx(8.0)
     with pytest.raises(ValueError, match="unknown trained maps"):
         trained_rows(X, model=tiny_bert, layer=1, heads=4, seed=0, review=0, normalise=True, maps=("mh_raf",))
+
+
+def test_trained_figure_draws_layers_and_heads(tmp_path):
+    import pandas as pd
+
+    from wordsens.plots import trained_figure
+
+    rows = [
+        {"layer": layer, "n": 8, "normalise": True, "map": name, "head": 0, "ws": 1.0 + layer * k}
+        for layer in (1, 2, 3)
+        for k, name in enumerate(("trained_attention", "mh_raf", "trained_layer", "block"))
+    ]
+    rows += [
+        {"layer": layer, "n": 8, "normalise": True, "map": "trained_attention", "head": h, "ws": float(h)}
+        for layer in (1, 2, 3)
+        for h in (1, 2)
+    ]
+    rows.append({"layer": 1, "n": 8, "normalise": False, "map": "block", "head": 0, "ws": 9.0})
+    table = pd.DataFrame(rows)
+    paths = [tmp_path / "fig_trained.png", tmp_path / "fig_trained.pdf"]
+    fig = trained_figure(table, paths)
+    assert all(p.stat().st_size > 0 for p in paths)
+    left, right = fig.axes[:2]
+    assert len(left.get_lines()) == 4  # two trained maps (solid) and their random models (dashed)
+    assert {line.get_linestyle() for line in left.get_lines()} == {"-", "--"}
+    assert list(left.get_lines()[3].get_ydata()) == [4.0, 7.0, 10.0]  # block; its raw-scale row is not drawn
+    assert len(right.collections[0].get_array()) == 6  # 3 layers x 2 heads
+    with pytest.raises(ValueError, match="no rows of whole maps"):
+        trained_figure(table[table["head"] > 0], paths)
