@@ -283,6 +283,6 @@ def test_trained_figure_draws_layers_and_heads(tmp_path):
     assert len(left.get_lines()) == 4  # two trained maps (solid) and their random models (dashed)
     assert {line.get_linestyle() for line in left.get_lines()} == {"-", "--"}
     assert list(left.get_lines()[3].get_ydata()) == [4.0, 7.0, 10.0]  # block; its raw-scale row is not drawn
-    assert len(right.collections[0].get_array()) == 6  # 3 layers x 2 heads
+    assert right.collections[0].get_array().shape == (3, 2)  # 3 layers x 2 heads
     with pytest.raises(ValueError, match="no rows of whole maps"):
         trained_figure(table[table["head"] > 0], paths)
