@@ -128,6 +128,24 @@ def test_registry_entries_and_studies_of_every_map(tiny_bert):
     assert "mh_raf" in every and not {"trained_attention", "trained_layer"} & set(every)
 
 
+def test_a_grid_naming_a_trained_map_is_refused_before_any_job():
+    import yaml
+
+    from wordsens import pipeline
+
+    config = pipeline.merge(
+        yaml.safe_load((ROOT / "config.yaml").read_text()), yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    )
+    pipeline.validate(config)  # the demo as shipped
+    for changes, key in (
+        ({"variants": {"maps": ["mh_raf", "trained_attention"]}}, "variants.maps (trained_attention)"),
+        ({"ws": {"maps": {"raf": None, "trained_layer": {"d": [64], "n": [8]}}}}, "ws.maps.trained_layer"),
+    ):
+        with pytest.raises(pipeline.ConfigError) as info:
+            pipeline.validate(pipeline.merge(config, changes))
+        assert f"{key}: trained_" in str(info.value) and "is a pre-trained checkpoint's layer" in str(info.value)
+
+
 # --------------------------------------------------------------------------- the searches
 
 
