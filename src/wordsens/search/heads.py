@@ -1,4 +1,6 @@
-"""Fast word-sensitivity searches for multi-head attention (``mh_raf``) and the transformer block.
+"""Fast word-sensitivity searches for multi-head attention (``mh_raf``, and ``trained_attention``: a
+checkpoint's attention with the biases of its queries, keys and values, or one head without output
+projection) and the transformer block.
 
 Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
 head's values: the attention output of a query row ``j != i`` changes by a closed form in a few
