@@ -15,7 +15,7 @@ from ..compute.costs import DenseCost
 from ..compute.map_costs import AttentionCost, DeepCost, FirstLayerCost
 from .spec import MapSpec, SearchSettings
 
-__all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "VARIANT_SPECS"]
+__all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "TRAINED_SPECS", "VARIANT_SPECS"]
 
 _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=10, tol=1e-5, momentum=0.0, polish=False, dtype="float32")
 # Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
@@ -188,4 +188,42 @@ VARIANT_SPECS = (
     ),
 )
 
-BUILTIN_SPECS: tuple[MapSpec, ...] = (*PAPER_SPECS, *VARIANT_SPECS)
+# --------------------------------------------------------------------------- a pre-trained encoder's own layers
+# wordsens.maps.trained holds the forward and checks, wordsens.data.checkpoint the weight providers (the
+# checkpoint's weights stand where the samplers are), wordsens.search.heads the attention's fast search.
+# Options: model (a packaged encoder, a local folder or a Hub name), layer (1-based), head (one head, 1-based).
+
+TRAINED_SPECS = (
+    MapSpec(
+        "trained_attention",
+        "trained attention",
+        "concat_h softmax((X Wq_h + bq_h)(X Wk_h + bk_h)^T / sqrt(d/h)) (X Wv_h + bv_h), times Wo, plus bo; "
+        "one head without Wo (option head)",
+        "a checkpoint's layer: the self-attention sublayer, without residual and LayerNorm",
+        forward="wordsens.maps.variants:mh_raf_forward",
+        sample="wordsens.data.checkpoint:trained_attention_weights",
+        check="wordsens.maps.trained:trained_attention_check",
+        fast="wordsens.search.heads:trained_attention_prepare",
+        settings=_VARIANT_MH,
+        cost=AttentionCost(time_scale=10.0),
+        options={"model": "minilm", "layer": 1, "head": None},
+        checkpoint=True,
+    ),
+    MapSpec(
+        "trained_layer",
+        "trained encoder layer",
+        "Y = LN1(X + trained_attention(X)), phi = LN2(Y + GELU(Y W1 + b1) W2 + b2), the checkpoint's LayerNorms",
+        "a checkpoint's layer: attention, LayerNorms and feed-forward layer (exact GELU)",
+        forward="wordsens.maps.trained:trained_layer_forward",
+        sample="wordsens.data.checkpoint:trained_layer_weights",
+        check="wordsens.maps.trained:trained_layer_check",
+        settings=SearchSettings(
+            restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+        ),
+        cost=DenseCost(time_scale=0.2),
+        options={"model": "minilm", "layer": 1},
+        checkpoint=True,
+    ),
+)
+
+BUILTIN_SPECS: tuple[MapSpec, ...] = (*PAPER_SPECS, *VARIANT_SPECS, *TRAINED_SPECS)

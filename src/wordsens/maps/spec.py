@@ -58,7 +58,8 @@ class MapSpec:
     ``gen_reference``: the authors' schedules for word sensitivity and generalisation: step size and
     number of steps (an int, or ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound
     on the relative change from dense weights (RF), for the authors' method (the fast search's problems
-    give their own, ``Problem.upper``).
+    give their own, ``Problem.upper``). ``checkpoint``: the weights come from a pre-trained
+    checkpoint named by the options (``sample`` loads them), not from a random law.
     """
 
     name: str
@@ -79,6 +80,9 @@ class MapSpec:
     gen: str | Callable[..., Any] | None = None
     gen_reference: tuple[float, int | str] = (1.0, "50n")
     upper: str | Callable[..., float] | None = None
+    # weights read from a pre-trained checkpoint (``sample`` loads them; the seed is unused): the map has
+    # no random weights of its own, and ``maps: all`` of the studies leaves it out
+    checkpoint: bool = False
 
     def option_values(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The map's options: its defaults updated with ``options``. Unknown keys are refused, and so

@@ -136,16 +136,28 @@ def mh_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
     heads are concatenated in order (head 0 first) and multiplied by ``Wo``. The queries, keys and
     values come from one product with the stacked matrices, the heads from torch's
     ``scaled_dot_product_attention`` (no mask, scale ``1 / sqrt(d_h)``: this very formula).
+
+    The same formula serves a trained encoder's attention (``wordsens.maps.trained``): biases
+    ``bq``, ``bk``, ``bv`` (heads, d_h) are added to the queries, keys and values and ``bo`` (d,)
+    after ``Wo`` when the dict has them, and without ``Wo`` the heads are returned concatenated
+    (no output projection).
     """
     Wq = weights["Wq"]
     heads, d, dh = Wq.shape
     stacked = torch.cat([Wq, weights["Wk"], weights["Wv"]]).permute(1, 0, 2).reshape(d, 3 * heads * dh)
-    QKV = (X @ stacked).unflatten(-1, (3 * heads, dh)).transpose(-3, -2)  # (..., 3 heads, n, dh)
+    QKV = X @ stacked
+    if "bq" in weights:
+        QKV = QKV + torch.cat([weights["bq"], weights["bk"], weights["bv"]]).reshape(3 * heads * dh)
+    QKV = QKV.unflatten(-1, (3 * heads, dh)).transpose(-3, -2)  # (..., 3 heads, n, dh)
     batch, n = QKV.shape[:-3], QKV.shape[-2]
     # as 4-D tensors (batch, heads, n, dh): torch's fused kernel, whose memory grows like n, not n^2
     Q, K, V = (T.reshape(-1, heads, n, dh) for T in QKV.split(heads, dim=-3))
     H = F.scaled_dot_product_attention(Q, K, V).reshape(*batch, heads, n, dh).transpose(-3, -2)  # (..., n, heads, dh)
-    return H.reshape(*H.shape[:-2], heads * dh) @ weights["Wo"]
+    out = H.reshape(*H.shape[:-2], heads * dh)
+    if "Wo" not in weights:
+        return out
+    out = out @ weights["Wo"]
+    return out + weights["bo"] if "bo" in weights else out
 
 
 def layer_norm(Z: Tensor) -> Tensor:

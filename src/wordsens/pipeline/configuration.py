@@ -272,7 +272,8 @@ def preflight(config: dict) -> list[str]:
 
 
 def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds: Iterable[int]) -> list[str]:
-    """An unregistered map, or options the map refuses at some d (e.g. heads not dividing d)."""
+    """An unregistered map, a map of a pre-trained checkpoint (its input is the hidden states entering
+    its layer, not a grid's samples), or options the map refuses at some d (e.g. heads not dividing d)."""
     known = registry.names()
     if map_name not in known:
         return [
@@ -280,6 +281,12 @@ def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds
             "or .py file in plugins:)"
         ]
     spec = registry.get(map_name)
+    if spec.checkpoint:
+        return [
+            f"{key}: {map_name} is a pre-trained checkpoint's layer, whose input is the hidden states entering "
+            "that layer, not this grid's samples; remove it here and run it with wordsens.experiments.trained "
+            f"(benchmarks/trained_study.py) or wordsens ws --map {map_name}"
+        ]
     try:
         values = spec.option_values(options)
         if spec.shapes is not None:

@@ -141,8 +141,11 @@ def capped_ns(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> lis
 
 
 def variant_maps(section: dict) -> list[str]:
-    """The maps of the variants section: every registered map for ``all`` (plugins included)."""
-    return list(registry.names()) if section["maps"] == "all" else list(section["maps"])
+    """The maps of the variants section: for ``all``, every registered map with random weights (plugins
+    included; the maps of a pre-trained checkpoint have their own study)."""
+    if section["maps"] == "all":
+        return [name for name in registry.names() if not registry.get(name).checkpoint]
+    return list(section["maps"])
 
 
 def long_context_ns(section: dict, map_name: str, data: str) -> list[int]:

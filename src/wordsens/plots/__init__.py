@@ -8,7 +8,7 @@ from ..claims.slope import loglog_slope
 from .common import map_label, not_run_note, run_stamp, save
 from .paper import gen_figure, ws_figure
 from .probes import attention_pair, layer_changes_figure, text_table_figure
-from .studies import long_context_figure, positions_figure, variants_figure
+from .studies import long_context_figure, positions_figure, trained_figure, variants_figure
 
 __all__ = [
     "attention_pair",
@@ -22,6 +22,7 @@ __all__ = [
     "run_stamp",
     "save",
     "text_table_figure",
+    "trained_figure",
     "variants_figure",
     "ws_figure",
 ]

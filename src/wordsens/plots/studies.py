@@ -1,7 +1,8 @@
 """The figures of the studies beyond the paper: every registered map against n (``variants_figure``),
 long contexts with fitted log-log slopes beside the RF law's over the same n (``long_context_figure``;
 the slope is the claims' one, ``wordsens.claims.slope.loglog_slope``) and the word sensitivity at
-every position, with the RF law (``positions_figure``).
+every position, with the RF law (``positions_figure``); a pre-trained encoder's layers and heads against
+their random models (``trained_figure``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..claims.slope import law_slope, loglog_slope
+from ..maps import registry
 from ..theory import rf_law
 from .common import mark_not_run, not_run_note, save
 
@@ -27,6 +29,7 @@ __all__ = [
     "TOKEN_STYLES",
     "long_context_figure",
     "positions_figure",
+    "trained_figure",
     "variants_figure",
 ]
 
@@ -260,4 +263,48 @@ def positions_figure(
         )
     fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return fig
+
+
+def trained_figure(
+    table: pd.DataFrame, paths: Sequence[str | Path], *, settings: dict[str, Any] | None = None
+) -> plt.Figure:
+    """A pre-trained encoder's layers against their random models (rows of
+    ``wordsens.experiments.trained.trained_rows``), at each n of the table: left, the mean WS per
+    layer of each trained map (solid) and its random model (dashed, same colour), with a 1-sd band
+    over the reviews, the row-normalised samples only; right, the WS of each (layer, head) of the
+    trained attention, a heat map."""
+    settings = settings or {}
+    frame = table[table["normalise"].astype(bool)]
+    whole = frame[frame["head"] == 0]
+    heads = frame[frame["head"] > 0]
+    if whole.empty:
+        raise ValueError("no rows of whole maps (head 0) on row-normalised samples to draw")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.2), width_ratios=(1.0, 1.1))
+    pairs = [("trained_attention", "mh_raf"), ("trained_layer", "block")]
+    colours = sns.color_palette(settings.get("palette", "colorblind"), len(pairs))
+    for (trained, random), colour in zip(pairs, colours, strict=True):
+        for name, style in ((trained, "-"), (random, "--")):
+            part = whole[whole["map"] == name]
+            if part.empty:
+                continue
+            for n, at_n in part.groupby("n"):
+                stats = at_n.groupby("layer")["ws"].agg(["mean", "std"]).fillna(0.0)
+                label = f"{registry.get(name).label} (n = {n})"
+                left.plot(stats.index, stats["mean"], style, marker="o", color=colour, label=label)
+                left.fill_between(
+                    stats.index, stats["mean"] - stats["std"], stats["mean"] + stats["std"], color=colour, alpha=0.15
+                )
+    left.set(xlabel="encoder layer (1-based)", ylabel="word sensitivity", title="trained (solid) vs random (dashed)")
+    left.xaxis.get_major_locator().set_params(integer=True)
+    left.legend(fontsize="small")
+    if heads.empty:
+        right.set_axis_off()
+        mark_not_run(right, "no per-head rows")
+    else:
+        grid = heads.pivot_table(index="layer", columns="head", values="ws", aggfunc="mean")
+        sns.heatmap(grid, ax=right, cmap="viridis", annot=grid.shape[1] <= 12, fmt=".1f", cbar_kws={"label": "WS"})
+        right.set(xlabel="head (1-based)", ylabel="encoder layer", title="trained attention, one head at a time")
+    save(fig, paths, settings.get("dpi", 150), stamp=settings.get("stamp"))
     return fig

