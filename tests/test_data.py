@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import stat
 import tarfile
 
 import numpy as np
@@ -12,7 +14,16 @@ import torch
 
 from wordsens.data import demo, embed, models, samples
 from wordsens.data import reviews as imdb
-from wordsens.io import CorruptCache, EmbeddingStore, load_embeddings, save_embeddings
+from wordsens.io import (
+    CorruptCache,
+    EmbeddingStore,
+    atomic_path,
+    current_umask,
+    load_embeddings,
+    save_embeddings,
+    write_json,
+    write_table,
+)
 
 
 @pytest.fixture(scope="module")
@@ -360,6 +371,28 @@ def test_store_round_trip_and_samples(tmp_path):
         load_embeddings(tmp_path / "store")
     with pytest.raises(FileNotFoundError):
         load_embeddings(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_outputs_have_the_mode_the_umask_allows_and_stay_atomic(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        table = write_table(tmp_path / "t.parquet", pd.DataFrame({"a": [1, 2]}))
+        info = write_json(tmp_path / "deep" / "x.json", {"a": 1})
+        save_embeddings(tmp_path / "store", np.zeros((2, 3, 4), np.float16), pd.DataFrame({"review_id": [0, 1]}), {})
+        written = [table, info, *sorted((tmp_path / "store").iterdir())]
+
+        def broken(path):
+            path.write_text("half")
+            raise RuntimeError("killed mid-write")
+
+        with pytest.raises(RuntimeError, match="killed"):
+            atomic_path(tmp_path / "never.csv", broken)
+    finally:
+        os.umask(old)
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in written} == {f.name: mode for f in written}
+    assert not list(tmp_path.glob("*never*")) and not list(tmp_path.glob(".*"))  # no file, no temporary left
 
 
 def test_synthetic_draw_sample():

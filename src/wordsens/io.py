@@ -1,8 +1,9 @@
 """Files: atomic writes, the embedding store, result tables (written, and stacked with checks).
 
 Every output is written to a temporary name beside its target and renamed into place, so a killed
-job never leaves a file that looks finished. The embedding store records a checksum of its array
-so that a corrupt or truncated cache is detected instead of used.
+job never leaves a file that looks finished; it gets the mode the umask allows (0644 under 022).
+The embedding store records a checksum of its array so that a corrupt or truncated cache is
+detected instead of used.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "EmbeddingStore",
     "atomic_path",
     "concatenate",
+    "current_umask",
     "file_digest",
     "load_embeddings",
     "read_json",
@@ -42,8 +44,19 @@ class CorruptCache(ValueError):
     """A cached file is missing, truncated or does not match its recorded checksum."""
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place."""
+    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place.
+
+    The file gets the mode an ordinary ``open`` would give it (``0o666`` less the umask: 0644 under
+    umask 022), not the private 0600 of the temporary file, so collaborators can read the results.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -51,6 +64,7 @@ def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Pat
     tmp_path = Path(tmp)
     try:
         write(tmp_path)
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

