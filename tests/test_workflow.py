@@ -400,10 +400,12 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
 
 
 def test_report(demo_run):
-    snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
+    out = snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
     html = (demo_run / "report.html").read_text(errors="replace")
     for figure in ("Figure 1", "Figure 2", "Figure 3", "Figure 4", "Figure 5", "Claims"):
         assert figure in html
+    messages = re.findall(r"\((?:WARNING|ERROR|SEVERE)/\d\).*", out.stdout + out.stderr)
+    assert not messages, messages  # docutils' complaints about a caption
 
 
 def test_lint_is_clean(demo_run):
