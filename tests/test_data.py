@@ -18,6 +18,7 @@ from wordsens.io import (
     CorruptCache,
     EmbeddingStore,
     atomic_path,
+    concatenate,
     current_umask,
     load_embeddings,
     save_embeddings,
@@ -393,6 +394,17 @@ def test_outputs_have_the_mode_the_umask_allows_and_stay_atomic(tmp_path, umask,
         os.umask(old)
     assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in written} == {f.name: mode for f in written}
     assert not list(tmp_path.glob("*never*")) and not list(tmp_path.glob(".*"))  # no file, no temporary left
+
+
+def test_a_chunk_with_fewer_rows_than_its_job_ran_is_refused(tmp_path):
+    rows = pd.DataFrame({"trial": [0, 1, 2], "lower": [0.1, 0.2, 0.3], "phi_norm": 1.0, "delta_norm": 1.0})
+    whole, short = write_table(tmp_path / "chunk0.parquet", rows), write_table(tmp_path / "chunk1.parquet", rows[:2])
+    assert len(concatenate([whole, short], rows=[3, 2])) == 5
+    assert len(concatenate([whole, short])) == 5  # no promise: stacked as they are
+    with pytest.raises(CorruptCache, match=r"chunk1.parquet holds 2 rows but its job ran 3.*delete it and re-run"):
+        concatenate([whole, short], rows=[3, 3])
+    with pytest.raises(ValueError, match="2 result files but 1 row counts"):
+        concatenate([whole, short], rows=[3])
 
 
 def test_synthetic_draw_sample():

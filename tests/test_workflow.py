@@ -515,6 +515,29 @@ def test_corrupt_cache_is_detected(demo_run, tmp_path):
     assert math.isfinite(load_embeddings(store).hidden[0, 0, 0])
 
 
+def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
+    """Job.rows, which the table rules hold each chunk to, is what the demo's jobs wrote."""
+    import pandas as pd
+
+    from wordsens import NUMERICS_VERSIONS, pipeline
+
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config = pipeline.validate(pipeline.merge(base, _demo_config()))
+    jobs = pipeline.Grid(config, numerics_versions=NUMERICS_VERSIONS).select()  # this machine's, as the run
+    ws = [job for job in jobs if isinstance(job, pipeline.WSJob)]
+    assert ws and len(ws) < len(jobs) and any(job.rows > len(job.trials) for job in ws)  # every position of a study
+    root = demo_run / config["results"]
+    for job in jobs:
+        w = job.wildcards
+        folder = (
+            f"{w['study']}/{w['map']}/{w['setting']}"
+            if "study" in w
+            else f"gen/{w['figure']}/{w['gdata']}/{w['gsetting']}"
+        )
+        path = root / folder / f"chunk{w['chunk']}.parquet"
+        assert len(pd.read_parquet(path)) == job.rows, path
+
+
 def test_dry_run_of_the_shipped_config_names_what_it_leaves_out(tmp_path):
     """On a small machine (20 GB, no GPU) the paper's configuration plans everything that fits and
     names the DRF points it leaves out, with the ways out."""

@@ -247,18 +247,29 @@ def prepend_pythonpath(path: str | os.PathLike) -> None:
 _FINITE = ("lower", "phi_norm", "delta_norm")
 
 
-def concatenate(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
-    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error."""
+def concatenate(paths: Iterable[str | os.PathLike], rows: Iterable[int] | None = None) -> pd.DataFrame:
+    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error,
+    and so is a file whose row count is not the one its job ran (``rows``, one count per file in
+    order: ``Job.rows`` of the plan)."""
     import pandas as pd
 
+    paths = list(paths)
+    expected: list[int | None] = [None] * len(paths) if rows is None else list(rows)
+    if len(expected) != len(paths):
+        raise ValueError(f"{len(paths)} result files but {len(expected)} row counts")
     frames = []
-    for path in paths:
+    for path, count in zip(paths, expected, strict=True):
         try:
             frame = pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several types for damaged files
             raise CorruptCache(f"{path} cannot be read ({type(err).__name__}: {err}); delete it and re-run") from err
         if frame.empty:
             raise CorruptCache(f"{path} holds no rows; delete it and re-run")
+        if count is not None and len(frame) != count:
+            raise CorruptCache(
+                f"{path} holds {len(frame)} rows but its job ran {count} (a replaced or damaged file); "
+                "delete it and re-run: Snakemake recomputes exactly that job"
+            )
         for column in _FINITE:
             if column in frame and not np.isfinite(frame[column].to_numpy(dtype=float)).all():
                 raise ValueError(f"{path} has non-finite values in column {column!r}")

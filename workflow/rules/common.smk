@@ -191,6 +191,16 @@ def get_ws_chunks(wildcards):
     return _chunk_files(GRID.select(study="ws", map=wildcards.map))
 
 
+def get_chunk_rows(wildcards):
+    """The rows each file of get_chunks holds when its job finished (Job.rows), in the same order."""
+    return [job.rows for job in GRID.select(**wildcards)]
+
+
+def get_ws_chunk_rows(wildcards):
+    """The rows of each file of get_ws_chunks (Job.rows), in the same order."""
+    return [job.rows for job in GRID.select(study="ws", map=wildcards.map)]
+
+
 def get_ws_tables(wildcards):
     """The tables of a WS figure's maps that have results (named by map)."""
     maps = wsplan.WS_FIGURES[wildcards.wsfig]

@@ -171,6 +171,11 @@ class Job(ABC):
         return store_of(self.data)
 
     @property
+    @abstractmethod
+    def rows(self) -> int:
+        """The rows the job writes: its table must hold exactly these (``wordsens.io.concatenate``)."""
+
+    @property
     def mem_mb(self) -> int:
         """Host memory to request (MB)."""
         return max(256, -(-self.memory_bytes // costs.MB))
@@ -212,6 +217,11 @@ class WSJob(Job):
         return f"{self.map} {self.setting}" if self.study == "ws" else f"{self.study} {self.map} {self.setting}"
 
     @property
+    def rows(self) -> int:
+        """One row per trial, or per trial and position where every position is searched."""
+        return len(self.trials) * (self.n if self.params["settings"]["position"] == "all" else 1)
+
+    @property
     def store(self) -> str | None:
         return store_of(self.data, self.study)
 
@@ -235,6 +245,11 @@ class GenJob(Job):
     @property
     def point(self) -> str:
         return f"{self.figure} {self.data} {self.setting}"
+
+    @property
+    def rows(self) -> int:
+        """One row per simulation and search."""
+        return len(self.simulations) * len(self.searches)
 
     @property
     def wildcards(self) -> dict[str, str]:
