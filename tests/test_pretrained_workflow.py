@@ -185,6 +185,36 @@ def test_pretrained_config_plans(tmp_path):
     assert "every job fits" in out or "left out" in out
 
 
+@pytest.mark.slow
+@needs_package
+def test_the_offline_suggestions_are_commands_snakemake_accepts(tmp_path, monkeypatch):
+    """Going without the Hub, planning names the local copy and the encoder together; the command
+    it suggests for the copy is one Snakemake accepts (a dry run), and with the suggested encoder
+    route (config/pretrained.yaml) the same command plans the run."""
+    import shlex
+
+    from wordsens import pipeline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    with pytest.raises(pipeline.ConfigError) as info:
+        pipeline.check(pipeline.merge(base, {"data": {"source": "parquet", "path": str(tmp_path / "none")}}))
+    message = str(info.value)
+    suggested = re.search(r"--config '[^']*'", message)
+    assert suggested and "--configfile config/pretrained.yaml" in message and "model.name" in message, message
+    copy = tmp_path / "imdb.parquet"
+    copy.write_bytes(b"")  # planning checks that it is there; the reviews job reads it
+    args = [arg.replace("/path/to/imdb/train.parquet", str(copy)) for arg in shlex.split(suggested.group(0))]
+    assert str(copy) in args[1]
+    workdir = copy_workflow(tmp_path / "wf")
+    with pytest.raises(AssertionError) as refused:  # the paper's encoder still needs the Hub
+        planned_jobs(workdir, extra=tuple(args))
+    assert "model.name 'bert-base-uncased'" in str(refused.value) and "data.path" not in str(refused.value)
+    assert "valid identifier" not in str(refused.value)
+    jobs = planned_jobs(workdir, PRETRAINED, extra=tuple(args))
+    assert jobs["reviews"] == 1 and jobs["ws"] > 0 and jobs["packaged_model"] == 1
+
+
 # ----------------------------------------------------------------------------- the missing package
 def test_missing_package_stops_planning_with_the_install_command(tmp_path):
     workdir = copy_workflow(tmp_path / "wf")
