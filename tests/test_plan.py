@@ -33,7 +33,13 @@ def _demo(changes: dict | None = None) -> dict:
 
 def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
     config = pipeline.load_config(BASE)
-    assert config["limits"] == {"memory_gb": "auto", "gpu_memory_gb": "auto", "unfit": "skip"}
+    assert config["limits"] == {
+        "memory_gb": "auto",
+        "gpu_memory_gb": "auto",
+        "cluster_memory_gb": None,
+        "cluster_gpu_memory_gb": None,
+        "unfit": "skip",
+    }
     # a file that sets almost nothing gets every default of the schema
     minimal = tmp_path / "config.yaml"
     minimal.write_text(yaml.safe_dump({"ws": {"maps": {"raf": {"d": [16], "n": [8]}}}}))

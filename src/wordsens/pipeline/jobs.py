@@ -69,9 +69,15 @@ class Limits:
 
     @classmethod
     def of(cls, config: dict) -> Limits:
-        """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: what this machine (its GPU)
-        has free now."""
-        cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
+        """``limits.memory_gb`` and ``limits.gpu_memory_gb``; ``auto``: the cluster's nodes where a
+        cluster profile gave them (``limits.cluster_memory_gb``, ``limits.cluster_gpu_memory_gb``),
+        else what this machine (its GPU) has free now."""
+        limits = config["limits"]
+        cpu, gpu = limits["memory_gb"], limits["gpu_memory_gb"]
+        if cpu == "auto" and limits.get("cluster_memory_gb") is not None:
+            cpu = limits["cluster_memory_gb"]
+        if gpu == "auto" and limits.get("cluster_gpu_memory_gb") is not None:
+            gpu = limits["cluster_gpu_memory_gb"]
         cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
         if gpu != "auto":
             gpu_bytes: int | None = int(float(gpu) * GB)
