@@ -312,9 +312,9 @@ def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     assert planned_jobs(demo_run, cf) == {
         "ws_figure": 2,
         "gen_figure": 4,
-        "fig1_attention": 1,
-        "fig3_probes": 1,
-        "fig1_lm": 1,
+        "fig1_attention_figure": 1,  # the probes draw again; their encoder and LM do not run
+        "fig3_figures": 1,
+        "fig1_lm_figure": 1,
         "variants_figure": 1,
         "long_context_figure": 1,
         "positions_figure": 1,

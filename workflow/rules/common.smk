@@ -310,7 +310,8 @@ def targets():
     if "positions" in studies:
         out += list(rules.positions_figure.output)
     if config["probes"]["enabled"]:
-        out += list(rules.fig1_attention.output) + list(rules.fig3_probes.output)
+        out += list(rules.fig1_attention_figure.output)
+        out += list(rules.fig3_figures.output)
     if config["probes"]["lm"]["enabled"]:
-        out += list(rules.fig1_lm.output)
+        out += list(rules.fig1_lm_figure.output)
     return out
