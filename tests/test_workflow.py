@@ -593,6 +593,54 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
     assert "data.source" in text and "data.path" in text, text[-3000:]
 
 
+def _started_after_the_pool(workdir, config: str, cores: int) -> tuple[list[str], str]:
+    """Run the workflow on ``cores`` cores until the embedding job starts; the rules started after
+    the pool job finished, in Snakemake's order, and its log up to there."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", config],
+        cwd=workdir,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines, after = [], None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if re.match(r"Finished jobid: \d+ \(Rule: pool\)", line):
+                after = []
+            elif after is not None and line.startswith(("rule ", "localrule ")):
+                after.append(line.split()[1].rstrip(":"))
+                if after[-1] == "embed":
+                    break
+    finally:
+        if proc.poll() is None:  # the rest of the run (in a temporary copy) is not needed
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    return after or [], "".join(lines)
+
+
+def test_the_embedding_starts_at_the_first_free_core_after_its_pool(tmp_path):
+    """On 2 cores busy with generalisation jobs that need no data, the embedding job is the first
+    job to start once the pool is written (a 2-thread job waited there for two cores at once)."""
+    workdir = copy_workflow(tmp_path / "wf")
+    changes = {
+        "ws": {"maps": {"rf": None, "drf": None, "raf": {"d": [16], "n": [8]}, "relu_raf": None}},
+        "gen": {"data": ["synthetic"], "fig5": None, "simulations": 6, "simulations_per_job": 1},
+        "variants": None,
+        "long_context": None,
+        "positions": None,
+        "probes": {"enabled": False},
+    }
+    config = write_config(workdir, "busy.yaml", DEMO, changes)
+    after, text = _started_after_the_pool(workdir, config, cores=2)
+    assert after == ["embed"], (after, text[-3000:])
+    busy = re.findall(r"^(?:local)?rule gen:", text, re.M)  # the cores were busy with jobs that need no data
+    assert len(busy) >= 2, text[-3000:]
+
+
 def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
     """The default profile keeps going past a failed job (the synthetic variants study, which needs
     no reviews, still completes); the end of the run lists the failed jobs (their outputs are
