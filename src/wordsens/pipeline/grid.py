@@ -143,9 +143,9 @@ class Grid:
             "(limits.unfit: skip runs everything else):"
         )
         ways = (
-            "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.memory_gb set to the "
-            "nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is visible, or "
-            "limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. "
+            "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.cluster_memory_gb in "
+            "the profile set to the nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is "
+            "visible, or limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. "
         )
         ways += (
             "limits.unfit: skip runs the rest."
