@@ -1,5 +1,6 @@
 """The workflow's plan, without running Snakemake: the one import of the Snakefile and of
-``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration,
+``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration (against
+its schema: ``wordsens.pipeline.schema``),
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
 (``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), and
 ``wordsens.pipeline.grid`` holds them (``Grid``) and describes them.
@@ -9,15 +10,12 @@ when it runs).
 """
 
 from .configuration import (
-    SCHEMA,
-    ConfigError,
     check,
     export_plugins,
     load_config,
     merge,
     preflight,
     problems,
-    schema_problems,
     validate,
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
@@ -37,6 +35,7 @@ from .jobs import (
     ws_jobs,
 )
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
+from .schema import SCHEMA, ConfigError, schema_problems
 
 __all__ = [
     "GEN_FIGURES",
