@@ -43,8 +43,8 @@ _NAME = re.compile(r"^(\d+)_(\d+)\.txt$")
 _LOCAL_HELP = (
     "set data.source to 'aclimdb' (an extracted aclImdb/ folder), 'tarball' (aclImdb_v1.tar.gz) or "
     "'parquet' (files with text/label columns) and data.path to its location, e.g. "
-    f"{LOCAL_DATA_EXAMPLE}; the encoder needs the Hub too unless model.name is a local folder or the "
-    "packaged encoder (--configfile config/pretrained.yaml)"
+    f"{LOCAL_DATA_EXAMPLE}; the encoder needs the Hub too unless model.name is a local folder, in the "
+    "Hugging Face cache or the packaged encoder (--configfile config/pretrained.yaml)"
 )
 
 
