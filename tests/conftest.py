@@ -9,9 +9,30 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Plans use the built-in time calibration, not one a developer stored with `wordsens plan --calibrate`.
+os.environ.setdefault("WORDSENS_CALIBRATION", "none")
 
 
 import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep tests that share something expensive on one pytest-xdist worker (``--dist loadgroup``):
+    everything that reads the demo run or submits to the one-node SLURM cluster ("demo": the demo is
+    built once, the cluster is never shared by two runs), and each module whose tests share a
+    module-scoped fixture (a tiny model, a corpus, a pre-trained encoder: built once). Without xdist
+    the marks do nothing."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        defs = fixtures.name2fixturedefs.values() if fixtures is not None else []
+        if "demo_run" in item.fixturenames or item.get_closest_marker("slurm"):
+            group = "demo"
+        elif any(d[-1].scope == "module" for d in defs if d):
+            group = item.module.__name__ if item.module is not None else item.nodeid
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
         "gpu_memory_gb": "auto",
         "cluster_memory_gb": None,
         "cluster_gpu_memory_gb": None,
+        "max_job_hours": "auto",
         "unfit": "skip",
     }
     # a file that sets almost nothing gets every default of the schema
@@ -394,7 +395,7 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     monkeypatch.delenv(pipeline.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
     planned = pipeline.planned_limits(config, planner=True)
-    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB)
+    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB, hours=0.5)  # limits.max_job_hours: auto, on this machine
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert pipeline.planned_limits(_demo(), planner=False) == planned
     assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again
@@ -524,7 +525,11 @@ def test_default_variants_and_long_context_stay_within_one_cpu_hour():
         check=True,
         env={**os.environ, "WORDSENS_PLUGINS": "", "WORDSENS_MAX_MEMORY_MB": "64000"},
     )
-    hours = dict(re.findall(r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment: ")[1].splitlines()[0]))
+    hours = dict(
+        re.findall(
+            r"(\w+) (\d+\.\d+)", out.stdout.split("CPU-hours per experiment (uncalibrated): ")[1].splitlines()[0]
+        )
+    )
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
     assert 0.5 < beyond <= 1.0, out.stdout
     assert f"variants + long_context: {beyond:.2f} CPU-hours" in out.stdout

@@ -12,7 +12,7 @@ import yaml
 
 from wordsens import pipeline
 from wordsens.compute.costs import GB
-from wordsens.pipeline import jobs as planning
+from wordsens.pipeline import limits as planning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,18 +55,19 @@ def test_the_slurm_profile_wins_over_the_local_defaults(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "limits, cpu_gb, gpu_gb",
+    "limits, cpu_gb, gpu_gb, hours",
     [
-        ({"memory_gb": 8, "unfit": "fail"}, 8, None),  # the user's own limits stand
-        ({"memory_gb": "12.5", "gpu_memory_gb": 40}, 12.5, 40),
-        (None, 250, None),  # left at auto: the cluster's nodes, from the profile
+        ({"memory_gb": 8, "max_job_hours": 3, "unfit": "fail"}, 8, None, 3),  # the user's own limits stand
+        ({"memory_gb": "12.5", "gpu_memory_gb": 40}, 12.5, 40, None),
+        (None, 250, None, None),  # left at auto: the cluster's nodes, from the profile, and no time limit
     ],
 )
-def test_the_users_limits_stand_under_the_slurm_profile(monkeypatch, tmp_path, limits, cpu_gb, gpu_gb):
+def test_the_users_limits_stand_under_the_slurm_profile(monkeypatch, tmp_path, limits, cpu_gb, gpu_gb, hours):
     monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
     args = _snakemake_args(monkeypatch, "--profile", "profiles/slurm", "--configfile", _user_config(tmp_path, limits))
     config = _config(args)
-    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), None if gpu_gb is None else gpu_gb * GB)
+    gpu = None if gpu_gb is None else gpu_gb * GB
+    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours)
     assert config["limits"]["unfit"] == (limits or {}).get("unfit", "skip")
     assert config["results"] == "results/mine"
 
@@ -75,4 +76,4 @@ def test_without_a_cluster_profile_auto_is_this_machine(monkeypatch, tmp_path):
     monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
     monkeypatch.setattr(planning, "available_bytes", lambda device: 3 * GB)
     args = _snakemake_args(monkeypatch, "--cores", "1", "--configfile", _user_config(tmp_path, None))
-    assert pipeline.Limits.of(_config(args)) == pipeline.Limits(3 * GB, None)
+    assert pipeline.Limits.of(_config(args)) == pipeline.Limits(3 * GB, None, pipeline.LOCAL_MAX_JOB_HOURS)

@@ -165,6 +165,7 @@ def test_rf_ws_follows_the_back_of_envelope_law(n):
     assert low <= ratio <= high, ratio
 
 
+@pytest.mark.slow
 def test_raf_ws_is_order_one_and_rf_decays():
     """At d = 256: RAF WS >= 1 for n in {20, 200} and WS(200)/WS(20) >= 0.7; for RF the ratio is
     near sqrt(20/200) = 0.32 (the back-of-envelope law gives 0.29)."""

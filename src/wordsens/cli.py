@@ -90,6 +90,7 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 
 def _build_parser() -> argparse.ArgumentParser:
     from .maps import registry
+    from .pipeline.schedule import plan_arguments
 
     parser = argparse.ArgumentParser(
         prog="wordsens",
@@ -227,15 +228,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser(
         "plan",
-        help="print the planned grid: job count, hours, peak memory, devices, the jobs left out",
-        description="Load config.yaml (and --configfile files merged over it) the way the Snakefile does: "
+        help="print the planned grid: jobs, hours, memory, devices, the jobs left out, when the run ends",
+        description="Load config.yaml, --configfile files and --config values the way Snakemake does: "
         "validated against workflow/schemas/config.schema.yaml with its defaults filled, then checked "
         "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
-        "hours, peak memory and device, and the jobs that cannot fit this machine (limits.memory_gb, "
-        "limits.gpu_memory_gb), which the workflow leaves out (limits.unfit: skip) or refuses (fail).",
+        "hours, peak memory and device, the jobs that cannot fit this machine (limits.memory_gb, "
+        "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
+        "or refuses (fail), and the expected wall time of the run on --cores cores (docs/cli.md).",
     )
-    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
-    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
+    plan_arguments(plan)
 
     claims = sub.add_parser(
         "claims",
@@ -422,9 +423,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(_describe_maps())
             return 0
         if args.command == "plan":
-            from .pipeline import describe, load_config
+            from .pipeline import plan_text
 
-            print(describe(load_config(args.base, *args.configfile)))
+            # Snakemake's own parser (imported only when used: importing snakemake.cli takes seconds)
+            overrides = __import__("snakemake.cli").cli.parse_config(args.config) if args.config else {}
+            print(plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate))
             return 0
         if args.command == "claims":
             sys.stdout.write(_run_claims(args))

@@ -159,7 +159,8 @@ def get_mem_mb(wildcards):
 
 
 def get_runtime(wildcards):
-    return GRID.job(wildcards).runtime
+    """Minutes to request: 5 x the job's calibrated estimate + 5 (wsplan.Grid.runtime)."""
+    return GRID.runtime(GRID.job(wildcards))
 
 
 def get_gpu(wildcards):

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..compute.devices import resolve_device
-from ..data.embed import load_pretrained
+from ..data.embed import load_pretrained, truncated
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -142,8 +142,9 @@ def attention_map(
 
 def token_attention(model, batch: dict[str, Tensor], position: int, delta: Tensor, *, layer: int = 1) -> Tensor:
     """Mean attention (over heads and query rows) that ``layer`` pays to token ``position`` when it
-    is moved by ``delta``; differentiable in ``delta``."""
-    with moved(model, position, delta):
+    is moved by ``delta``; differentiable in ``delta``. Only the first ``layer`` layers run (the
+    later ones cannot change it; ``truncated`` leaves unknown architectures whole)."""
+    with moved(model, position, delta), truncated(model, layer):
         out = _run(model, batch, attentions=True)
     return out.attentions[layer - 1][0, :, :, position].mean()
 

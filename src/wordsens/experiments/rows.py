@@ -265,6 +265,7 @@ def gen_rows(
                     "prepare_seconds": setup.seconds,
                     "sampler": setup.sampler,
                     "options": canonical_json(setup.options),
+                    "device": setup.device,
                     "peak_memory_mb": peak_rss_bytes() / 1024**2,
                     "job_peak_memory_mb": _mb(job_peak_bytes()),
                     "threads": threads,

@@ -71,6 +71,7 @@ class Setup:
     functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
     momentum: float = 0.0  # of the Delta search's ascent (the map's search setting)
     options: dict[str, Any] = field(default_factory=dict)  # the map's options
+    device: str = "cpu"  # where the features and functionals were computed
 
     def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
         """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
@@ -181,6 +182,7 @@ def prepare(
         functionals=parts.functionals,
         momentum=spec.settings.momentum,
         options=values,
+        device=str(dev),
     )
 
 

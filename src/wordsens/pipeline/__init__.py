@@ -9,6 +9,7 @@ Importing it imports neither torch nor Snakemake (the configuration's validation
 when it runs).
 """
 
+from .calibrate import Measured, calibration_table, measure, save_calibration, stored_calibration
 from .configuration import (
     check,
     export_plugins,
@@ -20,25 +21,25 @@ from .configuration import (
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
 from .jobs import (
-    PLANNED_LIMITS,
     GenJob,
     Job,
-    Limits,
     WSJob,
     data_label,
     gen_jobs,
     gen_searches,
     gen_setting,
     job_device,
-    planned_limits,
     setting_name,
     ws_jobs,
 )
+from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
+from .schedule import Task, finish_lines, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
 
 __all__ = [
     "GEN_FIGURES",
+    "LOCAL_MAX_JOB_HOURS",
     "PLANNED_LIMITS",
     "SCHEMA",
     "STUDIES",
@@ -48,28 +49,38 @@ __all__ = [
     "Grid",
     "Job",
     "Limits",
+    "Measured",
     "Point",
+    "Task",
     "WSJob",
+    "calibration_table",
     "capped_ns",
     "check",
     "data_label",
     "describe",
     "export_plugins",
     "failed_jobs",
+    "finish_lines",
     "gen_jobs",
     "gen_searches",
     "gen_setting",
     "job_device",
     "load_config",
     "long_context_ns",
+    "measure",
     "merge",
+    "plan_text",
     "planned_limits",
     "preflight",
     "problems",
+    "run_tasks",
+    "save_calibration",
     "schema_problems",
     "setting_name",
+    "simulate",
     "store_ns",
     "store_of",
+    "stored_calibration",
     "stores",
     "study_hours",
     "validate",

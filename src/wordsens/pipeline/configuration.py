@@ -45,15 +45,17 @@ def merge(base: dict, override: dict) -> dict:
     return out
 
 
-def load_config(*paths: str | Path, schema: str | Path | None = None) -> dict:
-    """``config.yaml`` merged with further config files, in order, then ``check``-ed: what the
-    Snakefile sees after ``configfile:`` and ``--configfile``."""
+def load_config(*paths: str | Path, schema: str | Path | None = None, overrides: dict | None = None) -> dict:
+    """``config.yaml`` merged with further config files, in order, and ``overrides`` (what
+    ``--config`` gives), then ``check``-ed: what the Snakefile sees after ``configfile:``,
+    ``--configfile`` and ``--config``."""
     import yaml
 
     config: dict = {}
     for path in paths:
         with open(path) as fh:
             config = merge(config, yaml.safe_load(fh) or {})
+    config = merge(config, overrides or {})
     if schema is None and paths:
         beside = Path(paths[0]).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
         schema = beside if beside.is_file() else SCHEMA

@@ -15,10 +15,13 @@ from typing import Any
 
 from .. import NUMERICS_VERSIONS
 from ..compute.costs import GB
+from ..compute.timing import Calibration
 from ..data.inputs import store_summary
 from ..io import store_metas
 from ..maps import registry
-from .jobs import GenJob, Job, Limits, WSJob, gen_jobs, ws_jobs
+from .calibrate import stored_calibration
+from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
+from .limits import Limits
 from .points import STUDIES
 
 __all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
@@ -30,16 +33,24 @@ GEN_FIGURES = {"fig4_generalisation": "fig4", "fig5_penalised": "fig5"}
 
 
 class Grid:
-    """Every job of a configuration, split into those that fit ``limits`` and those left out.
+    """Every job of a configuration, split into those that fit ``limits`` (memory, and the
+    calibrated wall time of ``estimate`` against ``limits.max_job_hours``) and those left out.
 
     The workflow's input functions look jobs up by their output's wildcards (``job``), collect the
     chunk files of a table (``select``) and name what a figure is missing (``left_out``).
     """
 
     def __init__(
-        self, config: dict, *, limits: Limits | None = None, numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS
+        self,
+        config: dict,
+        *,
+        limits: Limits | None = None,
+        numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS,
+        calibration: Calibration | None = None,
     ):
         self.limits = Limits.of(config) if limits is None else limits
+        # the time calibration (wordsens.pipeline.calibrate): the stored one, else the built-in one
+        self.calibration = stored_calibration() if calibration is None else calibration
         self.jobs: list[Job] = [
             *ws_jobs(config, self.limits, numerics_versions["ws"]),
             *gen_jobs(config, self.limits, numerics_versions["gen"]),
@@ -52,9 +63,31 @@ class Grid:
         """Bytes one job may use on ``device``; None: unknown (a GPU that is not visible here)."""
         return self.limits.gpu if device == "cuda" else self.limits.cpu
 
-    def fits(self, job: Job) -> bool:
+    def estimate(self, job: Job) -> float:
+        """Expected wall seconds of ``job`` on this machine: its cost model's seconds through the
+        calibration (``wordsens.compute.timing``); on a GPU the model's seconds unscaled (no GPU
+        measurements yet) plus the family's fixed time."""
+        coefficients = self.calibration.of(job.family)
+        if job.device == "cuda":
+            return coefficients.fixed + job.seconds
+        return coefficients.predict(job.seconds)
+
+    def runtime(self, job: Job) -> int:
+        """Minutes a scheduler should grant ``job``: generous, 5 x the larger of its cost model's
+        seconds and its calibrated ``estimate``, + 5 minutes (``Job.runtime`` on the model alone)."""
+        return max(job.runtime, int(5 + 5 * self.estimate(job) / 60))
+
+    def fits_time(self, job: Job) -> bool:
+        """The job's ``estimate`` is within ``limits.max_job_hours`` (or there is no such limit)."""
+        return self.limits.hours is None or self.estimate(job) <= self.limits.hours * 3600
+
+    def fits_memory(self, job: Job) -> bool:
+        """The job's memory estimate is within what one job may use on its device (and its cap)."""
         limit = self.limit(job.device)
         return (limit is None or job.device_bytes <= limit) and (job.cap is None or job.arrays <= job.cap)
+
+    def fits(self, job: Job) -> bool:
+        return self.fits_memory(job) and self.fits_time(job)
 
     def job(self, wildcards: Mapping[str, Any]) -> Job:
         """The job that writes the output with these wildcards (a Snakemake ``Wildcards`` object)."""
@@ -110,13 +143,19 @@ class Grid:
                         "map": job.map,
                         "device": job.device,
                         "needs_gb": round(job.device_bytes / GB, 1),
+                        # left out for its time alone: the hours it needs (figures name them)
+                        **(
+                            {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}
+                            if self.fits_memory(job) and not self.fits_time(job)
+                            else {}
+                        ),
                         **_values(job),
                     },
                 )
         return list(seen.values())
 
     def left_out_message(self, *, fail: bool = False) -> str:
-        """One block: the jobs left out, why (memory needed against allowed), and the ways out."""
+        """One block: the jobs left out, why (memory or time needed against allowed), and the ways out."""
         if not self.unfit:
             return ""
         points: dict[str, list[Job]] = {}
@@ -126,26 +165,32 @@ class Grid:
         for point, jobs in points.items():
             job = jobs[0]
             allowed = self.limit(job.device)
+            reasons = []
             if job.cap is not None and job.arrays > job.cap:
-                need, allowed, where = job.arrays, job.cap, "ws.max_memory_gb (arrays)"
-            else:
-                need = job.device_bytes
+                reasons.append(
+                    f"needs {job.arrays / GB:.1f} GB, {job.cap / GB:.1f} GB allowed by ws.max_memory_gb (arrays)"
+                )
+            elif allowed is not None and job.device_bytes > allowed:
                 where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
-            lines.append(
-                f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): needs "
-                f"{need / GB:.1f} GB, {(allowed or 0) / GB:.1f} GB allowed by {where}"
-            )
+                reasons.append(f"needs {job.device_bytes / GB:.1f} GB, {allowed / GB:.1f} GB allowed by {where}")
+            if not self.fits_time(job):
+                reasons.append(
+                    f"about {self.estimate(job) / 3600:.2g} hours each, {self.limits.hours:g} allowed by "
+                    "limits.max_job_hours"
+                )
+            lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): " + "; ".join(reasons))
         head = (
-            f"{len(self.unfit)} job(s) cannot fit the memory one job may use here, so nothing runs "
+            f"{len(self.unfit)} job(s) cannot fit the memory or time one job may use here, so nothing runs "
             "(limits.unfit: fail):"
             if fail
-            else f"{len(self.unfit)} job(s) left out: they need more memory than one job may use here "
+            else f"{len(self.unfit)} job(s) left out: they need more memory or time than one job may use here "
             "(limits.unfit: skip runs everything else):"
         )
         ways = (
             "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.cluster_memory_gb in "
-            "the profile set to the nodes' memory); a GPU for DRF (ws.device: auto or cuda where one is "
-            "visible, or limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n. "
+            "the profile set to the nodes' memory; it lifts limits.max_job_hours: auto); a GPU for DRF "
+            "(ws.device: auto or cuda where one is visible, or limits.gpu_memory_gb on a cluster's GPU "
+            "nodes); a smaller d or n; a larger limits.max_job_hours (null: no time limit). "
         )
         ways += (
             "limits.unfit: skip runs the rest."
@@ -200,26 +245,30 @@ def store_ns(config: dict, store: str) -> list[int]:
     return Grid(config, limits=Limits(cpu=0, gpu=None)).store_ns(store)
 
 
-def describe(config: dict, limits: Limits | None = None) -> str:
-    """Human summary: job counts, estimated hours, peak memory, where jobs run, what is left out."""
-    grid = Grid(config, limits=limits)
+def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = None) -> str:
+    """Human summary: job counts, expected hours (calibrated: ``Grid.estimate``), peak memory, where
+    jobs run, what is left out (``grid``: a planned grid of ``config``, else planned here)."""
+    grid = Grid(config, limits=limits) if grid is None else grid
     lines = [
         "jobs (word sensitivity: per study, map, grid point and chunk of trials; generalisation: per figure, "
-        "data, map, n, N and chunk of simulations):"
+        "data, map, n, N and chunk of simulations; hours: their expected wall time on this machine, added up):"
     ]
     groups: dict[str, list[Job]] = {}
     for job in grid.jobs:
         groups.setdefault(f"{_group(job)} {job.map} ({job.device})", []).append(job)
     for name in sorted(groups):
         mine = groups[name]
-        hours = sum(job.seconds for job in mine) / 3600
+        hours = sum(grid.estimate(job) for job in mine) / 3600
         peak = max(job.device_bytes for job in mine) / GB
         lines.append(f"  {name:30s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
-    total_h = sum(job.seconds for job in grid.jobs) / 3600
+    total_h = sum(grid.estimate(job) for job in grid.jobs) / 3600
     peak = max((job.device_bytes for job in grid.jobs), default=0) / GB
     lines.append(f"  {'total':30s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
     per = study_hours(grid)
-    lines.append("CPU-hours per experiment: " + ", ".join(f"{key} {value:.2f}" for key, value in per.items()))
+    lines.append(
+        "cost-model CPU-hours per experiment (uncalibrated): "
+        + ", ".join(f"{key} {value:.2f}" for key, value in per.items())
+    )
     beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
     if beyond:
         lines.append(

@@ -90,11 +90,13 @@ def _savefig(fig: plt.Figure, target: Path, *, fmt: str, dpi: int) -> None:
 
 
 def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most: int = 6) -> str:
-    """'not run: L=8 n=80 (needs 99.4 GB)' lines for grid points left out (``wordsens.pipeline.Grid.left_out``)."""
+    """'not run: L=8 n=80 (needs 99.4 GB)' lines for grid points left out (``wordsens.pipeline.Grid.left_out``);
+    '(needs ~1.7 h)' for points left out by ``limits.max_job_hours``."""
     lines = []
     for point in points:
         values = " ".join(f"{key}={point[key]}" for key in keys if point.get(key) is not None)
-        lines.append(f"{values} (needs {point['needs_gb']:g} GB)")
+        need = f"~{point['needs_hours']:g} h" if point.get("needs_hours") is not None else f"{point['needs_gb']:g} GB"
+        lines.append(f"{values} (needs {need})")
     if len(lines) > most:
         lines = [*lines[: most - 1], f"and {len(lines) - most + 1} more"]
     return "not run: " + "\n".join(lines) if lines else ""

@@ -1,0 +1,150 @@
+"""The whole pipeline, end to end, in a fresh folder: wall time per rule, the total, the critical
+path and the device of each job.
+
+    python benchmarks/bench_pipeline.py                                    # the demo, every core
+    python benchmarks/bench_pipeline.py --cores 2                          # as on a 2-core laptop
+    python benchmarks/bench_pipeline.py --configfile config.yaml --cores 16 -- \
+        --config 'data={source: parquet, path: /data/imdb.parquet}'           # the paper, local IMDb
+    python benchmarks/bench_pipeline.py --log RUN/.snakemake/log/X.snakemake.log   # a finished run
+
+It copies the workflow (Snakefile, config.yaml, workflow/, scripts/, config/, profiles/) into the
+folder, runs ``snakemake --cores N --configfile CONFIG`` there (anything after ``--`` is passed to
+Snakemake), and reads the run's Snakemake log (``wordsens.io.snakemake_log_jobs``): per rule the
+jobs, summed and longest wall seconds; the run's elapsed time; the critical path
+(``wordsens.pipeline.runs``: the chain of jobs that ended the run, with the time each waited for a
+free core after its inputs were ready). The device of a word-sensitivity or generalisation job is
+read from its result rows (``device`` column), an embedding or probe job's from the configuration;
+the other steps run on the CPU. Log times are whole seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the one copy of the workflow-copying helper
+sys.path.insert(0, str(ROOT / "src"))
+
+from workflow_utils import copy_workflow  # noqa: E402
+
+from wordsens.io import LoggedJob, snakemake_log_jobs  # noqa: E402
+from wordsens.pipeline import merge  # noqa: E402
+from wordsens.pipeline.runs import critical_path, rule_times  # noqa: E402
+
+CONFIG_DEVICE = {"embed": "model", "embed_long": "model", "fig1_attention": "probes", "fig3_probes": "probes"}
+
+
+def job_device(job: LoggedJob, workdir: Path, config: dict) -> str:
+    """Where the job computed: its rows' ``device`` column, the configured device of an embedding or
+    probe job, else the CPU."""
+    for output in job.outputs:
+        if output.endswith(".parquet") and job.rule in ("ws", "gen"):
+            path = workdir / output
+            try:
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(path, columns=["device"])
+            except (OSError, KeyError, ValueError):
+                return "?"
+            return ",".join(sorted(set(table.column("device").to_pylist())))
+    section = CONFIG_DEVICE.get(job.rule)
+    return str((config.get(section) or {}).get("device", "cpu")) if section else "cpu"
+
+
+def run(configfile: str, cores: str, workdir: Path, extra: list[str]) -> Path:
+    """Run the workflow in ``workdir``; returns its Snakemake log."""
+    copy_workflow(workdir)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "snakemake", "--cores", cores, "--configfile", configfile, *extra]
+    print(f"# in {workdir}: {' '.join(cmd[2:])}", flush=True)
+    started = time.perf_counter()
+    out = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+    print(f"# snakemake returned {out.returncode} after {time.perf_counter() - started:.0f} s", flush=True)
+    if out.returncode != 0:
+        sys.exit(f"the run failed:\n{out.stderr[-4000:]}")
+    logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    if not logs:
+        sys.exit(f"no Snakemake log in {workdir}/.snakemake/log")
+    return logs[-1]
+
+
+def report(log: Path, workdir: Path, config: dict, *, width: int = 70) -> None:
+    jobs, info = snakemake_log_jobs(log)
+    if not jobs:
+        sys.exit(f"{log} lists no finished job")
+    print(f"\n# {log}")
+    print(f"{'rule':22s} {'jobs':>5s} {'sum s':>8s} {'longest s':>10s} {'first start':>12s} {'last end':>9s}  devices")
+    devices: dict[str, set[str]] = {}
+    for job in jobs:
+        devices.setdefault(job.rule, set()).add(job_device(job, workdir, config))
+    for r in rule_times(jobs):
+        print(
+            f"{r.rule:22s} {r.jobs:5d} {r.total:8.0f} {r.longest:10.0f} {r.first_start:12.0f} {r.last_end:9.0f}"
+            f"  {','.join(sorted(devices[r.rule]))}"
+        )
+    busy = sum(j.seconds for j in jobs)
+    total = info.get("elapsed", max(j.end for j in jobs))
+    cores = info.get("cores")
+    print(
+        f"\ntotal wall time {total:.0f} s ({total / 60:.1f} min) on {cores and int(cores)} cores;"
+        f" job seconds {busy:.0f}"
+    )
+    path = critical_path(jobs)
+    print(
+        f"\ncritical path ({len(path)} jobs, {sum(s.job.seconds for s in path):.0f} s running, "
+        f"{sum(s.wait for s in path):.0f} s waiting after their inputs were ready):"
+    )
+    for step in path:
+        what = (step.job.outputs[0] if step.job.outputs else "(target)")[-width:]
+        print(
+            f"  {step.job.rule:20s} {step.job.start:6.0f} -> {step.job.end:6.0f}  wait {step.wait:5.0f}  "
+            f"{job_device(step.job, workdir, config):5s} {what}"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Arguments after -- go to snakemake.",
+    )
+    parser.add_argument("--configfile", default="config/demo.yaml", help="the run's configuration (default: the demo)")
+    parser.add_argument("--cores", default="all", help="cores Snakemake may use (default: all)")
+    parser.add_argument(
+        "--workdir", type=Path, help="the fresh folder to run in (default: a new temporary folder, kept)"
+    )
+    parser.add_argument("--log", type=Path, help="only analyse this Snakemake log of a finished run (no run)")
+    args = parser.parse_args(argv)
+    import yaml
+
+    if args.log:
+        if not args.log.is_file():
+            parser.error(f"--log {args.log} is not a file: name a .snakemake/log/*.snakemake.log of a finished run")
+        workdir = args.workdir or args.log.resolve().parents[2]
+        log = args.log
+    else:
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="wordsens-pipeline-"))
+        if workdir.exists() and any(workdir.iterdir()):
+            parser.error(f"--workdir {workdir} is not empty: the benchmark runs everything from scratch")
+        log = run(args.configfile, args.cores, workdir, extra)
+    config: dict = {}
+    for name in ("config.yaml", args.configfile):
+        path = workdir / name if (workdir / name).is_file() else ROOT / name
+        if path.is_file():
+            config = merge(config, yaml.safe_load(path.read_text()) or {})
+    report(log, workdir, config)
+
+
+if __name__ == "__main__":
+    main()

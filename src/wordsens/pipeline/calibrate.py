@@ -1,0 +1,130 @@
+"""The time calibration of this machine: measured jobs matched to a configuration's grid, the fit
+(``wordsens.compute.timing``), where it is stored, and the predicted-against-measured table that
+``wordsens plan --calibrate`` prints.
+
+A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the
+word-sensitivity, generalisation and embedding jobs) or a Snakemake log
+(``.snakemake/log/*.snakemake.log``: every job's start and finish, whole seconds, and the run's
+elapsed time). Word-sensitivity and generalisation jobs are matched to the grid's jobs by their
+output path (``Job.key``), so the configuration must be the one that made the results; other jobs
+count by rule. Torch-free.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..compute.timing import Calibration, Sample
+from ..io import atomic_path, benchmark_times, calibration_file, snakemake_log_jobs
+from .jobs import Job
+
+__all__ = ["Measured", "calibration_table", "measure", "save_calibration", "stored_calibration"]
+
+# Rules that share a family: the long-context store's pool and embedding are the main store's steps.
+SAME_AS = {"embed_long": "embed", "pool_long": "pool"}
+
+
+def stored_calibration() -> Calibration:
+    """The calibration ``wordsens plan --calibrate`` stored (``wordsens.io.calibration_file``), or
+    the built-in one where there is none."""
+    path = calibration_file()
+    if path is None or not path.is_file():
+        return Calibration()
+    try:
+        return Calibration.from_dict(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(
+            f"the time calibration {path} cannot be read ({err}); delete it or run "
+            "`wordsens plan --calibrate RESULTS_DIR` again"
+        ) from None
+
+
+def save_calibration(calibration: Calibration) -> Path | None:
+    """Write ``calibration`` where ``stored_calibration`` reads it; None where storing is off
+    (``WORDSENS_CALIBRATION=none``)."""
+    path = calibration_file()
+    if path is None:
+        return None
+    text = json.dumps(calibration.to_dict(), indent=1, sort_keys=True) + "\n"
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(text)
+
+    return atomic_path(path, write)
+
+
+@dataclass
+class Measured:
+    """The samples read from the sources, the runs' elapsed seconds and cores (Snakemake logs), and
+    how many measured jobs matched no job of the grid."""
+
+    samples: list[Sample] = field(default_factory=list)
+    runs: list[dict[str, float]] = field(default_factory=list)
+    unmatched: int = 0
+
+
+def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
+    """Samples of the measured jobs of ``sources`` (results folders or Snakemake logs) that match
+    ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and probe steps. A job
+    measured twice counts once (a benchmark file before a log's whole seconds)."""
+    by_key = {job.key: job for job in jobs}
+    out = Measured()
+    seen: set[str] = set()
+
+    def add(key: str, family: str | None, seconds: float, source: str) -> None:
+        if key in seen:
+            return
+        seen.add(key)
+        if key in by_key:
+            job = by_key[key]
+            if job.device == "cpu":
+                out.samples.append(Sample(job.family, job.seconds, seconds, source))
+        elif family is not None:
+            out.samples.append(Sample(SAME_AS.get(family, family), 0.0, seconds, source))
+        else:
+            out.unmatched += 1
+
+    for source in map(Path, sources):
+        if source.is_dir():
+            if not (source / "benchmarks").is_dir():
+                raise ValueError(f"{source} has no benchmarks/ folder: name a results folder of a finished run")
+            for key, seconds in benchmark_times(source).items():
+                first = key.split("/", 1)[0]
+                add(key, first if first in ("embed", "embed_long") else None, seconds, str(source))
+        elif source.is_file():
+            log_jobs, run = snakemake_log_jobs(source)
+            out.runs.append(run)
+            for job in log_jobs:
+                rule, output, seconds = job.rule, job.outputs[0] if job.outputs else "", job.seconds
+                if rule == "all":
+                    continue
+                if rule in ("ws", "gen"):
+                    parts = Path(output).with_suffix("").parts
+                    key = "/".join(parts[-(4 if rule == "ws" else 5) :])
+                    add(key, None, seconds, str(source))
+                else:
+                    add(f"{rule}:{output}", rule, seconds, str(source))
+        else:
+            raise ValueError(f"{source} does not exist: name a results folder or a Snakemake log")
+    return out
+
+
+def calibration_table(calibration: Calibration, samples: Iterable[Sample]) -> list[str]:
+    """Per family: jobs, measured and predicted wall seconds (summed), and the coefficients."""
+    groups: dict[str, list[Sample]] = {}
+    for sample in samples:
+        groups.setdefault(sample.family, []).append(sample)
+    lines = [f"  {'family':20s} {'jobs':>5s} {'measured s':>11s} {'predicted s':>12s}  fixed s + scale x model s"]
+    for family in sorted(groups):
+        group = groups[family]
+        c = calibration.of(family)
+        measured = sum(s.measured for s in group)
+        predicted = sum(c.predict(s.model) for s in group)
+        lines.append(
+            f"  {family:20s} {len(group):5d} {measured:11.0f} {predicted:12.0f}  {c.fixed:.1f}"
+            + ("" if c.scale is None else f" + {c.scale:.2f} x model")
+        )
+    return lines

@@ -1,0 +1,304 @@
+"""When a run ends: the jobs of a configuration as the workflow chains them, list-scheduled on a
+machine's cores, each with its calibrated wall time (``Grid.estimate``, ``wordsens.compute.timing``).
+
+``run_tasks`` turns a ``Grid`` into the run's tasks: the data steps (downloads, the pool, the
+embeddings), the word-sensitivity and generalisation jobs that fit, the tables, figures, claims and
+probes, each with its rule's threads and the tasks it waits for (the rule chain of
+docs/architecture.md). ``simulate`` schedules them the way Snakemake's local scheduler does on
+``cores`` cores: at every finish, the ready tasks by priority (the data steps first), each started
+when its threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does);
+a task that waits for threads holds back the tasks of lower priority, so the embedding starts as soon
+as its pool exists. GPU tasks run one at a time. ``finish_lines`` is what ``wordsens plan --cores``
+prints. Torch-free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..compute.costs import GB
+from ..compute.timing import DOWNLOAD_SECONDS, Calibration
+from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
+from .grid import GEN_FIGURES, WS_FIGURES, Grid
+from .jobs import GenJob, Job, WSJob
+
+__all__ = ["Task", "finish_lines", "plan_arguments", "plan_text", "run_tasks", "simulate"]
+
+DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One job of the run: ``group`` (``data``, ``ws``, a study, ``fig4``, ``fig5``, ``probes``,
+    ``figures``), wall ``seconds`` with its ``threads``, ``gpu`` (0 or 1), ``priority`` and the
+    names of the tasks it waits for (``after``)."""
+
+    name: str
+    group: str
+    seconds: float
+    threads: int = 1
+    gpu: int = 0
+    priority: int = 0
+    after: tuple[str, ...] = ()
+
+
+def simulate(tasks: Sequence[Task], cores: int, gpus: int = 1) -> dict[str, tuple[float, float]]:
+    """(start, end) seconds of every task, list-scheduled on ``cores`` cores and ``gpus`` GPUs (see
+    the module's docstring). Raises ValueError on a task that waits for an unknown or circular one,
+    or that needs a GPU where there is none."""
+    if cores < 1:
+        raise ValueError(f"cores must be at least 1, got {cores}")
+    names = {task.name for task in tasks}
+    for task in tasks:
+        missing = [name for name in task.after if name not in names]
+        if missing:
+            raise ValueError(f"task {task.name} waits for unknown tasks {missing}")
+        if task.gpu > gpus:
+            raise ValueError(f"task {task.name} needs a GPU; plan with --gpu or send it to the CPU")
+    order = {task.name: i for i, task in enumerate(tasks)}
+    waiting = {task.name: set(task.after) for task in tasks}
+    ready = [task for task in tasks if not task.after]
+    running: list[tuple[float, int, str]] = []
+    times: dict[str, tuple[float, float]] = {}
+    by_name = {task.name: task for task in tasks}
+    free_cores, free_gpus, now = cores, gpus, 0.0
+    while ready or running:
+        ready.sort(key=lambda t: (-t.priority, order[t.name]))
+        blocked_below: int | None = None
+        for task in list(ready):
+            if blocked_below is not None and task.priority < blocked_below:
+                break
+            threads = min(task.threads, cores)
+            if threads <= free_cores and task.gpu <= free_gpus:
+                ready.remove(task)
+                free_cores -= threads
+                free_gpus -= task.gpu
+                times[task.name] = (now, now + task.seconds)
+                heapq.heappush(running, (now + task.seconds, order[task.name], task.name))
+            elif blocked_below is None:
+                blocked_below = task.priority
+        if not running:
+            raise ValueError("the tasks wait for each other in a circle: " + ", ".join(t.name for t in ready))
+        now, _, name = heapq.heappop(running)
+        done = by_name[name]
+        free_cores += min(done.threads, cores)
+        free_gpus += done.gpu
+        for other, deps in waiting.items():
+            if name in deps:
+                deps.discard(name)
+                if not deps and other not in times:
+                    ready.append(by_name[other])
+    return times
+
+
+def _group(job: Job) -> str:
+    return job.figure if isinstance(job, GenJob) else job.study  # type: ignore[attr-defined]
+
+
+def run_tasks(config: dict, grid: Grid) -> list[Task]:
+    """Every task of the run of ``config`` (the jobs of ``grid`` that fit, and the steps around them),
+    with calibrated seconds (``grid.calibration``)."""
+    cal = grid.calibration
+    tasks: list[Task] = []
+
+    def add(name: str, group: str, family: str, after: Sequence[str] = (), extra: float = 0.0, **kw: int) -> str:
+        tasks.append(Task(name, group, cal.seconds(family) + extra, after=tuple(a for a in after if a), **kw))
+        return name
+
+    model = config["model"]["name"]
+    hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
+    stores = {job.store for job in grid.fit}
+    probes = config["probes"]
+    pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
+    model_task = ""
+    if model == DEMO_MODEL:
+        model_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+    elif model in PACKAGED_MODELS:
+        model_task = add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
+    pool = embed = embed_long = ""
+    if "main" in stores or "long" in stores or pool_for_probes:
+        corpus = (
+            add("demo_corpus", "data", "demo_corpus", priority=DATA_PRIORITY)
+            if config["data"]["source"] == "demo"
+            else ""
+        )
+        hub = DOWNLOAD_SECONDS["reviews"] if config["data"]["source"] == "hub" else 0.0
+        reviews = add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
+        download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
+        pool = add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
+        if "main" in stores:
+            embed = add("embed", "data", "embed", [pool, model_task], threads=2, priority=DATA_PRIORITY)
+        if "long" in stores:
+            pool_long = add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
+            embed_long = add("embed_long", "data", "embed", [pool_long], threads=2, priority=DATA_PRIORITY)
+    chunks: dict[str, list[str]] = {}
+    for job in grid.fit:
+        section = config["gen" if isinstance(job, GenJob) else "ws"]
+        store = {"main": embed, "long": embed_long}.get(job.store or "", "")
+        tasks.append(
+            Task(job.key, _group(job), grid.estimate(job), section["threads"], job.gpu, after=(store,) if store else ())
+        )
+        if isinstance(job, WSJob):
+            table = f"ws_table {job.map}" if job.study == "ws" else f"study_table {job.study}"
+        else:
+            assert isinstance(job, GenJob)
+            table = f"gen_table {job.figure} {job.data}"
+        chunks.setdefault(table, []).append(job.key)
+    for table, keys in chunks.items():
+        add(table, "figures", table.split()[0], keys)
+    for stem in grid.ws_figures():
+        add(
+            f"ws_figure {stem}",
+            "figures",
+            "ws_figure",
+            [f"ws_table {m}" for m in WS_FIGURES[stem] if m in grid.ws_maps()],
+        )
+    for figure, data in grid.gen_tables():
+        stem = next(s for s, f in GEN_FIGURES.items() if f == figure)
+        add(f"gen_figure {stem} {data}", "figures", "gen_figure", [f"gen_table {figure} {data}"])
+    studies = grid.studies()
+    for study, rule in (("variants", "variants_figure"), ("positions", "positions_figure")):
+        if study in studies:
+            add(rule, "figures", rule, [f"study_table {study}"])
+    if any(s.startswith("long_") for s in studies):
+        add(
+            "long_context_figure",
+            "figures",
+            "long_context_figure",
+            [f"study_table {s}" for s in studies if s.startswith("long_")],
+        )
+    claim_inputs = [t for t in chunks if t.startswith(("ws_table", "gen_table")) or t == "study_table variants"]
+    if claim_inputs:
+        add("claims", "figures", "claims", claim_inputs)
+    if probes["enabled"]:
+        add("fig1_attention", "probes", "fig1_attention", [model_task])
+        add("fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""])
+    if probes["lm"]["enabled"]:
+        lm = add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
+        add("fig1_lm", "probes", "fig1_lm", [lm], gpu=int(probes["lm"]["device"] == "cuda"))
+    return tasks
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def finish_lines(config: dict, grid: Grid, cores: int, *, gpus: int = 0) -> list[str]:
+    """The expected wall time of the whole run on ``cores`` cores (and ``gpus`` GPUs) and when each
+    experiment ends, from ``simulate`` of ``run_tasks``."""
+    tasks = run_tasks(config, grid)
+    times = simulate(tasks, cores, max(gpus, max((t.gpu for t in tasks), default=0)))
+    end = max((e for _, e in times.values()), default=0.0)
+    busy = sum(t.seconds * min(t.threads, cores) for t in tasks)
+    sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
+    lines = [
+        f"expected wall time on {cores} core{'s' if cores > 1 else ''}{' and a GPU' if gpus else ''}: "
+        f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
+        "  experiment      jobs  job-hours  ends at (h:mm:ss)",
+    ]
+    groups: dict[str, list[Task]] = {}
+    for task in tasks:
+        groups.setdefault(task.group, []).append(task)
+    for group, mine in sorted(groups.items(), key=lambda item: max(times[t.name][1] for t in item[1])):
+        last = max(times[t.name][1] for t in mine)
+        lines.append(f"  {group:14s} {len(mine):5d} {sum(t.seconds for t in mine) / 3600:10.2f}  {_clock(last):>8s}")
+    return lines
+
+
+def plan_text(
+    paths: Sequence[str],
+    overrides: dict | None = None,
+    cores: int = 1,
+    gpu_gb: float | None = None,
+    calibrate: Sequence[str] | None = None,
+) -> str:
+    """What ``wordsens plan`` prints: the configuration of ``paths`` and ``overrides`` (``--config``)
+    planned (``describe``) on a machine of ``cores`` cores and, with ``gpu_gb``, one GPU of that
+    many GB (where ``limits.gpu_memory_gb`` is ``auto``), with the run's expected wall time
+    (``finish_lines``). ``calibrate``: results folders or Snakemake logs of runs of this
+    configuration to fit the time model on first; the fit is stored and its table printed."""
+    from .calibrate import calibration_table, measure, save_calibration
+    from .configuration import load_config
+    from .grid import describe
+    from .limits import Limits
+
+    config = load_config(*paths, overrides=overrides)
+    limits = Limits.of(config)
+    if gpu_gb is not None and config["limits"]["gpu_memory_gb"] == "auto":
+        limits = Limits(limits.cpu, int(gpu_gb * GB), limits.hours)
+    lines: list[str] = []
+    calibration = None
+    if calibrate:
+        measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate)
+        if not measured.samples:
+            raise ValueError(f"no measured job of this configuration in {', '.join(calibrate)}")
+        calibration = Calibration.from_samples(measured.samples, [str(Path(s).resolve()) for s in calibrate])
+        stored = save_calibration(calibration)
+        lines += [
+            f"calibration from {len(measured.samples)} measured jobs ({measured.unmatched} not of this "
+            f"configuration's grid), stored in {stored or 'nothing (WORDSENS_CALIBRATION=none)'}:",
+            *calibration_table(calibration, measured.samples),
+        ]
+        for run in measured.runs:
+            if "elapsed" in run:
+                lines.append(
+                    f"  a logged run took {_clock(run['elapsed'])} (h:mm:ss) on {run.get('cores', 0):.0f} cores"
+                )
+    grid = Grid(config, limits=limits, calibration=calibration)
+    lines += [describe(config, grid=grid), *finish_lines(config, grid, cores, gpus=int(limits.gpu is not None))]
+    bench = Path(config["results"]) / "benchmarks"
+    if not grid.calibration.sources and bench.is_dir() and next(bench.rglob("*.tsv"), None):
+        lines.append(
+            f"{bench} holds benchmark files of a run of this configuration: add --calibrate {bench.parent} "
+            "(and its .snakemake/log/*.snakemake.log) to fit the times on this machine"
+        )
+    return "\n".join(lines)
+
+
+def _cores(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of cores, got {text!r}")
+    return int(text)
+
+
+def plan_arguments(plan: argparse.ArgumentParser) -> None:
+    """The options of ``wordsens plan`` (``wordsens.cli``), which ``plan_text`` takes."""
+    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
+    plan.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
+    )
+    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
+    plan.add_argument(
+        "--cores",
+        type=_cores,
+        default=os.cpu_count() or 1,
+        help="cores the run's wall time is planned for (default: this machine's)",
+    )
+    plan.add_argument(
+        "--gpu",
+        nargs="?",
+        type=float,
+        const=80.0,
+        default=None,
+        metavar="GB",
+        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto",
+    )
+    plan.add_argument(
+        "--calibrate",
+        nargs="+",
+        default=None,
+        metavar="RESULTS_DIR|LOG",
+        help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
+        "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
+        "calibration.json) and print predicted against measured seconds",
+    )

@@ -1,0 +1,227 @@
+"""When a run ends: the list-scheduling simulation of a run's jobs on N cores, the time calibration
+fitted on measured jobs (Snakemake benchmark files and logs), limits.max_job_hours, and `wordsens plan
+--config` read the way `snakemake --config` reads it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wordsens import cli, io, pipeline
+from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
+from wordsens.pipeline import Task, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+GB = 1024**3
+
+
+def _demo(changes: dict | None = None) -> dict:
+    config = pipeline.merge(
+        yaml.safe_load((ROOT / "config.yaml").read_text()), yaml.safe_load((ROOT / "config/demo.yaml").read_text())
+    )
+    return pipeline.check(pipeline.merge(config, changes or {}))
+
+
+# ----------------------------------------------------------------------------- the scheduler
+def test_more_cores_finish_earlier_and_threads_are_respected():
+    tasks = [Task(f"t{i}", "ws", 10.0) for i in range(4)]
+    end = {c: max(e for _, e in simulate(tasks, c).values()) for c in (1, 2, 4)}
+    assert end == {1: 40.0, 2: 20.0, 4: 10.0}
+    # a 2-thread task never shares 2 cores with another task; on 1 core it is scaled down to 1
+    wide = [Task("wide", "data", 10.0, threads=2), Task("a", "ws", 10.0), Task("b", "ws", 10.0)]
+    times = simulate(wide, 2)
+    assert times["wide"] == (0.0, 10.0) and times["a"] == (10.0, 20.0) and times["b"] == (10.0, 20.0)
+    assert max(e for _, e in simulate(wide, 1).values()) == 30.0
+
+
+def test_the_embedding_starts_as_soon_as_its_pool_exists():
+    """A waiting data step (higher priority) holds back the lower-priority jobs: no 1-thread job
+    takes the core it needs; dependencies are respected."""
+    tasks = [
+        Task("pool", "data", 5.0, priority=50),
+        Task("embed", "data", 10.0, threads=2, priority=50, after=("pool",)),
+        *[Task(f"syn{i}", "ws", 4.0) for i in range(6)],
+        Task("imdb", "ws", 1.0, after=("embed",)),
+    ]
+    times = simulate(tasks, 2)
+    # the pool ends at 5 while syn1 (4-8) runs: the free core waits for it rather than starting syn2
+    assert times["syn1"] == (4.0, 8.0) and times["embed"] == (8.0, 18.0)
+    assert not [name for name, (start, _) in times.items() if 5.0 <= start < 8.0]
+    assert times["imdb"][0] >= times["embed"][1]
+    with pytest.raises(ValueError, match="unknown tasks"):
+        simulate([Task("x", "ws", 1.0, after=("nothing",))], 1)
+    with pytest.raises(ValueError, match="needs a GPU"):
+        simulate([Task("x", "ws", 1.0, gpu=1)], 1, gpus=0)
+
+
+def test_the_demo_plan_ends_later_on_one_core_than_on_two():
+    config = _demo()
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    tasks = pipeline.run_tasks(config, grid)
+    assert {t.name for t in tasks} >= {"reviews", "pool", "embed", "claims", "fig1_attention", "fig1_lm"}
+    assert len([t for t in tasks if t.group not in ("data", "figures", "probes")]) == len(grid.fit)
+    one, two = (max(e for _, e in simulate(tasks, c).values()) for c in (1, 2))
+    assert two < one <= sum(t.seconds for t in tasks) + 1e-6
+    text = "\n".join(pipeline.finish_lines(config, grid, 2))
+    assert "expected wall time on 2 cores" in text and "fig4" in text and "probes" in text
+
+
+# ----------------------------------------------------------------------------- the calibration
+def test_the_fit_recovers_known_coefficients():
+    samples = [Sample("ws:rf", m, 5.0 + 3.0 * m) for m in (1.0, 4.0, 9.0)]
+    samples += [Sample("ws:raf", m, 5.0 + 0.5 * m) for m in (2.0, 8.0)]
+    samples += [Sample("ws:mh_raf", 0.1, 5.0), Sample("gen_figure", 0.0, 20.0), Sample("gen_figure", 0.0, 30.0)]
+    coefficients = fit(samples)
+    assert coefficients["ws:rf"].fixed == pytest.approx(5.0) and coefficients["ws:rf"].scale == pytest.approx(3.0)
+    assert coefficients["ws:raf"].scale == pytest.approx(0.5)
+    assert coefficients["ws:mh_raf"].scale is None  # all start-up: the pooled scale applies
+    assert coefficients["gen_figure"].fixed == pytest.approx(25.0)
+    calibration = Calibration(coefficients, ("here",))
+    assert calibration.of("ws:mh_raf").scale == coefficients["ws:*"].scale
+    assert calibration.seconds("ws:rf", 10.0) == pytest.approx(35.0)
+    assert calibration.seconds("fig3_probes") == pytest.approx(25.0)  # the rules' mean
+    assert Calibration.from_dict(json.loads(json.dumps(calibration.to_dict()))) == calibration
+
+
+def _write_benchmarks(results: Path, grid: pipeline.Grid, fixed: float, scale: float) -> None:
+    """Benchmark files of the model ``fixed + scale * model seconds``, where a family's model seconds
+    matter (``MIN_MODEL_SECONDS``), else ``fixed`` (the fit takes such jobs as start-up)."""
+    top: dict[str, float] = {}
+    for job in grid.jobs:
+        top[job.family] = max(top.get(job.family, 0.0), job.seconds)
+    for job in grid.jobs:
+        path = results / "benchmarks" / f"{job.key}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        seconds = fixed + (scale * job.seconds if top[job.family] >= MIN_MODEL_SECONDS else 0.0)
+        path.write_text(f"s\th:m:s\tmax_rss\n{seconds:.6f}\t0:00:01\t300\n")
+
+
+def test_calibrate_from_benchmark_files_stores_and_prints(tmp_path, monkeypatch, capsys):
+    """Benchmark files made with known coefficients give them back, stored where
+    WORDSENS_CALIBRATION says; the plan prints predicted against measured per family."""
+    config = _demo({"results": str(tmp_path / "results"), "ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    _write_benchmarks(tmp_path / "results", grid, fixed=4.0, scale=50.0)
+    measured = pipeline.measure(grid.jobs, [tmp_path / "results"])
+    assert len(measured.samples) == len(grid.jobs) and measured.unmatched == 0
+    found = fit(measured.samples)
+    scaled = [f for f, c in found.items() if c.scale is not None and ":" in f]
+    assert {"ws:*", "gen:*", "gen:raf", "ws:mh_raf"} <= set(scaled)  # the demo's families with model seconds > 1
+    for family in scaled:
+        assert found[family].fixed == pytest.approx(4.0) and found[family].scale == pytest.approx(50.0), family
+    assert found["ws:rf"].fixed == pytest.approx(4.0) and found["ws:rf"].scale is None
+
+    store = tmp_path / "cal.json"
+    monkeypatch.setenv("WORDSENS_CALIBRATION", str(store))
+    (tmp_path / "run.yaml").write_text(
+        yaml.safe_dump(
+            {"results": str(tmp_path / "results"), "ws": {"data": "synthetic"}, "gen": {"data": ["synthetic"]}}
+        )
+    )
+    base = [
+        "--base",
+        str(ROOT / "config.yaml"),
+        "--configfile",
+        str(ROOT / "config/demo.yaml"),
+        str(tmp_path / "run.yaml"),
+    ]
+    assert cli.main(["plan", *base, "--cores", "2", "--calibrate", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert f"stored in {store}" in out and "ws:raf" in out and "expected wall time on 2 cores" in out
+    assert "to fit the times on this machine" not in out  # calibrated: no hint
+    assert pipeline.stored_calibration().of("ws:raf").fixed == pytest.approx(4.0)
+    monkeypatch.setenv("WORDSENS_CALIBRATION", "none")
+    assert cli.main(["plan", *base, "--cores", "2"]) == 0
+    assert f"--calibrate {tmp_path / 'results'}" in capsys.readouterr().out  # benchmarks there: a hint
+    assert cli.main(["plan", *base, "--calibrate", str(tmp_path / "nothing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_snakemake_logs_give_each_jobs_time_and_the_runs(tmp_path):
+    log = tmp_path / "run.snakemake.log"
+    log.write_text(
+        "Provided cores: 2 (use --cores to define parallelism)\n"
+        "[Thu Nov 26 23:39:09 2026]\nlocalrule reviews:\n    output: r/imdb/reviews.parquet\n    jobid: 5\n"
+        "[Thu Nov 26 23:39:09 2026]\nrule ws:\n    output: res/ws/rf/d16_n8/chunk0.parquet\n    jobid: 7\n"
+        "[Thu Nov 26 23:39:13 2026]\nFinished jobid: 5 (Rule: reviews)\n"
+        "[Thu Nov 26 23:39:21 2026]\nFinished jobid: 7 (Rule: ws)\n"
+        "Elapsed time: 0:08:33.8\n"
+    )
+    jobs, run = io.snakemake_log_jobs(log)
+    assert [(j.rule, j.outputs[0], j.seconds) for j in jobs] == [
+        ("reviews", "r/imdb/reviews.parquet", 4.0),
+        ("ws", "res/ws/rf/d16_n8/chunk0.parquet", 12.0),
+    ]
+    assert run == {"elapsed": pytest.approx(513.8), "cores": 2.0}
+
+
+# ----------------------------------------------------------------------------- the time limit
+def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
+    config = _demo({"variants": None, "long_context": None, "positions": None})
+    slow = Calibration({"ws:*": Coefficients(0.0, 1.0), "ws:rf": Coefficients(7200.0, 0.0)})
+    kept = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, None), calibration=slow)
+    limited = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, 1.0), calibration=slow)
+    assert not kept.unfit and {job.map for job in limited.unfit} == {"rf"}
+    assert {job.map for job in limited.fit} >= {"raf", "drf"}
+    text = limited.left_out_message()
+    assert "rf d16_n8 (1 job): about 2 hours each, 1 allowed by limits.max_job_hours" in text
+    assert "profiles/slurm" in text and "lifts limits.max_job_hours" in text
+    assert limited.left_out(map="rf")[0]["needs_hours"] == 2.0
+    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
+    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == 0.5
+    assert pipeline.Limits.from_text(limited.limits.to_text()) == limited.limits
+
+
+# ----------------------------------------------------------------------------- --config
+def test_config_values_are_merged_over_the_files_as_snakemake_passes_them():
+    """`--config 'limits={memory_gb: 8, max_job_hours: null}'` reaches the loader as text values."""
+    overrides = {"limits": {"memory_gb": "8", "max_job_hours": "null"}, "seed": 3}
+    config = pipeline.load_config(ROOT / "config.yaml", ROOT / "config/demo.yaml", overrides=overrides)
+    assert config["seed"] == 3 and config["data"]["source"] == "demo"
+    assert pipeline.Limits.of(config).cpu == 8 * GB and pipeline.Limits.of(config).hours is None
+
+
+@pytest.mark.slow  # importing snakemake.cli asks the SLURM plugin about the cluster: ~10 s here
+def test_plan_reads_config_values_as_snakemake_does(capsys):
+    base = ["--base", str(ROOT / "config.yaml"), "--configfile", str(ROOT / "config/demo.yaml")]
+    assert (
+        cli.main(["plan", *base, "--cores", "1", "--config", "limits={memory_gb: 8, max_job_hours: null}", "seed=3"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "8.0 GB (limits.memory_gb)" in out and "expected wall time on 1 core:" in out
+    assert cli.main(["plan", *base, "--config", "data.source=parquet"]) == 2  # snakemake refuses it too
+    assert "valid identifier" in capsys.readouterr().err
+    assert cli.main(["plan", *base, "--config", "limits={max_job_hours: -1}"]) == 2
+    assert "limits.max_job_hours" in capsys.readouterr().err
+
+
+def test_figures_name_points_left_out_for_time_in_hours():
+    from wordsens.plots.common import not_run_note
+
+    points = [{"n": 50, "L": 2, "needs_gb": 5.0, "needs_hours": 1.7}, {"n": 80, "L": 8, "needs_gb": 99.4}]
+    assert not_run_note(points, ["L", "n"]) == "not run: L=2 n=50 (needs ~1.7 h)\nL=8 n=80 (needs 99.4 GB)"
+
+
+def test_gpu_jobs_run_one_at_a_time_on_the_planned_gpu():
+    config = _demo({"ws": {"device": "auto"}, "variants": None, "long_context": None, "positions": None})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 80 * GB), calibration=Calibration())
+    tasks = pipeline.run_tasks(config, grid)
+    on_gpu = [t for t in tasks if t.gpu]
+    assert {t.name.split("/")[1] for t in on_gpu} == {"drf"} and len(on_gpu) == 4
+    times = simulate(tasks, 4, gpus=1)
+    spans = sorted(times[t.name] for t in on_gpu)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert "on 4 cores and a GPU" in pipeline.finish_lines(config, grid, 4, gpus=1)[0]
+
+
+def test_runtime_requests_cover_the_calibrated_estimate():
+    config = _demo({"variants": None, "long_context": None, "positions": None})
+    slow = Calibration({"ws:*": Coefficients(600.0, 1.0)})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=slow)
+    job = grid.select(map="raf")[0]
+    assert job.runtime < 10 and grid.runtime(job) == int(5 + 5 * grid.estimate(job) / 60) >= 55
