@@ -55,6 +55,9 @@ localrules:
     variants_figure,
     long_context_figure,
     positions_figure,
+    fig1_attention_figure,
+    fig3_figures,
+    fig1_lm_figure,
 
 
 # The jobs left out (limits.unfit: skip) are listed when the grid is planned and again at the end,

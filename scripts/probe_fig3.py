@@ -1,15 +1,14 @@
-"""Snakemake adapter: Figure 3 panels 3 (layer-wise change) and 4 (attention before/after)."""
+"""Snakemake adapter: Figure 3 panels 3 (layer-wise change) and 4 (attention before/after), the
+tables (plot_fig3.py draws them)."""
 
 import pandas as pd
 
 from wordsens.data.embed import load_encoder, model_source
 from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
-from wordsens.plots import attention_pair, layer_changes_figure, run_stamp
 
 log_to(snakemake.log[0])
 p = snakemake.params
-settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
 f3 = p.fig3
 tokenizer, model = load_encoder(model_source(p.model_name, snakemake.input.model), p.device, attentions=True)
 text, review = (
@@ -22,12 +21,6 @@ table["review_id"] = review
 atomic_path(snakemake.output.layers, lambda path: table.to_csv(path, index=False))
 was, now = table["attention_before"].iloc[0], table["attention_after"].iloc[0]
 print(f"attention on token {f3['token']}: {was:.4f} -> {now:.4f}")
-layer_changes_figure(
-    table,
-    snakemake.output.panel3,
-    settings=settings,
-    title=f"token {f3['token']} moved, ||Delta|| = {table['norm'].iloc[0]:.2f}",
-)
 # panel 4: one head of one layer on a short text, before and after moving short_token
 delta, _, _ = probes.attract_delta(
     model,
@@ -54,10 +47,3 @@ after = probes.attention_map(
 )
 scores = probes.attention_table([before, after], ["before", "after"], column="state")
 atomic_path(snakemake.output.scores, lambda path: scores.to_csv(path, index=False))
-attention_pair(
-    [before, after],
-    ["before", f"token {f3['short_token']} moved"],
-    snakemake.output.panel4,
-    settings=settings,
-    colorbar_label=f"layer {f3['layer']}, head {f3['head']} attention",
-)

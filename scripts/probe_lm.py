@@ -1,11 +1,11 @@
-"""Snakemake adapter: Figure 1 right, a causal LM's answers to two prompts differing in one word."""
+"""Snakemake adapter: Figure 1 right, the table: a causal LM's answers to two prompts differing in
+one word (plot_lm.py draws it)."""
 
 import pandas as pd
 
 from wordsens.data.embed import model_source
 from wordsens.experiments.probes import lm_answers
 from wordsens.io import atomic_path, log_to
-from wordsens.plots import run_stamp, text_table_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
@@ -17,5 +17,3 @@ answers = lm_answers(
 )
 table = pd.DataFrame({"prompt": p.lm["prompts"], "answer": answers})
 atomic_path(snakemake.output.table, lambda path: table.to_csv(path, index=False))
-settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
-text_table_figure(table, snakemake.output.figures, title=f"answers of {p.model_name}", settings=settings)

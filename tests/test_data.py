@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import stat
 import tarfile
 
 import numpy as np
@@ -12,7 +14,17 @@ import torch
 
 from wordsens.data import demo, embed, models, samples
 from wordsens.data import reviews as imdb
-from wordsens.io import CorruptCache, EmbeddingStore, load_embeddings, save_embeddings
+from wordsens.io import (
+    CorruptCache,
+    EmbeddingStore,
+    atomic_path,
+    concatenate,
+    current_umask,
+    load_embeddings,
+    save_embeddings,
+    write_json,
+    write_table,
+)
 
 
 @pytest.fixture(scope="module")
@@ -360,6 +372,39 @@ def test_store_round_trip_and_samples(tmp_path):
         load_embeddings(tmp_path / "store")
     with pytest.raises(FileNotFoundError):
         load_embeddings(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_outputs_have_the_mode_the_umask_allows_and_stay_atomic(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        table = write_table(tmp_path / "t.parquet", pd.DataFrame({"a": [1, 2]}))
+        info = write_json(tmp_path / "deep" / "x.json", {"a": 1})
+        save_embeddings(tmp_path / "store", np.zeros((2, 3, 4), np.float16), pd.DataFrame({"review_id": [0, 1]}), {})
+        written = [table, info, *sorted((tmp_path / "store").iterdir())]
+
+        def broken(path):
+            path.write_text("half")
+            raise RuntimeError("killed mid-write")
+
+        with pytest.raises(RuntimeError, match="killed"):
+            atomic_path(tmp_path / "never.csv", broken)
+    finally:
+        os.umask(old)
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in written} == {f.name: mode for f in written}
+    assert not list(tmp_path.glob("*never*")) and not list(tmp_path.glob(".*"))  # no file, no temporary left
+
+
+def test_a_chunk_with_fewer_rows_than_its_job_ran_is_refused(tmp_path):
+    rows = pd.DataFrame({"trial": [0, 1, 2], "lower": [0.1, 0.2, 0.3], "phi_norm": 1.0, "delta_norm": 1.0})
+    whole, short = write_table(tmp_path / "chunk0.parquet", rows), write_table(tmp_path / "chunk1.parquet", rows[:2])
+    assert len(concatenate([whole, short], rows=[3, 2])) == 5
+    assert len(concatenate([whole, short])) == 5  # no promise: stacked as they are
+    with pytest.raises(CorruptCache, match=r"chunk1.parquet holds 2 rows but its job ran 3.*delete it and re-run"):
+        concatenate([whole, short], rows=[3, 3])
+    with pytest.raises(ValueError, match="2 result files but 1 row counts"):
+        concatenate([whole, short], rows=[3])
 
 
 def test_synthetic_draw_sample():

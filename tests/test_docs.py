@@ -158,3 +158,40 @@ def test_testing_page_lists_every_test_module():
     text = (DOCS / "testing.md").read_text()
     missing = [path.name for path in sorted((ROOT / "tests").glob("test_*.py")) if f"`{path.name}`" not in text]
     assert not missing, f"docs/testing.md does not list these test modules: {missing}"
+
+
+@pytest.mark.parametrize("wildcards", [("fig2", "fig4", "imdb"), ("fig3", "fig5", "synthetic")])
+@pytest.mark.parametrize("left_out", [[], [{"point": "n = 4096", "needs_gb": 3.5}]])
+def test_report_captions_render_without_docutils_messages(wildcards, left_out):
+    """Every caption of workflow/report, rendered as ``snakemake --report`` renders it (Jinja with
+    the run's config, params and wildcards, then docutils), gives no docutils warning or error
+    (``|...|`` outside a literal is an RST substitution, for example)."""
+    import types
+
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+    from docutils.utils import SystemMessage
+
+    from wordsens.pipeline import merge, validate
+
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())  # every study section on
+    config = validate(merge(yaml.safe_load((ROOT / "config.yaml").read_text()), demo))
+    wsfig, genfig, gdata = wildcards
+    snakemake = types.SimpleNamespace(
+        config=config,
+        params=types.SimpleNamespace(left_out=left_out),
+        wildcards=types.SimpleNamespace(wsfig=wsfig, genfig=genfig, gdata=gdata),
+    )
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    settings = {"report_level": 2, "halt_level": 2, "warning_stream": False}
+    captions = sorted((ROOT / "workflow" / "report").glob("*.rst"))
+    assert len(captions) > 10
+    failed = {}
+    for caption in captions:
+        text = env.from_string(caption.read_text()).render(snakemake=snakemake, categories={}, files={})
+        try:
+            publish_parts(text, writer="html", settings_overrides=settings)
+        except SystemMessage as err:
+            failed[caption.name] = str(err)
+    assert not failed, failed

@@ -33,7 +33,14 @@ def _demo(changes: dict | None = None) -> dict:
 
 def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
     config = pipeline.load_config(BASE)
-    assert config["limits"] == {"memory_gb": "auto", "gpu_memory_gb": "auto", "max_job_hours": 0.5, "unfit": "skip"}
+    assert config["limits"] == {
+        "memory_gb": "auto",
+        "gpu_memory_gb": "auto",
+        "cluster_memory_gb": None,
+        "cluster_gpu_memory_gb": None,
+        "max_job_hours": "auto",
+        "unfit": "skip",
+    }
     # a file that sets almost nothing gets every default of the schema
     minimal = tmp_path / "config.yaml"
     minimal.write_text(yaml.safe_dump({"ws": {"maps": {"raf": {"d": [16], "n": [8]}}}}))
@@ -141,10 +148,57 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
     assert models.model_positions("no-such-org/no-such-encoder") is None  # unknown: the embedding job checks
 
 
-def test_good_configurations_have_no_problems():
+def test_good_configurations_have_no_problems(tmp_path):
     assert pipeline.problems(_demo()) == []
     assert pipeline.problems(_demo({"ws": {"position": "all"}})) == []
-    assert pipeline.problems(_demo({"data": {"source": "parquet", "path": "/some/where.parquet"}})) == []
+    (tmp_path / "train.parquet").write_bytes(b"")  # planning checks that the copy is there
+    local = {"data": {"source": "parquet", "path": str(tmp_path / "train.parquet")}}
+    assert pipeline.problems(_demo(local)) == [] and pipeline.preflight(_demo(local)) == []
+
+
+def test_every_schema_problem_at_once_with_did_you_mean():
+    """Four mistakes give four lines (Snakemake's validation stops at the first); an unknown key
+    names the closest known key, or the keys there when none is close."""
+    mistakes = {
+        "data": {"pathh": "x", "pool_size": 7},
+        "limits": {"unfit": "maybe"},
+        "ws": {"trails": 3},
+        "zzz": 1,
+    }
+    with pytest.raises(pipeline.ConfigError) as info:
+        _demo(mistakes)
+    problems = info.value.problems
+    assert problems[0].startswith("zzz: unknown key; the keys here are results, resources, seed")
+    assert problems[1:] == [
+        "data.pathh: unknown key; did you mean data.path?",
+        problems[2],
+        "limits.unfit: 'maybe' is not one of ['skip', 'fail']" + problems[3].split("]", 1)[1],
+        "ws.trails: unknown key; did you mean ws.trials?",
+    ]
+    assert problems[2].startswith("data.pool_size: 7 is not a multiple of 2")
+    assert str(info.value).count("\n") == 5  # a header, then one line per problem
+    assert pipeline.schema_problems(_demo()) == []
+
+
+def test_missing_local_data_and_encoder_are_named_together_at_planning(tmp_path, monkeypatch):
+    """Going without the Hub: a local IMDb copy that is not there and an encoder only the Hub has
+    are found before anything runs, in one message, with the cross-key problems."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base = yaml.safe_load(BASE.read_text())
+    offline = {"data": {"source": "parquet", "path": str(tmp_path / "nowhere.parquet")}, "ws": {"position": 500}}
+    with pytest.raises(pipeline.ConfigError) as info:
+        pipeline.check(pipeline.merge(base, offline))
+    text = str(info.value)
+    assert "ws.position 500" in text and f"data.path {str(tmp_path / 'nowhere.parquet')!r} does not exist" in text
+    assert "model.name 'bert-base-uncased' is not a local folder" in text and "config/pretrained.yaml" in text
+    assert "--config 'data={source: parquet, path: " in text  # the form Snakemake accepts
+    # the copy there and a local encoder: nothing to say; the Hub source is left to its job
+    (tmp_path / "nowhere.parquet").write_bytes(b"")
+    encoder = tmp_path / "bert"
+    encoder.mkdir()
+    fine = pipeline.merge(offline, {"ws": {"position": 0}, "model": {"name": str(encoder)}})
+    assert pipeline.preflight(pipeline.validate(pipeline.merge(base, fine))) == []
+    assert pipeline.preflight(pipeline.validate(pipeline.merge(base, {}))) == []
 
 
 def test_a_null_map_leaves_a_generalisation_figure_and_an_empty_figure_is_refused():
@@ -341,7 +395,7 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     monkeypatch.delenv(pipeline.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
     planned = pipeline.planned_limits(config, planner=True)
-    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB, hours=0.5)  # limits.max_job_hours: 0.5
+    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB, hours=0.5)  # limits.max_job_hours: auto, on this machine
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert pipeline.planned_limits(_demo(), planner=False) == planned
     assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again

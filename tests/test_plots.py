@@ -290,3 +290,26 @@ def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
         assert text.get_window_extent(renderer).y0 >= top  # nothing hides it, it hides nothing
     plain = plots.variants_figure(table, [tmp_path / "w.png"], labels={"rf": "RF"})
     assert not any(t.get_text() == stamp for t in plain.texts)
+
+
+def test_attention_maps_come_back_from_the_probes_table(tmp_path):
+    """The probes write their maps as a table and the figure rules draw from it: the maps read back
+    equal the ones written (through the CSV, tokens such as "null" kept as text), in label order."""
+    from wordsens.experiments.probes import AttentionMap, attention_table
+
+    rng = np.random.default_rng(0)
+    written = [
+        AttentionMap(rng.random((3, 3)), ["i", "null", "her"]),
+        AttentionMap(rng.random((3, 3)), ["i", "nan", "smile"]),
+    ]
+    attention_table(written, ["b sentence", "a sentence"]).to_csv(tmp_path / "t.csv", index=False)
+    table = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
+    read = plots.attention_maps(table, "sentence")
+    assert list(read) == ["b sentence", "a sentence"]
+    for back, amap in zip(read.values(), written, strict=True):
+        np.testing.assert_allclose(back.matrix, amap.matrix, rtol=1e-12)
+        assert back.tokens == amap.tokens
+    with pytest.raises(ValueError, match=r"'a sentence' has 8 rows, not 3 x 3"):
+        plots.attention_maps(table.iloc[:-1], "sentence")
+    plots.attention_pair(list(read.values()), list(read), [tmp_path / "f.png"], settings={"dpi": 50})
+    assert (tmp_path / "f.png").stat().st_size > 0

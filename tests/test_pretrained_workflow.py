@@ -143,26 +143,32 @@ def _expected_jobs(config: dict) -> dict[str, int]:
 
 @needs_package  # planning checks that the package is there
 def test_pretrained_config_plans(tmp_path):
-    """config/pretrained.yaml plans with or without the IMDb copy at its data.path, and with the
-    path given on the command line; `wordsens plan` counts the same jobs."""
+    """config/pretrained.yaml plans from a fresh clone (IMDb from the Hub) and with a local copy
+    given on the command line; a copy that is not there is refused at planning; `wordsens plan`
+    counts the same jobs."""
     from wordsens.pipeline import load_config
 
     config = load_config(ROOT / "config.yaml", ROOT / PRETRAINED)
     assert config["model"]["name"] == "minilm" and config["results"] == "results/pretrained"
-    assert config["data"]["source"] == "parquet"
+    assert config["data"]["source"] == "hub" and config["data"]["path"] is None  # no path of one machine
     assert max(d for g in config["ws"]["maps"].values() if g for d in g["d"]) <= SPEC.width
     assert config["gen"]["d"] == SPEC.width and config["gen"]["data"] == ["imdb"]
     assert config["variants"] is None and config["long_context"] is None  # d = 768 > the width
     assert config["positions"]["d"] <= SPEC.width
     expected = _expected_jobs(config)
 
-    workdir = copy_workflow(tmp_path / "wf")  # ../shared/data is absent beside this copy
-    for extra in ((), ("--config", f"data={{path: {tmp_path / 'elsewhere' / 'train.parquet'}}}")):
+    workdir = copy_workflow(tmp_path / "wf")
+    (tmp_path / "train.parquet").write_bytes(b"")
+    local = ("--config", f"data={{source: parquet, path: {tmp_path / 'train.parquet'}}}")
+    for extra in ((), local):
         jobs = planned_jobs(workdir, PRETRAINED, extra=extra)
         assert jobs["ws"] == expected["ws"] and jobs["gen"] == expected["gen"]
         for rule in ("packaged_model", "reviews", "pool", "embed", "fig1_attention", "fig3_probes"):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs
+    missing = ("--config", f"data={{source: parquet, path: {tmp_path / 'elsewhere.parquet'}}}")
+    with pytest.raises(AssertionError, match=r"data.path .*elsewhere.parquet' does not exist"):
+        planned_jobs(workdir, PRETRAINED, extra=missing)
 
     out = subprocess.run(
         [sys.executable, "-m", "wordsens.cli", "plan", "--configfile", PRETRAINED],
@@ -177,6 +183,36 @@ def test_pretrained_config_plans(tmp_path):
     assert total and int(total.group(1)) == expected["ws"] + expected["gen"], out
     assert float(total.group(2)) > 0
     assert "every job fits" in out or "left out" in out
+
+
+@pytest.mark.slow
+@needs_package
+def test_the_offline_suggestions_are_commands_snakemake_accepts(tmp_path, monkeypatch):
+    """Going without the Hub, planning names the local copy and the encoder together; the command
+    it suggests for the copy is one Snakemake accepts (a dry run), and with the suggested encoder
+    route (config/pretrained.yaml) the same command plans the run."""
+    import shlex
+
+    from wordsens import pipeline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    with pytest.raises(pipeline.ConfigError) as info:
+        pipeline.check(pipeline.merge(base, {"data": {"source": "parquet", "path": str(tmp_path / "none")}}))
+    message = str(info.value)
+    suggested = re.search(r"--config '[^']*'", message)
+    assert suggested and "--configfile config/pretrained.yaml" in message and "model.name" in message, message
+    copy = tmp_path / "imdb.parquet"
+    copy.write_bytes(b"")  # planning checks that it is there; the reviews job reads it
+    args = [arg.replace("/path/to/imdb/train.parquet", str(copy)) for arg in shlex.split(suggested.group(0))]
+    assert str(copy) in args[1]
+    workdir = copy_workflow(tmp_path / "wf")
+    with pytest.raises(AssertionError) as refused:  # the paper's encoder still needs the Hub
+        planned_jobs(workdir, extra=tuple(args))
+    assert "model.name 'bert-base-uncased'" in str(refused.value) and "data.path" not in str(refused.value)
+    assert "valid identifier" not in str(refused.value)
+    jobs = planned_jobs(workdir, PRETRAINED, extra=tuple(args))
+    assert jobs["reviews"] == 1 and jobs["ws"] > 0 and jobs["packaged_model"] == 1
 
 
 # ----------------------------------------------------------------------------- the missing package

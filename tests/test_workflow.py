@@ -312,9 +312,9 @@ def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     assert planned_jobs(demo_run, cf) == {
         "ws_figure": 2,
         "gen_figure": 4,
-        "fig1_attention": 1,
-        "fig3_probes": 1,
-        "fig1_lm": 1,
+        "fig1_attention_figure": 1,  # the probes draw again; their encoder and LM do not run
+        "fig3_figures": 1,
+        "fig1_lm_figure": 1,
         "variants_figure": 1,
         "long_context_figure": 1,
         "positions_figure": 1,
@@ -400,10 +400,12 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
 
 
 def test_report(demo_run):
-    snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
+    out = snakemake(demo_run, "--configfile", DEMO, "--report", "report.html")
     html = (demo_run / "report.html").read_text(errors="replace")
     for figure in ("Figure 1", "Figure 2", "Figure 3", "Figure 4", "Figure 5", "Claims"):
         assert figure in html
+    messages = re.findall(r"\((?:WARNING|ERROR|SEVERE)/\d\).*", out.stdout + out.stderr)
+    assert not messages, messages  # docutils' complaints about a caption
 
 
 def test_lint_is_clean(demo_run):
@@ -513,6 +515,29 @@ def test_corrupt_cache_is_detected(demo_run, tmp_path):
     assert math.isfinite(load_embeddings(store).hidden[0, 0, 0])
 
 
+def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
+    """Job.rows, which the table rules hold each chunk to, is what the demo's jobs wrote."""
+    import pandas as pd
+
+    from wordsens import NUMERICS_VERSIONS, pipeline
+
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config = pipeline.validate(pipeline.merge(base, _demo_config()))
+    jobs = pipeline.Grid(config, numerics_versions=NUMERICS_VERSIONS).select()  # this machine's, as the run
+    ws = [job for job in jobs if isinstance(job, pipeline.WSJob)]
+    assert ws and len(ws) < len(jobs) and any(job.rows > len(job.trials) for job in ws)  # every position of a study
+    root = demo_run / config["results"]
+    for job in jobs:
+        w = job.wildcards
+        folder = (
+            f"{w['study']}/{w['map']}/{w['setting']}"
+            if "study" in w
+            else f"gen/{w['figure']}/{w['gdata']}/{w['gsetting']}"
+        )
+        path = root / folder / f"chunk{w['chunk']}.parquet"
+        assert len(pd.read_parquet(path)) == job.rows, path
+
+
 def test_dry_run_of_the_shipped_config_names_what_it_leaves_out(tmp_path):
     """On a small machine (20 GB, no GPU) the paper's configuration plans everything that fits and
     names the DRF points it leaves out, with the ways out."""
@@ -566,6 +591,54 @@ def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_pat
     first_compute = min([text.find(f"rule {r}:") for r in ("ws", "gen") if f"rule {r}:" in text] or [len(text)])
     assert failure < first_compute, text[-3000:]
     assert "data.source" in text and "data.path" in text, text[-3000:]
+
+
+def _started_after_the_pool(workdir, config: str, cores: int) -> tuple[list[str], str]:
+    """Run the workflow on ``cores`` cores until the embedding job starts; the rules started after
+    the pool job finished, in Snakemake's order, and its log up to there."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", config],
+        cwd=workdir,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines, after = [], None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if re.match(r"Finished jobid: \d+ \(Rule: pool\)", line):
+                after = []
+            elif after is not None and line.startswith(("rule ", "localrule ")):
+                after.append(line.split()[1].rstrip(":"))
+                if after[-1] == "embed":
+                    break
+    finally:
+        if proc.poll() is None:  # the rest of the run (in a temporary copy) is not needed
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    return after or [], "".join(lines)
+
+
+def test_the_embedding_starts_at_the_first_free_core_after_its_pool(tmp_path):
+    """On 2 cores busy with generalisation jobs that need no data, the embedding job is the first
+    job to start once the pool is written (a 2-thread job waited there for two cores at once)."""
+    workdir = copy_workflow(tmp_path / "wf")
+    changes = {
+        "ws": {"maps": {"rf": None, "drf": None, "raf": {"d": [16], "n": [8]}, "relu_raf": None}},
+        "gen": {"data": ["synthetic"], "fig5": None, "simulations": 6, "simulations_per_job": 1},
+        "variants": None,
+        "long_context": None,
+        "positions": None,
+        "probes": {"enabled": False},
+    }
+    config = write_config(workdir, "busy.yaml", DEMO, changes)
+    after, text = _started_after_the_pool(workdir, config, cores=2)
+    assert after == ["embed"], (after, text[-3000:])
+    busy = re.findall(r"^(?:local)?rule gen:", text, re.M)  # the cores were busy with jobs that need no data
+    assert len(busy) >= 2, text[-3000:]
 
 
 def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):

@@ -1,8 +1,9 @@
 """Files: atomic writes, the embedding store, result tables (written, and stacked with checks).
 
 Every output is written to a temporary name beside its target and renamed into place, so a killed
-job never leaves a file that looks finished. The embedding store records a checksum of its array
-so that a corrupt or truncated cache is detected instead of used.
+job never leaves a file that looks finished; it gets the mode the umask allows (0644 under 022).
+The embedding store records a checksum of its array so that a corrupt or truncated cache is
+detected instead of used.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "benchmark_times",
     "calibration_file",
     "concatenate",
+    "current_umask",
     "file_digest",
     "load_embeddings",
     "read_json",
@@ -46,8 +48,19 @@ class CorruptCache(ValueError):
     """A cached file is missing, truncated or does not match its recorded checksum."""
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place."""
+    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place.
+
+    The file gets the mode an ordinary ``open`` would give it (``0o666`` less the umask: 0644 under
+    umask 022), not the private 0600 of the temporary file, so collaborators can read the results.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -55,6 +68,7 @@ def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Pat
     tmp_path = Path(tmp)
     try:
         write(tmp_path)
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -237,18 +251,29 @@ def prepend_pythonpath(path: str | os.PathLike) -> None:
 _FINITE = ("lower", "phi_norm", "delta_norm")
 
 
-def concatenate(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
-    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error."""
+def concatenate(paths: Iterable[str | os.PathLike], rows: Iterable[int] | None = None) -> pd.DataFrame:
+    """Read per-job Parquet files and stack them; a missing, unreadable or non-finite file is an error,
+    and so is a file whose row count is not the one its job ran (``rows``, one count per file in
+    order: ``Job.rows`` of the plan)."""
     import pandas as pd
 
+    paths = list(paths)
+    expected: list[int | None] = [None] * len(paths) if rows is None else list(rows)
+    if len(expected) != len(paths):
+        raise ValueError(f"{len(paths)} result files but {len(expected)} row counts")
     frames = []
-    for path in paths:
+    for path, count in zip(paths, expected, strict=True):
         try:
             frame = pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several types for damaged files
             raise CorruptCache(f"{path} cannot be read ({type(err).__name__}: {err}); delete it and re-run") from err
         if frame.empty:
             raise CorruptCache(f"{path} holds no rows; delete it and re-run")
+        if count is not None and len(frame) != count:
+            raise CorruptCache(
+                f"{path} holds {len(frame)} rows but its job ran {count} (a replaced or damaged file); "
+                "delete it and re-run: Snakemake recomputes exactly that job"
+            )
         for column in _FINITE:
             if column in frame and not np.isfinite(frame[column].to_numpy(dtype=float)).all():
                 raise ValueError(f"{path} has non-finite values in column {column!r}")

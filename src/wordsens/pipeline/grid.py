@@ -20,7 +20,8 @@ from ..data.inputs import store_summary
 from ..io import store_metas
 from ..maps import registry
 from .calibrate import stored_calibration
-from .jobs import GenJob, Job, Limits, WSJob, gen_jobs, ws_jobs
+from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
+from .limits import Limits
 from .points import STUDIES
 
 __all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
@@ -186,10 +187,10 @@ class Grid:
             "(limits.unfit: skip runs everything else):"
         )
         ways = (
-            "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.memory_gb set to the "
-            "nodes' memory; it lifts limits.max_job_hours); a GPU for DRF (ws.device: auto or cuda where one "
-            "is visible, or limits.gpu_memory_gb on a cluster's GPU nodes); a smaller d or n; a larger "
-            "limits.max_job_hours (null: no time limit). "
+            "Ways out: a cluster (snakemake --profile profiles/slurm, with limits.cluster_memory_gb in "
+            "the profile set to the nodes' memory; it lifts limits.max_job_hours: auto); a GPU for DRF "
+            "(ws.device: auto or cuda where one is visible, or limits.gpu_memory_gb on a cluster's GPU "
+            "nodes); a smaller d or n; a larger limits.max_job_hours (null: no time limit). "
         )
         ways += (
             "limits.unfit: skip runs the rest."

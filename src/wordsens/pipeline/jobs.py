@@ -3,41 +3,33 @@
 ``ws_jobs`` and ``gen_jobs`` turn a validated configuration (``wordsens.pipeline.configuration``)
 into one job per grid point (``wordsens.pipeline.points``) and chunk of trials, each with its params
 (what its numbers depend on), its memory and runtime estimates (``wordsens.compute.costs``) and the
-device it runs on under the memory ``Limits`` of the machine or cluster.
-``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is not imported, except to ask a
-visible GPU for its free memory.
+device it runs on under the ``Limits`` of the machine or cluster (``wordsens.pipeline.limits``).
+``wordsens.pipeline.grid.Grid`` looks them up by wildcards. Torch is not imported.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .. import NUMERICS_VERSIONS
 from ..compute import costs
-from ..compute.devices import available_bytes
 from ..data.models import model_tag
 from ..maps import registry
 from ..seeds import canonical
+from .limits import Limits
 from .points import store_of, ws_points
 
 __all__ = [
-    "PLANNED_LIMITS",
     "GenJob",
     "Job",
-    "Limits",
     "WSJob",
     "data_label",
     "gen_jobs",
     "gen_searches",
     "gen_setting",
     "job_device",
-    "planned_limits",
     "setting_name",
     "ws_jobs",
 ]
@@ -48,70 +40,7 @@ GB = costs.GB
 CUDA_HOST_BYTES = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * GB
 
 
-# ----------------------------------------------------------------------------- limits and devices
-def _gpu_visible() -> bool:
-    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
-    one never import torch at planning time."""
-    if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
-    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU); ``hours`` of estimated wall
-    time (``limits.max_job_hours``), None: no limit."""
-
-    cpu: int
-    gpu: int | None
-    hours: float | None = None
-
-    @classmethod
-    def of(cls, config: dict) -> Limits:
-        """``limits.memory_gb``, ``limits.gpu_memory_gb`` and ``limits.max_job_hours``; ``auto``:
-        what this machine (its GPU) has free now."""
-        cpu, gpu = config["limits"]["memory_gb"], config["limits"]["gpu_memory_gb"]
-        cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
-        if gpu != "auto":
-            gpu_bytes: int | None = int(float(gpu) * GB)
-        else:
-            gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
-        hours = config["limits"].get("max_job_hours")  # --config passes it as text ("null", "0.5")
-        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours))
-
-    def to_text(self) -> str:
-        """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours})
-
-    @classmethod
-    def from_text(cls, text: str) -> Limits:
-        values = json.loads(text)
-        hours = values.get("hours")
-        return cls(
-            int(values["cpu"]),
-            None if values["gpu"] is None else int(values["gpu"]),
-            None if hours is None else float(hours),
-        )
-
-
-PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
-
-
-def planned_limits(config: dict, *, planner: bool) -> Limits:
-    """The limits a workflow plans with. The planning process (``planner``) measures them and
-    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
-    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
-    device are the ones planned."""
-    if planner or PLANNED_LIMITS not in os.environ:
-        limits = Limits.of(config)
-        os.environ[PLANNED_LIMITS] = limits.to_text()
-        return limits
-    return Limits.from_text(os.environ[PLANNED_LIMITS])
-
-
+# ----------------------------------------------------------------------------- devices
 def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
     """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``gpu``)
     and the job gains from it (``prefers_gpu``: DRF among the WS maps), else ``cpu``."""
@@ -190,6 +119,11 @@ class Job(ABC):
         return store_of(self.data)
 
     @property
+    @abstractmethod
+    def rows(self) -> int:
+        """The rows the job writes: its table must hold exactly these (``wordsens.io.concatenate``)."""
+
+    @property
     def mem_mb(self) -> int:
         """Host memory to request (MB)."""
         return max(256, -(-self.memory_bytes // costs.MB))
@@ -235,6 +169,11 @@ class WSJob(Job):
         return f"{self.map} {self.setting}" if self.study == "ws" else f"{self.study} {self.map} {self.setting}"
 
     @property
+    def rows(self) -> int:
+        """One row per trial, or per trial and position where every position is searched."""
+        return len(self.trials) * (self.n if self.params["settings"]["position"] == "all" else 1)
+
+    @property
     def store(self) -> str | None:
         return store_of(self.data, self.study)
 
@@ -258,6 +197,11 @@ class GenJob(Job):
     @property
     def point(self) -> str:
         return f"{self.figure} {self.data} {self.setting}"
+
+    @property
+    def rows(self) -> int:
+        """One row per simulation and search."""
+        return len(self.simulations) * len(self.searches)
 
     @property
     def wildcards(self) -> dict[str, str]:

@@ -132,10 +132,10 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
         pool = add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
         if "main" in stores:
-            embed = add("embed", "data", "embed", [pool, model_task], threads=2, priority=DATA_PRIORITY)
+            embed = add("embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY)
         if "long" in stores:
             pool_long = add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
-            embed_long = add("embed_long", "data", "embed", [pool_long], threads=2, priority=DATA_PRIORITY)
+            embed_long = add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY)
     chunks: dict[str, list[str]] = {}
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
@@ -175,12 +175,15 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     claim_inputs = [t for t in chunks if t.startswith(("ws_table", "gen_table")) or t == "study_table variants"]
     if claim_inputs:
         add("claims", "figures", "claims", claim_inputs)
-    if probes["enabled"]:
-        add("fig1_attention", "probes", "fig1_attention", [model_task])
-        add("fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""])
+    if probes["enabled"]:  # each probe's tables, then its figures (a rule of their own)
+        fig1 = add("fig1_attention", "probes", "fig1_attention", [model_task])
+        add("fig1_attention_figure", "figures", "fig1_attention_figure", [fig1])
+        fig3 = add("fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""])
+        add("fig3_figures", "figures", "fig3_figures", [fig3])
     if probes["lm"]["enabled"]:
         lm = add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
-        add("fig1_lm", "probes", "fig1_lm", [lm], gpu=int(probes["lm"]["device"] == "cuda"))
+        answers = add("fig1_lm", "probes", "fig1_lm", [lm], gpu=int(probes["lm"]["device"] == "cuda"))
+        add("fig1_lm_figure", "figures", "fig1_lm_figure", [answers])
     return tasks
 
 
@@ -226,7 +229,7 @@ def plan_text(
     from .calibrate import calibration_table, measure, save_calibration
     from .configuration import load_config
     from .grid import describe
-    from .jobs import Limits
+    from .limits import Limits
 
     config = load_config(*paths, overrides=overrides)
     limits = Limits.of(config)

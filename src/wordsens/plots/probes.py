@@ -1,13 +1,14 @@
 """The figures of the encoder probes: attention heat maps of two sentences (Figure 1, left), the
 change of every layer's hidden states (Figure 3, panels 3-4) and text tables (Figure 1, right: a
-causal LM's answers).
+causal LM's answers). They draw from the probes' tables (``wordsens.experiments.probes``), so a
+plot setting re-draws them without running the encoder again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -19,7 +20,31 @@ import seaborn as sns
 
 from .common import save
 
-__all__ = ["attention_pair", "layer_changes_figure", "text_table_figure"]
+__all__ = ["HeatMap", "attention_maps", "attention_pair", "layer_changes_figure", "text_table_figure"]
+
+
+class HeatMap(NamedTuple):
+    """One attention map read back from a table: probabilities (rows: queries) and the tokens."""
+
+    matrix: np.ndarray
+    tokens: list[str]
+
+
+def attention_maps(table: pd.DataFrame, column: str) -> dict[str, HeatMap]:
+    """The maps of an attention table (``wordsens.experiments.probes.attention_table``: one row per
+    label, query and key), by label in the table's order. Read its CSV with
+    ``keep_default_na=False``, so that a token such as "null" stays text."""
+    out = {}
+    for label in pd.unique(table[column]):
+        rows = table[table[column] == label]
+        size = int(rows["query"].max()) + 1
+        if len(rows) != size * size:
+            raise ValueError(f"the attention map {label!r} has {len(rows)} rows, not {size} x {size}")
+        matrix = np.zeros((size, size))
+        matrix[rows["query"].to_numpy(int), rows["key"].to_numpy(int)] = rows["attention"].to_numpy(float)
+        tokens = rows.drop_duplicates("query").sort_values("query")["query_token"].astype(str).tolist()
+        out[str(label)] = HeatMap(matrix, tokens)
+    return out
 
 
 def _heatmap(ax: plt.Axes, matrix: np.ndarray, tokens: Sequence[str], vmax: float, title: str):

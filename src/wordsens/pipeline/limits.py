@@ -1,0 +1,94 @@
+"""What one job may use on this machine or cluster (``Limits``), from ``limits`` of a
+configuration, and the limits a workflow plans with (``planned_limits``). Torch is not imported,
+except to ask a visible GPU for its free memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..compute import costs
+from ..compute.devices import available_bytes
+
+__all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "planned_limits"]
+
+GB = costs.GB
+# Expected wall hours one job may take on this machine under limits.max_job_hours: auto (a laptop's
+# default run then ends within about an hour; a cluster profile lifts it).
+LOCAL_MAX_JOB_HOURS = 0.5
+
+
+def _gpu_visible() -> bool:
+    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
+    one never import torch at planning time."""
+    if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
+    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU); ``hours`` of estimated wall
+    time (``limits.max_job_hours``), None: no limit."""
+
+    cpu: int
+    gpu: int | None
+    hours: float | None = None
+
+    @classmethod
+    def of(cls, config: dict) -> Limits:
+        """``limits.memory_gb``, ``limits.gpu_memory_gb`` and ``limits.max_job_hours``; ``auto``: the
+        cluster's where a cluster profile gave them (``limits.cluster_memory_gb``,
+        ``limits.cluster_gpu_memory_gb``; hours: no limit once ``cluster_memory_gb`` is set), else
+        what this machine (its GPU) has free now (hours: ``LOCAL_MAX_JOB_HOURS``)."""
+        limits = config["limits"]
+        cpu, gpu = limits["memory_gb"], limits["gpu_memory_gb"]
+        if cpu == "auto" and limits.get("cluster_memory_gb") is not None:
+            cpu = limits["cluster_memory_gb"]
+        if gpu == "auto" and limits.get("cluster_gpu_memory_gb") is not None:
+            gpu = limits["cluster_gpu_memory_gb"]
+        cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
+        if gpu != "auto":
+            gpu_bytes: int | None = int(float(gpu) * GB)
+        else:
+            gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
+        hours = limits.get("max_job_hours", "auto")  # --config passes it as text ("null", "0.5")
+        if hours == "auto":
+            hours = None if limits.get("cluster_memory_gb") is not None else LOCAL_MAX_JOB_HOURS
+        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours))
+
+    def to_text(self) -> str:
+        """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours})
+
+    @classmethod
+    def from_text(cls, text: str) -> Limits:
+        values = json.loads(text)
+        hours = values.get("hours")
+        return cls(
+            int(values["cpu"]),
+            None if values["gpu"] is None else int(values["gpu"]),
+            None if hours is None else float(hours),
+        )
+
+
+PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
+
+
+def planned_limits(config: dict, *, planner: bool) -> Limits:
+    """The limits a workflow plans with. The planning process (``planner``) measures them and
+    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
+    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
+    device are the ones planned."""
+    if planner or PLANNED_LIMITS not in os.environ:
+        limits = Limits.of(config)
+        os.environ[PLANNED_LIMITS] = limits.to_text()
+        return limits
+    return Limits.from_text(os.environ[PLANNED_LIMITS])
