@@ -47,7 +47,9 @@ def _user_config(tmp_path: Path, limits: dict | None) -> str:
 def test_the_slurm_profile_wins_over_the_local_defaults(monkeypatch, tmp_path):
     args = _snakemake_args(monkeypatch, "--profile", "profiles/slurm", "--configfile", _user_config(tmp_path, None))
     assert args.executor == "slurm" and args.latency_wait == 60 and args.jobs == 200
-    assert args.cores is None  # no cap of this host's cores on the cluster's jobs
+    # the profile's own width of a group job (its SLURM CPUs), not this host's cores: without one,
+    # a group of 10 one-thread jobs asked for 10 CPUs and stayed pending on a 2-CPU node
+    assert args.cores == 4
     assert args.rerun_incomplete and args.keep_going and args.show_failed_logs  # every run's settings
     local = _snakemake_args(monkeypatch, "--cores", "3")
     assert local.executor is None and local.cores == 3 and local.latency_wait == 5

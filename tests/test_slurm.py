@@ -39,6 +39,8 @@ SLURM_ARGS = [
     "--slurm-init-seconds-before-status-checks",
     "2",
     "--slurm-keep-successful-logs",
+    "--cores",  # the one-node cluster has 2 CPUs: a group job asks for at most that many
+    "2",
 ]
 
 

@@ -646,6 +646,8 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
     no reviews, still completes); the end of the run lists the failed jobs (their outputs are
     missing) with their logs."""
     workdir = copy_workflow(tmp_path / "wf")
+    empty = tmp_path / "empty-aclImdb"  # there (planning checks that), but holds no reviews: the job fails
+    empty.mkdir()
     cf = write_config(
         workdir,
         "missing.yaml",
@@ -653,7 +655,7 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
         {
             "results": "results/missing",
             "resources": "resources/missing",
-            "data": {"source": "aclimdb", "path": str(tmp_path / "no-such-aclImdb")},
+            "data": {"source": "aclimdb", "path": str(empty)},
             "gen": {"fig4": None, "fig5": None},
             "probes": {"enabled": False, "lm": {"enabled": False}},
             "variants": {"maps": ["raf"], "n": [4]},
@@ -667,7 +669,7 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
     assert (workdir / "results" / "missing" / "tables" / "variants.parquet").exists()  # kept going
     block = text[text.index("1 job(s) failed") :]
     assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
-    assert "no-such-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
+    assert "empty-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
 
 
 def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
