@@ -101,10 +101,10 @@ def test_demo_produces_every_table_and_figure(demo_run):
             assert path.stat().st_size > 5000, path
     # beyond the paper: every registered map, long contexts (IMDb up to the second store's length),
     # per-position profiles of the same reviews for every map
-    # the maps registered without plugins, as the demo's jobs saw them (this process may have loaded
-    # the toy plugin in an earlier test)
+    # what `maps: all` meant to the demo's jobs: the maps registered without plugins (this process
+    # may have loaded the toy plugin in an earlier test) that have random weights
     names = subprocess.run(
-        [sys.executable, "-c", "from wordsens import maps; print(*maps.names())"],
+        [sys.executable, "-c", "from wordsens import pipeline; print(*pipeline.variant_maps({'maps': 'all'}))"],
         capture_output=True,
         text=True,
         check=True,
