@@ -35,6 +35,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test: on a shared 2-core machine two threads that wait on each other
+    run searches 5-20x slower (measured); the numbers do not depend on it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The demo workflow, run once per test session in a temporary copy of the project."""

@@ -54,13 +54,8 @@ TEXT = (
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on a shared 2-core machine two threads that wait on each other run these
-    searches 5-20x slower (measured); the numbers do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """These searches run on one torch thread (``one_thread`` in conftest.py)."""
 
 
 @pytest.fixture(scope="module")
