@@ -11,6 +11,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Plans use the built-in time calibration, not one a developer stored with `wordsens plan --calibrate`.
 os.environ.setdefault("WORDSENS_CALIBRATION", "none")
+# One BLAS/OpenMP thread per test process (set before torch loads). The suite runs on two xdist
+# workers beside Snakemake jobs on a 2-core machine: with torch's default of one thread per core,
+# threads that spin-wait on each other made a statistical test 6x slower beside the demo run
+# (measured: 277 s vs 43 s alone). Snakemake jobs set their own count (torch.set_num_threads in
+# scripts/), and no number depends on it.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 import pytest
