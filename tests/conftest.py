@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 # No Hugging Face Hub in tests: without these, a Hub call retries for ~25 s before failing.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -18,9 +20,6 @@ os.environ.setdefault("WORDSENS_CALIBRATION", "none")
 # scripts/), and no number depends on it.
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-
-
-import pytest
 
 
 @pytest.hookimpl(tryfirst=True)
