@@ -35,6 +35,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/sensitivity.smk"
 include: "workflow/rules/generalisation.smk"
 include: "workflow/rules/probes.smk"
+include: "workflow/rules/trained.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
 
@@ -55,6 +56,8 @@ localrules:
     variants_figure,
     long_context_figure,
     positions_figure,
+    trained_table,
+    trained_figure,
     fig1_attention_figure,
     fig3_figures,
     fig1_lm_figure,

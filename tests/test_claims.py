@@ -21,15 +21,18 @@ import pytest
 from wordsens.claims import (
     CLAIMS,
     COLUMNS,
+    TRAINED_PAIRS,
     VERDICTS,
     check_identity,
     claims_from_results,
     claims_html,
+    claims_inputs,
     claims_markdown,
     compute_claims,
     err_lower_bound,
     format_claims,
     law_slope,
+    read_tables,
 )
 from wordsens.claims.slope import loglog_slope, ls_slope
 from wordsens.claims.stats import RF_LEVEL_BAND, raf_alignment_threshold, raf_floor_threshold
@@ -588,6 +591,119 @@ def test_renderings_show_every_claim_and_one_verdict_each():
     assert "a &lt; b &amp; c" in page and page.count("<tr ") == len(frame)
 
 
+# ----------------------------------------------------------------------------- trained encoder (report only)
+
+TRAINED_COLUMNS = ["model", "review", "layer", "n", "d", "normalise", "map", "kind", "head", "ws", "phi_norm"]
+TRAINED_COLUMNS += ["row_norm", "radius", "steps", "seconds", "seed"]
+
+
+def trained_table(ratios, *, layers=(1, 2), n=128, d=384, normalise=True, random_ws=0.5, model="minilm"):
+    """Rows of the trained study: per layer and review, each trained map of ``ratios`` (map -> one
+    ratio per review) at ``ratio * random_ws`` beside its random counterpart at ``random_ws`` (None:
+    no random rows, the trained maps at ``ratio``), whole maps (head 0)."""
+    row_norm = math.sqrt(d) if normalise else 3.0 * math.sqrt(d)
+    rows = []
+    for layer in layers:
+        for trained, per_review in ratios.items():
+            for review, ratio in enumerate(per_review):
+                runs = [(trained, "trained", ratio * (1.0 if random_ws is None else random_ws))]
+                if random_ws is not None:
+                    runs.append((TRAINED_PAIRS[trained], "random", random_ws))
+                for name, kind, ws in runs:
+                    rows.append(
+                        {
+                            **{"model": model, "review": review, "layer": layer, "n": n, "d": d},
+                            **{"normalise": normalise, "map": name, "kind": kind, "head": 0, "ws": ws},
+                            **{"phi_norm": 1.0, "row_norm": row_norm, "radius": math.sqrt(d), "steps": 10},
+                            **{"seconds": 0.1, "seed": 7},
+                        }
+                    )
+    return pd.DataFrame(rows, columns=TRAINED_COLUMNS)
+
+
+def test_trained_ratio_is_the_mean_ratio_over_reviews_at_the_largest_n_without_a_verdict():
+    table = pd.concat(
+        [
+            trained_table({"trained_attention": [2.0, 4.0], "trained_layer": [1.0, 3.0]}),
+            trained_table({"trained_attention": [10.0, 10.0], "trained_layer": [10.0, 10.0]}, n=64),  # smaller n
+            trained_table({"trained_attention": [0.5, 1.5], "trained_layer": [0.2, 0.4]}, normalise=False),
+        ],
+        ignore_index=True,
+    )
+    heads = trained_table({"trained_attention": [50.0, 50.0]}, random_ws=None).assign(head=1)  # one head: left out
+    out = compute_claims({"trained": pd.concat([table, heads], ignore_index=True)}, resamples=FAST)
+    rows = rows_of(out, "trained_ratio")
+    expected = {
+        ("trained_attention", "layer=1, n=128"): 3.0,
+        ("trained_attention", "layer=2, n=128"): 3.0,
+        ("trained_layer", "layer=1, n=128"): 2.0,
+        ("trained_layer", "layer=2, n=128"): 2.0,
+        ("trained_attention", "layer=1, n=128, model scale"): 1.0,
+        ("trained_attention", "layer=2, n=128, model scale"): 1.0,
+        ("trained_layer", "layer=1, n=128, model scale"): 0.3,
+        ("trained_layer", "layer=2, n=128, model scale"): 0.3,
+    }
+    assert {(r["map"], r["scope"]): r["value"] for _, r in rows.iterrows()} == pytest.approx(expected, rel=1e-12)
+    assert set(rows["verdict"]) == {"no claim"} and set(rows["units"]) == {2} and set(rows["data"]) == {"imdb"}
+    assert set(rows["expectation"]) == {"none (reported)"}
+    assert (rows["ci_low"] <= rows["value"]).all() and (rows["value"] <= rows["ci_high"]).all()
+    attention = one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128")
+    assert attention["ci_low"] >= 2.0 and attention["ci_high"] <= 4.0  # resampled means of {2, 4}
+    assert "mh_raf" in attention["statement"] and "{" not in attention["statement"]
+    assert "block" in one(out, "trained_ratio", map="trained_layer", scope="layer=2, n=128")["statement"]
+    assert "ratio from 2 to 4" in attention["note"]
+    assert "radius sqrt(d) = 19.6" in one(out, "trained_ratio", map="trained_layer", scope="layer=1, n=128")["note"]
+    assert not out.duplicated(["claim", "map", "data", "scope"]).any()
+    assert CLAIMS["trained_ratio"].op is None and CLAIMS["trained_ratio"].source.startswith("derived")
+    pd.testing.assert_frame_equal(out, compute_claims({"trained": table.iloc[::-1]}, resamples=FAST))
+
+
+def test_trained_ratio_without_random_rows_is_not_run_and_says_what_is_absent():
+    only_trained = trained_table({"trained_attention": [2.0, 4.0], "trained_layer": [1.0, 3.0]}, random_ws=None)
+    out = compute_claims({"trained": only_trained}, resamples=FAST)
+    rows = rows_of(out, "trained_ratio")
+    assert set(rows["verdict"]) == {"not run"} and rows["value"].isna().all()
+    assert len(rows) == 4  # one per (trained map, layer)
+    assert "no mh_raf rows" in one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128")["note"]
+    assert "no block rows" in one(out, "trained_ratio", map="trained_layer", scope="layer=2, n=128")["note"]
+    # one map with its pair, one review of it without: the pair is reported, the lone review noted
+    mixed = trained_table({"trained_attention": [2.0, 4.0]}, layers=(3,))
+    mixed = mixed[~((mixed["map"] == "mh_raf") & (mixed["review"] == 1))]
+    row = one(compute_claims({"trained": mixed}, resamples=FAST), "trained_ratio")
+    assert (row["verdict"], row["value"], row["units"], row["scope"]) == ("no claim", 2.0, 1, "layer=3, n=128")
+    assert "1 review(s) with one map only left out" in row["note"]
+    # no table, an empty one, or single heads only: one row, not run, no error
+    for tables in ({}, {"trained": only_trained.iloc[:0]}):
+        row = one(compute_claims(tables, resamples=FAST), "trained_ratio")
+        assert row["verdict"] == "not run" and "trained.parquet" in row["note"]
+    heads_only = compute_claims({"trained": only_trained.assign(head=1)}, resamples=FAST)
+    assert "head 0" in one(heads_only, "trained_ratio")["note"]
+
+
+def test_trained_table_without_a_required_column_is_an_error():
+    table = trained_table({"trained_attention": [2.0]})
+    for column in ("ws", "normalise", "model"):
+        with pytest.raises(ValueError, match=rf"table 'trained' lacks the column\(s\) \['{column}'\]"):
+            compute_claims({"trained": table.drop(columns=column)})
+    compute_claims({"trained": table.drop(columns=["kind", "phi_norm", "steps"])}, resamples=FAST)  # not needed
+
+
+def test_trained_pairs_are_the_experiments_random_counterparts():
+    from wordsens.experiments.trained import RANDOM_COUNTERPARTS
+
+    assert TRAINED_PAIRS == RANDOM_COUNTERPARTS
+
+
+def test_trained_table_is_read_from_the_results_folder(tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    trained_table({"trained_attention": [2.0, 4.0]}).to_parquet(tables / "trained.parquet")
+    assert set(read_tables(tmp_path)) == {"trained"}
+    assert set(claims_inputs(read_tables(tmp_path))) == {"trained"}
+    row = one(claims_from_results(tmp_path, resamples=FAST), "trained_ratio", scope="layer=2, n=128")
+    assert (row["value"], row["verdict"]) == (3.0, "no claim")
+
+
 # ----------------------------------------------------------------------------- light imports
 
 HEAVY = ("torch", "matplotlib", "seaborn", "transformers")
@@ -607,12 +723,13 @@ def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
     tables.mkdir()
     ws_table("rf", {(192, n): float(law(n)) for n in RF_N}).to_parquet(tables / "ws_rf.parquet")
     gen_rows("fig4", "rf").to_parquet(tables / "gen_fig4_synthetic.parquet")
+    trained_table({"trained_attention": [2.0, 4.0]}).to_parquet(tables / "trained.parquet")
     done = subprocess.run(
         [sys.executable, "-c", LIGHT_RUN, str(tmp_path), *HEAVY], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"rf_slope", "rf_law", "fig4_rf_alignment", "fig4_rf_err"} <= set(out["claims"])
+    assert {"rf_slope", "rf_law", "fig4_rf_alignment", "fig4_rf_err", "trained_ratio"} <= set(out["claims"])
     assert out["heavy"] == []
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 GB = costs.GB
 SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
-NO_STUDIES = {"variants": None, "long_context": None, "positions": None}  # the paper's grids only
+NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None}  # the paper's grids only
 
 
 def _demo(changes: dict | None = None) -> dict:
@@ -68,6 +69,9 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
         ({"gen": {"fig5": {"penalties": []}}}, "gen.fig5.penalties"),
         ({"gen": {"fig4": {"losses": ["hinge"]}}}, "gen.fig4.losses"),
         ({"long_context": {"max_length": 2}}, "long_context.max_length"),
+        ({"trained": {"normalise": []}}, "trained.normalise"),
+        ({"trained": {"maps": ["rf"]}}, "trained.maps"),
+        ({"trained": {"layers": "first"}}, "trained.layers"),
     ],
 )
 def test_schema_refuses_with_the_key(changes, key):
@@ -103,6 +107,14 @@ def test_schema_refuses_with_the_key(changes, key):
             {"model": {"name": "minilm", "max_length": 513}, **NO_STUDIES},
             ["model.max_length = 513 > the 512 positions of minilm"],
         ),
+        ({"trained": {"layers": [1, 3]}}, ["trained.layers has [3] beyond the 2 layers of demo-tiny-bert"]),
+        ({"trained": {"head_n": 12}}, ["trained.head_n = 12 is not one of trained.n = [8, 16]"]),
+        ({"trained": {"head_reviews": 3}}, ["trained.head_reviews = 3 > trained.reviews = 2"]),
+        ({"trained": {"reviews": 42}}, ["trained.reviews = 42 > data.pool_size = 40"]),
+        (
+            {"trained": {"model": "no-such-org/no-such-bert"}},
+            ["trained.model 'no-such-org/no-such-bert'", "local folder"],
+        ),
     ],
 )
 def test_cross_key_problems_name_the_key_and_the_fix(changes, words, monkeypatch):
@@ -125,6 +137,7 @@ def test_encoder_positions_come_from_a_local_config_json(tmp_path):
         "model": {"name": str(folder), "max_length": 48},
         "ws": {"maps": {"raf": {"d": [16], "n": [8]}}},
         "long_context": {"data": ["synthetic", "imdb"], "max_length": 64},
+        "trained": None,  # its layers and heads are not in this config.json
     }
     with pytest.raises(pipeline.ConfigError) as info:
         _demo(changes)
@@ -249,12 +262,14 @@ def test_each_experiment_has_its_numerics_version():
     """A bump of one experiment's numerics version changes the params of its jobs only (so
     Snakemake re-runs those), and every job carries its own experiment's version."""
     grid = pipeline.Grid(_demo(), limits=SMALL)
-    assert {job.kind: job.params["numerics_version"] for job in grid.jobs} == NUMERICS_VERSIONS
-    for bumped in ("ws", "gen"):
+    # the trained study's searches are word-sensitivity searches: the ws version
+    expected = {**NUMERICS_VERSIONS, "trained": NUMERICS_VERSIONS["ws"]}
+    assert {job.kind: job.params["numerics_version"] for job in grid.jobs} == expected
+    for bumped, kinds in (("ws", {"ws", "trained"}), ("gen", {"gen"})):
         versions = {**NUMERICS_VERSIONS, bumped: "bumped"}
         other = pipeline.Grid(_demo(), limits=SMALL, numerics_versions=versions)
         changed = {job.kind for job, new in zip(grid.jobs, other.jobs, strict=True) if job.params != new.params}
-        assert changed == {bumped}
+        assert changed == kinds
 
 
 def test_runtime_follows_the_sampler_and_the_positions():
@@ -450,6 +465,37 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     alone = pipeline.Grid(_demo(NO_STUDIES), limits=SMALL)
     assert [(j.wildcards, j.params) for j in paper] == [(j.wildcards, j.params) for j in alone.jobs]
     assert alone.studies() == [] and grid.ws_maps() == alone.ws_maps()
+
+
+def test_the_trained_study_plans_one_job_per_encoder_layer(tmp_path):
+    """One job per layer of the encoder (``layers: all`` from its facts, without loading it), with the
+    rows it writes, its params (a change of trained.n re-runs it) and estimates; the reviews come from
+    the pool, so that the embedding stores are not needed for it."""
+    config = _demo()
+    grid = pipeline.Grid(config, limits=SMALL)
+    jobs = grid.trained()
+    assert [job.layer for job in jobs] == [1, 2] == list(range(1, models.TINY_BERT_LAYERS + 1))
+    job = grid.job({"layer": "2"})
+    assert job is jobs[1] and job.key == "trained/layer2" and job.store is None and job.family == "ws:trained"
+    trained = config["trained"]
+    # 2 maps x (trained, random) x 2 reviews x 2 n x 2 normalisations, and 4 heads on 1 review
+    assert job.rows == 2 * 2 * 2 * 2 * 2 + models.TINY_BERT_HEADS * 1 == 36
+    assert job.params["model"] == "demo-tiny-bert" and job.params["heads"] == models.TINY_BERT_HEADS
+    assert job.params["n"] == trained["n"] and job.params["numerics_version"] == NUMERICS_VERSIONS["ws"]
+    assert job.mem_mb >= costs.probe_memory("encoder").job // costs.MB and job.seconds > 0
+    more = pipeline.Grid(_demo({"trained": {"n": [8, 16, 24]}}), limits=SMALL).job({"layer": "2"})
+    assert more.params != job.params and more.rows == 2 * 2 * 2 * 3 * 2 + 4
+    # listed layers, and an encoder known from its local config.json (layers and heads)
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    facts = {"hidden_size": 32, "max_position_embeddings": 64, "num_hidden_layers": 5, "num_attention_heads": 2}
+    (folder / "config.json").write_text(json.dumps(facts))
+    assert (models.model_layers(str(folder)), models.model_heads(str(folder))) == (5, 2)
+    mine = _demo({"trained": {"model": str(folder), "layers": [2, 5, 2]}})
+    assert [job.layer for job in pipeline.Grid(mine, limits=SMALL).trained()] == [2, 5]
+    assert pipeline.trained_layers(_demo({"trained": {"model": str(folder)}})) == [1, 2, 3, 4, 5]
+    # off: no job, and the paper's grids alone need no trained job
+    assert pipeline.Grid(_demo({"trained": None}), limits=SMALL).trained() == []
 
 
 def test_study_settings_follow_the_registry_and_left_out_points_name_their_study():

@@ -272,30 +272,98 @@ def test_trained_rows_put_each_map_beside_its_random_model_on_the_same_sample(ti
         trained_rows(X, model=tiny_bert, layer=1, heads=4, seed=0, review=0, normalise=True, maps=("mh_raf",))
 
 
-def test_trained_figure_draws_layers_and_heads(tmp_path):
+def _trained_table(pairs=(("trained_attention", "mh_raf"), ("trained_layer", "block")), heads=4):
+    """A synthetic table of the trained study: 2 layers, n in [8, 16, 32], 2 reviews, the maps of ``pairs``
+    (WS (layer + k) / sqrt(n) + review / 10, k the map's place), ``heads`` per-head rows at n = 32 (WS
+    layer + head / 10) and one raw-scale row far above the rest."""
     import pandas as pd
+
+    names = [name for pair in pairs for name in pair]
+    rows = [
+        {
+            "model": "/models/tiny",
+            "review": review,
+            "layer": layer,
+            "n": n,
+            "d": 64,
+            "normalise": True,
+            "map": name,
+            "kind": "random" if name in ("mh_raf", "block") else "trained",
+            "head": 0,
+            "ws": (layer + k) / math.sqrt(n) + review / 10,
+        }
+        for layer in (1, 2)
+        for n in (8, 16, 32)
+        for review in (0, 1)
+        for k, name in enumerate(names)
+    ]
+    rows += [
+        {
+            **rows[0],
+            "layer": layer,
+            "n": 32,
+            "map": "trained_attention",
+            "kind": "trained",
+            "head": h,
+            "ws": layer + h / 10,
+        }
+        for layer in (1, 2)
+        for h in range(1, heads + 1)
+    ]
+    rows.append({**rows[-1], "normalise": False, "map": names[-1], "head": 0, "ws": 99.0})
+    return pd.DataFrame(rows)
+
+
+def _styles(ax) -> dict[str, int]:
+    """How many lines of each style a panel has ("-": trained, "--": random)."""
+    styles = [line.get_linestyle() for line in ax.get_lines()]
+    return {style: styles.count(style) for style in sorted(set(styles))}
+
+
+def test_trained_figure_draws_layers_and_heads(tmp_path):
+    from matplotlib.colors import to_rgb
 
     from wordsens.plots import trained_figure
 
-    rows = [
-        {"layer": layer, "n": 8, "normalise": True, "map": name, "head": 0, "ws": 1.0 + layer * k}
-        for layer in (1, 2, 3)
-        for k, name in enumerate(("trained_attention", "mh_raf", "trained_layer", "block"))
-    ]
-    rows += [
-        {"layer": layer, "n": 8, "normalise": True, "map": "trained_attention", "head": h, "ws": float(h)}
-        for layer in (1, 2, 3)
-        for h in (1, 2)
-    ]
-    rows.append({"layer": 1, "n": 8, "normalise": False, "map": "block", "head": 0, "ws": 9.0})
-    table = pd.DataFrame(rows)
+    table = _trained_table()
     paths = [tmp_path / "fig_trained.png", tmp_path / "fig_trained.pdf"]
     fig = trained_figure(table, paths)
     assert all(p.stat().st_size > 0 for p in paths)
-    left, right = fig.axes[:2]
-    assert len(left.get_lines()) == 4  # two trained maps (solid) and their random models (dashed)
-    assert {line.get_linestyle() for line in left.get_lines()} == {"-", "--"}
-    assert list(left.get_lines()[3].get_ydata()) == [4.0, 7.0, 10.0]  # block; its raw-scale row is not drawn
-    assert right.collections[0].get_array().shape == (3, 2)  # 3 layers x 2 heads
+    attention, layer, heat = fig.axes[:3]
+    for ax in (attention, layer):  # per layer: the trained map solid, its random model dashed, each with a band
+        assert _styles(ax) == {"-": 2, "--": 2}
+        assert len(ax.collections) == 4
+        assert ax.get_xscale() == "log"  # 32 / 8 >= 4
+        assert [float(x) for x in ax.get_lines()[0].get_xdata()] == [8, 16, 32]
+    assert "trained attention" in attention.get_title() and "multi-head attention" in attention.get_title()
+    assert "trained encoder layer" in layer.get_title()
+    # layer 1 of the trained attention: the mean over the two reviews (0 and 0.1 above)
+    first = attention.get_lines()[0]
+    assert first.get_ydata() == pytest.approx([1 / math.sqrt(n) + 0.05 for n in (8, 16, 32)])
+    # one colour per layer, the same for a map and its random model
+    colours = [to_rgb(line.get_color()) for line in attention.get_lines()]
+    assert colours[0] == colours[2] and colours[1] == colours[3] and colours[0] != colours[1]
+    assert max(max(line.get_ydata()) for line in layer.get_lines()) < 99  # the raw-scale row is not drawn
+    assert "1 raw-scale rows: in the table only" in fig.get_suptitle()
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert labels[:2] == ["layer 1", "layer 2"] and "trained" in labels
+    assert heat.collections[0].get_array().shape == (2, 4)  # 2 layers x 4 heads
+    assert "n = 32" in heat.get_title()
     with pytest.raises(ValueError, match="no rows of whole maps"):
         trained_figure(table[table["head"] > 0], paths)
+
+
+def test_trained_figure_marks_a_missing_pair_and_missing_heads_not_run(tmp_path):
+    from wordsens.plots import trained_figure
+
+    table = _trained_table(pairs=(("trained_attention", "mh_raf"),), heads=0)
+    table = table[table["n"] == 16]  # one n: linear x
+    path = tmp_path / "fig_trained.png"
+    fig = trained_figure(table, [path], settings={"palette": "rocket", "dpi": 60, "stamp": "toy demo: tiny"})
+    assert path.stat().st_size > 0
+    attention, layer, heat = fig.axes[:3]
+    assert _styles(attention) == {"-": 2, "--": 2} and attention.get_xscale() == "linear"
+    for ax in (layer, heat):
+        assert not ax.axison and not ax.get_lines() and not ax.collections
+        assert any(text.get_text().startswith("not run") for text in ax.texts)
+    assert [t.get_text() for t in fig.texts if t.get_label() == "stamp"] == ["toy demo: tiny"]

@@ -143,6 +143,52 @@ def test_demo_produces_every_table_and_figure(demo_run):
     assert not (demo_run / "resources" / "imdb").exists()
 
 
+def test_demo_trained_study_puts_each_trained_map_beside_its_random_model(demo_run):
+    """The trained study on the demo's tiny random BERT: one job per layer, every row the job planned,
+    each trained map beside its random model on the same sample, every head at head_n, the figure, and
+    the claims table's trained / random ratios (no verdict) recomputed here from the table."""
+    config = _demo_config()
+    trained = config["trained"]
+    results = demo_run / config["results"]
+    table = pd.read_parquet(results / "tables" / "trained.parquet")
+    layers = sorted(table["layer"].unique())
+    assert layers == [1, 2] and sorted(p.name for p in (results / "trained").glob("*.parquet")) == [
+        "layer1.parquet",
+        "layer2.parquet",
+    ]
+    heads = 4  # the tiny BERT's
+    whole = table[table["head"] == 0]
+    per_sample = len(trained["maps"]) * 2
+    assert len(whole) == len(layers) * trained["reviews"] * len(trained["n"]) * len(trained["normalise"]) * per_sample
+    assert np.isfinite(table["ws"]).all() and (table["ws"] > 0).all()
+    # the same sample for a trained map and its random model: same review, layer, n, scale and row norm
+    keys = ["review", "layer", "n", "normalise"]
+    for _, sample in whole.groupby(keys):
+        assert sorted(sample["map"]) == ["block", "mh_raf", "trained_attention", "trained_layer"]
+        assert sample["row_norm"].nunique() == 1 and sample["review_id"].nunique() == 1
+    assert (whole.loc[whole["normalise"], "row_norm"] - 8.0).abs().max() < 1e-9  # sqrt(d), d = 64
+    # the same reviews at every layer, n and scale: the pool's first with at least max(n) tokens
+    assert whole.groupby(["layer", "n", "normalise"])["review_id"].apply(tuple).nunique() == 1
+    per_head = table[table["head"] > 0]
+    assert sorted(per_head["head"]) == sorted(list(range(1, heads + 1)) * len(layers))
+    assert (per_head["n"] == trained["head_n"]).all() and per_head["normalise"].all()
+    for ext in config["plots"]["formats"]:
+        assert (results / "figures" / f"fig_trained.{ext}").stat().st_size > 5000
+    # claims: one report-only row per (trained map, layer) and scale, the mean of the per-review ratios
+    claims = pd.read_csv(results / "tables" / "claims.csv")
+    ratios = claims[claims["claim"] == "trained_ratio"]
+    assert set(ratios["verdict"]) == {"no claim"}
+    assert len(ratios) == len(trained["maps"]) * len(layers) * len(trained["normalise"])
+    n = max(trained["n"])
+    for name, random in (("trained_attention", "mh_raf"), ("trained_layer", "block")):
+        for layer in layers:
+            at = whole[(whole["layer"] == layer) & (whole["n"] == n) & whole["normalise"]]
+            ws = at.pivot_table(index="review", columns="map", values="ws")
+            row = ratios[(ratios["map"] == name) & (ratios["scope"] == f"layer={layer}, n={n}")]
+            assert len(row) == 1, (name, layer)
+            assert row["value"].iloc[0] == pytest.approx((ws[name] / ws[random]).mean(), rel=1e-5)
+
+
 def test_claims_table_of_the_demo(demo_run):
     """tables/claims.csv holds one verdict per row for every claim (toy sizes leave many
     inconclusive: the run completes anyway), its HTML page is written, and `wordsens claims` prints

@@ -248,7 +248,7 @@ def prepend_pythonpath(path: str | os.PathLike) -> None:
 
 
 # Metric columns that must be present and finite in every word-sensitivity row.
-_FINITE = ("lower", "phi_norm", "delta_norm")
+_FINITE = ("lower", "ws", "phi_norm", "delta_norm")
 
 
 def concatenate(paths: Iterable[str | os.PathLike], rows: Iterable[int] | None = None) -> pd.DataFrame:

@@ -202,6 +202,16 @@ def get_ws_chunk_rows(wildcards):
     return [job.rows for job in GRID.select(study="ws", map=wildcards.map)]
 
 
+def get_trained_chunks(wildcards):
+    """The per-layer files of the trained study (the layers that fit)."""
+    return _chunk_files(GRID.trained())
+
+
+def get_trained_rows(wildcards):
+    """The rows of each file of get_trained_chunks (Job.rows), in the same order."""
+    return [job.rows for job in GRID.trained()]
+
+
 def get_ws_tables(wildcards):
     """The tables of a WS figure's maps that have results (named by map)."""
     maps = wsplan.WS_FIGURES[wildcards.wsfig]
@@ -250,7 +260,7 @@ def get_gen_left_out(wildcards):
 
 def get_claims_tables(wildcards):
     """The run's own tables the claims are computed from, named by file stem (ws_<map>,
-    gen_<figure>_<data>, variants), which wordsens.claims.claims_inputs turns into its inputs.
+    gen_<figure>_<data>, variants, trained), which wordsens.claims.claims_inputs turns into its inputs.
     """
     tables = {
         f"ws_{m}": rules.ws_table.output.parquet.format(map=m) for m in GRID.ws_maps()
@@ -262,6 +272,9 @@ def get_claims_tables(wildcards):
     # the variant maps without a table of their own: their slopes
     if "variants" in GRID.studies():
         tables["variants"] = rules.study_table.output.parquet.format(study="variants")
+    # the trained study: its trained / random ratios, reported without a verdict
+    if GRID.trained():
+        tables["trained"] = rules.trained_table.output.parquet
     return tables
 
 
@@ -300,7 +313,12 @@ def targets():
         out += collect(rules.gen_table.output, figure=figure, gdata=data)
         genfig = next(stem for stem, f in wsplan.GEN_FIGURES.items() if f == figure)
         out += collect(rules.gen_figure.output, genfig=genfig, gdata=data)
-    if GRID.ws_maps() or GRID.gen_tables() or "variants" in GRID.studies():
+    if (
+        GRID.ws_maps()
+        or GRID.gen_tables()
+        or "variants" in GRID.studies()
+        or GRID.trained()
+    ):
         out += list(rules.claims.output)
     studies = GRID.studies()
     out += collect(rules.study_table.output, study=studies)
@@ -310,6 +328,9 @@ def targets():
         out += list(rules.long_context_figure.output)
     if "positions" in studies:
         out += list(rules.positions_figure.output)
+    if GRID.trained():
+        out += list(rules.trained_table.output)
+        out += list(rules.trained_figure.output)
     if config["probes"]["enabled"]:
         out += list(rules.fig1_attention_figure.output)
         out += list(rules.fig3_figures.output)

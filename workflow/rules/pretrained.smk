@@ -4,8 +4,8 @@
 # Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
 from wordsens.data.models import packaged_archive
 
-# The packaged names this configuration loads: model.name when the review pool, its embeddings or
-# the probes need it; probes.model when the probes run.
+# The packaged names this configuration loads: model.name when the review pool, its embeddings, the
+# probes or the trained study need it; probes.model when the probes run; trained.model.
 _probes = config["probes"]
 _loaded = []
 if any(job.store for job in GRID.fit) or (
@@ -14,6 +14,8 @@ if any(job.store for job in GRID.fit) or (
     _loaded.append(config["model"]["name"])
 if _probes["enabled"] and _probes["model"]:
     _loaded.append(_probes["model"])
+if config["trained"]:  # the pool (model.name's tokenizer) and the measured encoder
+    _loaded += [config["model"]["name"], wsplan.trained_model(config)]
 PACKAGED_USED = sorted({name for name in _loaded if name in PACKAGED_MODELS})
 
 # A missing package stops the planning with the install command, before any job runs. Where the

@@ -5,22 +5,25 @@ table (:func:`compute_claims`, :func:`claims_from_results`); each claim, its thr
 comes from in ``docs/claims.md``. :mod:`wordsens.claims.stats` holds the definitions and the rows,
 :mod:`wordsens.claims.slope` the package's one log-log slope, :mod:`wordsens.claims.bootstrap` the
 bootstrap and the statistics of grid points, :mod:`wordsens.claims.checks` (word sensitivity) and
-:mod:`wordsens.claims.gen_checks` (generalisation) the computation of each claim,
-:mod:`wordsens.claims.render` the text, Markdown and HTML renderings, :mod:`wordsens.claims.files`
-the tables it reads and the files it writes. None of them imports torch or the plotting libraries.
+:mod:`wordsens.claims.gen_checks` (generalisation) and :mod:`wordsens.claims.trained_checks` (a
+pre-trained encoder against its random models, reported without a verdict) the computation of each
+claim, :mod:`wordsens.claims.render` the text, Markdown and HTML renderings,
+:mod:`wordsens.claims.files` the tables it reads and the files it writes. None of them imports torch
+or the plotting libraries.
 """
 
 from .files import claims_inputs, write_claims
 from .gen_checks import check_identity
 from .render import claims_html, claims_markdown, format_claims
 from .slope import law_slope, loglog_slope
-from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, VERDICTS, Claim, err_lower_bound
+from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, TRAINED_PAIRS, VERDICTS, Claim, err_lower_bound
 from .table import claims_from_results, compute_claims, read_tables
 
 __all__ = [
     "CLAIMS",
     "COLUMNS",
     "KNOWN_MAPS",
+    "TRAINED_PAIRS",
     "VERDICTS",
     "Claim",
     "check_identity",

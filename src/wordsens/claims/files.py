@@ -16,9 +16,9 @@ __all__ = ["claims_inputs", "write_claims"]
 
 def claims_inputs(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The tables the claims are computed from (``wordsens.claims.table.compute_claims``): the ``ws_<map>``
-    and ``gen_<figure>_<data>`` tables as they are, and the ``variants`` table split by map into
-    ``ws_<map>`` for every map that has no table of the paper's grids (a variant map gets its slope,
-    reported without a verdict)."""
+    and ``gen_<figure>_<data>`` tables and the trained-encoder study's ``trained`` table as they are,
+    and the ``variants`` table split by map into ``ws_<map>`` for every map that has no table of the
+    paper's grids (a variant map gets its slope, reported without a verdict)."""
     out = {key: frame for key, frame in tables.items() if key != "variants"}
     variants = tables.get("variants")
     if variants is not None:

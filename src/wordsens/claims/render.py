@@ -125,7 +125,7 @@ def claims_html(frame: pd.DataFrame) -> str:
         "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
         "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
         f"<p>{html.escape(_summary(frame))}. The interval is a 95% stratified bootstrap over trials (word "
-        "sensitivity) or simulations (generalisation); a verdict is inconclusive when the interval (with the "
-        "point) holds both passing and failing values, else the point decides.</p>"
+        "sensitivity), simulations (generalisation) or reviews (trained encoder); a verdict is inconclusive "
+        "when the interval (with the point) holds both passing and failing values, else the point decides.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n"
     )

@@ -34,6 +34,8 @@ __all__ = [
     "RESAMPLES",
     "RF_LEVEL_BAND",
     "RF_SLOPE_TOL",
+    "TRAINED_DATA",
+    "TRAINED_PAIRS",
     "VERDICTS",
     "Claim",
     "Rows",
@@ -47,6 +49,10 @@ DERIVED = "derived (not in the paper)"
 KNOWN_MAPS = ("rf", "drf", "raf", "relu_raf")
 RESAMPLES = 1000
 VERDICTS = ("holds", "fails", "inconclusive", "not run", "no claim")
+# the random model of each trained map of the ``trained`` study, at the same d and heads: the same
+# pairs as wordsens.experiments.trained.RANDOM_COUNTERPARTS (which imports torch; a test keeps the two equal)
+TRAINED_PAIRS: dict[str, str] = {"trained_attention": "mh_raf", "trained_layer": "block"}
+TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 
 # --- thresholds (docs/claims.md says where each number comes from)
 # rf_law: mean WS / law(n) averaged over the grid points. Measured (40 trials per point at d = 16,
@@ -280,6 +286,16 @@ CLAIMS: dict[str, Claim] = {
             None,
             None,
             DERIVED,
+        ),
+        Claim(
+            "trained_ratio",
+            "word sensitivity of a pre-trained encoder's {map} against its random model ({random}) on the same "
+            "samples (the paper makes no claim)",
+            "mean over reviews of WS(trained) / WS(random) on the same sample",
+            None,
+            None,
+            DERIVED,
+            (("map", "trained map"), ("random", "random counterpart")),
         ),
         Claim(
             "map_slope",

@@ -2,9 +2,10 @@
 
 Every claim is computed from the aggregated tables the workflow writes under ``RESULTS/tables/``
 (``ws_<map>.parquet``: one row per trial; ``gen_fig4_<data>.parquet``, ``gen_fig5_<data>.parquet``:
-one row per simulation and search) and gives one row per claim and scope (a data source and a
-slice of the grid: ``d=192``, ``d=768, n=40``, ``all d``): the statistic, its 95% stratified
-bootstrap interval, the expectation and exactly one verdict:
+one row per simulation and search; ``trained.parquet``, the trained-encoder study: one row per
+search) and gives one row per claim and scope (a data source and a slice of the grid: ``d=192``,
+``d=768, n=40``, ``all d``, ``layer=3, n=128``): the statistic, its 95% stratified bootstrap
+interval, the expectation and exactly one verdict:
 
 ``holds`` / ``fails``
     the point statistic meets / misses the expectation, and the 95% interval (widened to hold the
@@ -15,7 +16,7 @@ bootstrap interval, the expectation and exactly one verdict:
     the rows the claim needs are absent (the note says which and why);
 ``no claim``
     a number reported without an expectation (a map the paper says nothing about, the count of
-    training sets that cannot be interpolated).
+    training sets that cannot be interpolated, a trained encoder against its random models).
 
 Verdicts are facts about the run, never exceptions; the one exception is a generalisation row that
 breaks the identity ``D1 - D0 = a (y - t0)``, which no computation of wordsens can produce: a bug,
@@ -23,9 +24,10 @@ reported as a ``ValueError`` (:func:`wordsens.claims.gen_checks.check_identity`)
 
 Bootstrap: percentile intervals from ``resamples`` (default 1000) resamples of the units of each
 grid point (trials for word sensitivity, simulations for generalisation: the searches of one
-simulation move together), drawn with replacement within that grid point. Every row has its own
-generator, ``numpy.random.Generator(PCG64(derive_seed(seed, "claims", claim, map, data, scope)))``:
-the same tables give the same intervals, whatever else the run holds.
+simulation move together, reviews for the trained encoder), drawn with replacement within that
+grid point. Every row has its own generator,
+``numpy.random.Generator(PCG64(derive_seed(seed, "claims", claim, map, data, scope)))``: the same
+tables give the same intervals, whatever else the run holds.
 
 Each claim (statistic, threshold, source, how the threshold depends on d and why) and the proof of
 the bound behind ``fig4_rf_err`` (:func:`wordsens.claims.stats.err_lower_bound`) are documented in
@@ -34,7 +36,8 @@ the bound behind ``fig4_rf_err`` (:func:`wordsens.claims.stats.err_lower_bound`)
 Modules: this one holds the entry points (:func:`compute_claims`, :func:`claims_from_results`,
 :func:`read_tables`); :mod:`wordsens.claims.stats` the definitions, thresholds and rows;
 :mod:`wordsens.claims.slope` the log-log slope; :mod:`wordsens.claims.bootstrap` the bootstrap;
-:mod:`wordsens.claims.checks` and :mod:`wordsens.claims.gen_checks` the computation of each claim;
+:mod:`wordsens.claims.checks`, :mod:`wordsens.claims.gen_checks` and
+:mod:`wordsens.claims.trained_checks` the computation of each claim;
 :mod:`wordsens.claims.render` the text, Markdown and HTML renderings; :mod:`wordsens.claims.files`
 the tables it reads and the files it writes. None of them imports torch or the plotting libraries.
 """
@@ -50,6 +53,7 @@ from .checks import ws_claims
 from .files import claims_inputs
 from .gen_checks import gen_claims
 from .stats import RESAMPLES, Rows, table_kind
+from .trained_checks import TRAINED_REQUIRED, trained_claims
 
 __all__ = ["claims_from_results", "compute_claims", "read_tables"]
 
@@ -72,14 +76,16 @@ _GEN_REQUIRED = (
     "err",
     "gamma_min",
 )
+TRAINED = "trained"  # the trained-encoder study's table (wordsens.experiments.trained)
 
 
 # ----------------------------------------------------------------------------- reading
 
 
 def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ...), and the
-    ``variants`` table when the run has one (``wordsens.claims.files.claims_inputs`` splits it by map)."""
+    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ``trained``, ...),
+    and the ``variants`` table when the run has one (``wordsens.claims.files.claims_inputs`` splits it
+    by map)."""
     folder = Path(results_dir) / "tables"
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -88,7 +94,7 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
         )
     tables = {}
     for path in sorted(folder.glob("*.parquet")):
-        if table_kind(path.stem) is not None or path.stem == "variants":
+        if table_kind(path.stem) is not None or path.stem in ("variants", TRAINED):
             tables[path.stem] = pd.read_parquet(path)
     return tables
 
@@ -116,19 +122,25 @@ def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resampl
 
     ``tables`` maps file stems to frames: ``ws_<map>`` (any map; ``rf``, ``drf``, ``raf``,
     ``relu_raf`` carry the paper's claims, any other gets ``map_slope``) and ``gen_fig4_<data>``,
-    ``gen_fig5_<data>``. A claim whose rows are absent is reported "not run"; a table lacking a
-    column every row of its kind has, and generalisation rows that break ``D1 - D0 = a (y - t0)``
-    (``wordsens.claims.gen_checks.check_identity``), are errors. ``seed`` and ``resamples`` set the
-    bootstrap.
+    ``gen_fig5_<data>``, and ``trained`` (the trained-encoder study, reported without a verdict:
+    ``wordsens.claims.trained_checks``). A claim whose rows are absent is reported "not run"; a
+    table lacking a column every row of its kind has, and generalisation rows that break
+    ``D1 - D0 = a (y - t0)`` (``wordsens.claims.gen_checks.check_identity``), are errors. ``seed``
+    and ``resamples`` set the bootstrap.
     """
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
     ws: dict[str, pd.DataFrame] = {}
     gen: dict[str, pd.DataFrame] = {}
+    trained: pd.DataFrame | None = None
     for key, frame in tables.items():
+        if key == TRAINED:
+            _check_columns(key, frame, TRAINED_REQUIRED)
+            trained = None if frame.empty else frame
+            continue
         kind = table_kind(key)
         if kind is None:
-            raise ValueError(f"unknown table {key!r}: expected ws_<map>, gen_fig4_<data> or gen_fig5_<data>")
+            raise ValueError(f"unknown table {key!r}: expected ws_<map>, gen_fig4_<data>, gen_fig5_<data> or {TRAINED}")
         if kind[0] == "ws":
             _check_columns(key, frame, _WS_REQUIRED)
             if not frame.empty:
@@ -140,4 +152,5 @@ def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resampl
     rows = Rows(seed, resamples)
     ws_claims(rows, ws)
     gen_claims(rows, gen)
+    trained_claims(rows, trained)
     return rows.frame()

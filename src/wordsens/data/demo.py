@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .models import TINY_BERT_POSITIONS, TINY_BERT_WIDTH
+from .models import TINY_BERT_HEADS, TINY_BERT_LAYERS, TINY_BERT_POSITIONS, TINY_BERT_WIDTH
 
 __all__ = [
     "VOCAB_WORDS",
@@ -129,8 +129,8 @@ def make_tiny_bert(
     directory: str | Path,
     *,
     hidden: int = TINY_BERT_WIDTH,
-    layers: int = 2,
-    heads: int = 4,
+    layers: int = TINY_BERT_LAYERS,
+    heads: int = TINY_BERT_HEADS,
     max_positions: int = TINY_BERT_POSITIONS,
     initializer_range: float = 0.2,
     seed: int = 0,

@@ -18,9 +18,13 @@ __all__ = [
     "DEMO_LM",
     "DEMO_MODEL",
     "PACKAGED_MODELS",
+    "TINY_BERT_HEADS",
+    "TINY_BERT_LAYERS",
     "TINY_BERT_POSITIONS",
     "TINY_BERT_WIDTH",
     "PackagedModel",
+    "model_heads",
+    "model_layers",
     "model_positions",
     "model_tag",
     "model_vocab_size",
@@ -32,6 +36,8 @@ DEMO_MODEL = "demo-tiny-bert"  # model.name of the demo encoder (wordsens.data.d
 DEMO_LM = "demo-tiny-lm"  # probes.lm.model of the demo causal LM (wordsens.data.demo.make_tiny_causal_lm)
 TINY_BERT_WIDTH = 64  # the demo encoder (model.name: demo-tiny-bert), as the workflow builds it
 TINY_BERT_POSITIONS = 512
+TINY_BERT_LAYERS = 2
+TINY_BERT_HEADS = 4
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,13 @@ def model_tag(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-_KNOWN_MODELS = {"bert-base-uncased": (768, 512), "bert-base-cased": (768, 512), "bert-large-uncased": (1024, 512)}
+# (hidden size, position limit, encoder layers, attention heads) of a few Hub names, for planning
+# without their files
+_KNOWN_MODELS = {
+    "bert-base-uncased": (768, 512, 12, 12),
+    "bert-base-cased": (768, 512, 12, 12),
+    "bert-large-uncased": (1024, 512, 24, 16),
+}
 
 
 def _config_json(name: str) -> dict | None:
@@ -123,18 +135,21 @@ def _config_json(name: str) -> dict | None:
     return None
 
 
-def _model_facts(name: str) -> tuple[int | None, int | None]:
-    """(hidden size, position limit) of a demo or packaged model (``PACKAGED_MODELS``),
+def _model_facts(name: str) -> tuple[int | None, int | None, int | None, int | None]:
+    """(hidden size, position limit, encoder layers, attention heads) of a demo or packaged model (``PACKAGED_MODELS``),
     else from a local config.json (local folder or Hugging Face cache), else of a few well-known Hub
-    names; None where unknown (the embedding job checks again with the loaded model)."""
+    names; None where unknown (the jobs check again with the loaded model)."""
     if name == DEMO_MODEL:
-        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS
+        return TINY_BERT_WIDTH, TINY_BERT_POSITIONS, TINY_BERT_LAYERS, TINY_BERT_HEADS
     if name in PACKAGED_MODELS:
-        return PACKAGED_MODELS[name].width, PACKAGED_MODELS[name].max_positions
+        spec = PACKAGED_MODELS[name]
+        return spec.width, spec.max_positions, spec.layers, spec.heads
     found = _config_json(name)
     if found is not None:
-        return (int(found.get("hidden_size", 0)) or None, int(found.get("max_position_embeddings", 0)) or None)
-    return _KNOWN_MODELS.get(name, (None, None))
+        keys = ("hidden_size", "max_position_embeddings", "num_hidden_layers", "num_attention_heads")
+        width, positions, layers, heads = (int(found.get(key, 0)) or None for key in keys)
+        return width, positions, layers, heads
+    return _KNOWN_MODELS.get(name, (None, None, None, None))
 
 
 def model_vocab_size(name: str) -> int | None:
@@ -157,3 +172,15 @@ def model_positions(name: str) -> int | None:
     """Position limit (``max_position_embeddings``) of the encoder ``name`` where it can be known
     without loading it, else None."""
     return _model_facts(name)[1]
+
+
+def model_layers(name: str) -> int | None:
+    """Encoder layers (``num_hidden_layers``) of the encoder ``name`` where it can be known without
+    loading it, else None."""
+    return _model_facts(name)[2]
+
+
+def model_heads(name: str) -> int | None:
+    """Attention heads per layer (``num_attention_heads``) of the encoder ``name`` where it can be
+    known without loading it, else None."""
+    return _model_facts(name)[3]

@@ -14,6 +14,7 @@ model's own scale, recorded per row (``row_norm``), and the ball is the same.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,15 +22,31 @@ import numpy as np
 import torch
 
 from ..data import embed, samples
+from ..pipeline.trained import RANDOM_MODELS
 from ..search import estimate
 from ..seeds import derive_seed
 
 Tensor = torch.Tensor
 
-__all__ = ["RANDOM_COUNTERPARTS", "layer_inputs", "trained_rows"]
+__all__ = ["RANDOM_COUNTERPARTS", "layer_inputs", "layer_rows", "pick_reviews", "trained_rows"]
 
-# the random model of each trained map, at the same d and number of heads
-RANDOM_COUNTERPARTS = {"trained_attention": "mh_raf", "trained_layer": "block"}
+# the random model of each trained map, at the same d and number of heads (the planner's table)
+RANDOM_COUNTERPARTS = RANDOM_MODELS
+
+
+def pick_reviews(tokenizer: Any, texts: Sequence[str], *, n: int, count: int) -> list[int]:
+    """The indices of the first ``count`` texts (in their order) that the tokenizer turns into at least
+    ``n`` tokens, ``[CLS]`` and ``[SEP]`` included; ValueError naming the fix where too few have."""
+    found: list[int] = []
+    for index, text in enumerate(texts):
+        if len(tokenizer(str(text), truncation=False)["input_ids"]) >= n:
+            found.append(index)
+            if len(found) == count:
+                return found
+    raise ValueError(
+        f"only {len(found)} of {len(texts)} reviews have at least n = {n} tokens, {count} needed: lower the "
+        "largest n or the number of reviews, or give the pool longer reviews (data.max_tokens, data.pool_size)"
+    )
 
 
 def layer_inputs(tokenizer: Any, encoder: Any, texts: Sequence[str], *, layer: int, n: int, normalise: bool) -> Tensor:
@@ -103,4 +120,52 @@ def trained_rows(
                 "seed": base,
             }
         )
+    return rows
+
+
+def layer_rows(
+    tokenizer: Any,
+    encoder: Any,
+    texts: Sequence[str],
+    *,
+    model: str,
+    layer: int,
+    ns: Sequence[int],
+    normalise: Sequence[bool] = (True, False),
+    maps: Sequence[str] = ("trained_attention", "trained_layer"),
+    head_n: int | None = None,
+    head_reviews: int = 1,
+    seed: int = 0,
+    max_steps: int = 1000,
+    log: Any = None,
+) -> list[dict[str, Any]]:
+    """Every row of the trained study at one layer (the ``trained`` rule's job): for each review of
+    ``texts`` (each with at least max(ns) tokens: ``pick_reviews``), n of ``ns`` and normalisation of
+    ``normalise``, the rows of ``trained_rows`` for ``maps``; then, at ``head_n`` (None: none) on the
+    first ``head_reviews`` reviews, row-normalised, the trained attention of every head. ``model``
+    is what the maps load (``encoder``'s folder or name); ``log`` (a callable) gets a line per sample."""
+    heads = int(encoder.config.num_attention_heads)
+    rows: list[dict[str, Any]] = []
+    passes = [(norm, n, len(texts), False) for norm in normalise for n in sorted(ns)]
+    if head_n is not None:
+        passes.append((True, head_n, head_reviews, True))
+    for norm, n, count, per_head in passes:
+        X = layer_inputs(tokenizer, encoder, texts[:count], layer=layer, n=n, normalise=norm)
+        for review in range(count):
+            started = time.perf_counter()
+            rows += trained_rows(
+                X[review],
+                model=model,
+                layer=layer,
+                heads=heads,
+                seed=seed,
+                review=review,
+                normalise=norm,
+                per_head=per_head,
+                maps=() if per_head else maps,
+                max_steps=max_steps,
+            )
+            if log is not None:
+                what = "head by head" if per_head else f"normalise={norm}"
+                log(f"layer {layer} n = {n} {what} review {review}: {time.perf_counter() - started:.1f} s")
     return rows

@@ -2,8 +2,9 @@
 ``wordsens plan``. ``wordsens.pipeline.configuration`` loads and checks a configuration (against
 its schema: ``wordsens.pipeline.schema``),
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
-(``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), and
-``wordsens.pipeline.grid`` holds them (``Grid``) and describes them.
+(``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), ``wordsens.pipeline.trained``
+the trained study's jobs (one per encoder layer), and ``wordsens.pipeline.grid`` holds them
+(``Grid``) and describes them.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
 when it runs).
@@ -36,11 +37,13 @@ from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
 from .schedule import Task, finish_lines, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
+from .trained import RANDOM_MODELS, TrainedJob, trained_jobs, trained_layers, trained_model
 
 __all__ = [
     "GEN_FIGURES",
     "LOCAL_MAX_JOB_HOURS",
     "PLANNED_LIMITS",
+    "RANDOM_MODELS",
     "SCHEMA",
     "STUDIES",
     "WS_FIGURES",
@@ -52,6 +55,7 @@ __all__ = [
     "Measured",
     "Point",
     "Task",
+    "TrainedJob",
     "WSJob",
     "calibration_table",
     "capped_ns",
@@ -83,6 +87,9 @@ __all__ = [
     "stored_calibration",
     "stores",
     "study_hours",
+    "trained_jobs",
+    "trained_layers",
+    "trained_model",
     "validate",
     "variant_maps",
     "ws_jobs",

@@ -19,6 +19,7 @@ from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_positions,
 from ..maps import registry
 from .points import capped_ns, stores, variant_maps
 from .schema import SCHEMA, ConfigError, apply_schema
+from .trained import trained_model, trained_problems
 
 __all__ = [
     "check",
@@ -154,13 +155,14 @@ def problems(config: dict) -> list[str]:
     data, model, ws, gen = config["data"], config["model"], config["ws"], config["gen"]
     grids = {m: g for m, g in ws["maps"].items() if g}
     figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
-    studies = [key for key in ("variants", "long_context", "positions") if config.get(key)]
+    studies = [key for key in ("variants", "long_context", "positions", "trained") if config.get(key)]
     if not grids and not figures and not studies:
         out.append(
             "ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
             "(ws.maps.<map>) or a gen.fig4/gen.fig5 grid"
         )
     out += _study_problems(config)
+    out += trained_problems(config)
     out += _length_problems(config)
     width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
     for map_name, grid in grids.items():
@@ -231,8 +233,9 @@ def preflight(config: dict) -> list[str]:
         reads_imdb = bool(stores(config))
     except ValueError:  # an unknown map or bad options: problems() names them
         reads_imdb = False
-    uses_model = reads_imdb or probes["enabled"]
-    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None)
+    trained = bool(config.get("trained"))  # reads the pool (tokenised by model.name) and its own encoder
+    uses_model = reads_imdb or probes["enabled"] or trained
+    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None) or trained
     if uses_data and data["source"] not in ("hub", "demo"):
         from ..data.reviews import LOCAL_DATA_EXAMPLE  # pandas: loaded only for these checks
 
@@ -242,6 +245,8 @@ def preflight(config: dict) -> list[str]:
     names = {"model.name": model["name"]} if uses_model else {}
     if probes["enabled"] and probes["model"] is not None:
         names["probes.model"] = probes["model"]
+    if trained and config["trained"]["model"] is not None:
+        names["trained.model"] = trained_model(config)
     offline = [
         (key, name)
         for key, name in names.items()

@@ -23,6 +23,7 @@ from .calibrate import stored_calibration
 from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
 from .limits import Limits
 from .points import STUDIES
+from .trained import TrainedJob, trained_jobs
 
 __all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
 
@@ -54,6 +55,7 @@ class Grid:
         self.jobs: list[Job] = [
             *ws_jobs(config, self.limits, numerics_versions["ws"]),
             *gen_jobs(config, self.limits, numerics_versions["gen"]),
+            *trained_jobs(config, numerics_versions["ws"]),
         ]
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
@@ -119,6 +121,10 @@ class Grid:
         """The maps configured in ``studies`` (fitting or not), in registry order."""
         found = {job.map for job in self.jobs if isinstance(job, WSJob) and job.study in studies}
         return [name for name in registry.names() if name in found]
+
+    def trained(self) -> list[TrainedJob]:
+        """The trained study's jobs that fit (one per encoder layer), by layer."""
+        return sorted((job for job in self.fit if isinstance(job, TrainedJob)), key=lambda job: job.layer)
 
     def gen_tables(self) -> list[tuple[str, str]]:
         """(figure, data) pairs with at least one generalisation job that fits."""
@@ -201,6 +207,8 @@ class Grid:
 
 
 def _values(job: Job) -> dict[str, Any]:
+    if isinstance(job, TrainedJob):
+        return {"study": job.study, "data": job.data, "layer": job.layer}
     if isinstance(job, WSJob):
         return {"study": job.study, "data": job.data, "d": job.d, "n": job.n, "L": job.L}
     assert isinstance(job, GenJob)

@@ -26,6 +26,7 @@ from ..compute.timing import DOWNLOAD_SECONDS, Calibration
 from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
 from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
+from .trained import TrainedJob
 
 __all__ = ["Task", "finish_lines", "plan_arguments", "plan_text", "run_tasks", "simulate"]
 
@@ -115,13 +116,14 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     stores = {job.store for job in grid.fit}
     probes = config["probes"]
     pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
+    trained = any(isinstance(job, TrainedJob) for job in grid.fit)
     model_task = ""
     if model == DEMO_MODEL:
         model_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
     elif model in PACKAGED_MODELS:
         model_task = add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
     pool = embed = embed_long = ""
-    if "main" in stores or "long" in stores or pool_for_probes:
+    if "main" in stores or "long" in stores or pool_for_probes or trained:
         corpus = (
             add("demo_corpus", "data", "demo_corpus", priority=DATA_PRIORITY)
             if config["data"]["source"] == "demo"
@@ -140,10 +142,21 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
         store = {"main": embed, "long": embed_long}.get(job.store or "", "")
+        # the trained study reads the pool and the encoder itself
+        needs = (pool, model_task) if isinstance(job, TrainedJob) else (store,)
         tasks.append(
-            Task(job.key, _group(job), grid.estimate(job), section["threads"], job.gpu, after=(store,) if store else ())
+            Task(
+                job.key,
+                _group(job),
+                grid.estimate(job),
+                section["threads"],
+                job.gpu,
+                after=tuple(a for a in needs if a),
+            )
         )
-        if isinstance(job, WSJob):
+        if isinstance(job, TrainedJob):
+            table = "trained_table"
+        elif isinstance(job, WSJob):
             table = f"ws_table {job.map}" if job.study == "ws" else f"study_table {job.study}"
         else:
             assert isinstance(job, GenJob)
@@ -172,7 +185,11 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
             "long_context_figure",
             [f"study_table {s}" for s in studies if s.startswith("long_")],
         )
-    claim_inputs = [t for t in chunks if t.startswith(("ws_table", "gen_table")) or t == "study_table variants"]
+    if trained:
+        add("trained_figure", "figures", "trained_figure", ["trained_table"])
+    claim_inputs = [
+        t for t in chunks if t.startswith(("ws_table", "gen_table")) or t in ("study_table variants", "trained_table")
+    ]
     if claim_inputs:
         add("claims", "figures", "claims", claim_inputs)
     if probes["enabled"]:  # each probe's tables, then its figures (a rule of their own)

@@ -1,0 +1,189 @@
+"""The jobs of the ``trained`` study: a pre-trained encoder's own layers against their random models.
+
+One job per encoder layer (``TrainedJob``, rule ``trained``): on the hidden states entering the
+layer for the first ``trained.reviews`` reviews of the pool that have at least max(n) tokens, the
+word sensitivity of each trained map of ``trained.maps`` and of its random model (at every n and
+every ``trained.normalise``), and of every head of the trained attention at ``trained.head_n``
+(``wordsens.experiments.trained`` computes them). The facts planning needs (layers, heads, width)
+come from ``wordsens.data.models`` without loading the model; the estimates from the maps' cost
+models (``wordsens.compute.costs``). Torch is not imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import NUMERICS_VERSIONS
+from ..compute import costs
+from ..data.models import model_heads, model_layers, model_width
+from ..maps import registry
+from ..seeds import canonical
+from .jobs import Job
+
+__all__ = ["RANDOM_MODELS", "TrainedJob", "trained_jobs", "trained_layers", "trained_model", "trained_problems"]
+
+# The random model of each trained map, at the same d and number of heads (searched on the same
+# samples). wordsens.experiments.trained uses this table (a test checks the claims' copy).
+RANDOM_MODELS = {"trained_attention": "mh_raf", "trained_layer": "block"}
+
+
+def trained_model(config: dict) -> str:
+    """The encoder the study measures: ``trained.model``, else ``model.name``."""
+    return str(config["trained"]["model"] or config["model"]["name"])
+
+
+def trained_layers(config: dict) -> list[int]:
+    """The 1-based layers of the study (``trained.layers``; ``all``: every layer of the encoder);
+    ValueError where ``all`` cannot be resolved without the model's files."""
+    section = config["trained"]
+    if section["layers"] != "all":
+        return sorted(set(section["layers"]))
+    count = model_layers(trained_model(config))
+    if count is None:
+        raise ValueError(_unknown(trained_model(config)))
+    return list(range(1, count + 1))
+
+
+def _unknown(name: str) -> str:
+    return (
+        f"trained.model {name!r}: its config.json is not known without downloading it (not a local folder, "
+        "a packaged or demo encoder, nor in the Hugging Face cache): point trained.model at a local folder "
+        "saved with save_pretrained, or download the model once"
+    )
+
+
+def trained_problems(config: dict) -> list[str]:
+    """What the ``trained`` section cannot run, one line per problem naming the key and the fix."""
+    section = config.get("trained")
+    if not section:
+        return []
+    name = trained_model(config)
+    layers, heads, width = model_layers(name), model_heads(name), model_width(name)
+    if layers is None or heads is None or width is None:
+        return [_unknown(name)]
+    out = []
+    beyond = [layer for layer in (section["layers"] if section["layers"] != "all" else []) if layer > layers]
+    if beyond:
+        out.append(f"trained.layers has {beyond} beyond the {layers} layers of {name}: choose layers in [1, {layers}]")
+    if section["head_n"] is not None and section["head_n"] not in section["n"]:
+        out.append(f"trained.head_n = {section['head_n']} is not one of trained.n = {section['n']}: add it there")
+    if section["head_n"] is not None and section["head_reviews"] > section["reviews"]:
+        out.append(
+            f"trained.head_reviews = {section['head_reviews']} > trained.reviews = {section['reviews']}: "
+            "the per-head searches use the first reviews: lower head_reviews"
+        )
+    if section["reviews"] > config["data"]["pool_size"]:
+        out.append(
+            f"trained.reviews = {section['reviews']} > data.pool_size = {config['data']['pool_size']}: the reviews "
+            "come from the pool: lower trained.reviews or raise data.pool_size"
+        )
+    if width % heads:
+        out.append(f"{name}: width {width} is not a multiple of its {heads} heads: not a BERT-family encoder")
+    return out
+
+
+@dataclass(frozen=True)
+class TrainedJob(Job):
+    """The searches of the trained study at one encoder layer (``wordsens.experiments.trained``)."""
+
+    layer: int
+    study: str = "trained"
+
+    @property
+    def setting(self) -> str:
+        return f"layer{self.layer}"
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"layer": str(self.layer)}
+
+    @property
+    def key(self) -> str:
+        return f"trained/layer{self.layer}"
+
+    @property
+    def point(self) -> str:
+        return f"trained {self.setting}"
+
+    @property
+    def family(self) -> str:
+        """Word-sensitivity searches: the calibration of the WS jobs applies."""
+        return "ws:trained"
+
+    @property
+    def store(self) -> str | None:
+        """The job reads the review pool and the encoder itself, not an embedding store."""
+        return None
+
+    @property
+    def rows(self) -> int:
+        """Two rows (the trained map and its random model) per map, review, n and normalisation, and
+        one per head and per-head review."""
+        p = self.params
+        whole = 2 * len(p["maps"]) * p["reviews"] * len(p["n"]) * len(p["normalise"])
+        return whole + (p["heads"] * p["head_reviews"] if p["head_n"] is not None else 0)
+
+
+def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[TrainedJob]:
+    """One ``TrainedJob`` per layer of ``trained_layers`` (none without a ``trained`` section), with its
+    params (what its rows depend on) and estimates: memory, the largest search's arrays beside the
+    encoder (``costs.probe_memory("encoder")``); time, every search's cost-model seconds."""
+    section = config.get("trained")
+    if not section:
+        return []
+    name = trained_model(config)
+    heads, d = model_heads(name), model_width(name)
+    if heads is None or d is None:
+        raise ValueError(_unknown(name))
+    n_max = max(section["n"])
+    searches: list[tuple[str, int, int]] = []  # (map, n, count)
+    runs = section["reviews"] * len(section["normalise"])
+    for trained in section["maps"]:
+        for n in section["n"]:
+            searches += [(trained, n, runs), (RANDOM_MODELS[trained], n, runs)]
+    if section["head_n"] is not None:
+        searches.append(("trained_attention", section["head_n"], heads * section["head_reviews"]))
+
+    def options(map_name: str) -> dict:
+        return {"model": name, "layer": 1} if map_name in RANDOM_MODELS else {"heads": heads}
+
+    arrays = max(registry.get(m).ws_memory(n_max, d, options(m)).bytes for m, _, _ in searches)
+    seconds = sum(
+        count * registry.get(m).ws_seconds(n, d, options(m), max_steps=section["max_steps"]) for m, n, count in searches
+    )
+    estimate = costs.MemoryEstimate(arrays + costs.probe_memory("encoder").bytes, f"{name}: searches at n = {n_max}")
+    jobs = []
+    for layer in trained_layers(config):
+        params = canonical(
+            {
+                "model": name,
+                "layer": layer,
+                "heads": heads,
+                "n": sorted(section["n"]),
+                "reviews": section["reviews"],
+                "normalise": list(section["normalise"]),
+                "maps": list(section["maps"]),
+                "head_n": section["head_n"],
+                "head_reviews": section["head_reviews"],
+                "max_steps": section["max_steps"],
+                "seed": config["seed"],
+                "numerics_version": numerics_version,
+            }
+        )
+        jobs.append(
+            TrainedJob(
+                "trained",
+                "trained",
+                "imdb",
+                0,
+                "cpu",
+                estimate.job,
+                estimate.job,
+                seconds,
+                arrays,
+                None,
+                params,
+                layer,
+            )
+        )
+    return jobs

@@ -1,0 +1,90 @@
+"""The trained study's job (``wordsens.experiments.trained.layer_rows``, rule ``trained``): the reviews it
+picks, the samples it searches and the rows it writes, against the planner's count
+(``wordsens.pipeline.TrainedJob.rows``), on the demo's tiny random BERT."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from wordsens import pipeline
+from wordsens.data import demo, models
+
+LONG = "a good film with a great cast and a sad story " * 3
+SHORT = "bad film"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(one_thread):
+    """These searches run on one torch thread (``one_thread`` in conftest.py)."""
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> str:
+    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))
+
+
+def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_bert):
+    from wordsens.data import embed
+    from wordsens.experiments.trained import pick_reviews
+
+    tokenizer, _ = embed.load_encoder(tiny_bert, "cpu")
+    texts = [SHORT, LONG, SHORT, "the worst movie, bad acting and a dull plot " * 3, LONG]
+    assert pick_reviews(tokenizer, texts, n=10, count=2) == [1, 3]
+    # "[CLS] bad film [SEP]": 4 tokens, [CLS] and [SEP] included
+    assert pick_reviews(tokenizer, texts, n=4, count=5) == [0, 1, 2, 3, 4]
+    assert pick_reviews(tokenizer, texts, n=5, count=1) == [1]
+    with pytest.raises(ValueError, match=r"only 3 of 5 reviews have at least n = 10 tokens, 4 needed"):
+        pick_reviews(tokenizer, texts, n=10, count=4)
+
+
+def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_says(tiny_bert, tmp_path):
+    from wordsens.data import embed
+    from wordsens.experiments.trained import layer_inputs, layer_rows, trained_rows
+
+    tokenizer, encoder = embed.load_encoder(tiny_bert, "cpu")
+    texts = [LONG, "the worst movie, bad acting and a dull plot " * 3]
+    settings = {"n": [6, 10], "reviews": 2, "normalise": [True, False], "head_n": 10, "head_reviews": 1}
+    rows = layer_rows(
+        tokenizer,
+        encoder,
+        texts,
+        model=tiny_bert,
+        layer=2,
+        ns=settings["n"],
+        normalise=settings["normalise"],
+        head_n=settings["head_n"],
+        head_reviews=settings["head_reviews"],
+        seed=5,
+        max_steps=10,
+    )
+    # the planner's count for the same settings (the aggregation refuses a file of another length)
+    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
+    config = pipeline.validate(
+        pipeline.merge(
+            pipeline.merge(base, yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())),
+            {"trained": {**settings, "max_steps": 10}},
+        )
+    )
+    (job, _) = pipeline.trained_jobs(config)
+    assert len(rows) == job.rows == 2 * 2 * 2 * 2 * 2 + models.TINY_BERT_HEADS
+    # each sample's rows are those of trained_rows on the hidden states entering layer 2
+    X = layer_inputs(tokenizer, encoder, texts, layer=2, n=6, normalise=False)
+    expected = trained_rows(X[1], model=tiny_bert, layer=2, heads=4, seed=5, review=1, normalise=False, max_steps=10)
+    got = [r for r in rows if r["n"] == 6 and not r["normalise"] and r["review"] == 1]
+    assert (
+        [r["map"] for r in got]
+        == [r["map"] for r in expected]
+        == [
+            "trained_attention",
+            "mh_raf",
+            "trained_layer",
+            "block",
+        ]
+    )
+    assert [r["ws"] for r in got] == pytest.approx([r["ws"] for r in expected], rel=1e-9)
+    # every head alone at head_n, row-normalised, on the first review only
+    heads = [(r["head"], r["n"], r["review"], r["normalise"]) for r in rows if r["head"] > 0]
+    assert heads == [(h, 10, 0, True) for h in range(1, models.TINY_BERT_HEADS + 1)]
+    normalised = [r for r in rows if r["normalise"]]
+    assert all(r["row_norm"] == pytest.approx(8.0) and r["radius"] == pytest.approx(8.0) for r in normalised)

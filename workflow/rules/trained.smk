@@ -1,0 +1,61 @@
+# The trained study (config key trained; wordsens.pipeline.trained): a pre-trained encoder's own
+# layers against their random models. One job per layer reads the review pool and the encoder
+# (the hidden states entering the layer are computed in the job: nothing else needs them), then a
+# table, its figure and report-only rows of the claims table (claims.smk).
+TRAINED = config["trained"]
+TRAINED_MODEL = wsplan.trained_model(config) if TRAINED else None
+
+
+rule trained:
+    input:
+        pool=rules.pool.output.pool,
+        model=model_files(TRAINED_MODEL) if TRAINED else [],
+    output:
+        table=f"{RES}/trained/layer{{layer}}.parquet",
+    log:
+        f"{LOGS}/trained/layer{{layer}}.log",
+    benchmark:
+        f"{BENCH}/trained/layer{{layer}}.tsv"
+    wildcard_constraints:
+        layer=r"\d+",
+    conda:
+        "../envs/wordsens.yaml"
+    threads: config["ws"]["threads"]
+    resources:
+        mem_mb=get_mem_mb,
+        runtime=get_runtime,
+    params:
+        job=get_job_params,
+    script:
+        "../../scripts/trained.py"
+
+
+rule trained_table:
+    input:
+        chunks=get_trained_chunks,
+    output:
+        parquet=f"{RES}/tables/trained.parquet",
+        csv=f"{RES}/tables/trained.csv",
+    log:
+        f"{LOGS}/trained_table/trained.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        rows=get_trained_rows,
+    script:
+        "../../scripts/aggregate.py"
+
+
+rule trained_figure:
+    input:
+        table=rules.trained_table.output.parquet,
+    output:
+        figures=report_figures("fig_trained", "fig_trained.rst", "Beyond the paper"),
+    log:
+        f"{LOGS}/trained_figure/fig_trained.log",
+    conda:
+        "../envs/wordsens.yaml"
+    params:
+        plots=PLOTS,
+    script:
+        "../../scripts/plot_trained.py"
