@@ -245,10 +245,10 @@ def test_hidden_states_run_only_the_layers_they_need(tiny_bert):
     assert model.encoder.layer is layers and len(layers) == 2  # the model is whole again
 
 
-@pytest.mark.parametrize("model_type", embed.TRUNCATABLE)
+@pytest.mark.parametrize("model_type", models.TRUNCATABLE)
 def test_every_truncatable_type_gives_the_full_hidden_states(model_type):
     """Each architecture that ``embed.truncated`` shortens gives the full forward pass's hidden
-    states (random weights, padded batch); the list in ``embed.TRUNCATABLE`` rests on this test."""
+    states (random weights, padded batch); the list in ``models.TRUNCATABLE`` rests on this test."""
     from transformers import AutoConfig, AutoModel
 
     config = AutoConfig.for_model(

@@ -138,7 +138,9 @@ def _expected_jobs(config: dict) -> dict[str, int]:
         * len(gen["data"])
         * math.ceil(gen["simulations"] / gen["simulations_per_job"])
     )
-    return {"ws": ws_jobs, "gen": gen_jobs}
+    trained = config.get("trained")
+    layers = SPEC.layers if trained and trained["layers"] == "all" else len(trained["layers"]) if trained else 0
+    return {"ws": ws_jobs, "gen": gen_jobs, "trained": layers}  # one trained job per encoder layer
 
 
 @needs_package  # planning checks that the package is there
@@ -163,6 +165,7 @@ def test_pretrained_config_plans(tmp_path):
     for extra in ((), local):
         jobs = planned_jobs(workdir, PRETRAINED, extra=extra)
         assert jobs["ws"] == expected["ws"] and jobs["gen"] == expected["gen"]
+        assert jobs["trained"] == expected["trained"] == SPEC.layers and jobs["trained_figure"] == 1
         for rule in ("packaged_model", "reviews", "pool", "embed", "fig1_attention", "fig3_probes"):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs
@@ -180,7 +183,7 @@ def test_pretrained_config_plans(tmp_path):
         check=True,
     ).stdout
     total = re.search(r"^\s+total\s+(\d+) jobs\s+([\d.]+) hours", out, re.M)
-    assert total and int(total.group(1)) == expected["ws"] + expected["gen"], out
+    assert total and int(total.group(1)) == expected["ws"] + expected["gen"] + expected["trained"], out
     assert float(total.group(2)) > 0
     assert "every job fits" in out or "left out" in out
 

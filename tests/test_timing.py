@@ -70,6 +70,24 @@ def test_the_demo_plan_ends_later_on_one_core_than_on_two():
     assert "expected wall time on 2 cores" in text and "fig4" in text and "probes" in text
 
 
+def test_the_trained_study_runs_after_the_pool_and_its_encoder_then_its_table_figure_and_claims():
+    """The trained jobs wait for the pool and the encoder they measure (model.name's task, or a task of
+    their own for another trained.model), then trained_table, whose figure and the claims follow."""
+    config = _demo()
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    by_name = {t.name: t for t in pipeline.run_tasks(config, grid)}
+    assert (
+        set(by_name["trained/layer1"].after) == {"pool", "demo_model"} and by_name["trained/layer2"].group == "trained"
+    )
+    assert set(by_name["trained_table"].after) == {"trained/layer1", "trained/layer2"}
+    assert by_name["trained_figure"].after == ("trained_table",) and "trained_table" in by_name["claims"].after
+    other = _demo({"trained": {"model": "minilm"}})
+    grid = pipeline.Grid(other, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    by_name = {t.name: t for t in pipeline.run_tasks(other, grid)}
+    assert set(by_name["trained/layer6"].after) == {"pool", "packaged_model minilm"}
+    assert "demo_model" in by_name["pool"].after  # the pool is still model.name's
+
+
 # ----------------------------------------------------------------------------- the calibration
 def test_the_fit_recovers_known_coefficients():
     samples = [Sample("ws:rf", m, 5.0 + 3.0 * m) for m in (1.0, 4.0, 9.0)]

@@ -423,7 +423,7 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
             shutil.copy2(saved / str(i), path)
 
 
-@pytest.mark.parametrize("experiment", ["ws", "gen"])
+@pytest.mark.parametrize("experiment", ["ws", "gen", "trained"])
 def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
     """Each experiment's numerics version (wordsens.NUMERICS_VERSIONS) is part of the params of its
     jobs (the grid gets it from common.smk's import): a bump re-runs those jobs and what depends on
@@ -441,6 +441,8 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
         common.write_text(text)
     if experiment == "ws":
         assert jobs == {"ws": _ws_jobs_of_the_demo(), **WS_DEPENDENTS}
+    elif experiment == "trained":
+        assert jobs == {"trained": 2, "trained_table": 1, "trained_figure": 1, "claims": 1, "all": 1}
     else:
         assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "claims": 1, "all": 1}
 

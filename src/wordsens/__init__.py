@@ -21,4 +21,6 @@ __version__ = "0.1.0"
 #        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row; gen-3: RF's
 #        weights on the span of the samples drawn through the unique symmetric square root of their
 #        Gram matrix (the same numbers on every CPU)
-NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-3"}
+#   trained: the trained study (wordsens.experiments.trained: the samples entering each encoder layer
+#        and the searches of its maps and their random models); trained-1: its first version
+NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-3", "trained": "trained-1"}

@@ -21,11 +21,14 @@ rule trained:
     conda:
         "../envs/wordsens.yaml"
     threads: config["ws"]["threads"]
+    # on the CPU (TrainedJob.device): no gpu resource
     resources:
         mem_mb=get_mem_mb,
         runtime=get_runtime,
     params:
         job=get_job_params,
+        # the key that named the encoder, for the loader's errors
+        model_key="trained.model" if TRAINED and TRAINED["model"] else "model.name",
     script:
         "../../scripts/trained.py"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..maps.registry import TRAINED_RANDOM_MODELS
 from .bootstrap import Stat, bootstrap, claim_rng
 
 __all__ = [
@@ -49,9 +50,8 @@ DERIVED = "derived (not in the paper)"
 KNOWN_MAPS = ("rf", "drf", "raf", "relu_raf")
 RESAMPLES = 1000
 VERDICTS = ("holds", "fails", "inconclusive", "not run", "no claim")
-# the random model of each trained map of the ``trained`` study, at the same d and heads: the same
-# pairs as wordsens.experiments.trained.RANDOM_COUNTERPARTS (which imports torch; a test keeps the two equal)
-TRAINED_PAIRS: dict[str, str] = {"trained_attention": "mh_raf", "trained_layer": "block"}
+# the random model of each trained map of the ``trained`` study, at the same d and heads (the registry's table)
+TRAINED_PAIRS: dict[str, str] = TRAINED_RANDOM_MODELS
 TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 
 # --- thresholds (docs/claims.md says where each number comes from)

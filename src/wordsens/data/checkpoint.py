@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embed import TRUNCATABLE, extract_packaged_model, load_pretrained
-from .models import PACKAGED_MODELS
+from .embed import extract_packaged_model, load_pretrained
+from .models import PACKAGED_MODELS, bert_family_problem
 
 if TYPE_CHECKING:
     import torch
@@ -54,20 +54,11 @@ def load_checkpoint(model: str, *, attentions: bool = False) -> Any:
 def encoder_layer(encoder: Any, layer: int) -> Any:
     """The ``layer``-th (1-based) encoder layer of a BERT-family model, after checking that the
     maps' formulas are its own: absolute positions (no relative attention scores), exact GELU."""
-    config = encoder.config
-    kind = getattr(config, "model_type", None)
     layers = getattr(getattr(getattr(encoder, "base_model", encoder), "encoder", None), "layer", None)
-    if kind not in TRUNCATABLE or layers is None:
-        raise ValueError(
-            f"the trained maps read BERT-family encoders ({', '.join(TRUNCATABLE)}), got model type {kind!r}; "
-            "choose such a model with the map option model"
-        )
-    if getattr(config, "position_embedding_type", "absolute") != "absolute" or config.hidden_act != "gelu":
-        raise ValueError(
-            "the trained maps compute BERT's attention with absolute positions and the exact GELU; this model has "
-            f"position_embedding_type = {getattr(config, 'position_embedding_type', None)!r} and hidden_act = "
-            f"{config.hidden_act!r}: choose another model"
-        )
+    problem = bert_family_problem(encoder.config.to_dict())
+    if problem is not None or layers is None:
+        why = problem or "its base model has no encoder.layer list"
+        raise ValueError(f"the trained maps read BERT-family encoders: {why}; choose another model")
     count = len(layers)
     if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= count:
         raise ValueError(f"the map option layer must be in [1, {count}] for this model ({count} layers), got {layer!r}")

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ..compute.devices import resolve_device
 from ..io import current_umask
 from .inputs import check_finite
-from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
+from .models import PACKAGED_MODELS, TRUNCATABLE, PackagedModel, packaged_archive
 from .reviews import hub_cached, hub_reachable
 
 if TYPE_CHECKING:
@@ -227,8 +227,8 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
 
 # Model types whose base model is ``embeddings`` followed by ``encoder.layer`` (a ModuleList run in
 # order, with no final norm), so that running the first l layers gives ``hidden_states[l]``
-# exactly. Others run the full forward pass (tests/test_data.py checks every type listed).
-TRUNCATABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
+# exactly: wordsens.data.models.TRUNCATABLE. Others run the full forward pass (tests/test_data.py
+# checks every type listed).
 
 
 def _layer_list(model) -> torch.nn.ModuleList | None:

@@ -22,7 +22,10 @@ __all__ = [
     "TINY_BERT_LAYERS",
     "TINY_BERT_POSITIONS",
     "TINY_BERT_WIDTH",
+    "TRUNCATABLE",
     "PackagedModel",
+    "bert_family_problem",
+    "model_config",
     "model_heads",
     "model_layers",
     "model_positions",
@@ -150,6 +153,37 @@ def _model_facts(name: str) -> tuple[int | None, int | None, int | None, int | N
         width, positions, layers, heads = (int(found.get(key, 0)) or None for key in keys)
         return width, positions, layers, heads
     return _KNOWN_MODELS.get(name, (None, None, None, None))
+
+
+# Model types whose encoder is ``embeddings`` then a list of layers (post-LN, absolute positions in
+# order, with no final norm): running the first l layers gives ``hidden_states[l]`` exactly
+# (wordsens.data.embed.truncated), and a layer is BERT's (wordsens.maps.trained).
+TRUNCATABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
+_BERT = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+
+
+def model_config(name: str) -> dict | None:
+    """The config.json of the encoder ``name`` as far as it can be known without loading it (demo and
+    packaged encoders: their architecture; a local folder or the Hugging Face cache: the file; a few
+    well-known Hub names: BERT's); None where unknown."""
+    if name == DEMO_MODEL or name in PACKAGED_MODELS or name in _KNOWN_MODELS:
+        return dict(_BERT)
+    return _config_json(name)
+
+
+def bert_family_problem(config: dict) -> str | None:
+    """Why an encoder of this config.json is not one the trained maps compute (a BERT-family encoder
+    with absolute positions and the exact GELU), or None."""
+    kind = config.get("model_type")
+    if kind not in TRUNCATABLE:
+        return f"model type {kind!r} is not a BERT-family encoder ({', '.join(TRUNCATABLE)})"
+    position, act = config.get("position_embedding_type", "absolute"), config.get("hidden_act")
+    if position != "absolute" or act != "gelu":
+        return (
+            f"position_embedding_type = {position!r} and hidden_act = {act!r}: the trained maps compute BERT's "
+            "attention with absolute positions and the exact GELU"
+        )
+    return None
 
 
 def model_vocab_size(name: str) -> int | None:

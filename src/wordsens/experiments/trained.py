@@ -22,16 +22,16 @@ import numpy as np
 import torch
 
 from ..data import embed, samples
-from ..pipeline.trained import RANDOM_MODELS
+from ..maps.registry import TRAINED_RANDOM_MODELS
 from ..search import estimate
 from ..seeds import derive_seed
 
 Tensor = torch.Tensor
 
-__all__ = ["RANDOM_COUNTERPARTS", "layer_inputs", "layer_rows", "pick_reviews", "trained_rows"]
+__all__ = ["RANDOM_COUNTERPARTS", "layer_inputs", "layer_rows", "layer_table", "pick_reviews", "trained_rows"]
 
-# the random model of each trained map, at the same d and number of heads (the planner's table)
-RANDOM_COUNTERPARTS = RANDOM_MODELS
+# the random model of each trained map, at the same d and number of heads (the registry's table)
+RANDOM_COUNTERPARTS = TRAINED_RANDOM_MODELS
 
 
 def pick_reviews(tokenizer: Any, texts: Sequence[str], *, n: int, count: int) -> list[int]:
@@ -45,7 +45,8 @@ def pick_reviews(tokenizer: Any, texts: Sequence[str], *, n: int, count: int) ->
                 return found
     raise ValueError(
         f"only {len(found)} of {len(texts)} reviews have at least n = {n} tokens, {count} needed: lower the "
-        "largest n or the number of reviews, or give the pool longer reviews (data.max_tokens, data.pool_size)"
+        "largest n (trained.n) or the number of reviews (trained.reviews), or give the pool longer reviews "
+        "(data.max_tokens, data.pool_size)"
     )
 
 
@@ -169,3 +170,38 @@ def layer_rows(
                 what = "head by head" if per_head else f"normalise={norm}"
                 log(f"layer {layer} n = {n} {what} review {review}: {time.perf_counter() - started:.1f} s")
     return rows
+
+
+def layer_table(tokenizer: Any, encoder: Any, pool: Any, job: dict[str, Any], *, source: str, log: Any = None) -> Any:
+    """The table of one job of the ``trained`` rule (``job``: its params, ``wordsens.pipeline.TrainedJob``):
+    the rows of ``layer_rows`` on the pool's first ``reviews`` reviews (its seeded order) with at least
+    max(n) tokens (the same reviews at every layer), with the encoder's name (``model``), each review's
+    ``review_id`` in the pool, the job's ``config_hash`` and the provenance of every row. ``source``:
+    the folder or name the encoder is loaded from."""
+    import pandas as pd
+
+    from .rows import config_hash, provenance
+
+    chosen = pick_reviews(tokenizer, [str(t) for t in pool["text"]], n=max(job["n"]), count=job["reviews"])
+    rows = layer_rows(
+        tokenizer,
+        encoder,
+        [str(pool["text"].iloc[i]) for i in chosen],
+        model=source,
+        layer=job["layer"],
+        ns=job["n"],
+        normalise=job["normalise"],
+        maps=job["maps"],
+        head_n=job["head_n"],
+        head_reviews=job["head_reviews"] or 0,
+        seed=job["seed"],
+        max_steps=job["max_steps"],
+        log=log,
+    )
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "model", job["model"])
+    frame.insert(2, "review_id", [int(pool["review_id"].iloc[chosen[r]]) for r in frame["review"]])
+    frame["config_hash"] = config_hash(job)
+    for key, value in provenance("trained").items():
+        frame[key] = value
+    return frame

@@ -17,7 +17,17 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .registry import PAPER_MAPS, PLUGINS_ENV, get, isolated, load_plugins, names, register, resolve
+from .registry import (
+    PAPER_MAPS,
+    PLUGINS_ENV,
+    TRAINED_RANDOM_MODELS,
+    get,
+    isolated,
+    load_plugins,
+    names,
+    register,
+    resolve,
+)
 from .spec import MapSpec, SearchSettings
 
 if TYPE_CHECKING:
@@ -56,6 +66,7 @@ __all__ = [
     "DRAW_ON",
     "PAPER_MAPS",
     "PLUGINS_ENV",
+    "TRAINED_RANDOM_MODELS",
     "MapSpec",
     "SearchSettings",
     "apply",

@@ -55,7 +55,7 @@ class Grid:
         self.jobs: list[Job] = [
             *ws_jobs(config, self.limits, numerics_versions["ws"]),
             *gen_jobs(config, self.limits, numerics_versions["gen"]),
-            *trained_jobs(config, numerics_versions["ws"]),
+            *trained_jobs(config, numerics_versions["trained"]),
         ]
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]

@@ -26,7 +26,7 @@ from ..compute.timing import DOWNLOAD_SECONDS, Calibration
 from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
 from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
-from .trained import TrainedJob
+from .trained import TrainedJob, trained_model
 
 __all__ = ["Task", "finish_lines", "plan_arguments", "plan_text", "run_tasks", "simulate"]
 
@@ -122,6 +122,15 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         model_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
     elif model in PACKAGED_MODELS:
         model_task = add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
+    # the trained study's encoder, where it is not model.name: unpacked, built or downloaded first
+    trained_task = model_task
+    measured = trained_model(config) if trained else model
+    if measured == DEMO_MODEL and measured != model:
+        trained_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+    elif measured in PACKAGED_MODELS and measured != model:
+        trained_task = add(f"packaged_model {measured}", "data", "packaged_model", priority=DATA_PRIORITY)
+    elif measured != model and not Path(measured).expanduser().exists():  # a Hub name: its download
+        trained_task = add(f"download {measured}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
     pool = embed = embed_long = ""
     if "main" in stores or "long" in stores or pool_for_probes or trained:
         corpus = (
@@ -142,8 +151,8 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
         store = {"main": embed, "long": embed_long}.get(job.store or "", "")
-        # the trained study reads the pool and the encoder itself
-        needs = (pool, model_task) if isinstance(job, TrainedJob) else (store,)
+        # the trained study reads the pool and its encoder itself
+        needs = (pool, trained_task) if isinstance(job, TrainedJob) else (store,)
         tasks.append(
             Task(
                 job.key,

@@ -15,16 +15,15 @@ from dataclasses import dataclass
 
 from .. import NUMERICS_VERSIONS
 from ..compute import costs
-from ..data.models import model_heads, model_layers, model_width
+from ..data.models import bert_family_problem, model_config, model_heads, model_layers, model_positions, model_width
 from ..maps import registry
 from ..seeds import canonical
 from .jobs import Job
 
 __all__ = ["RANDOM_MODELS", "TrainedJob", "trained_jobs", "trained_layers", "trained_model", "trained_problems"]
 
-# The random model of each trained map, at the same d and number of heads (searched on the same
-# samples). wordsens.experiments.trained uses this table (a test checks the claims' copy).
-RANDOM_MODELS = {"trained_attention": "mh_raf", "trained_layer": "block"}
+# The random model of each trained map, at the same d and number of heads (searched on the same samples)
+RANDOM_MODELS = registry.TRAINED_RANDOM_MODELS
 
 
 def trained_model(config: dict) -> str:
@@ -40,15 +39,23 @@ def trained_layers(config: dict) -> list[int]:
         return sorted(set(section["layers"]))
     count = model_layers(trained_model(config))
     if count is None:
-        raise ValueError(_unknown(trained_model(config)))
+        raise ValueError(_unknown(config))
     return list(range(1, count + 1))
 
 
-def _unknown(name: str) -> str:
+def _key(config: dict) -> str:
+    """The key that names the study's encoder, as the user set it."""
+    if config["trained"]["model"] is None:
+        return f"trained.model (null: model.name = {config['model']['name']!r})"
+    return f"trained.model {config['trained']['model']!r}"
+
+
+def _unknown(config: dict) -> str:
+    name = trained_model(config)
     return (
-        f"trained.model {name!r}: its config.json is not known without downloading it (not a local folder, "
-        "a packaged or demo encoder, nor in the Hugging Face cache): point trained.model at a local folder "
-        "saved with save_pretrained, or download the model once"
+        f"{_key(config)}: its config.json (layers, heads, width) is not known without downloading it (not a "
+        "local folder, a packaged or demo encoder, nor in the Hugging Face cache): point trained.model at a "
+        f"local folder saved with save_pretrained, or fetch the file once: huggingface-cli download {name} config.json"
     )
 
 
@@ -58,10 +65,31 @@ def trained_problems(config: dict) -> list[str]:
     if not section:
         return []
     name = trained_model(config)
+    facts = model_config(name)
+    if facts is None:
+        return [_unknown(config)]
+    problem = bert_family_problem(facts)
+    if problem is not None:
+        return [f"{_key(config)}: {problem}: choose a BERT-family encoder (e.g. minilm)"]
     layers, heads, width = model_layers(name), model_heads(name), model_width(name)
     if layers is None or heads is None or width is None:
-        return [_unknown(name)]
+        return [f"{_key(config)}: its config.json lacks num_hidden_layers, num_attention_heads or hidden_size"]
     out = []
+    if True not in section["normalise"]:
+        out.append(
+            "trained.normalise has no true: fig_trained and the claims rows read the row-normalised samples "
+            "(the paper's scale): add true"
+        )
+    longest = max(section["n"])
+    positions = model_positions(name)
+    if positions is not None and longest > positions:
+        out.append(f"trained.n has {longest} > the {positions} positions of {name}: lower trained.n")
+    if name == config["model"]["name"] and longest - 2 >= config["data"]["max_tokens"]:
+        out.append(
+            f"trained.n = {longest} needs reviews of at least {longest - 2} words (WordPiece tokens) but the pool "
+            f"keeps reviews of fewer than data.max_tokens = {config['data']['max_tokens']}: raise data.max_tokens "
+            "or lower trained.n"
+        )
     beyond = [layer for layer in (section["layers"] if section["layers"] != "all" else []) if layer > layers]
     if beyond:
         out.append(f"trained.layers has {beyond} beyond the {layers} layers of {name}: choose layers in [1, {layers}]")
@@ -77,8 +105,6 @@ def trained_problems(config: dict) -> list[str]:
             f"trained.reviews = {section['reviews']} > data.pool_size = {config['data']['pool_size']}: the reviews "
             "come from the pool: lower trained.reviews or raise data.pool_size"
         )
-    if width % heads:
-        out.append(f"{name}: width {width} is not a multiple of its {heads} heads: not a BERT-family encoder")
     return out
 
 
@@ -124,7 +150,7 @@ class TrainedJob(Job):
         return whole + (p["heads"] * p["head_reviews"] if p["head_n"] is not None else 0)
 
 
-def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["ws"]) -> list[TrainedJob]:
+def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["trained"]) -> list[TrainedJob]:
     """One ``TrainedJob`` per layer of ``trained_layers`` (none without a ``trained`` section), with its
     params (what its rows depend on) and estimates: memory, the largest search's arrays beside the
     encoder (``costs.probe_memory("encoder")``); time, every search's cost-model seconds."""
@@ -134,7 +160,7 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["ws"]) 
     name = trained_model(config)
     heads, d = model_heads(name), model_width(name)
     if heads is None or d is None:
-        raise ValueError(_unknown(name))
+        raise ValueError(_unknown(config))
     n_max = max(section["n"])
     searches: list[tuple[str, int, int]] = []  # (map, n, count)
     runs = section["reviews"] * len(section["normalise"])
@@ -159,12 +185,13 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["ws"]) 
                 "model": name,
                 "layer": layer,
                 "heads": heads,
-                "n": sorted(section["n"]),
+                "n": sorted(set(section["n"])),
                 "reviews": section["reviews"],
                 "normalise": list(section["normalise"]),
                 "maps": list(section["maps"]),
                 "head_n": section["head_n"],
-                "head_reviews": section["head_reviews"],
+                # without per-head searches, head_reviews changes nothing: not a param then
+                "head_reviews": section["head_reviews"] if section["head_n"] is not None else None,
                 "max_steps": section["max_steps"],
                 "seed": config["seed"],
                 "numerics_version": numerics_version,
@@ -173,7 +200,7 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["ws"]) 
         jobs.append(
             TrainedJob(
                 "trained",
-                "trained",
+                "layers",  # describe's group: "trained layers"
                 "imdb",
                 0,
                 "cpu",

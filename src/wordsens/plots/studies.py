@@ -267,7 +267,7 @@ def positions_figure(
 
 
 # each trained map beside its random model (same d and heads), one panel each, in this order
-_TRAINED_PAIRS = (("trained_attention", "mh_raf"), ("trained_layer", "block"))
+_TRAINED_PAIRS = tuple(registry.TRAINED_RANDOM_MODELS.items())
 
 
 def trained_figure(
