@@ -332,3 +332,24 @@ def test_cli_gen_prints_one_json_line():
         text=True,
     )
     assert bad.returncode == 2 and "penalised" in bad.stderr
+
+
+def test_the_gram_and_qr_first_stages_agree():
+    """The Gram path (float32 Gram matrix, float64 refinement) gives the QR path's float64 result on a
+    well-conditioned training set, and declines an ill-conditioned one (then the QR path runs)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(40, 6, 16, seed=2)
+    W = maps.attention_weights(2, 16, dtype=torch.float64)
+    Phi, phi = maps.raf(Xt, W).reshape(40, -1), maps.raf(X, W).reshape(-1)
+    fast = first_stage.gram_interpolate(Phi, yt, phi)
+    assert fast is not None
+    slow = first_stage.qr_interpolate(Phi, yt, phi)
+    torch.testing.assert_close(fast[0], slow[0], rtol=0, atol=1e-12 * float(slow[0].abs().max()))
+    torch.testing.assert_close(fast[1], slow[1], rtol=0, atol=1e-12 * float(phi.abs().max()))
+    assert fast[2].rank == slow[2].rank == 40 and fast[2].interpolates
+    assert fast[2].cond == pytest.approx(slow[2].cond, rel=1e-9)
+    bad = Phi.clone()
+    bad[1] = bad[0] * (1 + 1e-9)  # nearly dependent rows: cond(K) far above GRAM_MAX_COND
+    assert first_stage.gram_interpolate(bad, yt, phi) is None
+    assert first_stage.gram_interpolate(Phi[:, :30].contiguous(), yt, phi[:30]) is None  # N >= p

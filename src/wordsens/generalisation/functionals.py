@@ -1,11 +1,12 @@
 """The linear algebra of one generalisation simulation (``wordsens.generalisation.core``): the
 first-stage solve and the functionals of the perturbed features that the Delta search evaluates.
 
-``interpolate`` gives ``theta* = pinv(Phi) Y`` and ``P phi`` (``P = I - pinv(Phi) Phi``) without a
-p x p matrix, and ``Fit`` records how well the first stage fits. The functionals evaluate
-``phi(X^i(Delta))`` against the three vectors ``theta*``, ``phi(X)`` and ``P phi(X)`` for a batch of
-Delta: ``RFFunctionals`` from the moved token's block, ``AttentionFunctionals`` from the moved row
-and column of the scores, ``FullMapFunctionals`` from the whole map (any registered map).
+``interpolate`` (``wordsens.generalisation.first_stage``) gives ``theta* = pinv(Phi) Y`` and
+``P phi`` (``P = I - pinv(Phi) Phi``) without a p x p matrix, and ``Fit`` records how well the first
+stage fits. The functionals evaluate ``phi(X^i(Delta))`` against the three vectors ``theta*``,
+``phi(X)`` and ``P phi(X)`` for a batch of Delta: ``RFFunctionals`` from the moved token's block,
+``AttentionFunctionals`` from the moved row and column of the scores, ``FullMapFunctionals`` from
+the whole map (any registered map).
 
 A map's setup (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup``
 for every other map) draws its weights, computes the features and the first stage, and returns them
@@ -25,6 +26,7 @@ from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
 from ..seeds import derive_seed, generator
+from .first_stage import INTERPOLATION_TOL, Fit, interpolate
 
 Tensor = torch.Tensor
 
@@ -78,7 +80,7 @@ class AttentionFunctionals:
         self.MV = (row.M[None] * V).sum(-1) * row.mask  # (3, n): M_j . v_j
         self.V_i = V[:, position].T.contiguous()  # (d, 3)
         self.V3_64 = V3.to(torch.float64)
-        self.n, self.d = n, d
+        self.n, self.d, self.i = n, d, position
         self.dtype = X.dtype
 
     def __call__(self, D: Tensor) -> Tensor:
@@ -118,69 +120,6 @@ class FullMapFunctionals:
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.problem.starts(restarts, gen)
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How the first stage fitted its training set (the min-norm least-squares solution).
-
-    ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
-    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular);
-    ``rank``: singular values of ``Phi`` kept by the cutoff; ``residual``: ``max |Phi theta* - Y|``;
-    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
-    """
-
-    cond: float
-    rank: int  # singular values of Phi above the cutoff of ``interpolate``
-    residual: float
-    interpolates: bool
-
-
-INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
-
-
-def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
-    """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64, never forming a
-    p x p matrix: a Householder QR ``Phi^T = Q R`` (Q kept as its reflectors), then the SVD of the small
-    ``R = U S V^T``, so ``pinv(Phi) = Q U S^+ V^T``.
-
-    The cutoff is explicit: singular values ``s <= max(N, p) * eps * s_max`` count as zero (the
-    default of ``torch.linalg.pinv`` and of the array API: below it a singular value cannot be told
-    from rounding). The authors call ``numpy.linalg.pinv``, whose cutoff ``1e-15 * s_max`` is lower;
-    on ill-conditioned training sets (RAF on BERT-like rows with N > d, repeated reviews) the two can
-    differ along directions with singular values between the two cutoffs. Such sets get the min-norm
-    least-squares solution instead of an error, and ``Fit`` records how well it fits.
-    ``tests/test_generalisation.py`` checks the result against ``numpy.linalg.pinv``.
-    """
-    N, p = Phi.shape
-    m = min(N, p)
-    reflectors, tau = torch.geqrf(Phi.T)  # one (p, N) copy, column-major: Phi's own row-major layout
-    U, S, Vh = torch.linalg.svd(reflectors[:m].triu(), full_matrices=False)  # R = U diag(S) Vh
-    s_max = float(S[0])
-    if not s_max > 0:
-        raise ValueError("every training feature vector is zero (all ReLUs inactive?): nothing can be learned")
-    keep = max(N, p) * torch.finfo(torch.float64).eps * s_max < S
-    s_inv = torch.where(keep, 1.0 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
-    rank = int(keep.sum())
-
-    def q_times(x: Tensor) -> Tensor:  # Q_m x: (m,) -> (p,)
-        full = torch.zeros((p, 1), dtype=x.dtype, device=x.device)
-        full[:m, 0] = x
-        return torch.ormqr(reflectors, tau, full)[:, 0]
-
-    def qt_times(v: Tensor) -> Tensor:  # Q_m^T v: (p,) -> (m,)
-        return torch.ormqr(reflectors, tau, v[:, None], transpose=True)[:m, 0]
-
-    theta = q_times(U @ (s_inv * (Vh @ Y)))
-
-    def project(v: Tensor) -> Tensor:  # (I - pinv(Phi) Phi) v: remove the row-space component
-        coords = U.T @ qt_times(v)
-        return v - q_times(U @ (coords * keep))
-
-    pphi = project(project(phi))  # the second pass removes what rounding left in the span
-    residual = float((Phi @ theta - Y).abs().max())
-    cond = float((S[0] / S[-1]) ** 2) if rank == N else math.inf  # of the Gram matrix Phi Phi^T
-    return theta, pphi, Fit(cond=cond, rank=rank, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
 
 
 # --------------------------------------------------------------------------- the setups of the maps
