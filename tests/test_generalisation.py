@@ -353,3 +353,38 @@ def test_the_gram_and_qr_first_stages_agree():
     bad[1] = bad[0] * (1 + 1e-9)  # nearly dependent rows: cond(K) far above GRAM_MAX_COND
     assert first_stage.gram_interpolate(bad, yt, phi) is None
     assert first_stage.gram_interpolate(Phi[:, :30].contiguous(), yt, phi[:30]) is None  # N >= p
+
+
+@pytest.mark.parametrize("map_name", ["raf", "relu_raf"])
+def test_written_out_search_gradient_equals_autograd(map_name):
+    Xt, yt, X, y = G.synthetic_task(20, 7, 12, seed=4)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=4)
+    F = setup.functionals
+    D = 2.0 * torch.randn((6, 12), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for training, loss, penalty in (
+        ("fine_tune", "surrogate", 0.0),
+        ("retrain", "direct", 0.0),
+        ("retrain", "penalised", 0.3),
+    ):
+
+        def outer(f, training=training, loss=loss, penalty=penalty):
+            return -setup.loss(f, training, loss, penalty), -setup.loss_grad(f, training, loss, penalty)
+
+        value, grad = F.value_and_grad(D, outer)
+        Dg = D.clone().requires_grad_(True)
+        ref = -setup.loss(F(Dg), training, loss, penalty)
+        (ref_grad,) = torch.autograd.grad(ref.sum(), Dg)
+        torch.testing.assert_close(value, ref.detach(), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(grad, ref_grad, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("map_name", ["raf", "rf"])
+def test_searches_run_together_equal_searches_run_alone(map_name):
+    Xt, yt, X, y = G.synthetic_task(12, 6, 8, seed=5)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=5)
+    searches = [("fine_tune", "surrogate", 0.0), ("retrain", "direct", 0.0), ("retrain", "penalised", 0.1)]
+    together = G.search_many(setup, searches, seed=5)
+    for (training, loss, penalty), res in zip(searches, together, strict=True):
+        alone = G.search(setup, training, loss, penalty=penalty, seed=5)
+        assert (res.training, res.loss, res.penalty) == (training, loss, penalty)
+        assert res.err == pytest.approx(alone.err, rel=1e-6, abs=1e-9)

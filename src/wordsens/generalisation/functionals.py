@@ -91,6 +91,55 @@ class AttentionFunctionals:
         others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * row.mask
         return others.sum(-1) + row.moved_row(D) @ self.V_i
 
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor, outer: Any) -> tuple[Tensor, Tensor]:
+        """``outer(f)`` at ``f = self(D)`` and its gradient with respect to ``D`` (R, d), written out
+        (no autograd graph): ``outer(f)`` returns the values (R,) and their derivatives ``g`` (R, 3)
+        with respect to ``f``, and the gradient is ``sum_k g_k grad f_k``. ``tests/test_generalisation.py``
+        checks it against autograd."""
+        row, n, i = self.row, self.n, self.i
+        xi = row.xi + D
+        col = xi @ row.P.T
+        if row.kind == "softmax":
+            s = torch.sigmoid(col - row.logz)
+            w, dw = s * row.mask, s * (1 - s) * row.mask
+        else:
+            a = torch.relu(col)
+            den = row.z + a
+            safe = torch.where(den > 0, den, torch.ones_like(den))
+            w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * row.mask
+            dw = torch.where((den > 0) & (col > 0), row.z / (safe * safe), torch.zeros_like(den)) * row.mask
+        xV = (xi @ self.V_rows).reshape(-1, 3, n)  # (R, 3, n)
+        diff = xV - self.MV[None]
+        others = (self.MV[None] + w[:, None, :] * diff) * row.mask
+        # row i: its scores on the other tokens and its self score, as MovedRow.moved_row
+        u = xi @ row.Wsym
+        r = xi @ row.Q
+        r = r + row.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - r)
+        if row.kind == "softmax":
+            att = torch.softmax(r, dim=-1)
+            out_i = att @ row.X + att[:, i : i + 1] * D
+        else:
+            ra = torch.relu(r)
+            rden = ra.sum(-1, keepdim=True)
+            rsafe = torch.where(rden > 0, rden, torch.ones_like(rden))
+            out_i = torch.where(rden > 0, (ra @ row.X + ra[:, i : i + 1] * D) / rsafe, torch.zeros_like(D))
+        f = others.sum(-1) + out_i @ self.V_i
+        value, g = outer(f)  # (R,), (R, 3)
+        c = (g[:, :, None] * diff).sum(1) * row.mask  # (R, n)
+        grad = (c * dw) @ row.P + (g[:, :, None] * w[:, None, :]).reshape(-1, 3 * n) @ self.V_rows.T
+        g_out = g @ self.V_i.T  # (R, d)
+        g_att = g_out @ row.X.T + row.onehot * (g_out * D).sum(-1, keepdim=True)
+        if row.kind == "softmax":
+            g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
+            grad = grad + att[:, i : i + 1] * g_out
+        else:
+            g_r = (g_att - (g_out * out_i).sum(-1, keepdim=True)) / rsafe
+            g_row = torch.where((rden > 0) & (r > 0), g_r, torch.zeros_like(g_r))
+            grad = grad + torch.where(rden > 0, ra[:, i : i + 1] / rsafe, torch.zeros_like(rden)) * g_out
+        grad = grad + (g_row * row.mask) @ row.Q.T + g_row[:, i : i + 1] * u
+        return value, grad
+
     def exact(self, deltas: Tensor) -> Tensor:
         X = self.row.moved_samples(deltas)
         return maps.apply(self.row.map_name, X, self.row.W64).flatten(1) @ self.V3_64.T
