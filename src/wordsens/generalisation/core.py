@@ -8,7 +8,9 @@ learned by fine-tuning (``theta_f``) or re-training (``theta_r``). The modified 
 Everything the Delta search needs reduces to three linear functionals of the perturbed features
 ``phi' = phi(X^i(Delta))``: ``phi'.theta*`` (= D0), ``phi'.phi`` and ``phi'.P phi`` with
 ``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
-(float64), so neither P nor, for RF, the k x D weight matrix is ever formed:
+(``wordsens.generalisation.first_stage``: float64 results, from a float32 Gram matrix refined in
+float64, or a QR where that is not safe), so neither P nor, for RF, the k x D weight matrix is
+ever formed:
 
     theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
     D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2

@@ -113,12 +113,10 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
 
     # Rayleigh-Ritz in float64 on the extreme eigenvectors of the float32 Gram matrix
     k = min(_RITZ, N)
-    ends = []
-    for V in (U[:, :k], U[:, N - k :]):
-        Q, _ = torch.linalg.qr(V)
-        Z = _times_phi_t(Phi, Q)  # (k, p)
-        ends.append(torch.linalg.eigvalsh(Z @ Z.T))
-    lam_min, lam_max = float(ends[0][0]), float(ends[1][-1])
+    Q = torch.cat([torch.linalg.qr(V)[0] for V in (U[:, :k], U[:, N - k :])], dim=1)
+    Z = _times_phi_t(Phi, Q)  # (2k, p): one pass over Phi for both ends
+    H = Z @ Z.T
+    lam_min, lam_max = float(torch.linalg.eigvalsh(H[:k, :k])[0]), float(torch.linalg.eigvalsh(H[k:, k:])[-1])
     if not (lam_min > 0 and lam_max <= GRAM_MAX_COND * lam_min):
         return None
 
