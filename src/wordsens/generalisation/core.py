@@ -37,7 +37,7 @@ import torch
 from .. import maps
 from ..compute.devices import resolve_device
 from ..data.inputs import duplicates
-from ..search.engine import Problem, feasible
+from ..search.engine import feasible
 from ..seeds import derive_seed, generator
 from .batched import ascend_groups
 from .functionals import Fit, full_map_setup
@@ -273,22 +273,11 @@ class GenResult:
         return out
 
 
-class _GenProblem(Problem):
-    def __init__(self, setup: Setup, training: str, loss: str, penalty: float) -> None:
-        self.setup, self.training, self.loss, self.penalty = setup, training, loss, penalty
-        self.d = setup.d
-        self.radius = math.sqrt(setup.d)
-        self.phi_norm = 1.0
-
-    def value(self, D: Tensor) -> Tensor:  # ascent maximises: minus the loss
-        return -self.setup.loss(self.setup.functionals(D), self.training, self.loss, self.penalty)
-
-    def exact(self, deltas: Tensor) -> Tensor:
-        f = self.setup.functionals.exact(deltas.to(torch.float64))
-        return -self.setup.loss(f, self.training, self.loss, self.penalty)
-
-    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.setup.functionals.starts(restarts, gen)
+@dataclass(frozen=True)
+class _Search:
+    training: str
+    loss: str
+    penalty: float
 
 
 def _check_search(training: str, loss: str, penalty: float) -> None:
@@ -348,9 +337,9 @@ def search_many(
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
     started = time.perf_counter()
-    problems = [_GenProblem(setup, t, loss, float(p)) for t, loss, p in searches]
+    problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
     starts = [
-        pr.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
+        setup.functionals.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
         for pr in problems
     ]
     radius = math.sqrt(setup.d)
@@ -400,7 +389,7 @@ def search_many(
     return out
 
 
-def _result(setup: Setup, pr: _GenProblem, f: Tensor, delta: Tensor, steps: int, seconds: float) -> GenResult:
+def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, seconds: float) -> GenResult:
     D0, D1, err = setup.outcome(f, pr.training)
     fit = setup.fit
     return GenResult(
