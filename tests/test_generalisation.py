@@ -388,3 +388,4 @@ def test_searches_run_together_equal_searches_run_alone(map_name):
         alone = G.search(setup, training, loss, penalty=penalty, seed=5)
         assert (res.training, res.loss, res.penalty) == (training, loss, penalty)
         assert res.err == pytest.approx(alone.err, rel=1e-6, abs=1e-9)
+    assert G.search_many(setup, [], seed=5) == []

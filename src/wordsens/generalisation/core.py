@@ -336,6 +336,8 @@ def search_many(
     found is one call too. Each result's ``seconds`` is an equal share of the whole."""
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
+    if not searches:
+        return []
     started = time.perf_counter()
     problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
     starts = [
