@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # this checkout (its src/ is what a worker imports)
 
 
 def add_worker_flags(parser: argparse.ArgumentParser, strings: tuple[str, ...], ints: tuple[str, ...]) -> None:
@@ -27,11 +34,30 @@ def selected(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: di
     return table, names
 
 
-def run_worker(script: str, flags: list[str]) -> dict:
+def run_worker(script: str, flags: list[str], src: Path | None = None) -> dict:
     """Run ``script --worker *flags`` in its own process (so its peak memory is its own) and
-    return the JSON line it prints, or ``{"error": ...}``."""
-    out = subprocess.run([sys.executable, script, "--worker", *flags], capture_output=True, text=True)
+    return the JSON line it prints, or ``{"error": ...}``. The worker imports ``wordsens`` from
+    ``src`` (default: this checkout's ``src/``, whatever the editable install points at)."""
+    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src")}
+    out = subprocess.run([sys.executable, script, "--worker", *flags], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         lines = out.stderr.strip().splitlines()
         return {"error": lines[-1] if lines else f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def baseline_src(commit: str) -> Iterator[Path]:
+    """The ``src/`` folder of ``commit`` of this repository, in a temporary detached ``git worktree``
+    removed afterwards: run a worker with it to time another commit's code in the same run."""
+    with tempfile.TemporaryDirectory(prefix="wordsens-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit], check=True, capture_output=True
+        )
+        try:
+            yield tree / "src"
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False, capture_output=True
+            )

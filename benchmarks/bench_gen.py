@@ -11,19 +11,29 @@ alone. Both methods see the same synthetic training set, new sample and weights.
     python benchmarks/bench_gen.py                 # the generalisation benchmark table
     python benchmarks/bench_gen.py --quick
     python benchmarks/bench_gen.py --jobs raf-120-1300-768 --searches all
+    python benchmarks/bench_gen.py --jobs fig4-raf-120 --searches all --baseline fc9004d
+
+``--baseline COMMIT`` also runs ``default`` with the code of another commit (a temporary ``git
+worktree`` of it, removed afterwards), beside this checkout's, each in its own subprocess, and
+prints the time ratio: the way to compare two versions on a busy machine. ``--threads T`` sets
+torch's threads in every worker (default: torch's own choice).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
 
-from _harness import add_worker_flags, run_worker, selected
+from _harness import add_worker_flags, baseline_src, run_worker, selected
 
 # name -> (map, n, N, d, seeds, methods, target)
 JOBS = {
+    # a Figure 4 job (5 simulations) and a proportional smaller one (n, N, d halved)
+    "fig4-raf-120": ("raf", 120, 1300, 768, 5, ("default",), "the Figure 4 job: >= 5x faster than fc9004d"),
+    "fig4-raf-60": ("raf", 60, 600, 384, 5, ("default",), "proportional: >= 5x faster than fc9004d"),
     "raf-120-1300-768": ("raf", 120, 1300, 768, 1, ("default",), "<= 3 min, <= 4 GB (reference: 92,160^2 projector)"),
     "rf-40-1300-768": ("rf", 40, 1300, 768, 1, ("default",), "<= 2 min, <= 3 GB (reference: two 30,720^2 matrices)"),
     "raf-40-100-768": ("raf", 40, 100, 768, 2, ("default",), "<= 10 s, <= 600 MB (reference: ~23 GB)"),
@@ -41,9 +51,13 @@ SEARCHES = {
 
 
 def worker(args: argparse.Namespace) -> None:
+    import torch
+
     from wordsens import generalisation as G
     from wordsens.compute.devices import peak_rss_bytes
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     searches = SEARCHES[args.searches]
     started = time.perf_counter()
@@ -85,17 +99,32 @@ def main() -> None:
         default="one",
         help="'one' (fine-tuned, direct) or 'all' (both trainings x surrogate/direct: a Figure 4 point)",
     )
+    parser.add_argument("--baseline", metavar="COMMIT", help="also run 'default' with the code of COMMIT")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per worker (0: torch's default)")
     add_worker_flags(parser, ("--map", "--method"), ("--n", "--N", "--d", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
     table, names = selected(parser, args, JOBS, QUICK)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  searches: {args.searches}", flush=True)
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(baseline_src(args.baseline)) if args.baseline else None
+        run_jobs(args, table, names, base)
+
+
+def run_jobs(args: argparse.Namespace, table: dict, names: list, base: object) -> None:
+    load = os.getloadavg()[0]
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  load {load:.2f}  threads "
+        f"{args.threads or 'default'}  searches: {args.searches}  baseline: {args.baseline or '-'}",
+        flush=True,
+    )
     for name in names:
         map_name, n, N, d, seeds, methods, target = table[name]
         print(f"\n## {name}: {map_name} n={n} N={N} d={d}  target: {target}")
         print(f"{'seed':>4} {'method':>10} {'seconds':>9} {'peak MB':>8}  Err per search")
+        if base is not None:
+            methods = (*methods, "baseline")
         rows: dict[str, list[dict]] = {m: [] for m in methods}
         for seed in range(args.seeds or seeds):
             for method in methods:
@@ -113,10 +142,13 @@ def main() -> None:
                         "--seed",
                         str(seed),
                         "--method",
-                        method,
+                        "default" if method == "baseline" else method,
                         "--searches",
                         args.searches,
+                        "--threads",
+                        str(args.threads),
                     ],
+                    src=base if method == "baseline" else None,  # type: ignore[arg-type]
                 )
                 if "error" in r:
                     print(f"{seed:>4} {method:>10}  error: {r['error']}", flush=True)
@@ -135,6 +167,15 @@ def main() -> None:
                 print(
                     f"ratios: time reference/default = {rt / t:.1f}x, peak memory reference/default = "
                     f"{max(r['peak_mb'] for r in ref) / max(r['peak_mb'] for r in ours):.1f}x"
+                )
+            if rows.get("baseline"):
+                old = rows["baseline"]
+                bt, ot = sum(r["seconds"] for r in old), sum(r["seconds"] for r in ours)
+                print(
+                    f"baseline {args.baseline}: total {bt:.1f} s, this checkout: total {ot:.1f} s over {len(ours)} "
+                    f"simulations; time baseline/this = {bt / len(old) / t:.2f}x; peak memory "
+                    f"{max(r['peak_mb'] for r in old):.0f} MB / {max(r['peak_mb'] for r in ours):.0f} MB",
+                    flush=True,
                 )
 
 

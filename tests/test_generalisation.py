@@ -332,3 +332,60 @@ def test_cli_gen_prints_one_json_line():
         text=True,
     )
     assert bad.returncode == 2 and "penalised" in bad.stderr
+
+
+def test_the_gram_and_qr_first_stages_agree():
+    """The Gram path (float32 Gram matrix, float64 refinement) gives the QR path's float64 result on a
+    well-conditioned training set, and declines an ill-conditioned one (then the QR path runs)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(40, 6, 16, seed=2)
+    W = maps.attention_weights(2, 16, dtype=torch.float64)
+    Phi, phi = maps.raf(Xt, W).reshape(40, -1), maps.raf(X, W).reshape(-1)
+    fast = first_stage.gram_interpolate(Phi, yt, phi)
+    assert fast is not None
+    slow = first_stage.qr_interpolate(Phi, yt, phi)
+    torch.testing.assert_close(fast[0], slow[0], rtol=0, atol=1e-12 * float(slow[0].abs().max()))
+    torch.testing.assert_close(fast[1], slow[1], rtol=0, atol=1e-12 * float(phi.abs().max()))
+    assert fast[2].rank == slow[2].rank == 40 and fast[2].interpolates
+    assert fast[2].cond == pytest.approx(slow[2].cond, rel=1e-9)
+    bad = Phi.clone()
+    bad[1] = bad[0] * (1 + 1e-9)  # nearly dependent rows: cond(K) far above GRAM_MAX_COND
+    assert first_stage.gram_interpolate(bad, yt, phi) is None
+    assert first_stage.gram_interpolate(Phi[:, :30].contiguous(), yt, phi[:30]) is None  # N >= p
+
+
+@pytest.mark.parametrize("map_name", ["raf", "relu_raf"])
+def test_written_out_search_gradient_equals_autograd(map_name):
+    Xt, yt, X, y = G.synthetic_task(20, 7, 12, seed=4)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=4)
+    F = setup.functionals
+    D = 2.0 * torch.randn((6, 12), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for training, loss, penalty in (
+        ("fine_tune", "surrogate", 0.0),
+        ("retrain", "direct", 0.0),
+        ("retrain", "penalised", 0.3),
+    ):
+
+        def outer(f, training=training, loss=loss, penalty=penalty):
+            return -setup.loss(f, training, loss, penalty), -setup.loss_grad(f, training, loss, penalty)
+
+        value, grad = F.value_and_grad(D, outer)
+        Dg = D.clone().requires_grad_(True)
+        ref = -setup.loss(F(Dg), training, loss, penalty)
+        (ref_grad,) = torch.autograd.grad(ref.sum(), Dg)
+        torch.testing.assert_close(value, ref.detach(), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(grad, ref_grad, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("map_name", ["raf", "rf"])
+def test_searches_run_together_equal_searches_run_alone(map_name):
+    Xt, yt, X, y = G.synthetic_task(12, 6, 8, seed=5)
+    setup = G.prepare(map_name, Xt, yt, X, y, seed=5)
+    searches = [("fine_tune", "surrogate", 0.0), ("retrain", "direct", 0.0), ("retrain", "penalised", 0.1)]
+    together = G.search_many(setup, searches, seed=5)
+    for (training, loss, penalty), res in zip(searches, together, strict=True):
+        alone = G.search(setup, training, loss, penalty=penalty, seed=5)
+        assert (res.training, res.loss, res.penalty) == (training, loss, penalty)
+        assert res.err == pytest.approx(alone.err, rel=1e-6, abs=1e-9)
+    assert G.search_many(setup, [], seed=5) == []

@@ -212,7 +212,8 @@ class FirstLayerCost(CostModel):
     ) -> MemoryEstimate:
         D, k = n * d, self.features(spec, n, d, options)
         m = N + 1 + d
-        # features and the Householder QR copy of them (wordsens.generalisation.functionals.interpolate) at once
+        # features and the Householder QR copy of them at once (wordsens.generalisation.first_stage: the
+        # QR path; the Gram path holds a float32 copy, half of it)
         arrays = (
             3 * (N + 1) * D * 8
             + 3 * m * m * 8

@@ -208,7 +208,8 @@ def gen_rows(
     Simulation ``s`` draws its training set, new sample and weights from seeds derived from
     (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
     one simulation serves every (training, loss, penalty) search: features and Gram matrix are
-    computed once. ``settings`` may hold the map's ``options``.
+    computed once, and the searches run together (``wordsens.generalisation.search_many``).
+    ``settings`` may hold the map's ``options``.
     """
     threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
@@ -246,8 +247,7 @@ def gen_rows(
             device=settings.get("device", "cpu"),
             options=settings.get("options"),
         )
-        for training, loss, penalty in searches:
-            res = G.search(setup, training, loss, penalty=penalty, seed=sim_seed, **search_opts)
+        for res in G.search_many(setup, [(t, loss, p) for t, loss, p in searches], seed=sim_seed, **search_opts):
             rows.append(
                 {
                     "experiment": "gen",

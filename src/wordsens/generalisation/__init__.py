@@ -1,10 +1,10 @@
 """Generalisation after changing one word (the paper's Figures 4 and 5): a simulation's first-stage
-fit and Delta searches (``prepare``, ``search``, ``simulate``, ``wordsens.generalisation.core``),
+fit and Delta searches (``prepare``, ``search``, ``search_many``, ``simulate``, ``wordsens.generalisation.core``),
 its linear algebra (``wordsens.generalisation.functionals``), the tasks (``synthetic_task``,
 ``draw_task``) and the authors' algorithm (``gen_search``, ``wordsens.generalisation.reference``).
 """
 
-from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, simulate
+from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, search_many, simulate
 from .functionals import INTERPOLATION_TOL, Fit, interpolate
 from .reference import RELIABLE_ERROR, gen_search, projection_error
 from .tasks import check_distinct, check_task, distinct_rows, draw_task, synthetic_task
@@ -26,6 +26,7 @@ __all__ = [
     "prepare",
     "projection_error",
     "search",
+    "search_many",
     "simulate",
     "synthetic_task",
 ]

@@ -8,7 +8,9 @@ learned by fine-tuning (``theta_f``) or re-training (``theta_r``). The modified 
 Everything the Delta search needs reduces to three linear functionals of the perturbed features
 ``phi' = phi(X^i(Delta))``: ``phi'.theta*`` (= D0), ``phi'.phi`` and ``phi'.P phi`` with
 ``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
-(float64), so neither P nor, for RF, the k x D weight matrix is ever formed:
+(``wordsens.generalisation.first_stage``: float64 results, from a float32 Gram matrix refined in
+float64, or a QR where that is not safe), so neither P nor, for RF, the k x D weight matrix is
+ever formed:
 
     theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
     D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
@@ -35,14 +37,15 @@ import torch
 from .. import maps
 from ..compute.devices import resolve_device
 from ..data.inputs import duplicates
-from ..search.engine import Problem, ascend, feasible
+from ..search.engine import feasible
 from ..seeds import derive_seed, generator
+from .batched import ascend_groups
 from .functionals import Fit, full_map_setup
 from .tasks import check_task
 
 Tensor = torch.Tensor
 
-__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "prepare", "search", "simulate"]
+__all__ = ["LOSSES", "TRAININGS", "GenResult", "Setup", "prepare", "search", "search_many", "simulate"]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
@@ -100,6 +103,19 @@ class Setup:
             return (self.alignment(f, training) + 1) ** 2
         D0, _, err = self.outcome(f, training)
         return err + penalty * D0 * D0 if loss == "penalised" else err
+
+    def loss_grad(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
+        """The derivative (..., 3) of ``loss`` with respect to the functional values ``f`` (..., 3)."""
+        k, norm = (1, self.phi2) if training == "fine_tune" else (2, self.pphi2)
+        g = torch.zeros_like(f)
+        if loss == "surrogate":
+            g[..., k] = 2 * (self.alignment(f, training) + 1) / norm
+            return g
+        D0, D1, _ = self.outcome(f, training)
+        e = 2 * (D1 + self.y)
+        g[..., 0] = e + 2 * penalty * D0 if loss == "penalised" else e
+        g[..., k] = e * (self.y - self.t0) / norm
+        return g
 
 
 def prepare(
@@ -257,22 +273,20 @@ class GenResult:
         return out
 
 
-class _GenProblem(Problem):
-    def __init__(self, setup: Setup, training: str, loss: str, penalty: float) -> None:
-        self.setup, self.training, self.loss, self.penalty = setup, training, loss, penalty
-        self.d = setup.d
-        self.radius = math.sqrt(setup.d)
-        self.phi_norm = 1.0
+@dataclass(frozen=True)
+class _Search:
+    training: str
+    loss: str
+    penalty: float
 
-    def value(self, D: Tensor) -> Tensor:  # ascent maximises: minus the loss
-        return -self.setup.loss(self.setup.functionals(D), self.training, self.loss, self.penalty)
 
-    def exact(self, deltas: Tensor) -> Tensor:
-        f = self.setup.functionals.exact(deltas.to(torch.float64))
-        return -self.setup.loss(f, self.training, self.loss, self.penalty)
-
-    def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.setup.functionals.starts(restarts, gen)
+def _check_search(training: str, loss: str, penalty: float) -> None:
+    if training not in TRAININGS:
+        raise ValueError(f"unknown training {training!r}; choose one of {', '.join(TRAININGS)}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
 
 
 def search(
@@ -292,50 +306,108 @@ def search(
     ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
     (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
     uncertain). The outcome (t0, t1, D0, D1, Err, gamma_min) is re-evaluated in float64 with the
-    plain map at the Delta found.
+    plain map at the Delta found. Several searches of one simulation: ``search_many``.
     """
-    if training not in TRAININGS:
-        raise ValueError(f"unknown training {training!r}; choose one of {', '.join(TRAININGS)}")
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
-    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
-        raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
-    started = time.perf_counter()
-    problem = _GenProblem(setup, training, loss, float(penalty))
-    gen = generator(derive_seed(seed, "gen-search", training, loss, float(penalty)))
-    starts = problem.starts(restarts, gen).to(setup.functionals.dtype)
-    found, steps = ascend(
-        problem,
-        starts,
+    return search_many(
+        setup,
+        [(training, loss, penalty)],
+        seed=seed,
+        restarts=restarts,
         max_steps=max_steps,
         tol=tol,
         patience=patience,
-        keep=min(8, restarts),
+    )[0]
+
+
+def search_many(
+    setup: Setup,
+    searches: Sequence[tuple[str, str, float]],
+    *,
+    seed: int = 0,
+    restarts: int = 16,
+    max_steps: int = 500,
+    tol: float = 1e-6,
+    patience: int = 30,
+) -> list[GenResult]:
+    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search
+    keeps its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but
+    every step evaluates the functionals of all the searches still running in one batched call
+    (``wordsens.generalisation.batched.ascend_groups``), and the float64 re-evaluation of the points
+    found is one call too. Each result's ``seconds`` is an equal share of the whole."""
+    for training, loss, penalty in searches:
+        _check_search(training, loss, penalty)
+    if not searches:
+        return []
+    started = time.perf_counter()
+    problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
+    starts = [
+        setup.functionals.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
+        for pr in problems
+    ]
+    radius = math.sqrt(setup.d)
+
+    def losses(f: Tensor, group: Tensor) -> Tensor:  # minus each row's own loss
+        out = torch.zeros_like(f[..., 0])
+        for g, pr in enumerate(problems):
+            out = torch.where(group == g, -setup.loss(f, pr.training, pr.loss, pr.penalty), out)
+        return out
+
+    def outer(f: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:  # values and d value / d f
+        g = torch.zeros_like(f)
+        for k, pr in enumerate(problems):
+            g = torch.where((group == k)[:, None], -setup.loss_grad(f, pr.training, pr.loss, pr.penalty), g)
+        return losses(f, group), g
+
+    def value_and_grad(D: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
+        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
+            return setup.functionals.value_and_grad(D, lambda f: outer(f, group))
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = losses(setup.functionals(D), group)
+            (grad,) = torch.autograd.grad(val.sum(), D)
+        return val.detach(), grad
+
+    found = ascend_groups(
+        value_and_grad,
+        [s.to(setup.functionals.dtype) for s in starts],
+        radius,
+        max_steps=max_steps,
+        tol=tol,
+        patience=patience,
+        keep=[min(8, restarts)] * len(problems),
         momentum=setup.momentum,
     )
-    deltas = torch.stack([feasible(D, problem.radius) for D in found])
+    deltas = [torch.stack([feasible(D, radius) for D in rows]) for rows, _ in found]
+    group = torch.cat([torch.full((x.shape[0],), g, dtype=torch.int64) for g, x in enumerate(deltas)])
     with torch.no_grad():
-        values = problem.exact(deltas)
-    best = int(torch.argmax(values))
-    delta = deltas[best]
-    with torch.no_grad():
-        f = setup.functionals.exact(delta[None])[0]
-    D0, D1, err = setup.outcome(f, training)
+        F = setup.functionals.exact(torch.cat(deltas))  # (rows, 3), float64
+    values = losses(F, group.to(F.device))
+    seconds = (time.perf_counter() - started) / len(problems)
+    out = []
+    for g, pr in enumerate(problems):
+        rows = (group == g).nonzero()[:, 0].to(F.device)
+        best = int(rows[int(torch.argmax(values[rows]))])
+        out.append(_result(setup, pr, F[best], torch.cat(deltas)[best], found[g][1], seconds))
+    return out
+
+
+def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, seconds: float) -> GenResult:
+    D0, D1, err = setup.outcome(f, pr.training)
     fit = setup.fit
     return GenResult(
         map=setup.map_name,
-        training=training,
-        loss=loss,
-        penalty=float(penalty),
+        training=pr.training,
+        loss=pr.loss,
+        penalty=pr.penalty,
         method="default",
         y=setup.y,
         t0=setup.t0,
-        t1=setup.t1(training),
+        t1=setup.t1(pr.training),
         D0=float(D0),
         D1=float(D1),
         err=float(err),
         gamma_min=max(abs(setup.t0), abs(float(D0))),
-        alignment=float(setup.alignment(f, training)),
+        alignment=float(setup.alignment(f, pr.training)),
         d0_shift=abs(float(D0) - setup.t0),
         gram_cond=fit.cond,
         gram_rank=fit.rank,
@@ -343,7 +415,7 @@ def search(
         interpolates=fit.interpolates,
         delta_norm=float(torch.linalg.vector_norm(delta)),
         steps=steps,
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
         delta=delta.cpu(),
     )
 
@@ -361,11 +433,9 @@ def simulate(
     **kwargs: Any,
 ) -> list[GenResult]:
     """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
-    Gram matrix are computed once."""
+    Gram matrix are computed once, and the searches run together (``search_many``)."""
     setup = prepare(map_name, X_train, y_train, X, y, seed=seed, position=position, **kwargs)
-    out = []
-    for training, loss, penalty in searches:
-        res = search(setup, training, loss, penalty=penalty, seed=seed)
+    out = search_many(setup, searches, seed=seed)
+    for res in out:
         res.seconds += setup.seconds / len(searches)
-        out.append(res)
     return out

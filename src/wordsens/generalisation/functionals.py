@@ -1,11 +1,12 @@
 """The linear algebra of one generalisation simulation (``wordsens.generalisation.core``): the
 first-stage solve and the functionals of the perturbed features that the Delta search evaluates.
 
-``interpolate`` gives ``theta* = pinv(Phi) Y`` and ``P phi`` (``P = I - pinv(Phi) Phi``) without a
-p x p matrix, and ``Fit`` records how well the first stage fits. The functionals evaluate
-``phi(X^i(Delta))`` against the three vectors ``theta*``, ``phi(X)`` and ``P phi(X)`` for a batch of
-Delta: ``RFFunctionals`` from the moved token's block, ``AttentionFunctionals`` from the moved row
-and column of the scores, ``FullMapFunctionals`` from the whole map (any registered map).
+``interpolate`` (``wordsens.generalisation.first_stage``) gives ``theta* = pinv(Phi) Y`` and
+``P phi`` (``P = I - pinv(Phi) Phi``) without a p x p matrix, and ``Fit`` records how well the first
+stage fits. The functionals evaluate ``phi(X^i(Delta))`` against the three vectors ``theta*``,
+``phi(X)`` and ``P phi(X)`` for a batch of Delta: ``RFFunctionals`` from the moved token's block,
+``AttentionFunctionals`` from the moved row and column of the scores, ``FullMapFunctionals`` from
+the whole map (any registered map).
 
 A map's setup (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup``
 for every other map) draws its weights, computes the features and the first stage, and returns them
@@ -25,6 +26,7 @@ from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
 from ..seeds import derive_seed, generator
+from .first_stage import INTERPOLATION_TOL, Fit, interpolate
 
 Tensor = torch.Tensor
 
@@ -78,7 +80,7 @@ class AttentionFunctionals:
         self.MV = (row.M[None] * V).sum(-1) * row.mask  # (3, n): M_j . v_j
         self.V_i = V[:, position].T.contiguous()  # (d, 3)
         self.V3_64 = V3.to(torch.float64)
-        self.n, self.d = n, d
+        self.n, self.d, self.i = n, d, position
         self.dtype = X.dtype
 
     def __call__(self, D: Tensor) -> Tensor:
@@ -88,6 +90,55 @@ class AttentionFunctionals:
         xV = (xi @ self.V_rows).reshape(-1, 3, self.n)  # (R, 3, n)
         others = (self.MV[None] + w[:, None, :] * (xV - self.MV[None])) * row.mask
         return others.sum(-1) + row.moved_row(D) @ self.V_i
+
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor, outer: Any) -> tuple[Tensor, Tensor]:
+        """``outer(f)`` at ``f = self(D)`` and its gradient with respect to ``D`` (R, d), written out
+        (no autograd graph): ``outer(f)`` returns the values (R,) and their derivatives ``g`` (R, 3)
+        with respect to ``f``, and the gradient is ``sum_k g_k grad f_k``. ``tests/test_generalisation.py``
+        checks it against autograd."""
+        row, n, i = self.row, self.n, self.i
+        xi = row.xi + D
+        col = xi @ row.P.T
+        if row.kind == "softmax":
+            s = torch.sigmoid(col - row.logz)
+            w, dw = s * row.mask, s * (1 - s) * row.mask
+        else:
+            a = torch.relu(col)
+            den = row.z + a
+            safe = torch.where(den > 0, den, torch.ones_like(den))
+            w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * row.mask
+            dw = torch.where((den > 0) & (col > 0), row.z / (safe * safe), torch.zeros_like(den)) * row.mask
+        xV = (xi @ self.V_rows).reshape(-1, 3, n)  # (R, 3, n)
+        diff = xV - self.MV[None]
+        others = (self.MV[None] + w[:, None, :] * diff) * row.mask
+        # row i: its scores on the other tokens and its self score, as MovedRow.moved_row
+        u = xi @ row.Wsym
+        r = xi @ row.Q
+        r = r + row.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - r)
+        if row.kind == "softmax":
+            att = torch.softmax(r, dim=-1)
+            out_i = att @ row.X + att[:, i : i + 1] * D
+        else:
+            ra = torch.relu(r)
+            rden = ra.sum(-1, keepdim=True)
+            rsafe = torch.where(rden > 0, rden, torch.ones_like(rden))
+            out_i = torch.where(rden > 0, (ra @ row.X + ra[:, i : i + 1] * D) / rsafe, torch.zeros_like(D))
+        f = others.sum(-1) + out_i @ self.V_i
+        value, g = outer(f)  # (R,), (R, 3)
+        c = (g[:, :, None] * diff).sum(1) * row.mask  # (R, n)
+        grad = (c * dw) @ row.P + (g[:, :, None] * w[:, None, :]).reshape(-1, 3 * n) @ self.V_rows.T
+        g_out = g @ self.V_i.T  # (R, d)
+        g_att = g_out @ row.X.T + row.onehot * (g_out * D).sum(-1, keepdim=True)
+        if row.kind == "softmax":
+            g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
+            grad = grad + att[:, i : i + 1] * g_out
+        else:
+            g_r = (g_att - (g_out * out_i).sum(-1, keepdim=True)) / rsafe
+            g_row = torch.where((rden > 0) & (r > 0), g_r, torch.zeros_like(g_r))
+            grad = grad + torch.where(rden > 0, ra[:, i : i + 1] / rsafe, torch.zeros_like(rden)) * g_out
+        grad = grad + (g_row * row.mask) @ row.Q.T + g_row[:, i : i + 1] * u
+        return value, grad
 
     def exact(self, deltas: Tensor) -> Tensor:
         X = self.row.moved_samples(deltas)
@@ -118,69 +169,6 @@ class FullMapFunctionals:
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.problem.starts(restarts, gen)
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How the first stage fitted its training set (the min-norm least-squares solution).
-
-    ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
-    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular);
-    ``rank``: singular values of ``Phi`` kept by the cutoff; ``residual``: ``max |Phi theta* - Y|``;
-    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
-    """
-
-    cond: float
-    rank: int  # singular values of Phi above the cutoff of ``interpolate``
-    residual: float
-    interpolates: bool
-
-
-INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
-
-
-def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
-    """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64, never forming a
-    p x p matrix: a Householder QR ``Phi^T = Q R`` (Q kept as its reflectors), then the SVD of the small
-    ``R = U S V^T``, so ``pinv(Phi) = Q U S^+ V^T``.
-
-    The cutoff is explicit: singular values ``s <= max(N, p) * eps * s_max`` count as zero (the
-    default of ``torch.linalg.pinv`` and of the array API: below it a singular value cannot be told
-    from rounding). The authors call ``numpy.linalg.pinv``, whose cutoff ``1e-15 * s_max`` is lower;
-    on ill-conditioned training sets (RAF on BERT-like rows with N > d, repeated reviews) the two can
-    differ along directions with singular values between the two cutoffs. Such sets get the min-norm
-    least-squares solution instead of an error, and ``Fit`` records how well it fits.
-    ``tests/test_generalisation.py`` checks the result against ``numpy.linalg.pinv``.
-    """
-    N, p = Phi.shape
-    m = min(N, p)
-    reflectors, tau = torch.geqrf(Phi.T)  # one (p, N) copy, column-major: Phi's own row-major layout
-    U, S, Vh = torch.linalg.svd(reflectors[:m].triu(), full_matrices=False)  # R = U diag(S) Vh
-    s_max = float(S[0])
-    if not s_max > 0:
-        raise ValueError("every training feature vector is zero (all ReLUs inactive?): nothing can be learned")
-    keep = max(N, p) * torch.finfo(torch.float64).eps * s_max < S
-    s_inv = torch.where(keep, 1.0 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
-    rank = int(keep.sum())
-
-    def q_times(x: Tensor) -> Tensor:  # Q_m x: (m,) -> (p,)
-        full = torch.zeros((p, 1), dtype=x.dtype, device=x.device)
-        full[:m, 0] = x
-        return torch.ormqr(reflectors, tau, full)[:, 0]
-
-    def qt_times(v: Tensor) -> Tensor:  # Q_m^T v: (p,) -> (m,)
-        return torch.ormqr(reflectors, tau, v[:, None], transpose=True)[:m, 0]
-
-    theta = q_times(U @ (s_inv * (Vh @ Y)))
-
-    def project(v: Tensor) -> Tensor:  # (I - pinv(Phi) Phi) v: remove the row-space component
-        coords = U.T @ qt_times(v)
-        return v - q_times(U @ (coords * keep))
-
-    pphi = project(project(phi))  # the second pass removes what rounding left in the span
-    residual = float((Phi @ theta - Y).abs().max())
-    cond = float((S[0] / S[-1]) ** 2) if rank == N else math.inf  # of the Gram matrix Phi Phi^T
-    return theta, pphi, Fit(cond=cond, rank=rank, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
 
 
 # --------------------------------------------------------------------------- the setups of the maps

@@ -134,6 +134,7 @@ class AttentionProblem(Problem):
         self._XT = X.T.contiguous()
         self._Q, self._Wsym = r.Q, r.Wsym
         self._QT = self._Q.T.contiguous()
+        self._informed_dirs: Tensor | None = None
 
     def column_weights(self, col: Tensor) -> Tensor:
         """``MovedRow.column_weights``."""
@@ -297,7 +298,9 @@ class AttentionProblem(Problem):
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         """The informed directions (see ``_informed``) on the sphere, the reference's jittered start,
         random mixtures of informed and random directions, and uniform points of the sphere."""
-        informed = self._informed()
+        if self._informed_dirs is None:  # deterministic: computed once per problem, not per search
+            self._informed_dirs = self._informed()
+        informed = self._informed_dirs
         jitter = 0.1 * torch.randn((1, self.d), generator=gen, dtype=torch.float64)
         fixed = torch.cat([self.radius * informed, jitter])[:restarts]
         rest = max(restarts - fixed.shape[0], 0)
