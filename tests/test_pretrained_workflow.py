@@ -52,6 +52,7 @@ TINY = {
     "variants": None,
     "long_context": None,
     "positions": None,  # the demo's studies are tested there
+    "trained": None,
 }
 # Nothing here loads model.name: synthetic rows only, no probes.
 UNUSED = {
@@ -62,6 +63,7 @@ UNUSED = {
     "variants": {"data": "synthetic"},
     "long_context": {"data": ["synthetic"]},
     "positions": None,  # IMDb reviews only
+    "trained": None,  # the encoder's own layers
 }
 
 

@@ -364,6 +364,7 @@ def test_changing_a_plot_setting_reruns_only_plots(demo_run):
         "variants_figure": 1,
         "long_context_figure": 1,
         "positions_figure": 1,
+        "trained_figure": 1,
         "all": 1,
     }
 
@@ -481,6 +482,7 @@ def test_lint_is_clean(demo_run):
                 "variants": None,
                 "long_context": None,
                 "positions": None,
+                "trained": None,
             },
             "ws.maps is empty",
         ),
@@ -524,6 +526,7 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
             "variants": None,
             "long_context": None,
             "positions": None,
+            "trained": None,
         },
     )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf)
@@ -575,14 +578,9 @@ def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
     ws = [job for job in jobs if isinstance(job, pipeline.WSJob)]
     assert ws and len(ws) < len(jobs) and any(job.rows > len(job.trials) for job in ws)  # every position of a study
     root = demo_run / config["results"]
+    assert any(isinstance(job, pipeline.TrainedJob) for job in jobs)
     for job in jobs:
-        w = job.wildcards
-        folder = (
-            f"{w['study']}/{w['map']}/{w['setting']}"
-            if "study" in w
-            else f"gen/{w['figure']}/{w['gdata']}/{w['gsetting']}"
-        )
-        path = root / folder / f"chunk{w['chunk']}.parquet"
+        path = root / f"{job.key}.parquet"  # every kind's output path below the results folder
         assert len(pd.read_parquet(path)) == job.rows, path
 
 
