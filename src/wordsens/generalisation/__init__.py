@@ -5,7 +5,7 @@ its linear algebra (``wordsens.generalisation.functionals``), the tasks (``synth
 """
 
 from .core import LOSSES, TRAININGS, GenResult, Setup, prepare, search, search_many, simulate
-from .functionals import INTERPOLATION_TOL, Fit, interpolate
+from .first_stage import INTERPOLATION_TOL, Fit, interpolate
 from .reference import RELIABLE_ERROR, gen_search, projection_error
 from .tasks import check_distinct, check_task, distinct_rows, draw_task, synthetic_task
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..search.engine import _ETA0, _ETA_MAX, _HALVE_EVERY, project
+from ..search.engine import ETA0, ETA_MAX, HALVE_EVERY, project
 
 Tensor = torch.Tensor
 
@@ -45,7 +45,7 @@ def ascend_groups(
     group = torch.cat([torch.full((n,), g, dtype=torch.int64) for g, n in enumerate(sizes)]).to(starts[0].device)
     D = project(torch.cat(list(starts)), r)
     val, grad = value_and_grad(D, group)
-    eta = torch.full_like(val, _ETA0)
+    eta = torch.full_like(val, ETA0)
     mom = torch.zeros_like(D)
     history = [[float(val[group == g].max())] for g in range(len(sizes))]
     steps = [0] * len(sizes)
@@ -62,13 +62,13 @@ def ascend_groups(
         D = torch.where(ok[:, None], cand, D)
         val = torch.where(ok, cval, val)
         grad = torch.where(ok[:, None], cgrad, grad)
-        eta = torch.where(ok, torch.clamp(eta * 2.0, max=_ETA_MAX), eta * 0.5)
+        eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
         rows = []  # the rows kept for the next step, group by group
         for g in torch.unique_consecutive(group).tolist():
             idx = (group == g).nonzero()[:, 0]
             steps[g] += 1
             history[g].append(float(val[idx].max()))
-            if steps[g] % _HALVE_EVERY == 0 and idx.numel() > keep[g]:
+            if steps[g] % HALVE_EVERY == 0 and idx.numel() > keep[g]:
                 order = torch.argsort(val[idx], descending=True)[: max(keep[g], idx.numel() // 2)]
                 idx = idx[order]
             h = history[g]

@@ -40,7 +40,8 @@ from ..data.inputs import duplicates
 from ..search.engine import feasible
 from ..seeds import derive_seed, generator
 from .batched import ascend_groups
-from .functionals import Fit, full_map_setup
+from .first_stage import Fit
+from .functionals import full_map_setup
 from .tasks import check_task
 
 Tensor = torch.Tensor

@@ -26,19 +26,16 @@ from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
 from ..seeds import derive_seed, generator
-from .first_stage import INTERPOLATION_TOL, Fit, interpolate
+from .first_stage import Fit, interpolate
 
 Tensor = torch.Tensor
 
 __all__ = [
-    "INTERPOLATION_TOL",
     "AttentionFunctionals",
-    "Fit",
     "FullMapFunctionals",
     "Parts",
     "RFFunctionals",
     "full_map_setup",
-    "interpolate",
     "raf_setup",
     "relu_raf_setup",
     "rf_setup",

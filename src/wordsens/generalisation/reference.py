@@ -18,7 +18,7 @@ from .. import maps
 from ..search.engine import project
 from ..search.full_map import cast_weights
 from .core import LOSSES, TRAININGS, GenResult
-from .functionals import INTERPOLATION_TOL
+from .first_stage import INTERPOLATION_TOL
 from .tasks import check_task
 
 Tensor = torch.Tensor

@@ -22,6 +22,9 @@ Tensor = torch.Tensor
 
 __all__ = [
     "CHUNK_BYTES",
+    "ETA0",
+    "ETA_MAX",
+    "HALVE_EVERY",
     "Problem",
     "Search",
     "SearchContext",
@@ -36,8 +39,8 @@ __all__ = [
 
 # Ascent settings (see ascend), chosen on synthetic RAF and ReLU-RAF instances against the
 # reference method (benchmarks/bench_ws.py).
-_ETA0, _ETA_MAX = 0.5, 64.0
-_HALVE_EVERY = 10
+ETA0, ETA_MAX = 0.5, 64.0
+HALVE_EVERY = 10
 CHUNK_BYTES = 4 * 1024**2  # float64 chunk size of exact evaluations and Gram matrices
 
 
@@ -186,7 +189,7 @@ def ascend(
     its previous unit step, which follows ridges instead of zig-zagging across them) and is
     projected back on the ball; ``eta`` doubles (up to 64, where a step is nearly the jump to
     ``radius * g / ||g||`` that maximises the linearisation) after a gain and halves after a
-    loss, which is rejected, so every restart's value never decreases. Every ``_HALVE_EVERY``
+    loss, which is rejected, so every restart's value never decreases. Every ``HALVE_EVERY``
     steps the worse half of the batch is dropped until ``keep`` restarts remain. The search stops
     when the best value gains less than ``tol`` (relative) in ``patience`` steps, when every step
     size has collapsed, or after ``max_steps`` steps.
@@ -194,7 +197,7 @@ def ascend(
     r = problem.radius
     D = project(starts, r)
     val, grad = problem.value_and_grad(D)
-    eta = torch.full_like(val, _ETA0)
+    eta = torch.full_like(val, ETA0)
     mom = torch.zeros_like(D)
     history = [float(val.max())]
     steps = 0
@@ -211,9 +214,9 @@ def ascend(
         D = torch.where(ok[:, None], cand, D)
         val = torch.where(ok, cval, val)
         grad = torch.where(ok[:, None], cgrad, grad)
-        eta = torch.where(ok, torch.clamp(eta * 2.0, max=_ETA_MAX), eta * 0.5)
+        eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
         history.append(float(val.max()))
-        if steps % _HALVE_EVERY == 0 and val.shape[0] > keep:
+        if steps % HALVE_EVERY == 0 and val.shape[0] > keep:
             survivors = torch.argsort(val, descending=True)[: max(keep, val.shape[0] // 2)]
             D, val, grad, eta, mom = D[survivors], val[survivors], grad[survivors], eta[survivors], mom[survivors]
         if bool((eta < eta_min).all()):
