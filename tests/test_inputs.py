@@ -386,6 +386,7 @@ def test_a_tokenizer_that_maps_every_word_to_unk_stops_the_workflow_at_the_pool(
             "variants": None,
             "long_context": None,
             "positions": None,
+            "trained": None,
         },
     )
     out = snakemake(workdir, "--cores", "2", "--configfile", cf, check=False)

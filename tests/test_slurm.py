@@ -103,7 +103,7 @@ def _cancelled(log: str, job_id: str) -> bool:
 
 # the studies beyond the paper (variants, long contexts, positions: ordinary WS jobs) are left to the
 # local demo run, which keeps these runs within their time limits on a 2-core machine
-NO_STUDIES = {"variants": None, "long_context": None, "positions": None}
+NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None}
 
 
 def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):

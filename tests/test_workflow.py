@@ -678,6 +678,7 @@ def test_the_embedding_starts_at_the_first_free_core_after_its_pool(tmp_path):
         "variants": None,
         "long_context": None,
         "positions": None,
+        "trained": None,
         "probes": {"enabled": False},
     }
     config = write_config(workdir, "busy.yaml", DEMO, changes)
@@ -707,6 +708,7 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
             "variants": {"maps": ["raf"], "n": [4]},
             "long_context": None,
             "positions": None,
+            "trained": None,
         },
     )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)
@@ -747,6 +749,7 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
             "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
             "long_context": None,
             "positions": None,
+            "trained": None,
             "gen": {
                 "data": ["synthetic"],
                 "d": 8,
