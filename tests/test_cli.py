@@ -134,6 +134,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # CLI processes (torch start-up each)
 def test_a_plugin_map_runs_from_the_cli_with_its_options():
     out = _cli(
         "ws",

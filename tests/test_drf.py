@@ -106,6 +106,7 @@ print(json.dumps({"before": before, "after": peak_rss_bytes(), "streamed": res.s
 """
 
 
+@pytest.mark.slow  # DRF searches at two budgets
 def test_the_memory_budget_is_respected():
     """n = 40, d = 64, L = 6: five tail layers of 26 MB (131 MB resident). With a 60 MB budget the
     estimate streams the layers that do not fit, and its peak resident memory grows by at most the

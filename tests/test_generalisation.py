@@ -271,6 +271,7 @@ def test_bad_search_options():
         G.search(setup, "retrain", "penalised", penalty=-1)
 
 
+@pytest.mark.slow  # a CLI process
 def test_cli_gen_prints_one_json_line():
     import json
     import subprocess

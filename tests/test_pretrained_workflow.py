@@ -104,6 +104,7 @@ def _dry_run(workdir: Path, *configfiles: str, environ: dict[str, str] | None = 
 
 
 # ----------------------------------------------------------------------------- planning
+@pytest.mark.slow  # a Snakemake dry run: a workflow test
 @needs_package  # planning checks that the package is there
 def test_packaged_names_plan_one_extraction(tmp_path):
     """model.name and probes.model 'minilm' both go through the packaged_model rule, once."""
@@ -145,6 +146,7 @@ def _expected_jobs(config: dict) -> dict[str, int]:
     return {"ws": ws_jobs, "gen": gen_jobs, "trained": layers}  # one trained job per encoder layer
 
 
+@pytest.mark.slow  # a Snakemake dry run: a workflow test
 @needs_package  # planning checks that the package is there
 def test_pretrained_config_plans(tmp_path):
     """config/pretrained.yaml plans from a fresh clone (IMDb from the Hub) and with a local copy
@@ -221,6 +223,7 @@ def test_the_offline_suggestions_are_commands_snakemake_accepts(tmp_path, monkey
 
 
 # ----------------------------------------------------------------------------- the missing package
+@pytest.mark.slow  # a Snakemake dry run: a workflow test
 def test_missing_package_stops_planning_with_the_install_command(tmp_path):
     workdir = copy_workflow(tmp_path / "wf")
     hidden = _hide_package(tmp_path)

@@ -19,7 +19,7 @@ from wordsens.maps import registry
     "map_name,n,d,L",
     [
         ("rf", 90, 192, 2),
-        ("rf", 150, 256, 2),
+        pytest.param("rf", 150, 256, 2, marks=pytest.mark.slow),  # 8 s: the largest
         ("drf", 40, 64, 2),
         ("drf", 20, 64, 3),
         ("raf", 200, 256, 2),

@@ -176,6 +176,7 @@ def test_raf_ws_is_order_one_and_rf_decays():
     assert rf[200] / rf[20] == pytest.approx(math.sqrt(20 / 200), rel=0.2)
 
 
+@pytest.mark.slow  # statistical
 def test_relu_raf_is_below_raf():
     for n in (20, 100):
         for t in range(2):

@@ -231,6 +231,7 @@ def test_cli_prints_one_json_line():
     assert row["map"] == "raf" and row["n"] == 5 and row["d"] == 8 and row["lower"] > 0
 
 
+@pytest.mark.slow  # CLI processes (torch start-up each)
 def test_cli_errors_are_clear():
     out = subprocess.run(
         [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3", "--position", "7"],
