@@ -97,15 +97,7 @@ class AttentionFunctionals:
         row, n, i = self.row, self.n, self.i
         xi = row.xi + D
         col = xi @ row.P.T
-        if row.kind == "softmax":
-            s = torch.sigmoid(col - row.logz)
-            w, dw = s * row.mask, s * (1 - s) * row.mask
-        else:
-            a = torch.relu(col)
-            den = row.z + a
-            safe = torch.where(den > 0, den, torch.ones_like(den))
-            w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * row.mask
-            dw = torch.where((den > 0) & (col > 0), row.z / (safe * safe), torch.zeros_like(den)) * row.mask
+        w, dw = row.column_weights_and_slopes(col)
         xV = (xi @ self.V_rows).reshape(-1, 3, n)  # (R, 3, n)
         diff = xV - self.MV[None]
         others = (self.MV[None] + w[:, None, :] * diff) * row.mask

@@ -84,6 +84,19 @@ class MovedRow:
         den = self.z + a
         return torch.where(den > 0, a / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
 
+    def column_weights_and_slopes(self, col: Tensor) -> tuple[Tensor, Tensor]:
+        """``column_weights`` and their derivatives with respect to ``col``, both 0 at row ``i`` (the
+        hand-written gradients of the search and of the generalisation functionals)."""
+        if self.kind == "softmax":
+            s = torch.sigmoid(col - self.logz)
+            return s * self.mask, s * (1 - s) * self.mask
+        a = torch.relu(col)
+        den = self.z + a
+        safe = torch.where(den > 0, den, torch.ones_like(den))
+        w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * self.mask
+        dw = torch.where((den > 0) & (col > 0), self.z / (safe * safe), torch.zeros_like(den)) * self.mask
+        return w, dw
+
     def moved_row(self, D: Tensor) -> Tensor:
         """Output row ``i`` after the move (R, d), differentiable: a full new score row
         ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
@@ -164,15 +177,7 @@ class AttentionProblem(Problem):
         xi = self.xi + D
         stacked = xi @ self._PAM_T  # (R, 3n): column scores, x_i'.A_j, x_i'.M_j
         col, xA, xM = stacked[:, :n], stacked[:, n : 2 * n], stacked[:, 2 * n :]
-        if self.kind == "softmax":
-            w = torch.sigmoid(col - self.logz) * self.mask
-            dw = w * (1 - w)
-        else:
-            a = torch.relu(col)
-            den = self.z + a
-            safe = torch.where(den > 0, den, torch.ones_like(den))
-            w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * self.mask
-            dw = torch.where((den > 0) & (col > 0), self.z / (safe * safe), torch.zeros_like(den)) * self.mask
+        w, dw = self.row.column_weights_and_slopes(col)
         x2 = (xi * xi).sum(-1, keepdim=True)
         t1 = xA - self.AM
         t2 = x2 - 2 * xM + self.M2
