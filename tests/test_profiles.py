@@ -69,7 +69,8 @@ def test_the_users_limits_stand_under_the_slurm_profile(monkeypatch, tmp_path, l
     args = _snakemake_args(monkeypatch, "--profile", "profiles/slurm", "--configfile", _user_config(tmp_path, limits))
     config = _config(args)
     gpu = None if gpu_gb is None else gpu_gb * GB
-    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours)
+    # each GPU job of a cluster is granted a GPU of its own (Limits.shared_gpu)
+    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours, shared_gpu=False)
     assert config["limits"]["unfit"] == (limits or {}).get("unfit", "skip")
     assert config["results"] == "results/mine"
 

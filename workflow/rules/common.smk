@@ -13,10 +13,8 @@ from wordsens.data.models import (
     DEMO_MODEL,
     PACKAGED_MODELS,
     model_tag,
-    model_width,
 )
 from wordsens.data.reviews import tokens_to_fill
-from wordsens.compute.costs import MB, embed_memory, probe_memory
 from wordsens.io import store_dir
 from wordsens.maps import registry
 from wordsens.seeds import canonical
@@ -119,23 +117,11 @@ def model_files(name):
     return [str(path / "config.json")] if (path / "config.json").exists() else []
 
 
-def embed_mem_mb(max_length=None, pool_size=None):
-    """The embedding job's memory request (wordsens.compute.costs.embed_memory)."""
-    m = config["model"]
-    estimate = embed_memory(
-        pool_size=pool_size or config["data"]["pool_size"],
-        max_length=max_length or m["max_length"],
-        width=model_width(m["name"]),
-        batch_size=m["batch_size"],
-        dtype=m["dtype"],
-    )
-    return -(-estimate.job // MB)
-
-
-def probe_mem_mb(kind):
-    """A probe job's memory request (wordsens.compute.costs.probe_memory)."""
-    demo = config["probes"]["lm"]["model"] == DEMO_LM
-    return -(-probe_memory(kind, demo=demo).job // MB)
+# The steps that run a pre-trained model: host memory, device and GPU memory (wsplan.steps)
+EMBED = wsplan.embed_step(config, LIMITS)
+EMBED_LONG = wsplan.embed_step(config, LIMITS, long=True) if LONG else None
+PROBE_ENCODER = wsplan.probe_step(config, LIMITS, "encoder")
+PROBE_LM = wsplan.probe_step(config, LIMITS, "lm")
 
 
 # ----------------------------------------------------------------------------- input functions
@@ -164,7 +150,14 @@ def get_runtime(wildcards):
 
 
 def get_gpu(wildcards):
+    """GPUs to request: 1 for a job the plan puts on a GPU (the SLURM plugin's --gpus=1)."""
     return GRID.job(wildcards).gpu
+
+
+def get_gpu_mem_mb(wildcards):
+    """GPU memory (MB) the job takes from the budget of --resources gpu_mem_mb=... (0 on the CPU):
+    jobs share one GPU while their sum fits (profiles/gpu-node)."""
+    return GRID.job(wildcards).gpu_mem_mb
 
 
 def get_embeddings(wildcards):
