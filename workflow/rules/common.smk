@@ -123,6 +123,28 @@ EMBED_LONG = wsplan.embed_step(config, LIMITS, long=True) if LONG else None
 PROBE_ENCODER = wsplan.probe_step(config, LIMITS, "encoder")
 PROBE_LM = wsplan.probe_step(config, LIMITS, "lm")
 
+# A GPU budget (--resources gpu_mem_mb=..., profiles/gpu-node): Snakemake would refuse a job that
+# declares more in the middle of the run; name every such job before anything runs.
+GPU_BUDGET = workflow.global_resources.get("gpu_mem_mb").value
+if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
+    _stores = {job.store for job in GRID.fit}
+    _steps = {
+        "embed": EMBED if "main" in _stores else None,
+        "embed_long": EMBED_LONG if "long" in _stores else None,
+        "probes": PROBE_ENCODER if config["probes"]["enabled"] else None,
+        "fig1_lm": PROBE_LM if config["probes"]["lm"]["enabled"] else None,
+    }
+    _over = [(job.point, job.gpu_mem_mb) for job in GRID.fit]
+    _over += [(name, step.gpu_mem_mb) for name, step in _steps.items() if step]
+    _over = [(what, mb) for what, mb in _over if mb > GPU_BUDGET]
+    if _over:
+        raise WorkflowError(
+            f"{len(_over)} job(s) declare more GPU memory than --resources gpu_mem_mb={GPU_BUDGET} (MB):\n  "
+            + "\n  ".join(f"{what}: {mb} MB" for what, mb in _over)
+            + "\n  Set the budget to the GPU's memory (profiles/gpu-node), or limits.gpu_memory_gb to at"
+            f" most {GPU_BUDGET / 1024:.1f} (GB), so that the plan leaves such jobs out."
+        )
+
 
 # ----------------------------------------------------------------------------- input functions
 def get_local_copy(wildcards):
