@@ -8,8 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from wordsens import search
+from wordsens.compute.devices import workflow_device
 from wordsens.data.samples import draw_sample, review_samples
 from wordsens.experiments import token_kinds, ws_rows
 from wordsens.io import EmbeddingStore
@@ -135,3 +137,15 @@ def test_map_options_reach_the_estimate_and_the_rows():
         settings=SETTINGS,
     )
     assert paper["options"].iloc[0] == "{}" and "token" not in paper
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the fallback of a machine without a GPU")
+def test_a_job_planned_for_a_gpu_runs_on_the_cpu_where_none_is_visible(capsys):
+    """limits.gpu_memory_gb declared a GPU this machine lacks: the job runs on the CPU, says so, and
+    its rows record the device it ran on, with the CPU's numbers."""
+    run = {"map_name": "raf", "d": 8, "n": 6, "L": None, "trials": [0], "seed": 0, "source": "synthetic"}
+    planned = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cuda"})
+    assert "planned for a GPU (device cuda) but no CUDA device is visible" in capsys.readouterr().err
+    on_cpu = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cpu"})
+    assert planned["device"].tolist() == ["cpu"] and planned["lower"].tolist() == on_cpu["lower"].tolist()
+    assert workflow_device("cpu") == "cpu" and workflow_device("auto") == "auto"

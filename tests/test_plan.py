@@ -323,9 +323,10 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     with_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
     drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
-    assert drf.device_bytes == registry.get("drf").ws_memory(80, 768, {"L": 4}).bytes <= 80 * GB
+    arrays = registry.get("drf").ws_memory(80, 768, {"L": 4}).bytes
+    assert drf.device_bytes == arrays + pipeline.CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
+    assert drf.gpu_mem_mb == -(-drf.device_bytes // costs.MB)
     assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
-    assert {job.device for job in with_gpu.jobs if job.map != "drf"} == {"cpu"}
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
     small_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=24 * GB))
     assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
@@ -333,6 +334,40 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     assert pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
     explicit = pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cuda"}}), limits=SMALL)
     assert not explicit.unfit and {job.device for job in explicit.jobs if job.kind == "ws"} == {"cuda"}
+
+
+def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
+    """One machine's GPU is shared by its jobs (each declares gpu_mem_mb): auto sends every WS and
+    generalisation job of every map there. A cluster grants each GPU job a GPU of its own: auto sends
+    only the maps whose cost model prefers a GPU (DRF) there."""
+    config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}})
+    shared = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
+    maps = {job.map for job in shared.jobs if job.kind in ("ws", "gen")}
+    assert {"rf", "drf", "raf", "relu_raf", "mh_raf", "block"} <= maps  # the studies' maps included
+    assert {job.device for job in shared.jobs if job.kind in ("ws", "gen")} == {"cuda"}
+    on_shared = [job for job in shared.jobs if job.kind != "trained"]
+    assert all(job.gpu == 1 and job.gpu_mem_mb * costs.MB >= job.device_bytes for job in on_shared)
+    cluster = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False))
+    on_gpu = {job.map for job in cluster.jobs if job.device == "cuda"}
+    assert on_gpu == {m for m in maps if registry.get(m).cost.prefers_gpu} == {"drf"}
+    assert {job.gpu_mem_mb for job in cluster.jobs if job.device == "cpu"} == {0}
+    assert {job.device for job in pipeline.Grid(config, limits=SMALL).jobs} == {"cpu"}  # no GPU known
+
+
+def test_steps_that_run_a_model_declare_their_gpu_memory_where_the_plan_puts_them():
+    config = _demo({"model": {"device": "auto"}, "probes": {"device": "auto", "lm": {"device": "auto"}}})
+    gpu = pipeline.Limits(cpu=16 * GB, gpu=80 * GB)
+    embed = pipeline.embed_step(config, gpu)
+    assert embed.device == "cuda" and embed.gpu == 1 and embed.gpu_mem_mb * costs.MB > pipeline.CUDA_CONTEXT_BYTES
+    assert embed.mem_mb == pipeline.embed_step(config, SMALL).mem_mb  # the host memory does not depend on it
+    assert pipeline.embed_step(config, SMALL) == pipeline.Step(embed.mem_mb, "cpu", 0)
+    cluster = pipeline.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False)
+    # on a cluster a GPU each: the embeddings and the LM, not the few forward passes of the encoder probes
+    assert [pipeline.embed_step(config, cluster).gpu, pipeline.probe_step(config, cluster, "lm").gpu] == [1, 1]
+    assert pipeline.probe_step(config, cluster, "encoder") == pipeline.probe_step(config, SMALL, "encoder")
+    assert pipeline.probe_step(config, gpu, "encoder").gpu_mem_mb > 0
+    # a device set to cpu stays there whatever is known
+    assert pipeline.probe_step(pipeline.merge(config, {"probes": {"device": "cpu"}}), gpu, "encoder").gpu == 0
 
 
 def test_limits_of_a_configuration(monkeypatch):
@@ -421,6 +456,9 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert pipeline.planned_limits(_demo(), planner=False) == planned
     assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again
+    # under a cluster profile each GPU job gets a GPU of its own: its jobs plan that way too
+    cluster = pipeline.planned_limits(_demo({"limits": {"cluster_memory_gb": 250, "gpu_memory_gb": 40}}), planner=True)
+    assert not cluster.shared_gpu and pipeline.planned_limits(_demo(), planner=False) == cluster
 
 
 # ----------------------------------------------------------------------------- studies beyond the paper

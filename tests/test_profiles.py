@@ -69,7 +69,8 @@ def test_the_users_limits_stand_under_the_slurm_profile(monkeypatch, tmp_path, l
     args = _snakemake_args(monkeypatch, "--profile", "profiles/slurm", "--configfile", _user_config(tmp_path, limits))
     config = _config(args)
     gpu = None if gpu_gb is None else gpu_gb * GB
-    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours)
+    # each GPU job of a cluster is granted a GPU of its own (Limits.shared_gpu)
+    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours, shared_gpu=False)
     assert config["limits"]["unfit"] == (limits or {}).get("unfit", "skip")
     assert config["results"] == "results/mine"
 
@@ -79,3 +80,21 @@ def test_without_a_cluster_profile_auto_is_this_machine(monkeypatch, tmp_path):
     monkeypatch.setattr(planning, "available_bytes", lambda device: 3 * GB)
     args = _snakemake_args(monkeypatch, "--cores", "1", "--configfile", _user_config(tmp_path, None))
     assert pipeline.Limits.of(_config(args)) == pipeline.Limits(3 * GB, None, pipeline.LOCAL_MAX_JOB_HOURS)
+
+
+def test_the_gpu_node_profile_runs_here_on_every_core_with_a_gpu_memory_budget(monkeypatch, tmp_path):
+    """profiles/gpu-node: a plain local run (every core, the workflow profile's settings) whose jobs
+    share the GPU by the gpu_mem_mb they declare, within the profile's budget."""
+    args = _snakemake_args(monkeypatch, "--profile", "profiles/gpu-node", "--configfile", _user_config(tmp_path, None))
+    local = _snakemake_args(monkeypatch, "--cores", "all")
+    assert args.executor is None and args.cores == local.cores  # every core, as --cores all
+    assert args.latency_wait == local.latency_wait and args.jobs == local.jobs
+    assert args.rerun_incomplete and args.keep_going and args.show_failed_logs
+    budget = args.resources["gpu_mem_mb"].value
+    assert isinstance(budget, int) and budget >= 40 * 1024  # a data-centre GPU's memory, in MB
+    assert set(args.resources) == {"gpu_mem_mb"} and not args.config  # no other limit, the user's limits stand
+    monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
+    assert pipeline.Limits.of(_config(args)).shared_gpu  # one machine: its GPU jobs share the GPU
+    # the command line wins over the profile's budget
+    smaller = _snakemake_args(monkeypatch, "--profile", "profiles/gpu-node", "--resources", "gpu_mem_mb=24000")
+    assert smaller.resources["gpu_mem_mb"].value == 24000

@@ -4,7 +4,6 @@ fitted on measured jobs (Snakemake benchmark files and logs), limits.max_job_hou
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from wordsens import cli, io, pipeline
+from wordsens.compute import costs
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
 
@@ -54,8 +54,8 @@ def test_the_embedding_starts_as_soon_as_its_pool_exists():
     assert times["imdb"][0] >= times["embed"][1]
     with pytest.raises(ValueError, match="unknown tasks"):
         simulate([Task("x", "ws", 1.0, after=("nothing",))], 1)
-    with pytest.raises(ValueError, match="needs a GPU"):
-        simulate([Task("x", "ws", 1.0, gpu=1)], 1, gpus=0)
+    with pytest.raises(ValueError, match="needs 2000 MB of GPU memory, 0 MB planned"):
+        simulate([Task("x", "ws", 1.0, gpu_mem_mb=2000)], 1)
 
 
 def test_the_demo_plan_ends_later_on_one_core_than_on_two():
@@ -225,16 +225,43 @@ def test_figures_name_points_left_out_for_time_in_hours():
     assert not_run_note(points, ["L", "n"]) == "not run: L=2 n=50 (needs ~1.7 h)\nL=8 n=80 (needs 99.4 GB)"
 
 
-def test_gpu_jobs_run_one_at_a_time_on_the_planned_gpu():
-    config = _demo({"ws": {"device": "auto"}, "variants": None, "long_context": None, "positions": None})
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 80 * GB), calibration=Calibration())
+def _gpu_memory_in_use(tasks, times) -> list[int]:
+    """The GPU memory (MB) held at every task start, by the tasks running then."""
+    return [sum(t.gpu_mem_mb for t in tasks if times[t.name][0] <= times[s.name][0] < times[t.name][1]) for s in tasks]
+
+
+def test_gpu_tasks_share_the_gpu_while_their_memory_fits():
+    """As Snakemake under --resources gpu_mem_mb=10000: the three small tasks run side by side (their
+    sum fits), the large one alone (with any other it would not), CPU tasks beside them all."""
+    tasks = [
+        Task("big", "ws", 4.0, gpu_mem_mb=8000),
+        *[Task(f"small{i}", "ws", 2.0, gpu_mem_mb=3000) for i in range(3)],
+        Task("cpu", "ws", 10.0),
+    ]
+    times = simulate(tasks, 8, gpu_mem_mb=10_000)
+    assert times["big"] == (0.0, 4.0) and times["cpu"] == (0.0, 10.0)
+    assert {times[f"small{i}"] for i in range(3)} == {(4.0, 6.0)}
+    assert max(_gpu_memory_in_use(tasks, times)) <= 10_000
+    # one GPU's worth of budget per task: every task at once
+    assert {start for start, _ in simulate(tasks, 8, gpu_mem_mb=17_000).values()} == {0.0}
+
+
+def test_the_plan_shares_the_planned_gpu_among_its_jobs():
+    config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}, "variants": None, "long_context": None})
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 8 * GB), calibration=Calibration())
     tasks = pipeline.run_tasks(config, grid)
-    on_gpu = [t for t in tasks if t.gpu]
-    assert {t.name.split("/")[1] for t in on_gpu} == {"drf"} and len(on_gpu) == 4
-    times = simulate(tasks, 4, gpus=1)
-    spans = sorted(times[t.name] for t in on_gpu)
-    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
-    assert "on 4 cores and a GPU" in pipeline.finish_lines(config, grid, 4, gpus=1)[0]
+    on_gpu = [t for t in tasks if t.gpu_mem_mb]
+    assert {t.group for t in on_gpu} >= {"ws", "fig4", "fig5", "positions"}  # every job kind of the grid
+    assert all(t.gpu_mem_mb > pipeline.CUDA_CONTEXT_BYTES // costs.MB for t in on_gpu)
+    budget = pipeline.gpu_budget_mb(tasks, grid.limits)
+    assert budget == 8 * 1024
+    times = simulate(tasks, 16, budget)
+    assert max(_gpu_memory_in_use(tasks, times)) <= budget
+    assert max(_gpu_memory_in_use(on_gpu, times)) > max(t.gpu_mem_mb for t in on_gpu)  # side by side
+    assert "on 16 cores and a GPU (8 GB shared)" in pipeline.finish_lines(config, grid, 16)[0]
+    # a cluster grants each GPU job a GPU of its own (only DRF there under auto)
+    cluster = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 8 * GB, shared_gpu=False))
+    assert "on 4 cores and a GPU per GPU job" in pipeline.finish_lines(config, cluster, 4)[0]
 
 
 def test_runtime_requests_cover_the_calibrated_estimate():

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_utils import ROOT, copy_workflow, env, planned_jobs, snakemake, write_config
+from workflow_utils import ROOT, copy_workflow, env, gpu_memory_in_use, planned_jobs, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -786,3 +786,95 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
     # every job knew the plugin: the ws jobs' logs name the toy map's trials
     log = (results / "logs" / "ws" / "toy" / "d8_n4" / "chunk0.log").read_text()
     assert "started trial 0 of toy d=8 n=4" in log
+
+
+HAND_MADE_LOG = """rule ws:
+    output: small0
+    log: small0.log
+    jobid: 1
+    threads: 1
+    resources: tmpdir=/tmp, mem_mb=500, gpu=1, gpu_mem_mb=1037
+
+rule ws:
+    output: big
+    jobid: 2
+    resources: tmpdir=/tmp, gpu=1, gpu_mem_mb=1047
+
+localrule ws_table:
+    output: table
+    jobid: 3
+    resources: tmpdir=/tmp
+
+Finished jobid: 1 (Rule: ws)
+rule ws:
+    output: small1
+    jobid: 4
+    resources: tmpdir=/tmp, gpu=1, gpu_mem_mb=1037
+Finished jobid: 2 (Rule: ws)
+Finished jobid: 4 (Rule: ws)
+"""
+
+
+def test_the_gpu_memory_check_reads_what_ran_side_by_side_from_the_log():
+    """The check of the test below fails where jobs over the budget ran together: here small0 and big."""
+    states = gpu_memory_in_use(HAND_MADE_LOG)
+    assert states == [
+        {"small0": 1037},
+        {"small0": 1037, "big": 1047},
+        {"small0": 1037, "big": 1047, "table": 0},
+        {"big": 1047, "table": 0, "small1": 1037},
+    ]
+    assert max(sum(state.values()) for state in states) > 2083
+
+
+def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
+    """limits.gpu_memory_gb declares a GPU (none is visible here): every WS job is planned for it and
+    declares its gpu_mem_mb (1,037 MB for each RF chunk, 1,047 MB for the DRF job: arrays + CUDA
+    context). Under --resources gpu_mem_mb=2083 two RF jobs fit side by side, the DRF job with no
+    other: Snakemake's log shows RF jobs running together and the DRF job always alone. The jobs run
+    on the CPU, each saying so in its log, and the rows record it."""
+    workdir = copy_workflow(tmp_path / "wf")
+    cf = write_config(
+        workdir,
+        "gpu.yaml",
+        DEMO,
+        {
+            "results": "results/gpu",
+            "limits": {"gpu_memory_gb": 4},
+            "ws": {
+                "data": "synthetic",
+                "device": "auto",
+                "trials": 3,
+                "trials_per_job": 1,
+                "maps": {
+                    "rf": {"d": [8], "n": [4]},
+                    "drf": {"d": [32], "n": [48], "L": [2]},
+                    "raf": None,
+                    "relu_raf": None,
+                },
+            },
+            "gen": {"fig4": None, "fig5": None},
+            "probes": {"enabled": False, "lm": {"enabled": False}},
+            "variants": None,
+            "long_context": None,
+            "positions": None,
+            "trained": None,
+        },
+    )
+    results = workdir / "results" / "gpu"
+    small = [f"results/gpu/ws/rf/d8_n4/chunk{c}.parquet" for c in range(3)]
+    big = "results/gpu/ws/drf/d32_n48_L2/chunk0.parquet"
+    out = snakemake(workdir, *small, big, "--cores", "2", "--configfile", cf, "--resources", "gpu_mem_mb=2083")
+    states = gpu_memory_in_use(out.stdout + out.stderr)
+    declared = {path: mb for state in states for path, mb in state.items()}
+    assert declared == {**dict.fromkeys(small, 1037), big: 1047}, states
+    assert max(sum(state.values()) for state in states) <= 2083, states
+    assert all(set(state) == {big} for state in states if big in state), states  # the DRF job alone
+    assert any(len(state) == 2 for state in states), states  # two RF jobs side by side
+    rows = pd.concat(pd.read_parquet(workdir / path) for path in (*small, big))
+    assert set(rows["device"]) == {"cpu"}
+    assert "planned for a GPU (device cuda)" in (results / "logs" / "ws" / "rf" / "d8_n4" / "chunk0.log").read_text()
+    # a budget too small for one job is named before anything runs, with the ways out
+    again = snakemake(workdir, "--cores", "2", "--configfile", cf, "--resources", "gpu_mem_mb=1040", "-n", check=False)
+    assert again.returncode != 0 and "drf d32_n48_L2: 1047 MB" in again.stdout + again.stderr
+    assert "limits.gpu_memory_gb to at most 1.0" in again.stdout + again.stderr

@@ -76,3 +76,31 @@ def write_config(workdir: Path, name: str, base: str, changes: dict) -> str:
     config = yaml.safe_load((workdir / base).read_text())
     (workdir / name).write_text(yaml.safe_dump(merge(config, changes), sort_keys=False))
     return name
+
+
+def gpu_memory_in_use(log: str) -> list[dict[str, int]]:
+    """At every job start of a Snakemake log, the jobs running (their outputs) with the gpu_mem_mb
+    each declared, as the scheduler accounted them: a job runs from its block (``rule ws:``, then
+    indented fields: ``jobid: 3``, ``resources: ..., gpu_mem_mb=1037``) until ``Finished jobid: 3``.
+    Log order, not wall time: what the scheduler had started and not yet seen finish."""
+    running: dict[str, tuple[str, int]] = {}
+    states: list[dict[str, int]] = []
+    block: dict[str, str] = {}
+
+    def started() -> None:
+        mb = re.search(r"\bgpu_mem_mb=(\d+)", block.get("resources", ""))
+        running[block["jobid"]] = (block.get("output", ""), int(mb.group(1)) if mb else 0)
+        states.append(dict(running.values()))
+
+    for line in [*log.splitlines(), ""]:
+        field = re.match(r"\s+(\w+): (.*)", line)
+        if block and field:
+            block[field.group(1)] = field.group(2)
+            continue
+        if "jobid" in block:  # the end of a job's block: the job started
+            started()
+        block = {"rule": line} if re.match(r"(local)?rule \w+:", line) else {}
+        finished = re.match(r"Finished jobid: (\d+)", line)
+        if finished:
+            running.pop(finished.group(1), None)
+    return states

@@ -13,10 +13,8 @@ from wordsens.data.models import (
     DEMO_MODEL,
     PACKAGED_MODELS,
     model_tag,
-    model_width,
 )
 from wordsens.data.reviews import tokens_to_fill
-from wordsens.compute.costs import MB, embed_memory, probe_memory
 from wordsens.io import store_dir
 from wordsens.maps import registry
 from wordsens.seeds import canonical
@@ -119,23 +117,33 @@ def model_files(name):
     return [str(path / "config.json")] if (path / "config.json").exists() else []
 
 
-def embed_mem_mb(max_length=None, pool_size=None):
-    """The embedding job's memory request (wordsens.compute.costs.embed_memory)."""
-    m = config["model"]
-    estimate = embed_memory(
-        pool_size=pool_size or config["data"]["pool_size"],
-        max_length=max_length or m["max_length"],
-        width=model_width(m["name"]),
-        batch_size=m["batch_size"],
-        dtype=m["dtype"],
-    )
-    return -(-estimate.job // MB)
+# The steps that run a pre-trained model: host memory, device and GPU memory (wsplan.steps)
+EMBED = wsplan.embed_step(config, LIMITS)
+EMBED_LONG = wsplan.embed_step(config, LIMITS, long=True) if LONG else None
+PROBE_ENCODER = wsplan.probe_step(config, LIMITS, "encoder")
+PROBE_LM = wsplan.probe_step(config, LIMITS, "lm")
 
-
-def probe_mem_mb(kind):
-    """A probe job's memory request (wordsens.compute.costs.probe_memory)."""
-    demo = config["probes"]["lm"]["model"] == DEMO_LM
-    return -(-probe_memory(kind, demo=demo).job // MB)
+# A GPU budget (--resources gpu_mem_mb=..., profiles/gpu-node): Snakemake would refuse a job that
+# declares more in the middle of the run; name every such job before anything runs.
+GPU_BUDGET = workflow.global_resources.get("gpu_mem_mb").value
+if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
+    _stores = {job.store for job in GRID.fit}
+    _steps = {
+        "embed": EMBED if "main" in _stores else None,
+        "embed_long": EMBED_LONG if "long" in _stores else None,
+        "probes": PROBE_ENCODER if config["probes"]["enabled"] else None,
+        "fig1_lm": PROBE_LM if config["probes"]["lm"]["enabled"] else None,
+    }
+    _over = [(job.point, job.gpu_mem_mb) for job in GRID.fit]
+    _over += [(name, step.gpu_mem_mb) for name, step in _steps.items() if step]
+    _over = [(what, mb) for what, mb in _over if mb > GPU_BUDGET]
+    if _over:
+        raise WorkflowError(
+            f"{len(_over)} job(s) declare more GPU memory than --resources gpu_mem_mb={GPU_BUDGET} (MB):\n  "
+            + "\n  ".join(f"{what}: {mb} MB" for what, mb in _over)
+            + "\n  Set the budget to the GPU's memory (profiles/gpu-node), or limits.gpu_memory_gb to at"
+            f" most {GPU_BUDGET / 1024:.1f} (GB), so that the plan leaves such jobs out."
+        )
 
 
 # ----------------------------------------------------------------------------- input functions
@@ -164,7 +172,14 @@ def get_runtime(wildcards):
 
 
 def get_gpu(wildcards):
+    """GPUs to request: 1 for a job the plan puts on a GPU (the SLURM plugin's --gpus=1)."""
     return GRID.job(wildcards).gpu
+
+
+def get_gpu_mem_mb(wildcards):
+    """GPU memory (MB) the job takes from the budget of --resources gpu_mem_mb=... (0 on the CPU):
+    jobs share one GPU while their sum fits (profiles/gpu-node)."""
+    return GRID.job(wildcards).gpu_mem_mb
 
 
 def get_embeddings(wildcards):

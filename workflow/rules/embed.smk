@@ -45,9 +45,10 @@ rule embed:
     # at once, which 1-thread compute jobs that need no data may put off for the whole run.
     threads: 1
     resources:
-        mem_mb=embed_mem_mb(),
+        mem_mb=EMBED.mem_mb,
         runtime=120,
-        gpu=1 if config["model"]["device"] == "cuda" else 0,
+        gpu=EMBED.gpu,
+        gpu_mem_mb=EMBED.gpu_mem_mb,
     params:
         model_name=config["model"]["name"],
         layer=config["model"]["layer"],
@@ -90,9 +91,10 @@ if EMB_LONG:
         benchmark:
             f"{BENCH}/embed_long/{MODEL_TAG}_layer{config['model']['layer']}_len{LONG['max_length']}.tsv"
         resources:
-            mem_mb=embed_mem_mb(LONG["max_length"], LONG["pool_size"]),
+            mem_mb=EMBED_LONG.mem_mb,
             runtime=120,
-            gpu=1 if config["model"]["device"] == "cuda" else 0,
+            gpu=EMBED_LONG.gpu,
+            gpu_mem_mb=EMBED_LONG.gpu_mem_mb,
         params:
             max_length=LONG["max_length"],
             store="long",

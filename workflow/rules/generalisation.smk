@@ -25,6 +25,7 @@ rule gen:
         mem_mb=get_mem_mb,
         runtime=get_runtime,
         gpu=get_gpu,
+        gpu_mem_mb=get_gpu_mem_mb,
     params:
         job=get_job_params,
     script:

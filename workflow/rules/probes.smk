@@ -27,7 +27,9 @@ rule fig1_attention:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=probe_mem_mb("encoder"),
+        mem_mb=PROBE_ENCODER.mem_mb,
+        gpu=PROBE_ENCODER.gpu,
+        gpu_mem_mb=PROBE_ENCODER.gpu_mem_mb,
     params:
         model_name=PROBE_MODEL,
         device=config["probes"]["device"],
@@ -67,7 +69,9 @@ rule fig3_probes:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=probe_mem_mb("encoder"),
+        mem_mb=PROBE_ENCODER.mem_mb,
+        gpu=PROBE_ENCODER.gpu,
+        gpu_mem_mb=PROBE_ENCODER.gpu_mem_mb,
     params:
         model_name=PROBE_MODEL,
         device=config["probes"]["device"],
@@ -111,8 +115,9 @@ rule fig1_lm:
     conda:
         "../envs/wordsens.yaml"
     resources:
-        mem_mb=probe_mem_mb("lm"),
-        gpu=1 if config["probes"]["lm"]["device"] == "cuda" else 0,
+        mem_mb=PROBE_LM.mem_mb,
+        gpu=PROBE_LM.gpu,
+        gpu_mem_mb=PROBE_LM.gpu_mem_mb,
     params:
         model_name=config["probes"]["lm"]["model"],
         lm=canonical(config["probes"]["lm"]),

@@ -26,6 +26,7 @@ __all__ = [
     "memory_budget",
     "peak_rss_bytes",
     "resolve_device",
+    "workflow_device",
 ]
 
 
@@ -46,6 +47,28 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was requested but no CUDA device is available; use 'cpu' or 'auto'")
     return dev
+
+
+def workflow_device(planned: str) -> str:
+    """The device a workflow job planned for ``planned`` (``cpu``, ``cuda`` or ``auto``) runs on here:
+    ``planned``, except that a job planned for ``cuda`` where no CUDA device is visible runs on the
+    CPU, and says so on stderr (the job's log). That happens where the plan assumed a GPU this
+    machine lacks: ``limits.gpu_memory_gb`` set to a number on a machine without one, or a node whose
+    GPU is gone. The rows record the device the job ran on; its numbers are equal in law to a GPU
+    run's, not equal. (``wordsens ws --device cuda`` on the command line is refused instead:
+    ``resolve_device``.)"""
+    import torch
+
+    if planned == "cuda" and not torch.cuda.is_available():
+        print(
+            "warning: this job was planned for a GPU (device cuda) but no CUDA device is visible here: it runs on "
+            "the CPU, and its rows record device cpu. To plan for this machine, leave limits.gpu_memory_gb at "
+            "auto, or set the section's device to cpu.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return "cpu"
+    return planned
 
 
 def _cgroup_limit() -> int | None:

@@ -21,7 +21,7 @@ import torch
 
 from .. import NUMERICS_VERSIONS, __version__
 from .. import generalisation as G
-from ..compute.devices import job_peak_bytes, job_processes, peak_rss_bytes
+from ..compute.devices import job_peak_bytes, job_processes, peak_rss_bytes, workflow_device
 from ..data.samples import draw_sample
 from ..search import estimate
 from ..seeds import canonical_json, derive_seed
@@ -86,9 +86,10 @@ def ws_rows(
 
     ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. ``settings`` holds ``position``,
     ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on`` and the ``search`` options;
-    rows record where the weights were drawn and, for DRF, how many layers were streamed. Trial ``t`` draws its review
-    (or Gaussian sample) and its weights from seeds derived from (seed, map, d, n, L, t), so a
-    trial's numbers do not depend on the chunking or the order of jobs.
+    rows record the device they ran on (``workflow_device``: a job planned for a GPU runs on the CPU
+    where none is visible), where the weights were drawn and, for DRF, how many layers were streamed.
+    Trial ``t`` draws its review (or Gaussian sample) and its weights from seeds derived from
+    (seed, map, d, n, L, t), so a trial's numbers do not depend on the chunking or the order of jobs.
 
     Optional settings: ``options`` (the map's options, passed to ``wordsens.search.estimate`` and recorded as
     JSON in the column ``options``); ``shared_samples`` (trial ``t`` draws the same review for
@@ -102,6 +103,7 @@ def ws_rows(
         {"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label, "settings": settings}
     )
     prov = provenance("ws")
+    device = workflow_device(settings.get("device", "auto"))
     rows = []
     for trial in trials:
         print(
@@ -124,7 +126,7 @@ def ws_rows(
             position=settings.get("position", 0),
             method=settings.get("method", "default"),
             L=L or 2,
-            device=settings.get("device", "auto"),
+            device=device,
             max_memory_gb=settings.get("max_memory_gb"),
             draw_on=settings.get("draw_on", "device"),
             options=settings.get("options"),
@@ -209,7 +211,7 @@ def gen_rows(
     (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
     one simulation serves every (training, loss, penalty) search: features and Gram matrix are
     computed once, and the searches run together (``wordsens.generalisation.search_many``).
-    ``settings`` may hold the map's ``options``.
+    ``settings`` may hold the map's ``options`` and the ``device`` (``workflow_device``; rows record it).
     """
     threads = torch.get_num_threads()
     search_opts = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
@@ -227,6 +229,7 @@ def gen_rows(
         }
     )
     prov = provenance("gen")
+    device = workflow_device(settings.get("device", "cpu"))
     rows = []
     for sim in simulations:
         print(
@@ -244,7 +247,7 @@ def gen_rows(
             y,
             seed=sim_seed,
             position=settings.get("position", 0),
-            device=settings.get("device", "cpu"),
+            device=device,
             options=settings.get("options"),
         )
         for res in G.search_many(setup, [(t, loss, p) for t, loss, p in searches], seed=sim_seed, **search_opts):

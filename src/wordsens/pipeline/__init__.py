@@ -3,7 +3,8 @@
 its schema: ``wordsens.pipeline.schema``),
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
 (``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), ``wordsens.pipeline.trained``
-the trained study's jobs (one per encoder layer), and ``wordsens.pipeline.grid`` holds them
+the trained study's jobs (one per encoder layer), ``wordsens.pipeline.steps`` the requests of the
+steps that run a pre-trained model (embeddings, probes), and ``wordsens.pipeline.grid`` holds them
 (``Grid``) and describes them.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
@@ -22,6 +23,7 @@ from .configuration import (
 )
 from .grid import GEN_FIGURES, WS_FIGURES, Grid, describe, failed_jobs, store_ns, study_hours
 from .jobs import (
+    CUDA_CONTEXT_BYTES,
     GenJob,
     Job,
     WSJob,
@@ -29,17 +31,20 @@ from .jobs import (
     gen_jobs,
     gen_searches,
     gen_setting,
+    gpu_mem_mb,
     job_device,
     setting_name,
     ws_jobs,
 )
 from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
-from .schedule import Task, finish_lines, plan_text, run_tasks, simulate
+from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
+from .steps import Step, embed_step, probe_step
 from .trained import RANDOM_MODELS, TrainedJob, trained_jobs, trained_layers, trained_model
 
 __all__ = [
+    "CUDA_CONTEXT_BYTES",
     "GEN_FIGURES",
     "LOCAL_MAX_JOB_HOURS",
     "PLANNED_LIMITS",
@@ -54,6 +59,7 @@ __all__ = [
     "Limits",
     "Measured",
     "Point",
+    "Step",
     "Task",
     "TrainedJob",
     "WSJob",
@@ -62,12 +68,15 @@ __all__ = [
     "check",
     "data_label",
     "describe",
+    "embed_step",
     "export_plugins",
     "failed_jobs",
     "finish_lines",
     "gen_jobs",
     "gen_searches",
     "gen_setting",
+    "gpu_budget_mb",
+    "gpu_mem_mb",
     "job_device",
     "load_config",
     "long_context_ns",
@@ -76,6 +85,7 @@ __all__ = [
     "plan_text",
     "planned_limits",
     "preflight",
+    "probe_step",
     "problems",
     "run_tasks",
     "save_calibration",

@@ -22,6 +22,7 @@ from .limits import Limits
 from .points import store_of, ws_points
 
 __all__ = [
+    "CUDA_CONTEXT_BYTES",
     "GenJob",
     "Job",
     "WSJob",
@@ -29,6 +30,7 @@ __all__ = [
     "gen_jobs",
     "gen_searches",
     "gen_setting",
+    "gpu_mem_mb",
     "job_device",
     "setting_name",
     "ws_jobs",
@@ -40,13 +42,29 @@ GB = costs.GB
 CUDA_HOST_BYTES = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * GB
 
 
+# GPU memory a job's process holds beyond its arrays: the CUDA context, library workspaces and the
+# caching allocator's slack (0.3-0.6 GB on recent drivers, 1 GB to be safe; not measured here: the
+# CI machine has no GPU). Every job sharing a GPU holds its own.
+CUDA_CONTEXT_BYTES = 1 * GB
+
+
 # ----------------------------------------------------------------------------- devices
-def job_device(setting: str, *, gpu: bool, prefers_gpu: bool = True) -> str:
-    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``gpu``)
-    and the job gains from it (``prefers_gpu``: DRF among the WS maps), else ``cpu``."""
+def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True) -> str:
+    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known
+    (``limits.gpu``) and either the GPU is shared by the jobs of one machine (``limits.shared_gpu``:
+    every job goes there, each taking its ``gpu_mem_mb``) or the job gains enough to be granted a
+    GPU of its own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in
+    maps), else ``cpu``. The one rule for every job kind: WS, generalisation, embeddings, probes."""
     if setting == "auto":
-        return "cuda" if gpu and prefers_gpu else "cpu"
+        return "cuda" if limits.gpu is not None and (limits.shared_gpu or prefers_gpu) else "cpu"
     return setting
+
+
+def gpu_mem_mb(device: str, device_bytes: int) -> int:
+    """GPU memory (MB) a job declares to Snakemake (its ``gpu_mem_mb`` resource): what must fit the
+    GPU (``device_bytes``: its arrays and its CUDA context) on ``cuda``, 0 on the CPU. Jobs run side
+    by side on one GPU while their sum fits ``--resources gpu_mem_mb=...`` (profiles/gpu-node)."""
+    return -(-device_bytes // costs.MB) if device == "cuda" else 0
 
 
 # ----------------------------------------------------------------------------- jobs
@@ -80,7 +98,7 @@ class Job(ABC):
     chunk: int
     device: str  # cpu | cuda
     memory_bytes: int  # host memory: arrays on CPU (on a GPU: none), its process, the Snakemake job process
-    device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays on a GPU
+    device_bytes: int  # what must fit the device: memory_bytes on CPU, the arrays and CUDA context on a GPU
     seconds: float  # estimated wall time of the whole chunk
     arrays: int  # peak bytes of its arrays (wordsens.compute.costs estimates)
     cap: int | None  # bytes of arrays its memory setting allows (ws.max_memory_gb), None: no setting
@@ -135,7 +153,13 @@ class Job(ABC):
 
     @property
     def gpu(self) -> int:
+        """GPUs to request (the SLURM plugin's ``--gpus``): 1 on ``cuda``."""
         return 1 if self.device == "cuda" else 0
+
+    @property
+    def gpu_mem_mb(self) -> int:
+        """GPU memory to request (MB): ``gpu_mem_mb`` of ``device_bytes``, 0 on the CPU."""
+        return gpu_mem_mb(self.device, self.device_bytes)
 
     def matches(self, **wildcards: Any) -> bool:
         mine = self.wildcards
@@ -219,7 +243,7 @@ def _chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
 def _placed(estimate: costs.MemoryEstimate, device: str) -> tuple[int, int]:
     """(host bytes, device bytes) of a job whose arrays are ``estimate``, run on ``device``."""
     if device == "cuda":
-        return CUDA_HOST_BYTES, estimate.bytes
+        return CUDA_HOST_BYTES, estimate.bytes + CUDA_CONTEXT_BYTES
     return estimate.job, estimate.job
 
 
@@ -235,7 +259,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
     jobs: list[WSJob] = []
     for pt in ws_points(config):
         spec = registry.get(pt.map)
-        device = job_device(ws["device"], gpu=limits.gpu is not None, prefers_gpu=spec.cost.prefers_gpu)
+        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
         sampler = spec.choose_sampler(position=pt.position, method=method)
         settings = {
             "position": pt.position,
@@ -312,13 +336,6 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
     """Every generalisation job of ``config["gen"]`` (Figures 4 and 5), with its params and estimates
     (``numerics_version``: ``wordsens.NUMERICS_VERSIONS["gen"]``)."""
     gen = config["gen"]
-    device = job_device(gen["device"], gpu=limits.gpu is not None)
-    settings = {
-        "position": gen["position"],
-        "device": device,
-        "min_tokens": gen["min_tokens"],
-        "search": dict(gen["search"]),
-    }
     d = gen["d"]
     jobs: list[GenJob] = []
     for figure in ("fig4", "fig5"):
@@ -329,8 +346,15 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
         for data in gen["data"]:
             for map_name, ns in fig["maps"].items():
                 for n in ns:
+                    spec = registry.get(map_name)
+                    device = job_device(gen["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
+                    settings = {
+                        "position": gen["position"],
+                        "device": device,
+                        "min_tokens": gen["min_tokens"],
+                        "search": dict(gen["search"]),
+                    }
                     for N in fig["N"]:
-                        spec = registry.get(map_name)
                         options = dict(gen["options"].get(map_name) or {})
                         estimate = spec.gen_memory(n, d, N, options)
                         host, on_device = _placed(estimate, device)

@@ -35,12 +35,17 @@ def _gpu_visible() -> bool:
 @dataclass(frozen=True)
 class Limits:
     """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
-    where no GPU is known (then ``ws.device: auto`` keeps DRF on CPU); ``hours`` of estimated wall
-    time (``limits.max_job_hours``), None: no limit."""
+    where no GPU is known (then every ``device: auto`` means the CPU); ``hours`` of estimated wall
+    time (``limits.max_job_hours``), None: no limit. ``shared_gpu``: the GPU jobs run side by side
+    on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
+    ``gpu_mem_mb`` of it, so ``device: auto`` puts every job there; False under a cluster profile
+    (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
+    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``."""
 
     cpu: int
     gpu: int | None
     hours: float | None = None
+    shared_gpu: bool = True
 
     @classmethod
     def of(cls, config: dict) -> Limits:
@@ -59,14 +64,15 @@ class Limits:
             gpu_bytes: int | None = int(float(gpu) * GB)
         else:
             gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
+        cluster = limits.get("cluster_memory_gb") is not None
         hours = limits.get("max_job_hours", "auto")  # --config passes it as text ("null", "0.5")
         if hours == "auto":
-            hours = None if limits.get("cluster_memory_gb") is not None else LOCAL_MAX_JOB_HOURS
-        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours))
+            hours = None if cluster else LOCAL_MAX_JOB_HOURS
+        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours), shared_gpu=not cluster)
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours})
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours, "shared_gpu": self.shared_gpu})
 
     @classmethod
     def from_text(cls, text: str) -> Limits:
@@ -76,6 +82,7 @@ class Limits:
             int(values["cpu"]),
             None if values["gpu"] is None else int(values["gpu"]),
             None if hours is None else float(hours),
+            bool(values.get("shared_gpu", True)),
         )
 
 

@@ -8,8 +8,9 @@ docs/architecture.md). ``simulate`` schedules them the way Snakemake's local sch
 ``cores`` cores: at every finish, the ready tasks by priority (the data steps first), each started
 when its threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does);
 a task that waits for threads holds back the tasks of lower priority, so the embedding starts as soon
-as its pool exists. GPU tasks run one at a time. ``finish_lines`` is what ``wordsens plan --cores``
-prints. Torch-free.
+as its pool exists. GPU tasks share the GPU as Snakemake shares it under ``--resources
+gpu_mem_mb=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fit its memory
+(``gpu_budget_mb``). ``finish_lines`` is what ``wordsens plan --cores`` prints. Torch-free.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ import argparse
 import heapq
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..compute.costs import GB
+from ..compute.costs import GB, MB
 from ..compute.timing import DOWNLOAD_SECONDS, Calibration
 from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
 from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
+from .limits import Limits
+from .steps import embed_step, probe_step
 from .trained import TrainedJob, trained_model
 
-__all__ = ["Task", "finish_lines", "plan_arguments", "plan_text", "run_tasks", "simulate"]
+__all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_arguments", "plan_text", "run_tasks", "simulate"]
 
 DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
 
@@ -36,22 +39,22 @@ DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.s
 @dataclass(frozen=True)
 class Task:
     """One job of the run: ``group`` (``data``, ``ws``, a study, ``fig4``, ``fig5``, ``probes``,
-    ``figures``), wall ``seconds`` with its ``threads``, ``gpu`` (0 or 1), ``priority`` and the
-    names of the tasks it waits for (``after``)."""
+    ``figures``), wall ``seconds`` with its ``threads``, the GPU memory it takes (``gpu_mem_mb``, 0:
+    none), ``priority`` and the names of the tasks it waits for (``after``)."""
 
     name: str
     group: str
     seconds: float
     threads: int = 1
-    gpu: int = 0
+    gpu_mem_mb: int = 0
     priority: int = 0
     after: tuple[str, ...] = ()
 
 
-def simulate(tasks: Sequence[Task], cores: int, gpus: int = 1) -> dict[str, tuple[float, float]]:
-    """(start, end) seconds of every task, list-scheduled on ``cores`` cores and ``gpus`` GPUs (see
-    the module's docstring). Raises ValueError on a task that waits for an unknown or circular one,
-    or that needs a GPU where there is none."""
+def simulate(tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0) -> dict[str, tuple[float, float]]:
+    """(start, end) seconds of every task, list-scheduled on ``cores`` cores and one GPU of
+    ``gpu_mem_mb`` MB (see the module's docstring). Raises ValueError on a task that waits for an
+    unknown or circular one, or that needs more GPU memory than there is (as Snakemake refuses it)."""
     if cores < 1:
         raise ValueError(f"cores must be at least 1, got {cores}")
     names = {task.name for task in tasks}
@@ -59,15 +62,18 @@ def simulate(tasks: Sequence[Task], cores: int, gpus: int = 1) -> dict[str, tupl
         missing = [name for name in task.after if name not in names]
         if missing:
             raise ValueError(f"task {task.name} waits for unknown tasks {missing}")
-        if task.gpu > gpus:
-            raise ValueError(f"task {task.name} needs a GPU; plan with --gpu or send it to the CPU")
+        if task.gpu_mem_mb > gpu_mem_mb:
+            raise ValueError(
+                f"task {task.name} needs {task.gpu_mem_mb} MB of GPU memory, {gpu_mem_mb} MB planned: "
+                "plan with --gpu GB (a larger GPU) or send it to the CPU"
+            )
     order = {task.name: i for i, task in enumerate(tasks)}
     waiting = {task.name: set(task.after) for task in tasks}
     ready = [task for task in tasks if not task.after]
     running: list[tuple[float, int, str]] = []
     times: dict[str, tuple[float, float]] = {}
     by_name = {task.name: task for task in tasks}
-    free_cores, free_gpus, now = cores, gpus, 0.0
+    free_cores, free_gpu, now = cores, gpu_mem_mb, 0.0
     while ready or running:
         ready.sort(key=lambda t: (-t.priority, order[t.name]))
         blocked_below: int | None = None
@@ -75,10 +81,10 @@ def simulate(tasks: Sequence[Task], cores: int, gpus: int = 1) -> dict[str, tupl
             if blocked_below is not None and task.priority < blocked_below:
                 break
             threads = min(task.threads, cores)
-            if threads <= free_cores and task.gpu <= free_gpus:
+            if threads <= free_cores and task.gpu_mem_mb <= free_gpu:
                 ready.remove(task)
                 free_cores -= threads
-                free_gpus -= task.gpu
+                free_gpu -= task.gpu_mem_mb
                 times[task.name] = (now, now + task.seconds)
                 heapq.heappush(running, (now + task.seconds, order[task.name], task.name))
             elif blocked_below is None:
@@ -88,7 +94,7 @@ def simulate(tasks: Sequence[Task], cores: int, gpus: int = 1) -> dict[str, tupl
         now, _, name = heapq.heappop(running)
         done = by_name[name]
         free_cores += min(done.threads, cores)
-        free_gpus += done.gpu
+        free_gpu += done.gpu_mem_mb
         for other, deps in waiting.items():
             if name in deps:
                 deps.discard(name)
@@ -141,12 +147,16 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         hub = DOWNLOAD_SECONDS["reviews"] if config["data"]["source"] == "hub" else 0.0
         reviews = add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
         download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
+        step = embed_step(config, grid.limits)
         pool = add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
         if "main" in stores:
-            embed = add("embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY)
+            embed = add(
+                "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=step.gpu_mem_mb
+            )
         if "long" in stores:
             pool_long = add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
-            embed_long = add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY)
+            on_gpu = embed_step(config, grid.limits, long=True).gpu_mem_mb
+            embed_long = add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
     chunks: dict[str, list[str]] = {}
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
@@ -159,7 +169,7 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
                 _group(job),
                 grid.estimate(job),
                 section["threads"],
-                job.gpu,
+                job.gpu_mem_mb,
                 after=tuple(a for a in needs if a),
             )
         )
@@ -202,15 +212,27 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     if claim_inputs:
         add("claims", "figures", "claims", claim_inputs)
     if probes["enabled"]:  # each probe's tables, then its figures (a rule of their own)
-        fig1 = add("fig1_attention", "probes", "fig1_attention", [model_task])
+        encoder = probe_step(config, grid.limits, "encoder").gpu_mem_mb
+        fig1 = add("fig1_attention", "probes", "fig1_attention", [model_task], gpu_mem_mb=encoder)
         add("fig1_attention_figure", "figures", "fig1_attention_figure", [fig1])
-        fig3 = add("fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""])
+        fig3 = add(
+            "fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""], gpu_mem_mb=encoder
+        )
         add("fig3_figures", "figures", "fig3_figures", [fig3])
     if probes["lm"]["enabled"]:
         lm = add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
-        answers = add("fig1_lm", "probes", "fig1_lm", [lm], gpu=int(probes["lm"]["device"] == "cuda"))
+        answers = add("fig1_lm", "probes", "fig1_lm", [lm], gpu_mem_mb=probe_step(config, grid.limits, "lm").gpu_mem_mb)
         add("fig1_lm_figure", "figures", "fig1_lm_figure", [answers])
     return tasks
+
+
+def _gpu_words(tasks: Sequence[Task], limits: Limits, budget: int) -> str:
+    """How the plan's header names the GPU: `` and a GPU (80 GB shared)``; empty without GPU tasks."""
+    if not any(t.gpu_mem_mb for t in tasks):
+        return ""
+    if limits.gpu is not None and not limits.shared_gpu:
+        return " and a GPU per GPU job"
+    return f" and a GPU ({budget / 1024:.0f} GB shared)"
 
 
 def _clock(seconds: float) -> str:
@@ -218,16 +240,31 @@ def _clock(seconds: float) -> str:
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
-def finish_lines(config: dict, grid: Grid, cores: int, *, gpus: int = 0) -> list[str]:
-    """The expected wall time of the whole run on ``cores`` cores (and ``gpus`` GPUs) and when each
-    experiment ends, from ``simulate`` of ``run_tasks``."""
+def gpu_budget_mb(tasks: Sequence[Task], limits: Limits) -> int:
+    """The GPU memory (MB) the run's GPU tasks share: what one GPU job may use
+    (``limits.gpu_memory_gb``: the GPU's free memory or a number) where they share one machine's GPU,
+    as ``--resources gpu_mem_mb=...`` lets Snakemake share it (profiles/gpu-node); under a cluster
+    profile every GPU task its own GPU (their sum). Where no GPU is known (a device set to cuda), one
+    GPU of the largest task's size."""
+    need = [t.gpu_mem_mb for t in tasks]
+    if limits.gpu is None:
+        return max(need, default=0)
+    if not limits.shared_gpu:
+        return sum(need)
+    return max(limits.gpu // MB, *need)
+
+
+def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
+    """The expected wall time of the whole run on ``cores`` cores (and the GPU of ``gpu_budget_mb``)
+    and when each experiment ends, from ``simulate`` of ``run_tasks``."""
     tasks = run_tasks(config, grid)
-    times = simulate(tasks, cores, max(gpus, max((t.gpu for t in tasks), default=0)))
+    budget = gpu_budget_mb(tasks, grid.limits)
+    times = simulate(tasks, cores, budget)
     end = max((e for _, e in times.values()), default=0.0)
     busy = sum(t.seconds * min(t.threads, cores) for t in tasks)
     sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
     lines = [
-        f"expected wall time on {cores} core{'s' if cores > 1 else ''}{' and a GPU' if gpus else ''}: "
+        f"expected wall time on {cores} core{'s' if cores > 1 else ''}{_gpu_words(tasks, grid.limits, budget)}: "
         f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
         "  experiment      jobs  job-hours  ends at (h:mm:ss)",
     ]
@@ -255,12 +292,11 @@ def plan_text(
     from .calibrate import calibration_table, measure, save_calibration
     from .configuration import load_config
     from .grid import describe
-    from .limits import Limits
 
     config = load_config(*paths, overrides=overrides)
     limits = Limits.of(config)
     if gpu_gb is not None and config["limits"]["gpu_memory_gb"] == "auto":
-        limits = Limits(limits.cpu, int(gpu_gb * GB), limits.hours)
+        limits = replace(limits, gpu=int(gpu_gb * GB))
     lines: list[str] = []
     calibration = None
     if calibrate:
@@ -280,7 +316,7 @@ def plan_text(
                     f"  a logged run took {_clock(run['elapsed'])} (h:mm:ss) on {run.get('cores', 0):.0f} cores"
                 )
     grid = Grid(config, limits=limits, calibration=calibration)
-    lines += [describe(config, grid=grid), *finish_lines(config, grid, cores, gpus=int(limits.gpu is not None))]
+    lines += [describe(config, grid=grid), *finish_lines(config, grid, cores)]
     bench = Path(config["results"]) / "benchmarks"
     if not grid.calibration.sources and bench.is_dir() and next(bench.rglob("*.tsv"), None):
         lines.append(
@@ -320,7 +356,8 @@ def plan_arguments(plan: argparse.ArgumentParser) -> None:
         const=80.0,
         default=None,
         metavar="GB",
-        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto",
+        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto: every device auto "
+        "job goes there, the jobs side by side while their GPU memory fits",
     )
     plan.add_argument(
         "--calibrate",
