@@ -131,7 +131,7 @@ def test_calibrate_from_benchmark_files_stores_and_prints(tmp_path, monkeypatch,
     assert {"ws:*", "gen:*", "gen:raf", "ws:mh_raf"} <= set(scaled)  # the demo's families with model seconds > 1
     for family in scaled:
         assert found[family].fixed == pytest.approx(4.0) and found[family].scale == pytest.approx(50.0), family
-    assert found["ws:rf"].fixed == pytest.approx(4.0) and found["ws:rf"].scale is None
+    assert found["ws:drf"].fixed == pytest.approx(4.0) and found["ws:drf"].scale is None  # all start-up
 
     store = tmp_path / "cal.json"
     monkeypatch.setenv("WORDSENS_CALIBRATION", str(store))

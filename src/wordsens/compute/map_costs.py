@@ -134,6 +134,15 @@ class AttentionCost(CostModel):
         return prepare + solve_seconds(D, N) + searches * per_search
 
 
+# RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each an
+# inner ascent of tens of steps on (restarts, 5, k) arrays plus two passes over the (k, d) block, so
+# its time grows with the block's rows k, hardly with d. Measured with benchmarks/bench_model.py
+# (CPU seconds of one trial, one thread, on this project's 2-core machine, d 192-768, k 1.7e4-7.7e5):
+# about 1.6e-4 s per row of the block; the whole trial 0.5-1.5 x this model (1.0-1.25 x from d = 384).
+RF_STEPS = 40
+RF_ROW_STEP_SECONDS = 4.0e-6
+
+
 @dataclass(frozen=True)
 class FirstLayerCost(CostModel):
     """RF: one ReLU layer of width ``k`` (option ``k``, default ``n d``); an estimate needs only the
@@ -203,8 +212,9 @@ class FirstLayerCost(CostModel):
         if method == "reference":
             t = k * D / RANDN_PER_S + (steps or 300) * 2 * k * D * 8 / STREAM_BYTES
         else:
+            # the draw, the float64 Gram matrix of the block (the certificate) and the subspace ascent
             block = k * D if sampler in ("dense", "blockwise") else k * d
-            t = block / RANDN_PER_S + 2 * k * d * d * 2 / GEMM_FLOPS + (steps or 100) * 2 * k * d * 4 / STREAM_BYTES
+            t = block / RANDN_PER_S + 2 * k * d * d * 2 / GEMM_FLOPS + (steps or RF_STEPS) * k * RF_ROW_STEP_SECONDS
         return t / 20 if device == "cuda" else t
 
     def gen_memory(

@@ -124,13 +124,24 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
 
 
 # Measured on this project's 2-core machine: the start-up of a job (``fixed``) from the demo's wall
-# times (config/demo.yaml on 2 cores, where jobs are all start-up); the scales from the CPU time over
-# the model's seconds of a reduced config/pretrained.yaml grid (RF and DRF d = 192-384, n = 50-150;
-# attention maps have no scale of their own: their jobs were start-up there), because its wall times
-# were stretched 3-10 x by other work on the shared machine. ``wordsens plan --calibrate`` replaces them.
+# times (config/demo.yaml on 2 cores, where jobs are all start-up); the scales per map from the CPU
+# seconds of one trial of the default config.yaml's own jobs (d = 64-768, n = 10-4096; every map at
+# its smallest, middle and largest grid point) over the model's seconds, one thread, with
+# benchmarks/bench_model.py (the median per map; CPU seconds do not stretch with other work on the
+# machine, wall seconds do). Within a map the ratio still varies with the grid point (an attention
+# search at n = 10 takes 3-10 x the model's steps): the pooled ``ws:*`` scale, for maps measured
+# here only at toy sizes (plugins, the trained maps), stays the generous one of the first
+# measurement. ``wordsens plan --calibrate`` replaces them.
 BUILTIN: dict[str, Coefficients] = {
     "ws:*": Coefficients(8.0, 4.5),
+    "ws:rf": Coefficients(8.0, 1.1),
     "ws:drf": Coefficients(8.0, 3.9),
+    "ws:raf": Coefficients(8.0, 2.3),
+    "ws:relu_raf": Coefficients(8.0, 2.9),
+    "ws:block": Coefficients(8.0, 0.8),
+    "ws:linear_raf": Coefficients(8.0, 0.75),
+    "ws:mh_raf": Coefficients(8.0, 1.3),
+    "ws:sigmoid_raf": Coefficients(8.0, 1.2),
     "gen:*": Coefficients(8.0, 1.4),
     "rule:*": Coefficients(10.0, None),
 }

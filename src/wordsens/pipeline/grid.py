@@ -240,11 +240,11 @@ def _group(job: Job) -> str:
 
 
 def study_hours(grid: Grid) -> dict[str, float]:
-    """Estimated CPU-hours of every planned job, per experiment (``ws``, each study, ``fig4``,
-    ``fig5``), jobs left out included."""
+    """Expected wall hours of the jobs that fit, per experiment (``ws``, each study, ``fig4``,
+    ``fig5``, ``trained``): ``Grid.estimate`` (calibrated), added up; jobs left out not counted."""
     hours: dict[str, float] = {}
-    for job in grid.jobs:
-        hours[_group(job)] = hours.get(_group(job), 0.0) + job.seconds / 3600
+    for job in grid.fit:
+        hours[_group(job)] = hours.get(_group(job), 0.0) + grid.estimate(job) / 3600
     return hours
 
 
@@ -274,13 +274,13 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
     lines.append(f"  {'total':30s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
     per = study_hours(grid)
     lines.append(
-        "cost-model CPU-hours per experiment (uncalibrated): "
+        "job-hours per experiment (calibrated; the jobs that fit): "
         + ", ".join(f"{key} {value:.2f}" for key, value in per.items())
     )
     beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
     if beyond:
         lines.append(
-            f"variants + long_context: {beyond:.2f} CPU-hours (estimates; the defaults are sized to stay within 1)"
+            f"variants + long_context: {beyond:.2f} job-hours (the defaults are sized to about 1.2 on a 2-core laptop)"
         )
     lines.append(
         f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
