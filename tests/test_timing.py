@@ -270,3 +270,39 @@ def test_runtime_requests_cover_the_calibrated_estimate():
     grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=slow)
     job = grid.select(map="raf")[0]
     assert job.runtime < 10 and grid.runtime(job) == int(5 + 5 * grid.estimate(job) / 60) >= 55
+
+
+@pytest.mark.slow  # one benchmark process and two worker processes
+def test_bench_model_times_the_grids_own_jobs_against_the_plan():
+    """benchmarks/bench_model.py on the demo: one job each of two families, run by the workflow's
+    own functions, with their model, planned and measured seconds, the median scale per family and
+    the run's wall time under the measured scales."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_model.py"),
+            "--configfile",
+            str(ROOT / "config" / "demo.yaml"),
+            "--families",
+            "ws:raf",
+            "gen:raf",
+            "--per-family",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("ws:raf ", "gen:raf "))]
+    measured = [row for row in rows if len(row) > 5 and row[-1].replace(".", "").isdigit()]
+    assert {row[0] for row in measured} == {"ws:raf", "gen:raf"}, out.stdout
+    for row in measured[:2]:  # model s, planned s, measured s, measured / planned, scale
+        model, planned, seconds, ratio, scale = map(float, row[-5:])
+        assert seconds > 0 and ratio == pytest.approx(seconds / planned, abs=0.01 + 0.01 * ratio)
+        assert scale == pytest.approx(seconds / model, abs=0.01 + 0.01 * scale)
+    assert "scale per family" in out.stdout and "with the measured scales" in out.stdout
+    assert "expected wall time on 2 cores" in out.stdout
