@@ -390,3 +390,87 @@ def test_searches_run_together_equal_searches_run_alone(map_name):
         assert (res.training, res.loss, res.penalty) == (training, loss, penalty)
         assert res.err == pytest.approx(alone.err, rel=1e-6, abs=1e-9)
     assert G.search_many(setup, [], seed=5) == []
+
+
+def _raf_features(Xt, W):
+    """``features(dtype, rows)`` of ``functionals.first_stage_of`` for RAF on ``Xt`` with weights ``W``."""
+    p = Xt.shape[1] * Xt.shape[2]
+
+    def features(dtype, rows):
+        X = Xt if rows is None else Xt[rows]
+        return maps.raf(X.to(dtype), W.to(dtype)).reshape(len(X), p)
+
+    return features
+
+
+def test_float32_features_agree_with_float64_features(monkeypatch):
+    """Where the float32 path is taken (forced here on a small training set), its first stage equals the
+    float64 one within the rounding its check estimates, and the check passes."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=6)
+    W = maps.attention_weights(6, 24, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    features = _raf_features(Xt, W)
+    monkeypatch.setattr(first_stage, "FEATURES32_MIN_FLOPS", 0.0)
+    theta, pphi, fit, _, check = functionals.first_stage_of(features, yt, phi, flops=1.0)
+    ref_theta, ref_pphi, ref_fit = first_stage.interpolate(features(torch.float64, None), yt, phi)
+    assert check is not None and check.passed and check.rows == first_stage.FEATURES32_ROWS
+    assert fit.features == "float32" and ref_fit.features == "float64" and fit.interpolates
+    assert abs(float(phi @ theta) - float(phi @ ref_theta)) <= 10 * max(check.t0, 1e-9) <= 1e-5
+    assert fit.cond == pytest.approx(ref_fit.cond, rel=1e-5)
+    assert float(pphi @ pphi) == pytest.approx(float(ref_pphi @ ref_pphi), rel=1e-5)
+    torch.testing.assert_close(theta, ref_theta, rtol=0, atol=1e-5 * float(ref_theta.abs().max()))
+    # below the flop threshold nothing changes: float64 features, no check
+    monkeypatch.setattr(first_stage, "FEATURES32_MIN_FLOPS", 2.0)
+    *_, small_fit, _, none = functionals.first_stage_of(features, yt, phi, flops=1.0)
+    assert none is None and small_fit.features == "float64"
+
+
+def test_float32_features_fall_back_where_the_check_fails(monkeypatch):
+    """The verdict both ways: the check fails (then float64 features are computed and solved) where the
+    float64 rows show a rounding too large, and where the Gram path declines an ill-conditioned set."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=7)
+    W = maps.attention_weights(7, 24, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    features = _raf_features(Xt, W)
+    monkeypatch.setattr(first_stage, "FEATURES32_MIN_FLOPS", 0.0)
+    calls = []
+
+    def rough(dtype, rows):  # float64 "exact" rows 1e-4 away from the float32 ones: a rounding far too large
+        calls.append((dtype, rows is None))
+        out = features(dtype, rows)
+        return out * (1 + 1e-4) if rows is not None else out
+
+    theta, _, fit, _, check = functionals.first_stage_of(rough, yt, phi, flops=1.0)
+    assert check is not None and not check.passed and check.t0 > first_stage.FEATURES32_TOL
+    assert fit.features == "float64" and calls[-1] == (torch.float64, True)  # the float64 features were computed
+    ref_theta, _, _ = first_stage.interpolate(features(torch.float64, None), yt, phi)
+    assert torch.equal(theta, ref_theta)
+
+    # an ill-conditioned training set (two nearly equal samples): the Gram path declines it, no check runs
+    bad = Xt.clone()
+    bad[1] = bad[0]
+    bad[1, 0, 0] += 1e-6
+    theta, _, fit, _, check = functionals.first_stage_of(_raf_features(bad, W), yt, phi, flops=1.0)
+    assert check is None and fit.features == "float64" and fit.cond > first_stage.GRAM_MAX_COND
+    assert first_stage.interpolate32(_raf_features(bad, W)(torch.float32, None), yt, phi, lambda r: r) is None
+
+
+def test_rounding_check_estimates_the_change_it_guards():
+    """The check's first-order estimate of t0's change is of the size of the change itself (measured:
+    0.1-1.5x of it on RAF sets from N = 6 to 1300; docstring of first_stage.rounding_check)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(80, 8, 20, seed=8)
+    W = maps.attention_weights(8, 20, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    features = _raf_features(Xt, W)
+    out = first_stage.interpolate32(features(torch.float32, None), yt, phi, lambda r: features(torch.float64, r))
+    assert out is not None
+    theta, _, _, check = out
+    ref_theta, _, _ = first_stage.interpolate(features(torch.float64, None), yt, phi)
+    change = abs(float(phi @ (theta - ref_theta)))
+    assert change <= 10 * check.t0 and check.t0 <= 1e3 * max(change, 1e-12)

@@ -26,7 +26,7 @@ from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
 from ..seeds import derive_seed, generator
-from .first_stage import Fit, interpolate
+from .first_stage import Fit, RoundingCheck, float32_features_pay, interpolate, interpolate32
 
 Tensor = torch.Tensor
 
@@ -35,6 +35,7 @@ __all__ = [
     "FullMapFunctionals",
     "Parts",
     "RFFunctionals",
+    "first_stage_of",
     "full_map_setup",
     "raf_setup",
     "relu_raf_setup",
@@ -181,6 +182,26 @@ def _first_stage(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, F
     return theta, pphi, fit, torch.stack([theta, phi, pphi])
 
 
+def first_stage_of(
+    features: Any, Y: Tensor, phi: Tensor, flops: float
+) -> tuple[Tensor, Tensor, Fit, Tensor, RoundingCheck | None]:
+    """The first stage of a training set whose features ``features(dtype, rows)`` computes (``rows``:
+    indices of training samples, or None for all) and whose float64 features cost ``flops``: float32
+    features solved by ``interpolate32`` where they pay (``float32_features_pay``) and its
+    ``RoundingCheck`` passes, else float64 features and ``interpolate``. Returns ``theta*``, ``P phi``,
+    the ``Fit``, the three vectors of the functionals and the check (None: not tried, or declined by
+    the Gram path)."""
+    check = None
+    if float32_features_pay(flops):
+        out = interpolate32(features(torch.float32, None), Y, phi, lambda rows: features(torch.float64, rows))
+        if out is not None:
+            theta, pphi, fit, check = out
+            if check.passed:
+                return theta, pphi, fit, torch.stack([theta, phi, pphi]), check
+            del theta, pphi
+    return (*_first_stage(features(torch.float64, None), Y, phi), check)
+
+
 def rf_setup(
     map_name: str,
     Xt64: Tensor,
@@ -218,12 +239,13 @@ def rf_setup(
     return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
 
 
-def _features(forward: Any, Xt64: Tensor, W64: Any, p: int) -> Tensor:
-    """The training set's features (N, p), filled in place in batches: one copy only."""
-    N = Xt64.shape[0]
-    Phi = torch.empty((N, p), dtype=torch.float64, device=Xt64.device)
+def _features(forward: Any, Xt: Tensor, W: Any, p: int) -> Tensor:
+    """The training set's features (N, p) in the dtype of ``Xt`` (and ``W``), filled in place in
+    batches: one copy only."""
+    N = Xt.shape[0]
+    Phi = torch.empty((N, p), dtype=Xt.dtype, device=Xt.device)
     for s in range(0, N, 256):
-        Phi[s : s + 256] = forward(Xt64[s : s + 256], W64).reshape(min(256, N - s), p)
+        Phi[s : s + 256] = forward(Xt[s : s + 256], W).reshape(min(256, N - s), p)
     return Phi
 
 
@@ -245,17 +267,24 @@ def _attention_setup(kind: str) -> Any:
         W = weights if weights is not None else maps.attention_weights(seed, d)
         W64 = W.to(device=X64.device, dtype=torch.float64)
         forward = maps.resolve(maps.get(map_name).forward)
-        Phi = _features(forward, Xt64, W64, n * d)
         phi = forward(X64, W64).reshape(-1)
-        theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
-        del Phi
+
+        def features(dtype: torch.dtype, rows: Tensor | None) -> Tensor:
+            Xt = Xt64 if rows is None else Xt64[rows]
+            return _features(forward, Xt.to(dtype), W64.to(dtype), n * d)
+
+        N = Xt64.shape[0]
+        flops = 2 * N * n * d * (d + 2 * n)  # X W, the scores and A X of every training sample
+        theta, pphi, fit, V3, _ = first_stage_of(features, Y, phi, flops)
         return Parts(
             theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, kind, V3), "dense"
         )
 
     setup.__doc__ = (
-        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: features in float64, the functionals from "
-        "the moved row and column of the scores (``AttentionFunctionals``)."
+        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: the training set's features in float32 where "
+        "they pay and a float64 check accepts them, else in float64 (``first_stage_of``); the new "
+        "sample's features in float64; the functionals from the moved row and column of the scores "
+        "(``AttentionFunctionals``)."
     )
     return setup
 
