@@ -128,10 +128,14 @@ class AttentionCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
     ) -> float:
+        """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, at about
+        ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
+        flops they are float64, but then they take under a second either way), the first stage
+        (``solve_seconds``) and the batched Delta searches."""
         D = n * d
-        prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / GEMM_FLOPS + 2 * N * N * D / GEMM_FLOPS
+        features = 2 * N * n * d * (d + 2 * n) / (0.7 * GEMM_FLOPS)
         per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / GEMM_FLOPS + 1e-3)
-        return prepare + solve_seconds(D, N) + searches * per_search
+        return features + solve_seconds(D, N) + searches * per_search
 
 
 @dataclass(frozen=True)

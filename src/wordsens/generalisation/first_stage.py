@@ -46,6 +46,7 @@ __all__ = [
     "gram_interpolate",
     "interpolate",
     "interpolate32",
+    "lower_gram",
     "qr_interpolate",
     "rounding_check",
 ]
@@ -101,18 +102,23 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
 
 
-def gram32(Phi: Tensor, blocks: int = 8) -> Tensor:
-    """``Phi Phi^T`` (N, N) in float32 (from a float32 copy of ``Phi``, or ``Phi`` itself where it is
-    float32): only the ``blocks`` row panels' products with the rows up to their own are computed
-    (9/16 of the flops of one product at 8 panels, in 8 large products), the upper triangle mirrored."""
-    P32 = Phi.to(torch.float32)
-    N = P32.shape[0]
-    K = torch.empty((N, N), dtype=torch.float32, device=Phi.device)
+def lower_gram(P: Tensor, blocks: int = 8) -> Tensor:
+    """``P P^T`` (N, N) in the dtype of ``P``: only the ``blocks`` row panels' products with the rows up
+    to their own are computed (9/16 of the flops of one product at 8 panels, in 8 large products), the
+    upper triangle mirrored."""
+    N = P.shape[0]
+    K = torch.empty((N, N), dtype=P.dtype, device=P.device)
     edges = [N * b // blocks for b in range(blocks + 1)]
     for a in range(blocks):
         rows = slice(edges[a], edges[a + 1])
-        K[rows, : edges[a + 1]] = P32[rows] @ P32[: edges[a + 1]].T
+        K[rows, : edges[a + 1]] = P[rows] @ P[: edges[a + 1]].T
     return K.tril() + K.tril(-1).T
+
+
+def gram32(Phi: Tensor) -> Tensor:
+    """``Phi Phi^T`` (N, N) in float32 (``lower_gram`` of a float32 copy of ``Phi``, or of ``Phi`` itself
+    where it is float32)."""
+    return lower_gram(Phi.to(torch.float32))
 
 
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
