@@ -134,7 +134,9 @@ class AttentionCost(CostModel):
         (``solve_seconds``) and the batched Delta searches."""
         D = n * d
         features = 2 * N * n * d * (d + 2 * n) / (0.7 * GEMM_FLOPS)
-        per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / GEMM_FLOPS + 1e-3)
+        # the searches run together (one batched ascent; restarts halved as they go): measured 3.2 s for
+        # four at n = 120, d = 768 and 1.2 s at n = 40 (RAF; ReLU-RAF about half)
+        per_search = 300 * 12 * (d * d + 96 * n * d) / GEMM_FLOPS
         return features + solve_seconds(D, N) + searches * per_search
 
 
@@ -232,17 +234,24 @@ class FirstLayerCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
     ) -> float:
-        D = n * d
+        """One thread (gen jobs run with ``gen.threads`` = 1; float64 products at about ``0.44 GEMM_FLOPS``,
+        float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the
+        samples' Gram matrix as a lower triangle, its eigendecomposition, the Gaussian draws, ``G R`` with
+        the training columns as float32 products where they pay and ``u``, ``B`` in float64), the first
+        stage (``solve_seconds``) and the batched searches. The factor 1.3 and the searches' 200 passes
+        over ``B`` are measured (rf-40-{100,700,1300}-768)."""
+        D, k = n * d, self.features(spec, n, d, options)
         m = N + 1 + d
-        prepare = (
-            2 * N * N * D / GEMM_FLOPS
+        f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
+        span = (
+            2 * (9 / 16) * N * N * D / f64
             + 10 * m**3 / GEMM_FLOPS
-            + D * m / RANDN_PER_S
-            + 2 * D * m * m / GEMM_FLOPS
-            + 2 * N * N * D / GEMM_FLOPS
+            + k * m / RANDN_PER_S
+            + 2 * k * m * N / f32  # float64 below 1e10 flops, where that takes under a second anyway
+            + 2 * k * m * (d + 1) / f64
         )
-        per_search = 300 * 2 * D * d * 4 / STREAM_BYTES  # k = D rows of B, streamed twice per step
-        return prepare + solve_seconds(D, N) + searches * per_search
+        per_search = 200 * 2 * k * d * 4 / STREAM_BYTES  # the (k, d) block B, streamed twice per step
+        return 1.3 * (span + solve_seconds(k, N)) + searches * per_search
 
 
 @dataclass(frozen=True)
