@@ -199,7 +199,8 @@ def first_stage_of(
     phi: Tensor,
 ) -> tuple[Tensor, Tensor, Fit, Tensor, RoundingCheck | None]:
     """The first stage of a training set from its float32 features ``features32`` (N, p) where the caller
-    computed them (``float32_features_pay``; pass the only reference: ``interpolate32`` frees it), solved by
+    computed them (``float32_features_pay``; pass the only reference, so that they are freed before a
+    fallback computes the float64 ones), solved by
     ``interpolate32`` and kept where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64
     features of the training samples ``rows``); else the float64 features ``features64()`` and
     ``interpolate``. Returns ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and
