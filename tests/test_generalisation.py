@@ -447,7 +447,7 @@ def test_prepare_with_float32_features_agrees_with_float64(monkeypatch, map_name
     assert res_new.err == pytest.approx(res_ref.err, rel=1e-3, abs=1e-3)
 
 
-def test_float32_features_fall_back_where_the_check_fails():
+def test_float32_features_fall_back_where_the_check_fails(monkeypatch):
     """The verdict both ways: the check fails (then float64 features are computed and solved) where the
     float64 rows show a rounding too large, and the Gram path declines an ill-conditioned set."""
     from wordsens.generalisation import first_stage
@@ -471,13 +471,21 @@ def test_float32_features_fall_back_where_the_check_fails():
     ref_theta, _, _ = first_stage.interpolate(f64(), yt, phi)
     assert torch.equal(theta, ref_theta)
 
-    # an ill-conditioned training set (two nearly equal samples): the Gram path declines it, no check runs
+    # an ill-conditioned training set (two nearly equal samples): the Gram path declines it, no check runs,
+    # and the float64 features go straight to the QR (no second Gram matrix)
     bad = Xt.clone()
     bad[1] = bad[0]
     bad[1, 0, 0] += 1e-6
     b32, brows, b64 = _raf_features(bad, W)
+    ref_theta, _, ref_fit = first_stage.interpolate(b64(), yt, phi)
+
+    def no_second_gram(*args):
+        raise AssertionError("the float64 fallback of a declined set went through the Gram path again")
+
+    monkeypatch.setattr(first_stage, "gram_interpolate", no_second_gram)
     theta, _, fit, _, check = functionals.first_stage_of(b32, brows, b64, yt, phi)
     assert check is None and fit.features == "float64" and fit.cond > first_stage.GRAM_MAX_COND
+    assert torch.equal(theta, ref_theta) and fit == ref_fit
     assert first_stage.interpolate32(_raf_features(bad, W)[0], yt, phi, brows) is None
 
 

@@ -35,6 +35,7 @@ from .first_stage import (
     interpolate,
     interpolate32,
     lower_gram,
+    qr_interpolate,
 )
 
 Tensor = torch.Tensor
@@ -203,17 +204,21 @@ def first_stage_of(
     fallback computes the float64 ones), solved by
     ``interpolate32`` and kept where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64
     features of the training samples ``rows``); else the float64 features ``features64()`` and
-    ``interpolate``. Returns ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and
-    the check (None: not tried, or the Gram path declined the training set)."""
+    ``interpolate``, or straight ``qr_interpolate`` where the Gram path declined the float32 features
+    (ill-conditioned: it would decline the float64 ones too, after another Gram matrix). Returns
+    ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and the check (None: not
+    tried, or the Gram path declined the training set)."""
     check = None
     if features32 is not None:
         out = interpolate32(features32, Y, phi, exact_rows)
         del features32
-        if out is not None:
-            theta, pphi, fit, check = out
-            if check.passed:
-                return theta, pphi, fit, torch.stack([theta, phi, pphi]), check
-            del theta, pphi
+        if out is None:
+            theta, pphi, fit = qr_interpolate(features64(), Y, phi)
+            return theta, pphi, fit, torch.stack([theta, phi, pphi]), None
+        theta, pphi, fit, check = out
+        if check.passed:
+            return theta, pphi, fit, torch.stack([theta, phi, pphi]), check
+        del theta, pphi
     return (*_first_stage(features64(), Y, phi), check)
 
 
