@@ -36,6 +36,7 @@ JOBS = {
     "fig4-raf-60": ("raf", 60, 600, 384, 5, ("default",), "proportional: >= 5x faster than fc9004d"),
     "raf-120-1300-768": ("raf", 120, 1300, 768, 1, ("default",), "<= 3 min, <= 4 GB (reference: 92,160^2 projector)"),
     "rf-40-1300-768": ("rf", 40, 1300, 768, 1, ("default",), "<= 2 min, <= 3 GB (reference: two 30,720^2 matrices)"),
+    "relu_raf-120-1300-768": ("relu_raf", 120, 1300, 768, 1, ("default",), "a Figure 4 ReLU-RAF simulation"),
     "raf-40-100-768": ("raf", 40, 100, 768, 2, ("default",), "<= 10 s, <= 600 MB (reference: ~23 GB)"),
     "rf-40-100-192": ("rf", 40, 100, 192, 2, ("reference", "default"), ">= 10x faster, <= 300 MB"),
     "raf-40-100-192": ("raf", 40, 100, 192, 2, ("reference", "default"), ">= 5x faster, <= 300 MB"),

@@ -390,3 +390,117 @@ def test_searches_run_together_equal_searches_run_alone(map_name):
         assert (res.training, res.loss, res.penalty) == (training, loss, penalty)
         assert res.err == pytest.approx(alone.err, rel=1e-6, abs=1e-9)
     assert G.search_many(setup, [], seed=5) == []
+
+
+def _raf_features(Xt, W):
+    """The float32 features, the float64 rows and the float64 features of RAF on ``Xt`` with weights ``W``:
+    the arguments of ``functionals.first_stage_of``."""
+    p = Xt.shape[1] * Xt.shape[2]
+
+    def features(dtype, rows=None):
+        X = Xt if rows is None else Xt[rows]
+        return maps.raf(X.to(dtype), W.to(dtype)).reshape(len(X), p)
+
+    return features(torch.float32), lambda rows: features(torch.float64, rows), lambda: features(torch.float64)
+
+
+def test_float32_features_agree_with_float64_features():
+    """The float32 path on a small training set: its first stage equals the float64 one within the
+    rounding its check estimates, and the check passes."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=6)
+    W = maps.attention_weights(6, 24, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    f32, rows64, f64 = _raf_features(Xt, W)
+    theta, pphi, fit, _, check = functionals.first_stage_of(f32, rows64, f64, yt, phi)
+    ref_theta, ref_pphi, ref_fit = first_stage.interpolate(f64(), yt, phi)
+    assert check is not None and check.passed and check.rows == first_stage.FEATURES32_ROWS
+    assert fit.features == "float32" and ref_fit.features == "float64" and fit.interpolates
+    assert abs(float(phi @ theta) - float(phi @ ref_theta)) <= 10 * max(check.t0, 1e-9) <= 1e-5
+    assert fit.cond == pytest.approx(ref_fit.cond, rel=1e-5)
+    assert float(pphi @ pphi) == pytest.approx(float(ref_pphi @ ref_pphi), rel=1e-5)
+    torch.testing.assert_close(theta, ref_theta, rtol=0, atol=1e-5 * float(ref_theta.abs().max()))
+    # no float32 features given (they do not pay): float64 features, no check
+    *_, small_fit, _, none = functionals.first_stage_of(None, rows64, f64, yt, phi)
+    assert none is None and small_fit.features == "float64"
+
+
+@pytest.mark.parametrize("map_name", ["raf", "relu_raf", "rf"])
+def test_prepare_with_float32_features_agrees_with_float64(monkeypatch, map_name):
+    """The setups of RAF, ReLU-RAF and RF (span sampler) take the float32 path where it pays (forced
+    here): the same simulation as with float64 features, within 1e-5 (the regression fixture's tolerance
+    of first-stage floats)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, y = G.synthetic_task(40, 6, 16, seed=9)
+    ref = G.prepare(map_name, Xt, yt, X, y, seed=9)
+    monkeypatch.setattr(first_stage, "FEATURES32_MIN_FLOPS", 0.0)
+    new = G.prepare(map_name, Xt, yt, X, y, seed=9)
+    assert ref.fit.features == "float64" and new.fit.features == "float32"
+    assert new.t0 == pytest.approx(ref.t0, rel=1e-5, abs=1e-6)
+    assert new.fit.cond == pytest.approx(ref.fit.cond, rel=1e-5)
+    assert new.pphi2 == pytest.approx(ref.pphi2, rel=1e-5) and new.phi2 == ref.phi2
+    D = torch.randn((4, 16), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    torch.testing.assert_close(new.functionals.exact(D), ref.functionals.exact(D), rtol=1e-5, atol=1e-6)
+    res_new, res_ref = (G.search(s, "retrain", "direct", seed=9) for s in (new, ref))
+    assert res_new.err == pytest.approx(res_ref.err, rel=1e-3, abs=1e-3)
+
+
+def test_float32_features_fall_back_where_the_check_fails(monkeypatch):
+    """The verdict both ways: the check fails (then float64 features are computed and solved) where the
+    float64 rows show a rounding too large, and the Gram path declines an ill-conditioned set."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=7)
+    W = maps.attention_weights(7, 24, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    f32, rows64, f64 = _raf_features(Xt, W)
+    calls = []
+
+    def rough(rows):  # float64 rows 1e-4 away from the float32 ones: a rounding far too large
+        return rows64(rows) * (1 + 1e-4)
+
+    def counted():
+        calls.append("float64")
+        return f64()
+
+    theta, _, fit, _, check = functionals.first_stage_of(f32, rough, counted, yt, phi)
+    assert check is not None and not check.passed and check.t0 > first_stage.FEATURES32_TOL
+    assert fit.features == "float64" and calls == ["float64"]  # the float64 features were computed
+    ref_theta, _, _ = first_stage.interpolate(f64(), yt, phi)
+    assert torch.equal(theta, ref_theta)
+
+    # an ill-conditioned training set (two nearly equal samples): the Gram path declines it, no check runs,
+    # and the float64 features go straight to the QR (no second Gram matrix)
+    bad = Xt.clone()
+    bad[1] = bad[0]
+    bad[1, 0, 0] += 1e-6
+    b32, brows, b64 = _raf_features(bad, W)
+    ref_theta, _, ref_fit = first_stage.interpolate(b64(), yt, phi)
+
+    def no_second_gram(*args):
+        raise AssertionError("the float64 fallback of a declined set went through the Gram path again")
+
+    monkeypatch.setattr(first_stage, "gram_interpolate", no_second_gram)
+    theta, _, fit, _, check = functionals.first_stage_of(b32, brows, b64, yt, phi)
+    assert check is None and fit.features == "float64" and fit.cond > first_stage.GRAM_MAX_COND
+    assert torch.equal(theta, ref_theta) and fit == ref_fit
+    assert first_stage.interpolate32(_raf_features(bad, W)[0], yt, phi, brows) is None
+
+
+def test_rounding_check_estimates_the_change_it_guards():
+    """The check's first-order estimate of t0's change is of the size of the change itself (measured
+    0.02-1.4x of it on RAF and ReLU-RAF sets from N = 6 to 1300: docs/benchmarks.md)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(80, 8, 20, seed=8)
+    W = maps.attention_weights(8, 20, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    f32, rows64, f64 = _raf_features(Xt, W)
+    out = first_stage.interpolate32(f32, yt, phi, rows64)
+    assert out is not None
+    theta, _, _, check = out
+    ref_theta, _, _ = first_stage.interpolate(f64(), yt, phi)
+    change = abs(float(phi @ (theta - ref_theta)))
+    assert change <= 10 * check.t0 and check.t0 <= 1e3 * max(change, 1e-12)

@@ -233,8 +233,14 @@ class CostModel:
 
 
 def solve_seconds(p: int, N: int) -> float:
-    """The pseudo-inverse: Householder QR of the (p, N) features, SVD of R."""
-    return 6 * p * N * N / GEMM_FLOPS + 30 * N**3 / GEMM_FLOPS
+    """The first stage on one thread (gen jobs run with ``gen.threads`` = 1), its usual path
+    (``wordsens.generalisation.first_stage``): the float32 Gram matrix of the (N, p) features in 8 row
+    panels (9/16 of one product; float32 products run at about ``0.75 GEMM_FLOPS`` on one thread of
+    this machine), its float32 eigendecomposition, and about 25 float64 passes over the features (the
+    float64 copy, the refinement, Rayleigh-Ritz). Ill-conditioned training sets take the Householder QR
+    instead (about ``6 p N^2`` float64 flops more), not priced here."""
+    gram = 2 * (9 / 16) * N * N * p / (0.75 * GEMM_FLOPS)
+    return gram + 25 * N * p * 8 / STREAM_BYTES + 8 * N**3 / GEMM_FLOPS
 
 
 @dataclass(frozen=True)

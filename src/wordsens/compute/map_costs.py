@@ -128,10 +128,17 @@ class AttentionCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
     ) -> float:
+        """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, at about
+        ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
+        flops they are float64, but then they take under a second either way), the first stage
+        (``solve_seconds``) and the batched Delta searches."""
         D = n * d
-        prepare = N * (2 * n * n * d + 2 * n * d * d) * 2 / GEMM_FLOPS + 2 * N * N * D / GEMM_FLOPS
-        per_search = 300 * (16 * (d * d + 6 * n * d) * 8 / GEMM_FLOPS + 1e-3)
-        return prepare + solve_seconds(D, N) + searches * per_search
+        features = 2 * N * n * d * (d + 2 * n) / (0.7 * GEMM_FLOPS)
+        # the searches run together (one batched ascent; restarts halved as they go): measured 3.0-3.2 s
+        # for four at n = 120, d = 768, 1.1-1.3 s at n = 40 (RAF; ReLU-RAF about half), 0.2-0.3 s at the
+        # demo's sizes (~60 steps of ~1e-3 s of loop per search: 5e-4 s over the model's 300 steps)
+        per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 5e-4)
+        return features + solve_seconds(D, N) + searches * per_search
 
 
 # RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each an
@@ -238,17 +245,24 @@ class FirstLayerCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
     ) -> float:
-        D = n * d
+        """One thread (gen jobs run with ``gen.threads`` = 1; float64 products at about ``0.44 GEMM_FLOPS``,
+        float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the
+        samples' Gram matrix as a lower triangle, its eigendecomposition, the Gaussian draws, ``G R`` with
+        the training columns as float32 products where they pay and ``u``, ``B`` in float64), the first
+        stage (``solve_seconds``) and the batched searches. The factor 1.3 and the searches' 200 passes
+        over ``B`` are measured (rf-40-{100,700,1300}-768)."""
+        D, k = n * d, self.features(spec, n, d, options)
         m = N + 1 + d
-        prepare = (
-            2 * N * N * D / GEMM_FLOPS
+        f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
+        span = (
+            2 * (9 / 16) * N * N * D / f64
             + 10 * m**3 / GEMM_FLOPS
-            + D * m / RANDN_PER_S
-            + 2 * D * m * m / GEMM_FLOPS
-            + 2 * N * N * D / GEMM_FLOPS
+            + k * m / RANDN_PER_S
+            + 2 * k * m * N / f32  # float64 below 1e10 flops, where that takes under a second anyway
+            + 2 * k * m * (d + 1) / f64
         )
-        per_search = 300 * 2 * D * d * 4 / STREAM_BYTES  # k = D rows of B, streamed twice per step
-        return prepare + solve_seconds(D, N) + searches * per_search
+        per_search = 200 * 2 * k * d * 4 / STREAM_BYTES  # the (k, d) block B, streamed twice per step
+        return 1.3 * (span + solve_seconds(k, N)) + searches * per_search
 
 
 @dataclass(frozen=True)

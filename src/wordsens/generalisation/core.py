@@ -10,7 +10,10 @@ Everything the Delta search needs reduces to three linear functionals of the per
 ``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
 (``wordsens.generalisation.first_stage``: float64 results, from a float32 Gram matrix refined in
 float64, or a QR where that is not safe), so neither P nor, for RF, the k x D weight matrix is
-ever formed:
+ever formed. Where the training set's features dominate the cost (RAF, ReLU-RAF, RF at the paper's
+sizes), they are computed in float32 and kept only where a float64 check shows that their rounding
+moves t0, cond(K) and ``||P phi||^2`` by at most 1e-6 (``first_stage.RoundingCheck``; else float64
+features); the new sample's features are always float64:
 
     theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
     D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
@@ -143,8 +146,9 @@ def prepare(
     ``options``: the map's options (``k``: an alias of RF's width). ``sampler`` (RF): ``"span"``
     (exact in law on the span of the samples and the perturbed block; default), ``"dense"`` (the whole
     k x D matrix; also used with explicit ``weights``); other maps draw their weights whole (``"dense"``).
-    ``dtype``: the working dtype of the Delta search (the map's search dtype by default); features and
-    the first stage are float64.
+    ``dtype``: the working dtype of the Delta search (the map's search dtype by default). The new
+    sample's features and the first stage's results are float64; the training set's features are float32
+    where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
     """
     spec = maps.get(map_name)
     given = dict(options or {})

@@ -13,18 +13,43 @@ Two algorithms with the same result, chosen per training set by a float64 check:
   float32 extreme eigenvectors.
 * ``qr_interpolate`` (everything else: rank-deficient or ill-conditioned training sets, N >= p, or a
   refinement that does not converge): a Householder QR of ``Phi^T`` and the SVD of its R factor.
+
+Where computing the training set's features dominates (``float32_features_pay``), a map's setup
+computes them in float32 and ``interpolate32`` solves the first stage exactly (float64, as above) for
+those rounded features, then checks in float64 how far the rounding moved what the simulation reports
+(``RoundingCheck``): it recomputes a few training samples' features in float64, measures the rounding
+along the directions that matter, and propagates it to first order. Where the Gram path declines the
+training set or the check fails, the features are computed again in float64 and ``interpolate`` runs.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["GRAM_MAX_COND", "INTERPOLATION_TOL", "Fit", "gram32", "gram_interpolate", "interpolate", "qr_interpolate"]
+__all__ = [
+    "FEATURES32_MIN_FLOPS",
+    "FEATURES32_ROWS",
+    "FEATURES32_TOL",
+    "GRAM_MAX_COND",
+    "INTERPOLATION_TOL",
+    "Fit",
+    "RoundingCheck",
+    "check_rows",
+    "float32_features_pay",
+    "gram32",
+    "gram_interpolate",
+    "interpolate",
+    "interpolate32",
+    "lower_gram",
+    "qr_interpolate",
+    "rounding_check",
+]
 
 INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
 # The Gram path's limit on cond(K): float32 rounding perturbs K by ~1e-7 ||K|| (up to ~1e-6 at p ~ 1e5),
@@ -32,6 +57,14 @@ INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as inte
 GRAM_MAX_COND = 1e4
 _RITZ = 8  # eigenvectors per end of the spectrum in the Rayleigh-Ritz step
 _REFINE_STEPS = 30
+# float32 features (``interpolate32``): used where the float64 features would cost at least this many
+# flops (below it they take under a second and a check would cost a sizeable part of them), accepted
+# where every estimated change of ``RoundingCheck`` is at most ``FEATURES32_TOL`` (a tenth of the 1e-5
+# at which tests/regression_fixture.py compares first-stage floats), estimated from ``FEATURES32_ROWS``
+# training samples recomputed in float64.
+FEATURES32_MIN_FLOPS = 1e10
+FEATURES32_TOL = 1e-6
+FEATURES32_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -41,13 +74,16 @@ class Fit:
     ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
     extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular);
     ``rank``: singular values of ``Phi`` kept by the cutoff; ``residual``: ``max |Phi theta* - Y|``;
-    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``.
+    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``; ``features``: the dtype the
+    training set's features were computed in (``"float32"`` only where ``RoundingCheck`` accepted
+    them; the residual is then that of the rounded features the first stage solved for).
     """
 
     cond: float
     rank: int  # singular values of Phi above the cutoff of ``interpolate``
     residual: float
     interpolates: bool
+    features: str = "float64"
 
 
 def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
@@ -66,22 +102,23 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
 
 
-def gram32(Phi: Tensor, blocks: int = 4) -> Tensor:
-    """``Phi Phi^T`` (N, N) from a float32 copy of ``Phi``, returned in float64: only the blocks on
-    and below the diagonal of a ``blocks`` x ``blocks`` partition are multiplied (5/8 of the flops
-    of one product at 4 blocks), the others mirrored."""
-    P32 = Phi.to(torch.float32)
-    N = P32.shape[0]
-    K = torch.empty((N, N), dtype=torch.float32, device=Phi.device)
+def lower_gram(P: Tensor, blocks: int = 8) -> Tensor:
+    """``P P^T`` (N, N) in the dtype of ``P``: only the ``blocks`` row panels' products with the rows up
+    to their own are computed (9/16 of the flops of one product at 8 panels, in 8 large products), the
+    upper triangle mirrored."""
+    N = P.shape[0]
+    K = torch.empty((N, N), dtype=P.dtype, device=P.device)
     edges = [N * b // blocks for b in range(blocks + 1)]
     for a in range(blocks):
-        ra = slice(edges[a], edges[a + 1])
-        for b in range(a + 1):
-            rb = slice(edges[b], edges[b + 1])
-            K[ra, rb] = P32[ra] @ P32[rb].T
-            if a != b:
-                K[rb, ra] = K[ra, rb].T
-    return K.to(torch.float64)
+        rows = slice(edges[a], edges[a + 1])
+        K[rows, : edges[a + 1]] = P[rows] @ P[: edges[a + 1]].T
+    return K.tril() + K.tril(-1).T
+
+
+def gram32(Phi: Tensor) -> Tensor:
+    """``Phi Phi^T`` (N, N) in float32 (``lower_gram`` of a float32 copy of ``Phi``, or of ``Phi`` itself
+    where it is float32)."""
+    return lower_gram(Phi.to(torch.float32))
 
 
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
@@ -103,7 +140,29 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
     N, p = Phi.shape
     if not 0 < N < p:  # N >= p: K is singular
         return None
-    lam32, U32 = torch.linalg.eigh(gram32(Phi).to(torch.float32))
+    sol = _gram_solve(Phi, Y, phi, gram32(Phi))
+    return None if sol is None else (sol.theta, sol.pphi, sol.fit)
+
+
+@dataclass(frozen=True)
+class _GramSolution:
+    """``gram_interpolate``'s result and what ``rounding_check`` needs of it: ``coef`` (N, 2) =
+    ``K^-1 [Y, Phi phi]``, the extreme Ritz values ``lam`` (2,) of K, their unit Ritz vectors ``u``
+    (2, N) and the vectors' images ``w`` (2, p) = ``Phi^T u``."""
+
+    theta: Tensor
+    pphi: Tensor
+    fit: Fit
+    coef: Tensor
+    lam: Tensor
+    u: Tensor
+    w: Tensor
+
+
+def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution | None:
+    """``gram_interpolate`` with the float32 Gram matrix ``K`` of ``Phi`` (N, p) float64 given."""
+    N = Phi.shape[0]
+    lam32, U32 = torch.linalg.eigh(K)
     if not float(lam32[0]) > 0 or float(lam32[-1]) > GRAM_MAX_COND * 10 * float(lam32[0]):
         return None
     U, lam = U32.to(torch.float64), lam32.to(torch.float64)
@@ -119,6 +178,9 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
     lam_min, lam_max = float(torch.linalg.eigvalsh(H[:k, :k])[0]), float(torch.linalg.eigvalsh(H[k:, k:])[-1])
     if not (lam_min > 0 and lam_max <= GRAM_MAX_COND * lam_min):
         return None
+    low, high = torch.linalg.eigh(H[:k, :k])[1][:, 0], torch.linalg.eigh(H[k:, k:])[1][:, -1]
+    u = torch.stack([Q[:, :k] @ low, Q[:, k:] @ high])  # the extreme Ritz vectors (2, N)
+    w = torch.stack([low @ Z[:k], high @ Z[k:]])  # their images Phi^T u (2, p)
 
     B = torch.stack([Y, _times_phi(Phi, phi[None])[:, 0]], dim=1)  # (N, 2)
     c = precondition(B)
@@ -140,7 +202,94 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
     pphi = pphi - _times_phi_t(Phi, precondition(Fq[:, 1:]))[0]
     residual = float((Fq[:, 0] - Y).abs().max())
     fit = Fit(cond=lam_max / lam_min, rank=N, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
-    return theta, pphi, fit
+    lams = torch.tensor([lam_min, lam_max], dtype=torch.float64, device=Phi.device)
+    return _GramSolution(theta, pphi, fit, c, lams, u, w)
+
+
+# --------------------------------------------------------------------------- float32 features
+
+
+def float32_features_pay(flops: float) -> bool:
+    """Whether a training set whose float64 features cost ``flops`` gets float32 features first
+    (``interpolate32``): at least ``FEATURES32_MIN_FLOPS``."""
+    return flops >= FEATURES32_MIN_FLOPS
+
+
+def check_rows(N: int) -> Tensor:
+    """The training samples ``rounding_check`` recomputes in float64: ``FEATURES32_ROWS`` (at most N)
+    evenly spaced indices (samples are drawn independently, so any fixed choice is a fair sample)."""
+    s = min(N, FEATURES32_ROWS)
+    return torch.tensor([(2 * j + 1) * N // (2 * s) for j in range(s)], dtype=torch.int64)
+
+
+@dataclass(frozen=True)
+class RoundingCheck:
+    """How far the float32 rounding of the training set's features moves the first stage, to first
+    order (``rounding_check``): ``t0`` the estimated change of ``t0 = phi.theta*`` (in label units:
+    labels are +-1), ``cond`` and ``pphi2`` the estimated relative changes of ``cond(K)`` and of
+    ``||P phi||^2``; ``rows``: the training samples recomputed in float64. ``passed``: every estimate
+    is at most ``FEATURES32_TOL``."""
+
+    t0: float
+    cond: float
+    pphi2: float
+    rows: int
+
+    @property
+    def passed(self) -> bool:
+        return all(x <= FEATURES32_TOL for x in (self.t0, self.cond, self.pphi2))  # NaN fails
+
+
+def _sum_estimate(a: Tensor, z: Tensor) -> Tensor:
+    """An estimate of ``|sum_j a_j z_j|`` over all N rows from the values ``z`` (s, m) measured on s of
+    them (columns: several quantities; ``a`` (N, m)): the rows' roundings are independent, so the sum
+    of their centred parts grows like ``||a||_2`` times their spread, and a common offset like ``|sum a|``
+    times their mean: ``|sum_j a_j| |mean z| + ||a||_2 rms z``."""
+    return a.sum(0).abs() * z.mean(0).abs() + torch.linalg.vector_norm(a, dim=0) * z.pow(2).mean(0).sqrt()
+
+
+def rounding_check(sol: _GramSolution, rounding: Tensor, rows: Tensor) -> RoundingCheck:
+    """``RoundingCheck`` of a first stage ``sol`` solved for rounded features ``Phi + E``, from the
+    rounding ``E`` measured on some training samples (``rounding`` (s, p) float64: their float32
+    features minus their float64 features; ``rows`` their indices). First-order changes, all linear in
+    E, each a sum over the training samples estimated by ``_sum_estimate`` from the s measured ones
+    (``c = K^-1 Y``, ``v = K^-1 Phi phi``)::
+
+        d t0          = c^T E (P phi) - v^T E theta*
+        d ||P phi||^2 = -2 v^T E (P phi)
+        d lam         = 2 u^T E (Phi^T u)     (lam an extreme eigenvalue of K, u its unit vector)
+
+    The functionals of the Delta search move as ``t0`` does, scaled by ``||phi'|| / ||phi||``. Measured
+    against float64 features (RAF, ReLU-RAF, N = 6..1300, cond(K) 1.6..7e3; docs/benchmarks.md), the
+    estimates were 0.7-58 times the actual change of t0, 0.16-52 times that of cond(K) and 0.08-5 times
+    that of ``||P phi||^2``: a set accepted at ``FEATURES32_TOL`` moves t0 and cond(K) by at most ~6e-6."""
+    z = rounding @ torch.stack([sol.pphi, sol.theta, sol.w[0], sol.w[1]]).T  # (s, 4): E_j . b
+    c, v = sol.coef[:, 0], sol.coef[:, 1]
+    t0 = _sum_estimate(c[:, None], z[:, :1]) + _sum_estimate(v[:, None], z[:, 1:2])
+    pphi2 = 2 * _sum_estimate(v[:, None], z[:, :1]) / (sol.pphi @ sol.pphi)
+    dlam = 2 * _sum_estimate(sol.u.T, z[:, 2:]) / sol.lam  # relative changes of lam_min, lam_max
+    return RoundingCheck(t0=float(t0), cond=float(dlam.sum()), pphi2=float(pphi2), rows=int(rows.numel()))
+
+
+def interpolate32(
+    Phi32: Tensor, Y: Tensor, phi: Tensor, exact_rows: Callable[[Tensor], Tensor]
+) -> tuple[Tensor, Tensor, Fit, RoundingCheck] | None:
+    """The first stage for float32 features ``Phi32`` (N, p): ``gram_interpolate``'s float64 solution for
+    them (the Gram matrix from ``Phi32`` itself, the refinement on its float64 copy), with the
+    ``RoundingCheck`` of the rounding measured on the training samples ``check_rows(N)``, whose float64
+    features ``exact_rows(rows)`` returns. None where the Gram path declines the training set; the
+    caller then computes float64 features (as it does where the check fails)."""
+    N, p = Phi32.shape
+    if not 0 < N < p:
+        return None
+    K = gram32(Phi32)
+    Phi = Phi32.to(torch.float64)
+    sol = _gram_solve(Phi, Y, phi, K)
+    if sol is None:
+        return None
+    rows = check_rows(N).to(Phi.device)
+    check = rounding_check(sol, Phi[rows] - exact_rows(rows).to(Phi), rows)
+    return sol.theta, sol.pphi, replace(sol.fit, features="float32"), check
 
 
 def qr_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:

@@ -16,6 +16,7 @@ as ``Parts``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,16 @@ from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
 from ..seeds import derive_seed, generator
-from .first_stage import Fit, interpolate
+from .first_stage import (
+    Fit,
+    RoundingCheck,
+    check_rows,
+    float32_features_pay,
+    interpolate,
+    interpolate32,
+    lower_gram,
+    qr_interpolate,
+)
 
 Tensor = torch.Tensor
 
@@ -35,6 +45,7 @@ __all__ = [
     "FullMapFunctionals",
     "Parts",
     "RFFunctionals",
+    "first_stage_of",
     "full_map_setup",
     "raf_setup",
     "relu_raf_setup",
@@ -181,6 +192,36 @@ def _first_stage(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, F
     return theta, pphi, fit, torch.stack([theta, phi, pphi])
 
 
+def first_stage_of(
+    features32: Tensor | None,
+    exact_rows: Callable[[Tensor], Tensor],
+    features64: Callable[[], Tensor],
+    Y: Tensor,
+    phi: Tensor,
+) -> tuple[Tensor, Tensor, Fit, Tensor, RoundingCheck | None]:
+    """The first stage of a training set from its float32 features ``features32`` (N, p) where the caller
+    computed them (``float32_features_pay``; pass the only reference, so that they are freed before a
+    fallback computes the float64 ones), solved by
+    ``interpolate32`` and kept where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64
+    features of the training samples ``rows``); else the float64 features ``features64()`` and
+    ``interpolate``, or straight ``qr_interpolate`` where the Gram path declined the float32 features
+    (ill-conditioned: it would decline the float64 ones too, after another Gram matrix). Returns
+    ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and the check (None: not
+    tried, or the Gram path declined the training set)."""
+    check = None
+    if features32 is not None:
+        out = interpolate32(features32, Y, phi, exact_rows)
+        del features32
+        if out is None:
+            theta, pphi, fit = qr_interpolate(features64(), Y, phi)
+            return theta, pphi, fit, torch.stack([theta, phi, pphi]), None
+        theta, pphi, fit, check = out
+        if check.passed:
+            return theta, pphi, fit, torch.stack([theta, phi, pphi]), check
+        del theta, pphi
+    return (*_first_stage(features64(), Y, phi), check)
+
+
 def rf_setup(
     map_name: str,
     Xt64: Tensor,
@@ -209,21 +250,43 @@ def rf_setup(
         pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
         u = V @ X64.reshape(-1)
         B = V[:, position * d : (position + 1) * d]
-    else:
-        pre_train, u, B = span_rf(Xt64, X64, position, seed, k)
-    Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
+        Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
+        phi = torch.relu(u)
+        theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
+        del Phi, pre_train
+        return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
+    # the span sampler: one pass over the weights gives the training set's pre-activations (in float32
+    # where that pays), u and B in float64, and the float64 pre-activations of the check's samples
+    m = N + 1 + d
+    rows = check_rows(N) if float32_features_pay(2 * k * m * m) else None
+    pre_train, u, B, exact = span_rf(Xt64, X64, position, seed, k, rows=rows)
     phi = torch.relu(u)
-    theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
-    del Phi, pre_train
+
+    def exact_rows(asked: Tensor) -> Tensor:
+        if exact is None or not torch.equal(asked.cpu(), check_rows(N)):
+            raise ValueError("span_rf computed the float64 pre-activations of check_rows(N) only")
+        return exact.relu()
+
+    def features64() -> Tensor:
+        return span_rf(Xt64, X64, position, seed, k)[0].relu_()
+
+    pre = [pre_train.relu_()]  # in place; the list hands first_stage_of the only reference
+    del pre_train
+    if rows is None:  # float64 features already
+        theta, pphi, fit, V3 = _first_stage(pre.pop(), Y, phi)
+    else:
+        theta, pphi, fit, V3, _ = first_stage_of(pre.pop(), exact_rows, features64, Y, phi)
     return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
 
 
-def _features(forward: Any, Xt64: Tensor, W64: Any, p: int) -> Tensor:
-    """The training set's features (N, p), filled in place in batches: one copy only."""
-    N = Xt64.shape[0]
-    Phi = torch.empty((N, p), dtype=torch.float64, device=Xt64.device)
+def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | None = None) -> Tensor:
+    """The training set's features (N, p) in ``dtype`` (that of ``Xt`` by default; ``W`` in it already),
+    filled in place in batches, each batch of samples cast to ``dtype`` on its own: one copy only."""
+    N = Xt.shape[0]
+    dtype = dtype or Xt.dtype
+    Phi = torch.empty((N, p), dtype=dtype, device=Xt.device)
     for s in range(0, N, 256):
-        Phi[s : s + 256] = forward(Xt64[s : s + 256], W64).reshape(min(256, N - s), p)
+        Phi[s : s + 256] = forward(Xt[s : s + 256].to(dtype), W).reshape(min(256, N - s), p)
     return Phi
 
 
@@ -245,17 +308,26 @@ def _attention_setup(kind: str) -> Any:
         W = weights if weights is not None else maps.attention_weights(seed, d)
         W64 = W.to(device=X64.device, dtype=torch.float64)
         forward = maps.resolve(maps.get(map_name).forward)
-        Phi = _features(forward, Xt64, W64, n * d)
         phi = forward(X64, W64).reshape(-1)
-        theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
-        del Phi
+
+        N = Xt64.shape[0]
+        pays = float32_features_pay(2 * N * n * d * (d + 2 * n))  # X W, the scores and A X of every sample
+        theta, pphi, fit, V3, _ = first_stage_of(
+            _features(forward, Xt64, W64.to(torch.float32), n * d, torch.float32) if pays else None,
+            lambda rows: _features(forward, Xt64[rows], W64, n * d),
+            lambda: _features(forward, Xt64, W64, n * d),
+            Y,
+            phi,
+        )
         return Parts(
             theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, kind, V3), "dense"
         )
 
     setup.__doc__ = (
-        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: features in float64, the functionals from "
-        "the moved row and column of the scores (``AttentionFunctionals``)."
+        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: the training set's features in float32 where "
+        "they pay and a float64 check accepts them, else in float64 (``first_stage_of``); the new "
+        "sample's features in float64; the functionals from the moved row and column of the scores "
+        "(``AttentionFunctionals``)."
     )
     return setup
 
@@ -291,11 +363,18 @@ def full_map_setup(
     return Parts(theta, phi, pphi, fit, FullMapFunctionals(forward, X64, W64, position, V3, dtype), "dense")
 
 
-def span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks.
+def span_rf(
+    Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int, *, rows: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks: the training
+    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32. With ``rows`` (training
+    sample indices) the pre-activations are float32 products (``float32_features_pay``) and the float64
+    pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are float64
+    and None comes.
 
     The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
-    inner products (``Z`` itself, D x m, is never formed) and factored as ``R^T R`` with ``R`` its
+    inner products (``Z`` itself, D x m, is never formed; the samples' block as a lower triangle of row
+    panels, ``lower_gram``) and factored as ``R^T R`` with ``R`` its
     symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
     matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
     gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
@@ -303,29 +382,42 @@ def span_rf(Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int) -> tupl
     kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
     N, n, d = Xt64.shape
     D = n * d
+    dev = Xt64.device
     flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
     block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
     m = N + 1 + d
-    gram = torch.empty((m, m), dtype=torch.float64, device=Xt64.device)
-    gram[:N, :N] = flat @ flat.T
+    gram = torch.empty((m, m), dtype=torch.float64, device=dev)
+    gram[:N, :N] = lower_gram(flat)
     gram[:N, N : N + 1] = flat @ new.T
     gram[N : N + 1, :N] = new @ flat.T
     gram[N, N] = new @ new.T
     gram[: N + 1, N + 1 :] = block
     gram[N + 1 :, : N + 1] = block.T
-    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=Xt64.device)
+    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=dev)
     eigval, eigvec = torch.linalg.eigh(gram)
     R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
+    dtype = torch.float64 if rows is None else torch.float32
+    R_train = R[:, :N].to(dtype)
+    R_rows = R[:, rows.to(dev)] if rows is not None else None
     gen = generator(derive_seed(seed, "rf-span", position))
-    pre_train = torch.empty((N, k), dtype=torch.float64, device=Xt64.device)
-    u = torch.empty(k, dtype=torch.float64, device=Xt64.device)
-    B = torch.empty((k, d), dtype=torch.float32, device=Xt64.device)
+    pre_train = torch.empty((N, k), dtype=dtype, device=dev)
+    exact = torch.empty((R_rows.shape[1], k), dtype=torch.float64, device=dev) if R_rows is not None else None
+    u = torch.empty(k, dtype=torch.float64, device=dev)
+    B = torch.empty((k, d), dtype=torch.float32, device=dev)
     step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
+    root = math.sqrt(D)
     for start in range(0, k, step):
-        rows = min(step, k - start)
-        G = torch.randn((rows, m), generator=gen, dtype=torch.float32).to(device=Xt64.device, dtype=torch.float64)
-        VZ = (G @ R) / math.sqrt(D)
-        pre_train[:, start : start + rows] = VZ[:, :N].T
-        u[start : start + rows] = VZ[:, N]
-        B[start : start + rows] = VZ[:, N + 1 :]
-    return pre_train, u, B
+        chunk = slice(start, min(start + step, k))
+        G32 = torch.randn((chunk.stop - start, m), generator=gen, dtype=torch.float32).to(device=dev)
+        G = G32.to(torch.float64)
+        if rows is None:
+            VZ = (G @ R) / root
+            pre_train[:, chunk] = VZ[:, :N].T
+            rest = VZ[:, N:]
+        else:
+            pre_train[:, chunk] = ((G32 @ R_train) / root).T
+            rest = (G @ R[:, N:]) / root
+            exact[:, chunk] = ((G @ R_rows) / root).T  # type: ignore[index,operator]
+        u[chunk] = rest[:, 0]
+        B[chunk] = rest[:, 1:]
+    return pre_train, u, B, exact

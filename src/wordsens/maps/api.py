@@ -51,9 +51,18 @@ def check_sample(X: Tensor, name: str = "X") -> tuple[int, int]:
         raise ValueError(f"{name} needs n >= 1 tokens and d >= 1 coordinates, got shape {tuple(X.shape)}")
     if not X.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {X.dtype}")
-    if not bool(torch.isfinite(X).all()):
+    if not all_finite(X):
         raise ValueError(f"{name} contains NaN or Inf entries; clean or re-normalise the input")
     return n, d
+
+
+def all_finite(T: Tensor) -> bool:
+    """Whether every entry of ``T`` is finite: from its smallest and largest entries (one reduction; NaN
+    propagates through both), without the boolean copy of ``torch.isfinite(T)`` (a tenth of its time
+    on a large training set)."""
+    if T.numel() == 0 or not T.is_floating_point():
+        return T.numel() == 0 or bool(torch.isfinite(T).all())
+    return bool(torch.isfinite(torch.stack(torch.aminmax(T))).all())
 
 
 def check_positive(**values: int) -> None:
@@ -69,7 +78,7 @@ def check_matrix(M: Tensor, shape: tuple[int, ...], name: str, hint: str) -> Non
         raise ValueError(f"{name} must be a 2-D tensor of shape {shape} ({hint})")
     if tuple(M.shape) != shape:
         raise ValueError(f"{name} has shape {tuple(M.shape)}, expected {shape} ({hint})")
-    if not bool(torch.isfinite(M).all()):
+    if not all_finite(M):
         raise ValueError(f"{name} contains NaN or Inf entries")
 
 
@@ -124,7 +133,7 @@ def check_weights(name: str, weights: Any, n: int, d: int, options: Mapping[str,
         if not isinstance(W, Tensor) or tuple(W.shape) != tuple(shape):
             got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
             raise ValueError(f"{name} weight {key!r} has shape {got_shape}, expected {tuple(shape)} (n = {n}, d = {d})")
-        if not bool(torch.isfinite(W).all()):
+        if not all_finite(W):
             raise ValueError(f"{name} weight {key!r} contains NaN or Inf entries")
 
 
