@@ -125,7 +125,8 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
 
 # Measured on this project's 2-core machine: the start-up of a job (``fixed``) from the demo's wall
 # times (config/demo.yaml on 2 cores, where jobs are all start-up); the scales per map from the CPU
-# seconds of one trial of the default config.yaml's own jobs (d = 64-768, n = 10-4096; every map at
+# seconds of one trial (generalisation: one simulation with its four searches) of the default
+# config.yaml's own jobs (d = 64-768, n = 10-4096; every map at
 # its smallest, middle and largest grid point) over the model's seconds, one thread, with
 # benchmarks/bench_model.py (the median per map; CPU seconds do not stretch with other work on the
 # machine, wall seconds do). Within a map the ratio still varies with the grid point (an attention
@@ -143,6 +144,9 @@ BUILTIN: dict[str, Coefficients] = {
     "ws:mh_raf": Coefficients(8.0, 1.3),
     "ws:sigmoid_raf": Coefficients(8.0, 1.2),
     "gen:*": Coefficients(8.0, 1.4),
+    "gen:rf": Coefficients(8.0, 1.0),
+    "gen:raf": Coefficients(8.0, 1.15),
+    "gen:relu_raf": Coefficients(8.0, 1.3),
     "rule:*": Coefficients(10.0, None),
 }
 
