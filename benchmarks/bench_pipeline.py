@@ -58,8 +58,13 @@ def job_device(job: LoggedJob, workdir: Path, config: dict) -> str:
 
 
 def run(configfile: str, cores: str, workdir: Path, extra: list[str]) -> Path:
-    """Run the workflow in ``workdir``; returns its Snakemake log."""
+    """Run the workflow in ``workdir``; returns its Snakemake log. ``configfile``: a file of the copied
+    workflow (``config/demo.yaml``) or, where the copy has none, a path from here (made absolute)."""
     copy_workflow(workdir)
+    if not (workdir / configfile).is_file():
+        if not Path(configfile).is_file():
+            sys.exit(f"--configfile {configfile}: no such file here or in the workflow's copy")
+        configfile = str(Path(configfile).resolve())
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "snakemake", "--cores", cores, "--configfile", configfile, *extra]
     print(f"# in {workdir}: {' '.join(cmd[2:])}", flush=True)
@@ -140,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         log = run(args.configfile, args.cores, workdir, extra)
     config: dict = {}
     for name in ("config.yaml", args.configfile):
-        path = workdir / name if (workdir / name).is_file() else ROOT / name
+        path = workdir / name if (workdir / name).is_file() else Path(name) if Path(name).is_file() else ROOT / name
         if path.is_file():
             config = merge(config, yaml.safe_load(path.read_text()) or {})
     report(log, workdir, config)
