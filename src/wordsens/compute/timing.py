@@ -123,18 +123,17 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
     return dict(sorted(out.items()))
 
 
-# Measured on this project's 2-core machine: the start-up of a job (``fixed``) from the wall times
-# of a quiet demo run (config/demo.yaml on 2 cores, where jobs are all start-up: ``wordsens plan
+# Measured on this project's 2-core machine. The start-up of a job (``fixed``): the wall times of a
+# quiet demo run (config/demo.yaml on 2 cores, where jobs are all start-up; ``wordsens plan
 # --calibrate`` of it fitted 4.2 s per WS job, 4.8 s per generalisation job, 1-15 s per other step,
-# 5.6 s on average); the scales per map from the CPU
-# seconds of one trial (generalisation: one simulation with its four searches) of the default
-# config.yaml's own jobs (d = 64-768, n = 10-4096; every map at
-# its smallest, middle and largest grid point) over the model's seconds, one thread, with
+# 5.6 s on average). The scales per map: the CPU seconds of one trial (generalisation: one simulation
+# with its four searches) of the default config.yaml's own jobs (d = 64-768, n = 10-4096; each map
+# at its smallest, middle and largest grid point) over the model's seconds, one thread, with
 # benchmarks/bench_model.py (the median per map; CPU seconds do not stretch with other work on the
 # machine, wall seconds do). Within a map the ratio still varies with the grid point (an attention
-# search at n = 10 takes 3-10 x the model's steps): the pooled ``ws:*`` scale, for maps measured
-# here only at toy sizes (plugins, the trained maps), stays the generous one of the first
-# measurement. ``wordsens plan --calibrate`` replaces them.
+# search at n = 10 takes 3-10 x the model's steps). The pooled ``ws:*`` scale, for maps not measured
+# here (plugins), stays the generous one of the first measurement. ``wordsens plan --calibrate``
+# replaces them all.
 FIXED_WS = 4.5
 FIXED_GEN = 5.0
 BUILTIN: dict[str, Coefficients] = {
