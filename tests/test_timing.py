@@ -192,6 +192,10 @@ def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
     assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == 0.5
     assert pipeline.Limits.from_text(limited.limits.to_text()) == limited.limits
+    # a job just over the limit is printed above it (0.504 h, not "0.5 hours each, 0.5 allowed")
+    just_over = Calibration({"ws:*": Coefficients(0.0, 1.0), "ws:rf": Coefficients(0.504 * 3600, 0.0)})
+    near = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, 0.5), calibration=just_over)
+    assert "rf d16_n8 (1 job): about 0.504 hours each, 0.5 allowed by limits.max_job_hours" in near.left_out_message()
 
 
 # ----------------------------------------------------------------------------- --config

@@ -181,8 +181,8 @@ class Grid:
                 reasons.append(f"needs {job.device_bytes / GB:.1f} GB, {allowed / GB:.1f} GB allowed by {where}")
             if not self.fits_time(job):
                 reasons.append(
-                    f"about {self.estimate(job) / 3600:.2g} hours each, {self.limits.hours:g} allowed by "
-                    "limits.max_job_hours"
+                    f"about {_over(self.estimate(job) / 3600, self.limits.hours)} hours each, "
+                    f"{self.limits.hours:g} allowed by limits.max_job_hours"
                 )
             lines.append(f"  {point} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}): " + "; ".join(reasons))
         head = (
@@ -204,6 +204,16 @@ class Grid:
             else "limits.unfit: fail refuses to start while any job is left out."
         )
         return "\n".join([head, *lines, ways])
+
+
+def _over(hours: float, limit: float | None) -> str:
+    """``hours`` to two significant digits, or as many more as it takes to print it above ``limit``
+    (0.504 h against 0.5 allowed reads 0.504, not 0.5)."""
+    for digits in range(2, 6):
+        text = f"{hours:.{digits}g}"
+        if limit is None or float(text) > limit:
+            return text
+    return text
 
 
 def _values(job: Job) -> dict[str, Any]:
