@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_utils import NO_STUDIES
 
 from wordsens import NUMERICS_VERSIONS, pipeline
 from wordsens.compute import costs, map_costs
@@ -24,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 GB = costs.GB
 SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
-NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None}  # the paper's grids only
 
 
 def _demo(changes: dict | None = None) -> dict:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_utils import copy_workflow, env, write_config
+from workflow_utils import NO_STUDIES, copy_workflow, env, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
@@ -103,7 +103,6 @@ def _cancelled(log: str, job_id: str) -> bool:
 
 # the studies beyond the paper (variants, long contexts, positions: ordinary WS jobs) are left to the
 # local demo run, which keeps these runs within their time limits on a 2-core machine
-NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None}
 
 
 def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):

@@ -17,7 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_utils import ROOT, copy_workflow, env, gpu_memory_in_use, planned_jobs, snakemake, write_config
+from workflow_utils import (
+    ROOT,
+    WS_ONLY,
+    copy_workflow,
+    env,
+    gpu_memory_in_use,
+    planned_jobs,
+    snakemake,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -521,12 +530,7 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
             "results": "results/skip",
             "limits": {"memory_gb": 0.3},
             "ws": {"maps": {"raf": None, "relu_raf": None}},
-            "gen": {"fig4": None, "fig5": None},
-            "probes": {"enabled": False, "lm": {"enabled": False}},
-            "variants": None,
-            "long_context": None,
-            "positions": None,
-            "trained": None,
+            **WS_ONLY,
         },
     )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf)
@@ -853,12 +857,7 @@ def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
                     "relu_raf": None,
                 },
             },
-            "gen": {"fig4": None, "fig5": None},
-            "probes": {"enabled": False, "lm": {"enabled": False}},
-            "variants": None,
-            "long_context": None,
-            "positions": None,
-            "trained": None,
+            **WS_ONLY,
         },
     )
     results = workdir / "results" / "gpu"
