@@ -677,3 +677,20 @@ pipeline.check(config)
 assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r} and "toy" in registry.names()
 """
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})
+
+
+def test_gpu_budget_problem_names_every_job_and_step_over_the_budget():
+    """Jobs and steps declaring more GPU memory than --resources gpu_mem_mb are named together, with
+    the way out; within the budget there is no problem."""
+
+    class _Job:
+        def __init__(self, point: str, mb: int) -> None:
+            self.point, self.gpu_mem_mb = point, mb
+
+    steps = {"embed": pipeline.Step(100, "cuda", 3000), "probes": None}
+    jobs = [_Job("rf d8_n4", 1037), _Job("drf d32_n48_L2", 2500)]
+    text = pipeline.gpu_budget_problem(jobs, steps, 2083)
+    assert text is not None and text.startswith("2 job(s) declare more GPU memory than --resources gpu_mem_mb=2083")
+    assert "drf d32_n48_L2: 2500 MB" in text and "embed: 3000 MB" in text and "rf d8_n4" not in text
+    assert "limits.gpu_memory_gb to at most 2.0 (GB)" in text
+    assert pipeline.gpu_budget_problem(jobs, steps, 3000) is None

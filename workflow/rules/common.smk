@@ -134,16 +134,9 @@ if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
         "probes": PROBE_ENCODER if config["probes"]["enabled"] else None,
         "fig1_lm": PROBE_LM if config["probes"]["lm"]["enabled"] else None,
     }
-    _over = [(job.point, job.gpu_mem_mb) for job in GRID.fit]
-    _over += [(name, step.gpu_mem_mb) for name, step in _steps.items() if step]
-    _over = [(what, mb) for what, mb in _over if mb > GPU_BUDGET]
-    if _over:
-        raise WorkflowError(
-            f"{len(_over)} job(s) declare more GPU memory than --resources gpu_mem_mb={GPU_BUDGET} (MB):\n  "
-            + "\n  ".join(f"{what}: {mb} MB" for what, mb in _over)
-            + "\n  Set the budget to the GPU's memory (profiles/gpu-node), or limits.gpu_memory_gb to at"
-            f" most {GPU_BUDGET / 1024:.1f} (GB), so that the plan leaves such jobs out."
-        )
+    _problem = wsplan.gpu_budget_problem(GRID.fit, _steps, GPU_BUDGET)
+    if _problem:
+        raise WorkflowError(_problem)
 
 
 # ----------------------------------------------------------------------------- input functions

@@ -40,7 +40,7 @@ from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
 from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
-from .steps import Step, embed_step, probe_step
+from .steps import Step, embed_step, gpu_budget_problem, probe_step
 from .trained import RANDOM_MODELS, TrainedJob, trained_jobs, trained_layers, trained_model
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "gen_searches",
     "gen_setting",
     "gpu_budget_mb",
+    "gpu_budget_problem",
     "gpu_mem_mb",
     "job_device",
     "load_config",

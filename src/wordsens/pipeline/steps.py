@@ -10,6 +10,7 @@ step planned for a GPU runs on the CPU of a machine without one, as it always di
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..compute import costs
@@ -17,7 +18,7 @@ from ..data.models import DEMO_LM, model_width
 from .jobs import CUDA_CONTEXT_BYTES, gpu_mem_mb, job_device
 from .limits import Limits
 
-__all__ = ["Step", "embed_step", "probe_step"]
+__all__ = ["Step", "embed_step", "gpu_budget_problem", "probe_step"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +67,20 @@ def probe_step(config: dict, limits: Limits, kind: str) -> Step:
         return _step(costs.probe_memory("encoder"), probes["device"], limits, prefers_gpu=False)
     estimate = costs.probe_memory("lm", demo=probes["lm"]["model"] == DEMO_LM)
     return _step(estimate, probes["lm"]["device"], limits, prefers_gpu=True)
+
+
+def gpu_budget_problem(jobs: Iterable, steps: Mapping[str, Step | None], budget: int) -> str | None:
+    """What declares more GPU memory than ``budget`` MB (``--resources gpu_mem_mb=...``): every such
+    job (``point``, ``gpu_mem_mb``) and step of the run in one message with the ways out, or None.
+    Snakemake itself would refuse such a job only when its turn comes, in the middle of the run."""
+    over = [(job.point, job.gpu_mem_mb) for job in jobs]
+    over += [(name, step.gpu_mem_mb) for name, step in steps.items() if step is not None]
+    over = [(what, mb) for what, mb in over if mb > budget]
+    if not over:
+        return None
+    return (
+        f"{len(over)} job(s) declare more GPU memory than --resources gpu_mem_mb={budget} (MB):\n  "
+        + "\n  ".join(f"{what}: {mb} MB" for what, mb in over)
+        + "\n  Set the budget to the GPU's memory (profiles/gpu-node), or limits.gpu_memory_gb to at"
+        f" most {budget / 1024:.1f} (GB), so that the plan leaves such jobs out."
+    )
