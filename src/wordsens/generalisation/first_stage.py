@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..linalg import lower_gram
+
 Tensor = torch.Tensor
 
 __all__ = [
@@ -46,7 +48,6 @@ __all__ = [
     "gram_interpolate",
     "interpolate",
     "interpolate32",
-    "lower_gram",
     "qr_interpolate",
     "rounding_check",
 ]
@@ -100,19 +101,6 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     paths against each other.
     """
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
-
-
-def lower_gram(P: Tensor, blocks: int = 8) -> Tensor:
-    """``P P^T`` (N, N) in the dtype of ``P``: only the ``blocks`` row panels' products with the rows up
-    to their own are computed (9/16 of the flops of one product at 8 panels, in 8 large products), the
-    upper triangle mirrored."""
-    N = P.shape[0]
-    K = torch.empty((N, N), dtype=P.dtype, device=P.device)
-    edges = [N * b // blocks for b in range(blocks + 1)]
-    for a in range(blocks):
-        rows = slice(edges[a], edges[a + 1])
-        K[rows, : edges[a + 1]] = P[rows] @ P[: edges[a + 1]].T
-    return K.tril() + K.tril(-1).T
 
 
 def gram32(Phi: Tensor) -> Tensor:

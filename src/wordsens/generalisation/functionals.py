@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from .. import maps
+from ..linalg import lower_gram
 from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
@@ -34,7 +35,6 @@ from .first_stage import (
     float32_features_pay,
     interpolate,
     interpolate32,
-    lower_gram,
     qr_interpolate,
 )
 

@@ -131,7 +131,7 @@ def estimate(
             blockwise for ``"all"``, dense when ``weights`` are given.
         restarts, max_steps, tol, patience: the default search's batch of starts, step cap and
             convergence rule: stop when the best squared change gains less than ``tol`` relative in
-            ``patience`` steps (defaults per map in the registry: 5 restarts and 1e-5 in 10
+            ``patience`` steps (defaults per map in the registry: 5 restarts and 1e-4 in 5
             iterations for RF, 1e-4 in 10 steps for DRF, 64 restarts of which the best 8 survive
             and 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
         max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
