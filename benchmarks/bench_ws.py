@@ -13,10 +13,16 @@ shared, the same weights:
 Ratios printed: time (reference / default), peak memory, and estimate (ours / reference, the
 minimum over seeds; 1 - 1e-9 or more counts as a tie at float64 rounding).
 
+``--baseline COMMIT`` also runs ``default`` with the code of another commit (a temporary ``git
+worktree``), on the same instances, and prints the time ratio baseline / this checkout and the
+estimates' largest relative difference. ``--threads N`` sets torch's threads per worker (a
+workflow job runs on ``ws.threads``, 1 by default).
+
     python benchmarks/bench_ws.py                 # the word-sensitivity benchmark table
     python benchmarks/bench_ws.py --quick         # small sizes, about a minute
     python benchmarks/bench_ws.py --jobs rf-768-150 raf-768-50
     python benchmarks/bench_ws.py --gpu           # DRF at the paper's size on one GPU (device "cuda")
+    python benchmarks/bench_ws.py --jobs rf-768-150 rf-384-120 --seeds 3 --threads 1 --baseline 25bd887
     python benchmarks/bench_ws.py --gpu --quick --device cpu   # the same script at toy sizes on a CPU
 
 The GPU table (``--gpu``) compares, on the same instance, ``default`` (weights drawn by the GPU's
@@ -29,12 +35,13 @@ trials) from the measured trials.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
 
-from _harness import add_worker_flags, run_worker, selected
+from _harness import add_worker_flags, baseline_src, run_worker, selected
 
 # job name -> (map, n, d, L, seeds, methods, targets text)
 JOBS = {
@@ -51,6 +58,7 @@ JOBS = {
     "relu_raf-768-50": ("relu_raf", 50, 768, 2, 5, ("reference", "default"), ">= 20x faster, estimate >= reference"),
     "rf-192-90": ("rf", 90, 192, 2, 2, ("reference", "default", "default-same-w"), "<= 3 s, <= 300 MB peak, same law"),
     "rf-768-150": ("rf", 150, 768, 2, 2, ("default",), "<= 15 s, <= 1 GB peak (reference: 106 GB matrix)"),
+    "rf-384-120": ("rf", 120, 384, 2, 2, ("default",), "Figure 2 left's middle d"),
     "drf-192-50-L2": (
         "drf",
         50,
@@ -115,6 +123,8 @@ def worker(args: argparse.Namespace) -> None:
     """Run one method on one instance and print one JSON line (runs in its own process)."""
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     from wordsens import maps, search
     from wordsens.compute.devices import peak_rss_bytes
     from wordsens.data.samples import synthetic_sample
@@ -162,7 +172,7 @@ def worker(args: argparse.Namespace) -> None:
     )
 
 
-def run_one(job: tuple, seed: int, method: str, device: str, options: dict | None = None) -> dict:
+def run_one(job: tuple, seed: int, method: str, device: str, options: dict | None, threads: int, base: object) -> dict:
     map_name, n, d, L = job[:4]
     memory = job[7] if len(job) > 7 and job[7] else None
     return run_worker(
@@ -179,12 +189,15 @@ def run_one(job: tuple, seed: int, method: str, device: str, options: dict | Non
             "--seed",
             str(seed),
             "--method",
-            method,
+            "default" if method == "baseline" else method,
             "--device",
             device,
+            "--threads",
+            str(threads),
             *(["--memory-gb", str(memory)] if memory else []),
             *(["--options", json.dumps(options)] if options else []),
         ],
+        src=base if method == "baseline" else None,  # type: ignore[arg-type]
     )
 
 
@@ -216,6 +229,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds per job")
     parser.add_argument("--gpu", action="store_true", help="the GPU table (DRF at the paper's size)")
     parser.add_argument("--device", default=None, help="where the estimates run (default: cuda with --gpu, else cpu)")
+    parser.add_argument("--baseline", metavar="COMMIT", help="also run 'default' with the code of COMMIT")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per worker (0: torch's default)")
     add_worker_flags(parser, ("--map", "--method", "--memory-gb", "--options"), ("--n", "--d", "--L", "--seed"))
     args = parser.parse_args()
     if args.worker:
@@ -223,10 +238,17 @@ def main() -> None:
         return
     jobs, quick = (GPU_JOBS, GPU_QUICK) if args.gpu else (JOBS, QUICK)
     table, names = selected(parser, args, jobs, quick)
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(baseline_src(args.baseline)) if args.baseline else None
+        run_jobs(args, table, names, base)
+
+
+def run_jobs(args: argparse.Namespace, table: dict, names: list, base: object) -> None:
     device = args.device or ("cuda" if args.gpu else "cpu")
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M')}  python {sys.version.split()[0]}  cores {os.cpu_count()}  "
-        f"device {device}",
+        f"load {os.getloadavg()[0]:.2f}  device {device}  threads {args.threads or 'default'}  "
+        f"baseline {args.baseline or '-'}",
         flush=True,
     )
     measured: dict[str, list[dict]] = {}
@@ -244,10 +266,11 @@ def main() -> None:
             f"{'seed':>4} {'method':>15} {'lower':>12} {'upper':>9} {'steps':>6} {'search s':>9} {'peak MB':>8}"
             f" {'GPU MB':>8} {'streamed':>8} {'drawn':>5}"
         )
-        rows: dict[str, list[dict]] = {m: [] for m in job[5]}
+        methods = (*job[5], "baseline") if base is not None else job[5]
+        rows: dict[str, list[dict]] = {m: [] for m in methods}
         for seed in range(seeds):
-            for method in job[5]:
-                r = run_one(job, seed, method, device, OPTIONS.get(name))
+            for method in methods:
+                r = run_one(job, seed, method, device, OPTIONS.get(name), args.threads, base)
                 rows[method].append(r)
                 if "error" in r:
                     print(f"{seed:>4} {method:>15}  error: {r['error']}", flush=True)
@@ -267,6 +290,16 @@ def main() -> None:
             mean_t = sum(r["seconds"] for r in default) / len(default)
             peak = max(r["peak_mb"] for r in default)
             print(f"default: mean search {mean_t:.3f} s, max peak {peak:.0f} MB")
+        if default and ok.get("baseline"):
+            old = ok["baseline"]
+            old_t = sum(r["seconds"] for r in old) / len(old)
+            moved = max(abs(a["lower"] / b["lower"] - 1) for a, b in zip(default, old, strict=False))
+            print(
+                f"baseline {args.baseline}: mean search {old_t:.3f} s; time baseline/this = {old_t / mean_t:.2f}x; "
+                f"peak memory {max(r['peak_mb'] for r in old):.0f} MB / {peak:.0f} MB; estimates differ by at most "
+                f"{moved:.1e} relative",
+                flush=True,
+            )
         if default and cpu_draws:
             old_t = sum(r["seconds"] for r in cpu_draws) / len(cpu_draws)
             print(

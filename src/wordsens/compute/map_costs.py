@@ -141,13 +141,17 @@ class AttentionCost(CostModel):
         return features + solve_seconds(D, N) + searches * per_search
 
 
-# RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each an
-# inner ascent of tens of steps on (restarts, 5, k) arrays plus two passes over the (k, d) block, so
-# its time grows with the block's rows k, hardly with d. Measured with benchmarks/bench_model.py
-# (CPU seconds of one trial, one thread, on this project's 2-core machine, d 192-768, k 1.7e4-7.7e5):
-# about 1.6e-4 s per row of the block; the whole trial 0.5-1.5 x this model (1.0-1.25 x from d = 384).
-RF_STEPS = 40
-RF_ROW_STEP_SECONDS = 4.0e-6
+# RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each two
+# passes over the (k, d) block (the gradient and its image) and an inner ascent on the rows whose sign
+# can change, plus a fixed cost per iteration (small products, the inner ascent's steps), after the
+# float64 Gram matrices of the block (lower block triangle). Measured on this project's 2-core machine,
+# one thread, CPU seconds (k 7.7e3-3.9e5, d 64-768): an iteration 0.055 s + 2.4e-9 s per entry of the
+# block, the Gram matrices 7.6e-11 s per k d^2 (5.2 s at k = 115,200, d = 768); 12-28 iterations (median
+# 16) on 12 trials at d 192-768, n 90-150.
+RF_STEPS = 18
+RF_STEP_SECONDS = 0.055
+RF_STEP_SECONDS_PER_ENTRY = 2.4e-9
+RF_GRAM_SECONDS = 7.6e-11
 
 
 @dataclass(frozen=True)
@@ -221,7 +225,8 @@ class FirstLayerCost(CostModel):
         else:
             # the draw, the float64 Gram matrix of the block (the certificate) and the subspace ascent
             block = k * D if sampler in ("dense", "blockwise") else k * d
-            t = block / RANDN_PER_S + 2 * k * d * d * 2 / GEMM_FLOPS + (steps or RF_STEPS) * k * RF_ROW_STEP_SECONDS
+            step = RF_STEP_SECONDS + k * d * RF_STEP_SECONDS_PER_ENTRY
+            t = block / RANDN_PER_S + k * d * d * RF_GRAM_SECONDS + (steps or RF_STEPS) * step
         return t / 20 if device == "cuda" else t
 
     def gen_memory(

@@ -61,7 +61,9 @@ class FirstLayer:
         self.gram = self.gram_active + mirror_lower(inactive) if inactive is not None else None
 
     def forward(self, D: Tensor) -> Tensor:
-        return torch.relu(self.u + D @ self.B.T)
+        # B D^T streams B in its own layout (faster on a CPU than D B^T); autograd's backward is D's
+        # gradient G B, also row-major
+        return torch.relu(self.u + (self.B @ D.T).T)
 
     def forward64(self, deltas: Tensor) -> Tensor:  # (R, d) -> (R, rows)
         out = torch.empty((deltas.shape[0], self.B.shape[0]), dtype=torch.float64, device=deltas.device)
