@@ -138,7 +138,7 @@ FIXED_WS = 4.5
 FIXED_GEN = 5.0
 BUILTIN: dict[str, Coefficients] = {
     "ws:*": Coefficients(FIXED_WS, 4.5),
-    "ws:rf": Coefficients(FIXED_WS, 1.1),
+    "ws:rf": Coefficients(FIXED_WS, 1.05),  # RF's subspace search as of 2026-11-27 (6 jobs: 0.61-1.29)
     "ws:drf": Coefficients(FIXED_WS, 3.9),
     "ws:raf": Coefficients(FIXED_WS, 2.3),
     "ws:relu_raf": Coefficients(FIXED_WS, 2.9),
@@ -150,7 +150,7 @@ BUILTIN: dict[str, Coefficients] = {
     # 0.40 of the 0.95 job-hours the pooled scale 4.5 planned
     "ws:trained": Coefficients(FIXED_WS, 1.9),
     "gen:*": Coefficients(FIXED_GEN, 1.4),
-    "gen:rf": Coefficients(FIXED_GEN, 1.0),
+    "gen:rf": Coefficients(FIXED_GEN, 0.94),  # with FirstLayer.forward as B D^T (3 jobs: 0.94-0.97)
     "gen:raf": Coefficients(FIXED_GEN, 1.15),
     "gen:relu_raf": Coefficients(FIXED_GEN, 1.3),
     "rule:*": Coefficients(6.0, None),
