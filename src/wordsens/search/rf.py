@@ -117,6 +117,15 @@ class SubspaceRF(Problem):
         diff = torch.relu(self.u + torch.einsum("rm,rmk->rk", D, self.Y)) - self.base
         return (diff * diff).sum(-1) + torch.einsum("rm,rmn,rn->r", D, self.Q, D)
 
+    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        """``value(D)`` and its gradient, written out (no autograd graph: these steps are small)."""
+        pre = self.u + torch.bmm(D[:, None], self.Y)[:, 0]
+        diff = torch.relu(pre) - self.base
+        QD = torch.bmm(self.Q, D[:, :, None])[:, :, 0]
+        value = (diff * diff).sum(-1) + (D * QD).sum(-1)
+        grad = 2 * torch.bmm(self.Y, (diff * (pre > 0))[:, :, None])[:, :, 0] + 2 * QD
+        return value, grad
+
     def exact(self, deltas: Tensor) -> Tensor:  # pragma: no cover - never evaluated exactly
         return self.value(deltas.to(self.Y.dtype)).sqrt().to(torch.float64)
 
