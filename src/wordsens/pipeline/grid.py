@@ -290,7 +290,8 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
     beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
     if beyond:
         lines.append(
-            f"variants + long_context: {beyond:.2f} job-hours (the defaults are sized to stay within about 1.2 on a 2-core laptop)"
+            f"variants + long_context: {beyond:.2f} job-hours "
+            "(the defaults are sized to stay within about 1.2 on a 2-core laptop)"
         )
     lines.append(
         f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
