@@ -101,8 +101,8 @@ class SubspaceRF(Problem):
     A row ``j`` with ``|u_j| > radius ||Y_r[:, j]||`` for every restart keeps its sign on the whole
     ball: it adds ``(c_r . Y_r[:, j])^2`` where ``u_j > 0`` and nothing otherwise. Those rows enter
     once, as the quadratic form ``Q_r`` (m, m) of the active ones; only the others (those with ``|u_j|``
-    within the reach of the ball, about a sixth of them at the paper's sizes) are evaluated per step.
-    The value is the same function, in far fewer operations."""
+    within the reach of the ball: measured 14-18% of them at d = 768, n = 150, 19-24% at d = 192,
+    n = 90) are evaluated per step. The value is the same function, in far fewer operations."""
 
     def __init__(self, Y: Tensor, u: Tensor, base: Tensor, radius: float) -> None:
         reach2 = radius**2 * (Y * Y).sum(1)  # (R, k): the largest (c_r . Y_r[:, j])^2
