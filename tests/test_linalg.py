@@ -86,3 +86,15 @@ def test_orthonormal_images_span_the_vectors_and_map_them_through_b():
         span = np.vstack([known[r].numpy(), grad[r].numpy()])
         residual = span - span @ Q[kept].T @ Q[kept]  # every vector lies in the basis' span
         assert np.abs(residual).max() < 1e-4 * math.sqrt(d) * np.abs(span).max()
+
+
+def test_rf_certificate_is_infinite_where_phi_is_zero():
+    """One feature (k = 1) with a negative pre-activation: phi(X) = 0, so the relative change has no
+    finite bound (was a ZeroDivisionError); a positive one gets a finite certificate above the estimate."""
+    from wordsens import search
+
+    X = torch.ones((1, 1), dtype=torch.float64)
+    for sign in (-1.0, 1.0):
+        res = search.estimate("rf", X, seed=0, weights=torch.tensor([[sign]]))
+        assert res.upper is not None
+        assert math.isinf(res.upper) if sign < 0 else (res.lower <= res.upper < math.inf)

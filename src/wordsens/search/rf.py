@@ -210,6 +210,8 @@ class RFProblem(Problem):
         lam = float(torch.linalg.eigvalsh(self.layer.gram)[-1])
         # float64 Gram and eigenvalue errors are below 1e-9 relative at any size used here
         op_norm = math.sqrt(max(lam, 0.0) * (1 + 1e-8))
+        if self.phi_norm == 0:  # phi(X) = 0 (every pre-activation <= 0, possible at tiny k): no finite bound
+            return math.inf
         return op_norm * self.radius / self.phi_norm
 
 
