@@ -145,11 +145,13 @@ class AttentionCost(CostModel):
 # passes over the (k, d) block (the gradient and its image) and an inner ascent on the rows whose sign
 # can change, plus a fixed cost per iteration (small products, the inner ascent's steps), after the
 # float64 Gram matrices of the block (lower block triangle). Measured on this project's 2-core machine,
-# one thread, CPU seconds (k 7.7e3-1.2e5, d 64-768): an iteration 0.037 s + 2.7e-9 s per entry of the
-# block, the Gram matrices 7.6e-11 s per k d^2 (5.2 s at k = 115,200, d = 768); 12-28 iterations (median
-# 16) on 12 trials at d 192-768, n 90-150.
+# one thread, CPU seconds (k 7.7e3-1.2e5, d 64-768): a forced iteration costs 0.037 s + 2.7e-9 s per
+# entry of the block, the Gram matrices 7.6e-11 s per k d^2 (5.2 s at k = 115,200, d = 768); 12-28
+# iterations (median 16) on 12 trials at d 192-768, n 90-150, fewer at small blocks. The fixed part,
+# 0.022 s, is fitted to whole trials: six jobs of config.yaml (k 8.2e3-9.2e4, the positions job's 128
+# small searches included) at 1.01-1.30 x this model, the demo's (k < 1,000) at 0.58-1.01 x.
 RF_STEPS = 18
-RF_STEP_SECONDS = 0.037
+RF_STEP_SECONDS = 0.022
 RF_STEP_SECONDS_PER_ENTRY = 2.7e-9
 RF_GRAM_SECONDS = 7.6e-11
 

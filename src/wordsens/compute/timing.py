@@ -138,7 +138,7 @@ FIXED_WS = 4.5
 FIXED_GEN = 5.0
 BUILTIN: dict[str, Coefficients] = {
     "ws:*": Coefficients(FIXED_WS, 4.5),
-    "ws:rf": Coefficients(FIXED_WS, 0.94),  # RF's subspace search as of 2026-11-27 (6 jobs: 0.43-1.14)
+    "ws:rf": Coefficients(FIXED_WS, 1.1),  # RF's subspace search as of 2026-11-27 (6 jobs: 1.01-1.30)
     "ws:drf": Coefficients(FIXED_WS, 3.9),
     "ws:raf": Coefficients(FIXED_WS, 2.3),
     "ws:relu_raf": Coefficients(FIXED_WS, 2.9),
