@@ -126,16 +126,16 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
 # Measured on this project's 2-core machine. The start-up of a job (``fixed``): the wall times of a
 # quiet demo run (config/demo.yaml on 2 cores, where jobs are all start-up; ``wordsens plan
 # --calibrate`` of it fitted 4.2 s per WS job, 4.8 s per generalisation job, 1-15 s per other step,
-# 5.6 s on average). The scales per map: the CPU seconds of one trial (generalisation: one simulation
-# with its four searches) of the default config.yaml's own jobs (d = 64-768, n = 10-4096; each map
-# at its smallest, middle and largest grid point) over the model's seconds, one thread, with
-# benchmarks/bench_model.py (the median per map; CPU seconds do not stretch with other work on the
-# machine, wall seconds do). Within a map the ratio still varies with the grid point (an attention
-# search at n = 10 takes 3-10 x the model's steps). The pooled ``ws:*`` scale, for maps not measured
-# here (plugins), stays the generous one of the first measurement. ``wordsens plan --calibrate``
-# replaces them all.
-FIXED_WS = 4.5
-FIXED_GEN = 5.0
+# 5.6 s on average; a second one, 2026-11-27, 3.9 s and 4.4 s). The scales per map: the CPU seconds of
+# one trial (generalisation: one simulation with its four searches) of the default config.yaml's own
+# jobs (d = 64-768, n = 10-4096; each map at its smallest, middle and largest grid point) over the
+# model's seconds, one thread, with benchmarks/bench_model.py (the median per map; CPU seconds do not
+# stretch with other work on the machine, wall seconds do). Within a map the ratio still varies with
+# the grid point (an attention search at n = 10 takes 3-10 x the model's steps). The pooled ``ws:*``
+# scale, for maps not measured here (plugins), stays the generous one of the first measurement.
+# ``wordsens plan --calibrate`` replaces them all.
+FIXED_WS = 4.2
+FIXED_GEN = 4.8
 BUILTIN: dict[str, Coefficients] = {
     "ws:*": Coefficients(FIXED_WS, 4.5),
     "ws:rf": Coefficients(FIXED_WS, 1.1),  # RF's subspace search as of 2026-11-27 (6 jobs: 1.01-1.30)
@@ -154,6 +154,15 @@ BUILTIN: dict[str, Coefficients] = {
     "gen:raf": Coefficients(FIXED_GEN, 1.15),
     "gen:relu_raf": Coefficients(FIXED_GEN, 1.3),
     "rule:*": Coefficients(6.0, None),
+    # steps measured apart from the pooled 6 s (a quiet demo run on 2 cores, 2026-11-27, wall seconds per
+    # job): the tables merge chunks (1 s each; 13 of them in the demo were priced at 6 s), the claims
+    # read them (2 s), a generalisation figure draws every simulation's points (16 s)
+    "ws_table": Coefficients(1.0, None),
+    "gen_table": Coefficients(1.0, None),
+    "study_table": Coefficients(1.0, None),
+    "trained_table": Coefficients(1.0, None),
+    "claims": Coefficients(2.0, None),
+    "gen_figure": Coefficients(16.0, None),
 }
 
 # Downloads from the Hugging Face Hub, not measured here (the development machine has no Hub):
