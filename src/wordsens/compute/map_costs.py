@@ -135,9 +135,10 @@ class AttentionCost(CostModel):
         D = n * d
         features = 2 * N * n * d * (d + 2 * n) / (0.7 * GEMM_FLOPS)
         # the searches run together (one batched ascent; restarts halved as they go): measured 3.0-3.2 s
-        # for four at n = 120, d = 768, 1.1-1.3 s at n = 40 (RAF; ReLU-RAF about half), 0.2-0.3 s at the
-        # demo's sizes (~60 steps of ~1e-3 s of loop per search: 5e-4 s over the model's 300 steps)
-        per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 5e-4)
+        # for four at n = 120, d = 768, 1.1-1.3 s at n = 40 (RAF; ReLU-RAF about half); at the demo's
+        # sizes a whole simulation takes 0.23-0.49 s (bench_model.py, 2026-11-27: the four searches share
+        # each step's loop, 2.5e-4 s per search over the model's 300 steps)
+        per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 2.5e-4)
         return features + solve_seconds(D, N) + searches * per_search
 
 

@@ -151,8 +151,9 @@ BUILTIN: dict[str, Coefficients] = {
     "ws:trained": Coefficients(FIXED_WS, 1.9),
     "gen:*": Coefficients(FIXED_GEN, 1.4),
     "gen:rf": Coefficients(FIXED_GEN, 0.94),  # with FirstLayer.forward as B D^T (3 jobs: 0.94-0.97)
-    "gen:raf": Coefficients(FIXED_GEN, 1.15),
-    "gen:relu_raf": Coefficients(FIXED_GEN, 1.3),
+    # RAF maps with the searches' loop at 2.5e-4 s per step (AttentionCost.gen_seconds), 2026-11-27
+    "gen:raf": Coefficients(FIXED_GEN, 1.29),
+    "gen:relu_raf": Coefficients(FIXED_GEN, 1.4),
     "rule:*": Coefficients(6.0, None),
     # steps measured apart from the pooled 6 s (a quiet demo run on 2 cores, 2026-11-27, wall seconds per
     # job): the tables merge chunks (1 s each; 13 of them in the demo were priced at 6 s), the claims
