@@ -61,9 +61,8 @@ class FirstLayer:
         self.gram = self.gram_active + mirror_lower(inactive) if inactive is not None else None
 
     def forward(self, D: Tensor) -> Tensor:
-        # B D^T streams B in its own layout (faster on a CPU than D B^T); autograd's backward is D's
-        # gradient G B, also row-major
-        return torch.relu(self.u + (self.B @ D.T).T)
+        # autograd's backward of ``image`` is D's gradient G B, also a pass in B's own layout
+        return torch.relu(self.u + image(self.B, D))
 
     def forward64(self, deltas: Tensor) -> Tensor:  # (R, d) -> (R, rows)
         out = torch.empty((deltas.shape[0], self.B.shape[0]), dtype=torch.float64, device=deltas.device)
@@ -114,8 +113,7 @@ class SubspaceRF(Problem):
         self.phi_norm = 1.0
 
     def value(self, D: Tensor) -> Tensor:
-        diff = torch.relu(self.u + torch.einsum("rm,rmk->rk", D, self.Y)) - self.base
-        return (diff * diff).sum(-1) + torch.einsum("rm,rmn,rn->r", D, self.Q, D)
+        return self.value_and_grad(D)[0]
 
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
         """``value(D)`` and its gradient, written out (no autograd graph: these steps are small)."""
@@ -163,8 +161,12 @@ class RFProblem(Problem):
         B, u, base, r = self.layer.B, self.layer.u, self.base, self.radius
         with torch.no_grad():
             D = project(starts, r)
+
+            def change2(img: Tensor) -> Tensor:  # ||relu(u + B Delta) - relu(u)||^2 from B Delta
+                return ((torch.relu(u + img) - base) ** 2).sum(-1)
+
             BD = image(B, D)
-            val = ((torch.relu(u + BD) - base) ** 2).sum(-1)
+            val = change2(BD)
             R = D.shape[0]
             top = self.layer.top_directions(2)
             top_img = image(B, top.to(B.dtype)).expand(R, -1, -1)
@@ -192,7 +194,7 @@ class RFProblem(Problem):
                 )
                 steps += 1
                 new_BD = torch.einsum("rm,rmk->rk", c, Y)
-                new_val = ((torch.relu(u + new_BD) - base) ** 2).sum(-1)
+                new_val = change2(new_BD)
                 ok = new_val >= val
                 new_D = torch.einsum("rm,rmd->rd", c.to(torch.float64), basis).to(D.dtype)
                 prev = torch.where(ok[:, None], new_D - D, torch.zeros_like(D))
@@ -232,30 +234,26 @@ def orthonormal_images(known: Tensor, known_img: Tensor, grad: Tensor, B: Tensor
     vectors' images (R, m - 1, k) are combined, only the gradient's new direction is multiplied by ``B``
     (its images are exact, not differences)."""
     R, m1, _ = known.shape
-    V = known.to(torch.float64)
-    basis = torch.zeros((R, m1 + 1, V.shape[-1]), dtype=torch.float64, device=V.device)
-    coef = torch.zeros((R, m1, m1), dtype=torch.float64, device=V.device)  # basis_j = sum_i coef[j, i] known_i
-    for j in range(m1):
+    V = torch.cat([known, grad[:, None]], dim=1).to(torch.float64)
+    basis = torch.zeros_like(V)
+    coef = torch.zeros((R, m1 + 1, m1 + 1), dtype=torch.float64, device=V.device)  # basis_j = sum_i coef[j, i] V_i
+    for j in range(m1 + 1):
         v = V[:, j]
         w = v.clone()
-        c = torch.zeros((R, m1), dtype=torch.float64, device=V.device)
+        c = torch.zeros((R, m1 + 1), dtype=torch.float64, device=V.device)
         c[:, j] = 1.0
         for _ in range(2):  # Gram-Schmidt twice: orthogonal to rounding
             proj = torch.einsum("rid,rd->ri", basis[:, :j], w)
             w = w - torch.einsum("ri,rid->rd", proj, basis[:, :j])
             c = c - torch.einsum("ri,rik->rk", proj, coef[:, :j])
         norm = torch.linalg.vector_norm(w, dim=-1)
-        keep = norm > _KEEP_FRACTION * torch.linalg.vector_norm(v, dim=-1)
+        # a known vector's image is a combination of float32 images: kept where that is well conditioned;
+        # the gradient's is computed afresh, so only a gradient inside the span is left out
+        keep = norm > (_KEEP_FRACTION if j < m1 else 1e-12) * torch.linalg.vector_norm(v, dim=-1)
         scale = torch.where(keep, 1 / norm.clamp_min(1e-300), torch.zeros_like(norm))
         basis[:, j] = w * scale[:, None]
         coef[:, j] = c * scale[:, None]
-    g = grad.to(torch.float64)
-    for _ in range(2):
-        g = g - torch.einsum("ri,rid->rd", torch.einsum("rid,rd->ri", basis[:, :m1], g), basis[:, :m1])
-    norm = torch.linalg.vector_norm(g, dim=-1)
-    keep = norm > 1e-12 * torch.linalg.vector_norm(grad.to(torch.float64), dim=-1)
-    basis[:, m1] = g * torch.where(keep, 1 / norm.clamp_min(1e-300), torch.zeros_like(norm))[:, None]
-    img_known = torch.einsum("rji,rik->rjk", coef.to(known_img.dtype), known_img)
+    img_known = torch.einsum("rji,rik->rjk", coef[:, :m1, :m1].to(known_img.dtype), known_img)
     img_grad = image(B, basis[:, m1].to(B.dtype))
     return basis, torch.cat([img_known, img_grad[:, None]], dim=1)
 
