@@ -222,7 +222,7 @@ class CostModel:
         return MemoryEstimate(arrays + weights, f"features {N} x {p} and their QR")
 
     def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
     ) -> float:
         """Rough CPU wall time of one generalisation simulation with ``searches`` Delta searches."""
         p = self.features(spec, n, d, options)

@@ -126,7 +126,7 @@ class AttentionCost(CostModel):
         return MemoryEstimate(arrays, f"features {N} x {D} and their QR")
 
     def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
     ) -> float:
         """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, at about
         ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
@@ -251,7 +251,7 @@ class FirstLayerCost(CostModel):
         return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
 
     def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: int = 4
+        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
     ) -> float:
         """One thread (gen jobs run with ``gen.threads`` = 1; float64 products at about ``0.44 GEMM_FLOPS``,
         float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the

@@ -33,6 +33,7 @@ from .jobs import (
     gen_setting,
     gpu_mem_mb,
     job_device,
+    search_load,
     setting_name,
     ws_jobs,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "run_tasks",
     "save_calibration",
     "schema_problems",
+    "search_load",
     "setting_name",
     "simulate",
     "store_ns",
