@@ -330,15 +330,17 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
 # rule: measured (2026-11-27, d = 768, n 40-120, N = 400; synthetic) 72-100% of them at the cap of 500,
 # 2.2-3.4 x the seconds of a Figure 4 search of the same map and n (3.2-4.1 x at d = 384 on MiniLM's
 # IMDb embeddings, 78% at the cap); at the demo's d = 16 they stop after 65-81 steps, like Figure 4's.
-PENALISED_SEARCH_WEIGHT = 3.0
+PENALISED_SEARCH_WEIGHT = 3.0  # at the cap it was measured with, the default gen.search.max_steps:
+MEASURED_CAP = 500  # (null there: search_many's default, the same 500)
 PENALISED_CAPPED_FROM_D = 128  # the width from which they are priced at the cap (measured: 16 no, 384 yes)
 
 
 def search_load(searches: tuple[tuple[str, str, float], ...], d: int, max_steps: int | None) -> float:
     """The searches of one simulation in units of a Figure 4 search (the cost models' ``searches``): a
     penalised search at ``d >= PENALISED_CAPPED_FROM_D`` weighs ``PENALISED_SEARCH_WEIGHT``, scaled by
-    ``gen.search.max_steps`` / 500 (it runs to the cap; None: the default cap, 500)."""
-    capped = PENALISED_SEARCH_WEIGHT * (max_steps or 500) / 500 if d >= PENALISED_CAPPED_FROM_D else 1.0
+    ``gen.search.max_steps`` / ``MEASURED_CAP`` (it runs to the cap; None: the default cap)."""
+    cap = max_steps or MEASURED_CAP
+    capped = PENALISED_SEARCH_WEIGHT * cap / MEASURED_CAP if d >= PENALISED_CAPPED_FROM_D else 1.0
     return sum(capped if loss == "penalised" else 1.0 for _, loss, _ in searches)
 
 
