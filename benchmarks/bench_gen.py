@@ -1,7 +1,9 @@
 """Generalisation benchmark: our simulation against the authors' algorithm, side by side.
 
 Each (job, seed, method) runs in its own subprocess, so the peak memory printed is that method's
-alone. Both methods see the same synthetic training set, new sample and weights.
+alone. Both methods see the same training set, new sample and weights: synthetic (Gaussian rows,
+linear teacher), or drawn from an embedding store with ``--data STORE`` (the folder a run's ``embed``
+rule writes, ``resources/embeddings/<model>/layer0``, as the IMDb jobs of Figures 4-5 draw them).
 
 * ``default``: ``prepare`` (features, Gram matrix, interpolator; RF weights on the span of the
   samples) plus the Delta searches of ``--searches`` (default: fine-tuned, direct loss);
@@ -12,6 +14,7 @@ alone. Both methods see the same synthetic training set, new sample and weights.
     python benchmarks/bench_gen.py --quick
     python benchmarks/bench_gen.py --jobs raf-120-1300-768 --searches all
     python benchmarks/bench_gen.py --jobs fig4-raf-120 --searches all --baseline fc9004d
+    python benchmarks/bench_gen.py --jobs raf-120-1300-768 --data resources/embeddings/bert-base-uncased-<hash>/layer0
 
 ``--baseline COMMIT`` also runs ``default`` with the code of another commit (a temporary ``git
 worktree`` of it, removed afterwards), beside this checkout's, each in its own subprocess, and
@@ -59,7 +62,12 @@ def worker(args: argparse.Namespace) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
+    if args.data == "synthetic":
+        Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
+    else:
+        from wordsens.io import load_embeddings
+
+        Xt, yt, X, y, _ = G.draw_task(load_embeddings(args.data), args.N, args.n, args.d, args.seed)
     searches = SEARCHES[args.searches]
     started = time.perf_counter()
     if args.method == "reference":
@@ -102,12 +110,22 @@ def main() -> None:
     )
     parser.add_argument("--baseline", metavar="COMMIT", help="also run 'default' with the code of COMMIT")
     parser.add_argument("--threads", type=int, default=0, help="torch threads per worker (0: torch's default)")
+    parser.add_argument(
+        "--data",
+        default="synthetic",
+        metavar="STORE",
+        help="'synthetic' (default) or an embedding store folder (resources/embeddings/<model>/layer0 of a run)",
+    )
     add_worker_flags(parser, ("--map", "--method"), ("--n", "--N", "--d", "--seed"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
     table, names = selected(parser, args, JOBS, QUICK)
+    if args.data != "synthetic":
+        args.data = os.path.abspath(args.data)
+        if not os.path.isfile(os.path.join(args.data, "meta.json")):
+            parser.error(f"--data {args.data}: not an embedding store (no meta.json); give 'synthetic' or a store")
     with contextlib.ExitStack() as stack:
         base = stack.enter_context(baseline_src(args.baseline)) if args.baseline else None
         run_jobs(args, table, names, base)
@@ -117,7 +135,7 @@ def run_jobs(args: argparse.Namespace, table: dict, names: list, base: object) -
     load = os.getloadavg()[0]
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  load {load:.2f}  threads "
-        f"{args.threads or 'default'}  searches: {args.searches}  baseline: {args.baseline or '-'}",
+        f"{args.threads or 'default'}  searches: {args.searches}  baseline: {args.baseline or '-'}  data: {args.data}",
         flush=True,
     )
     for name in names:
@@ -148,6 +166,8 @@ def run_jobs(args: argparse.Namespace, table: dict, names: list, base: object) -
                         args.searches,
                         "--threads",
                         str(args.threads),
+                        "--data",
+                        args.data,
                     ],
                     src=base if method == "baseline" else None,  # type: ignore[arg-type]
                 )

@@ -356,6 +356,35 @@ def test_the_gram_and_qr_first_stages_agree():
     assert first_stage.gram_interpolate(Phi[:, :30].contiguous(), yt, phi[:30]) is None  # N >= p
 
 
+def test_the_gram_path_takes_rows_with_a_large_common_part():
+    """Rows with a large common part (IMDb rows through BERT: every review's [CLS] row and position
+    embeddings; cond(K) 1e4-7e5 measured, 900 once centred) keep the Gram path: ``gram`` rounds relative
+    to the centred rows (here 1e3 x below a plain float32 Gram matrix's error), so the set is solved to
+    float64 accuracy up to ``GRAM_MAX_COND`` and declined beyond it (then the QR path runs)."""
+    from wordsens.generalisation import first_stage
+
+    Xt, yt, X, _ = G.synthetic_task(40, 6, 16, seed=2)
+    W = maps.attention_weights(2, 16, dtype=torch.float64)
+    Phi, phi = maps.raf(Xt, W).reshape(40, -1), maps.raf(X, W).reshape(-1)
+    common = torch.randn(Phi.shape[1], generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    common *= float(Phi.norm(dim=1).mean()) / float(common.norm())
+    shifted = Phi + 30 * common
+    K = shifted @ shifted.T
+    centred = shifted - shifted.mean(0)
+    error = float((first_stage.gram(shifted) - K).norm())
+    assert error <= 1e-6 * float((centred @ centred.T).norm())  # float32 rounding of the centred rows
+    plain = float(((shifted.float() @ shifted.float().T).double() - K).norm())
+    assert plain >= 1e3 * error
+    fast, slow = first_stage.gram_interpolate(shifted, yt, phi), first_stage.qr_interpolate(shifted, yt, phi)
+    assert fast is not None and 1e5 < slow[2].cond <= first_stage.GRAM_MAX_COND  # declined before (1e4)
+    torch.testing.assert_close(fast[0], slow[0], rtol=0, atol=1e-11 * float(slow[0].abs().max()))
+    torch.testing.assert_close(fast[1], slow[1], rtol=0, atol=1e-11 * float(phi.abs().max()))
+    assert fast[2].cond == pytest.approx(slow[2].cond, rel=1e-9) and fast[2].interpolates
+    further = Phi + 100 * common  # cond(K) 5e6
+    assert first_stage.gram_interpolate(further, yt, phi) is None
+    assert first_stage.qr_interpolate(further, yt, phi)[2].cond > first_stage.GRAM_MAX_COND
+
+
 @pytest.mark.parametrize("map_name", ["raf", "relu_raf"])
 def test_written_out_search_gradient_equals_autograd(map_name):
     Xt, yt, X, y = G.synthetic_task(20, 7, 12, seed=4)

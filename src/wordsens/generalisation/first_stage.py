@@ -3,14 +3,16 @@
 
 Two algorithms with the same result, chosen per training set by a float64 check:
 
-* ``gram_interpolate`` (well-conditioned ``Phi`` of full row rank, the usual case): the N x N Gram
-  matrix ``K = Phi Phi^T`` computed once in float32 (half the flops of a Householder QR of the p x N
-  ``Phi^T``, at twice the speed, and only its lower block triangle), its eigendecomposition as a
-  preconditioner, and iterative refinement of ``K c = [Y, Phi phi]`` whose residuals are computed in
-  float64 from ``Phi`` itself (two passes over ``Phi`` per iteration): the result is float64-accurate
-  (relative error about ``eps * cond(K)``, and ``cond(K)`` is capped), not float32. The extreme
-  eigenvalues of ``K`` (``Fit.cond``) come from a float64 Rayleigh-Ritz step on the subspaces of the
-  float32 extreme eigenvectors.
+* ``gram_interpolate`` (``Phi`` of full row rank with ``cond(K) <= GRAM_MAX_COND``, the usual case):
+  the N x N Gram matrix ``K = Phi Phi^T`` (``gram``: the products in float32, half the flops of a
+  Householder QR of the p x N ``Phi^T``, at twice the speed, and only its lower block triangle; of the
+  centred rows, the mean's part added in float64, so that a large common component of the rows, such
+  as every review's [CLS] row and position embeddings, costs no float32 accuracy), its float64
+  eigendecomposition as a preconditioner, and iterative refinement of ``K c = [Y, Phi phi]`` whose
+  residuals are computed in float64 from ``Phi`` itself (two passes over ``Phi`` per iteration): the
+  result is float64-accurate (relative error about ``eps * cond(K)``, and ``cond(K)`` is capped), not
+  float32. The extreme eigenvalues of ``K`` (``Fit.cond``) come from a float64 Rayleigh-Ritz step on
+  the subspaces of the preconditioner's extreme eigenvectors.
 * ``qr_interpolate`` (everything else: rank-deficient or ill-conditioned training sets, N >= p, or a
   refinement that does not converge): a Householder QR of ``Phi^T`` and the SVD of its R factor.
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..linalg import lower_gram
+from ..linalg import add_lower_gram_, mirror_lower
 
 Tensor = torch.Tensor
 
@@ -44,7 +46,7 @@ __all__ = [
     "RoundingCheck",
     "check_rows",
     "float32_features_pay",
-    "gram32",
+    "gram",
     "gram_interpolate",
     "interpolate",
     "interpolate32",
@@ -53,9 +55,13 @@ __all__ = [
 ]
 
 INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
-# The Gram path's limit on cond(K): float32 rounding perturbs K by ~1e-7 ||K|| (up to ~1e-6 at p ~ 1e5),
-# so the refinement contracts by ~cond(K) * 1e-6 per step; beyond 1e4 the QR path is used.
-GRAM_MAX_COND = 1e4
+# The Gram path's limit on cond(K). The float32 products perturb the centred Gram matrix by ~1e-7 of its
+# norm, so the refinement contracts fast wherever the ill-conditioning comes from the rows' common part
+# (IMDb rows with a BERT encoder: cond(K) 1e4-7e5 at N = 100-1300, 900 once centred; first correction
+# 8e-6, then 1e-10: docs/benchmarks.md); the float64 residuals stop it at about eps * cond(K) / 4
+# (measured 3.5e-11 at cond(K) = 5.9e5), which must stay below the 1e-10 it accepts. Beyond 1e6, or
+# where the refinement does not converge (ill-conditioning in the centred rows), the QR path is used.
+GRAM_MAX_COND = 1e6
 _RITZ = 8  # eigenvectors per end of the spectrum in the Rayleigh-Ritz step
 _REFINE_STEPS = 30
 # float32 features (``interpolate32``): used where the float64 features would cost at least this many
@@ -103,10 +109,29 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
 
 
-def gram32(Phi: Tensor) -> Tensor:
-    """``Phi Phi^T`` (N, N) in float32 (``lower_gram`` of a float32 copy of ``Phi``, or of ``Phi`` itself
-    where it is float32)."""
-    return lower_gram(Phi.to(torch.float32))
+_GRAM_COLUMNS = 4096  # feature columns centred and cast to float32 at a time by ``gram``
+
+
+def gram(Phi: Tensor, Phi32: Tensor | None = None) -> Tensor:
+    """``K = Phi Phi^T`` (N, N) in float64 for ``Phi`` (N, p) float64, its products in float32 (from
+    ``Phi32``, ``Phi`` in float32, where given): with ``m`` the float32 mean of the rows and
+    ``a = Phi m - ||m||^2 1`` (float64)::
+
+        K = (Phi - 1 m^T)(Phi - 1 m^T)^T + a 1^T + 1 a^T + ||m||^2 1 1^T
+
+    The first term is the lower block triangle (``add_lower_gram_``) of the centred rows, centred and
+    cast to float32 ``_GRAM_COLUMNS`` columns at a time (no full copy), so its rounding is relative to
+    the centred rows, not to their common part; the identity holds for any ``m``."""
+    N, p = Phi.shape
+    m = Phi.mean(0).to(torch.float32).to(torch.float64)
+    mm = float(m @ m)
+    a = _times_phi(Phi, m[None])[:, 0] - mm
+    rows = Phi if Phi32 is None else Phi32
+    shift = m.to(rows.dtype)
+    K32 = torch.zeros((N, N), dtype=torch.float32, device=Phi.device)
+    for s in range(0, p, _GRAM_COLUMNS):
+        add_lower_gram_(K32, (rows[:, s : s + _GRAM_COLUMNS] - shift[s : s + _GRAM_COLUMNS]).to(torch.float32))
+    return mirror_lower(K32).to(torch.float64) + a[:, None] + a[None, :] + mm
 
 
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
@@ -128,7 +153,7 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
     N, p = Phi.shape
     if not 0 < N < p:  # N >= p: K is singular
         return None
-    sol = _gram_solve(Phi, Y, phi, gram32(Phi))
+    sol = _gram_solve(Phi, Y, phi, gram(Phi))
     return None if sol is None else (sol.theta, sol.pphi, sol.fit)
 
 
@@ -148,17 +173,16 @@ class _GramSolution:
 
 
 def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution | None:
-    """``gram_interpolate`` with the float32 Gram matrix ``K`` of ``Phi`` (N, p) float64 given."""
+    """``gram_interpolate`` with the Gram matrix ``K`` (``gram``) of ``Phi`` (N, p) float64 given."""
     N = Phi.shape[0]
-    lam32, U32 = torch.linalg.eigh(K)
-    if not float(lam32[0]) > 0 or float(lam32[-1]) > GRAM_MAX_COND * 10 * float(lam32[0]):
+    lam, U = torch.linalg.eigh(K)
+    if not float(lam[0]) > 0 or float(lam[-1]) > GRAM_MAX_COND * 10 * float(lam[0]):
         return None
-    U, lam = U32.to(torch.float64), lam32.to(torch.float64)
 
     def precondition(R: Tensor) -> Tensor:  # K~^-1 R
         return U @ ((U.T @ R) / lam[:, None])
 
-    # Rayleigh-Ritz in float64 on the extreme eigenvectors of the float32 Gram matrix
+    # Rayleigh-Ritz in float64 on the extreme eigenvectors of the Gram matrix from float32 products
     k = min(_RITZ, N)
     Q = torch.cat([torch.linalg.qr(V)[0] for V in (U[:, :k], U[:, N - k :])], dim=1)
     Z = _times_phi_t(Phi, Q)  # (2k, p): one pass over Phi for both ends
@@ -181,7 +205,7 @@ def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution
         if not change > 1e-15 or change > 0.5 * previous:
             break
         previous = change
-    if not change <= 1e-10:  # float64 accuracy not reached (the limit is ~eps * cond(K) <= 1e-12)
+    if not change <= 1e-10:  # float64 accuracy not reached (the limit is ~eps * cond(K) / 4 <= 6e-11)
         return None
     TP = _times_phi_t(Phi, c)  # (2, p): theta* and pinv(Phi) Phi phi
     theta, pphi = TP[0], phi - TP[1]
@@ -270,9 +294,8 @@ def interpolate32(
     N, p = Phi32.shape
     if not 0 < N < p:
         return None
-    K = gram32(Phi32)
     Phi = Phi32.to(torch.float64)
-    sol = _gram_solve(Phi, Y, phi, K)
+    sol = _gram_solve(Phi, Y, phi, gram(Phi, Phi32))
     if sol is None:
         return None
     rows = check_rows(N).to(Phi.device)
