@@ -698,22 +698,34 @@ def test_gpu_budget_problem_names_every_job_and_step_over_the_budget():
 
 
 def test_penalised_searches_are_priced_at_the_step_cap_from_the_papers_widths():
-    """Figure 5's penalised searches ran to the step cap at d = 384 and 768 (2.2-4.1 x a Figure 4
-    search) but stopped like Figure 4's at the demo's d = 16: the plan prices them so."""
+    """Figure 5's penalised searches by the ascent (kinked maps: ReLU-RAF) ran to the step cap at
+    d = 384 and 768 (2.2-4.1 x a Figure 4 search), those by Levenberg-Marquardt steps (smooth maps:
+    RAF) stop by their rule at 1.2-2.1 x, and both stopped like Figure 4's at the demo's d = 16: the
+    plan prices them so."""
     fig4 = pipeline.gen_searches("fig4", {"trainings": ["fine_tune", "retrain"], "losses": ["surrogate", "direct"]})
     fig5 = pipeline.gen_searches("fig5", {"trainings": ["fine_tune", "retrain"], "penalties": [1, 0.1, 0.01]})
     weight = pipeline.jobs.PENALISED_SEARCH_WEIGHT
-    assert pipeline.search_load(fig4, 768, 500) == 4
-    assert pipeline.search_load(fig5, 16, 500) == 6
+    lsq = pipeline.jobs.LEAST_SQUARES_SEARCH_WEIGHT
+    assert 1 < lsq < weight
+    assert pipeline.search_load(fig4, 768, 500) == 4 == pipeline.search_load(fig4, 768, 500, True)
+    assert pipeline.search_load(fig5, 16, 500) == 6 == pipeline.search_load(fig5, 16, 500, True)
     assert pipeline.search_load(fig5, 768, 500) == pytest.approx(6 * weight)
     assert pipeline.search_load(fig5, 768, 1000) == pytest.approx(12 * weight)
     assert pipeline.search_load(fig5, 768, None) == pipeline.search_load(fig5, 768, 500)
+    assert pipeline.search_load(fig5, 768, 500, True) == pipeline.search_load(fig5, 768, 1000, True) == 6 * lsq
     wide = _demo({"gen": {"d": 128, "data": ["synthetic"]}})
-    job = next(
+    fig5_jobs = [
         j for j in pipeline.Grid(wide, limits=SMALL).jobs if isinstance(j, pipeline.GenJob) and j.figure == "fig5"
-    )
-    spec = registry.get(job.map)
-    load = len(job.searches) * weight * wide["gen"]["search"]["max_steps"] / 500  # the demo's cap: 200
-    assert job.seconds == pytest.approx(spec.gen_seconds(job.n, 128, job.N, {}, searches=load) * len(job.simulations))
-    plain = spec.gen_seconds(job.n, 128, job.N, {}, searches=len(job.searches)) * len(job.simulations)
-    assert job.seconds > plain
+    ]
+    by_map = {j.map: j for j in fig5_jobs}
+    assert {"raf", "relu_raf"} <= set(by_map)
+    for map_name, per_search in (("relu_raf", weight * wide["gen"]["search"]["max_steps"] / 500), ("raf", lsq)):
+        job = by_map[map_name]
+        spec = registry.get(map_name)
+        assert spec.settings.least_squares == (map_name == "raf")
+        load = len(job.searches) * per_search  # the demo's cap: 200
+        assert job.seconds == pytest.approx(
+            spec.gen_seconds(job.n, 128, job.N, {}, searches=load) * len(job.simulations)
+        )
+        plain = spec.gen_seconds(job.n, 128, job.N, {}, searches=len(job.searches)) * len(job.simulations)
+        assert job.seconds > plain

@@ -42,7 +42,7 @@ from ..compute.devices import resolve_device
 from ..data.inputs import duplicates
 from ..search.engine import feasible
 from ..seeds import derive_seed, generator
-from .batched import ascend_groups
+from .batched import ascend_groups, least_squares_groups
 from .first_stage import Fit
 from .functionals import full_map_setup
 from .tasks import check_task
@@ -77,6 +77,7 @@ class Setup:
     seconds: float
     functionals: Any = field(repr=False)  # (R, d) -> (R, 3): phi'.theta*, phi'.phi, phi'.P phi
     momentum: float = 0.0  # of the Delta search's ascent (the map's search setting)
+    least_squares: bool = False  # penalised searches by Levenberg-Marquardt steps (SearchSettings.least_squares)
     options: dict[str, Any] = field(default_factory=dict)  # the map's options
     device: str = "cpu"  # where the features and functionals were computed
 
@@ -107,6 +108,23 @@ class Setup:
             return (self.alignment(f, training) + 1) ** 2
         D0, _, err = self.outcome(f, training)
         return err + penalty * D0 * D0 if loss == "penalised" else err
+
+    def residuals(self, training: str, loss: str, penalty: float) -> tuple[Tensor, Tensor]:
+        """``(L, b)`` (2, 3) and (2,), float64, with ``loss(f) = ||L f + b||^2`` for functional values
+        ``f`` (3,): ``Err = (D1 + y)^2`` with ``D1 = f_0 + f_k (y - t0) / norm`` (k, norm: the training's
+        functional and squared norm), plus ``penalty * f_0^2`` for the penalised loss; the surrogate
+        ``(f_k / norm + 1)^2``. The Gauss-Newton search's form of ``loss``
+        (``batched.least_squares_groups``)."""
+        k, norm = (1, self.phi2) if training == "fine_tune" else (2, self.pphi2)
+        L = torch.zeros((2, 3), dtype=torch.float64)
+        b = torch.zeros(2, dtype=torch.float64)
+        if loss == "surrogate":
+            L[0, k], b[0] = 1 / norm, 1.0
+            return L, b
+        L[0, 0], L[0, k], b[0] = 1.0, (self.y - self.t0) / norm, self.y
+        if loss == "penalised":
+            L[1, 0] = math.sqrt(penalty)
+        return L, b
 
     def loss_grad(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
         """The derivative (..., 3) of ``loss`` with respect to the functional values ``f`` (..., 3)."""
@@ -202,6 +220,7 @@ def prepare(
         seconds=time.perf_counter() - started,
         functionals=parts.functionals,
         momentum=spec.settings.momentum,
+        least_squares=spec.settings.least_squares,
         options=values,
         device=str(dev),
     )
@@ -338,7 +357,11 @@ def search_many(
     keeps its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but
     every step evaluates the functionals of all the searches still running in one batched call
     (``wordsens.generalisation.batched.ascend_groups``), and the float64 re-evaluation of the points
-    found is one call too. Each result's ``seconds`` is an equal share of the whole."""
+    found is one call too. The penalised searches of smooth maps (``Setup.least_squares``: RAF) run by
+    Levenberg-Marquardt steps instead (``batched.least_squares_groups`` on ``Setup.residuals``;
+    ``steps`` counts its iterations, each two gradient evaluations): the normalised-gradient ascent
+    does not converge on them at d = 768 within hundreds of steps. Each result's ``seconds`` is an
+    equal share of the whole."""
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
     if not searches:
@@ -372,16 +395,54 @@ def search_many(
             (grad,) = torch.autograd.grad(val.sum(), D)
         return val.detach(), grad
 
-    found = ascend_groups(
-        value_and_grad,
-        [s.to(setup.functionals.dtype) for s in starts],
-        radius,
-        max_steps=max_steps,
-        tol=tol,
-        patience=patience,
-        keep=[min(8, restarts)] * len(problems),
-        momentum=setup.momentum,
-    )
+    def vjp(D: Tensor, G: Tensor) -> tuple[Tensor, Tensor]:  # f(D) and sum_k G_k grad f_k
+        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
+            seen: list[Tensor] = []
+
+            def outer(f: Tensor) -> tuple[Tensor, Tensor]:
+                seen.append(f)
+                return f[:, 0], G
+
+            grad = setup.functionals.value_and_grad(D, outer)[1]
+            return seen[0], grad
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            f = setup.functionals(D)
+            (grad,) = torch.autograd.grad((f * G).sum(), D)
+        return f.detach(), grad
+
+    dtype = setup.functionals.dtype
+    lsq = [g for g, pr in enumerate(problems) if pr.loss == "penalised" and setup.least_squares]
+    asc = [g for g, pr in enumerate(problems) if g not in lsq]
+    found: list[tuple[Tensor, int]] = [(torch.empty(0), 0)] * len(problems)
+    if asc:
+        climbed = ascend_groups(
+            lambda D, group: value_and_grad(D, torch.tensor(asc, device=group.device)[group]),
+            [starts[g].to(dtype) for g in asc],
+            radius,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+            keep=[min(8, restarts)] * len(asc),
+            momentum=setup.momentum,
+        )
+        for g, res in zip(asc, climbed, strict=True):
+            found[g] = res
+    if lsq:
+        forms = [setup.residuals(problems[g].training, problems[g].loss, problems[g].penalty) for g in lsq]
+        descended = least_squares_groups(
+            vjp,
+            [L for L, _ in forms],
+            [b for _, b in forms],
+            [starts[g].to(dtype) for g in lsq],
+            radius,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+            keep=[min(8, restarts)] * len(lsq),
+        )
+        for g, res in zip(lsq, descended, strict=True):
+            found[g] = res
     deltas = [torch.stack([feasible(D, radius) for D in rows]) for rows, _ in found]
     group = torch.cat([torch.full((x.shape[0],), g, dtype=torch.int64) for g, x in enumerate(deltas)])
     with torch.no_grad():

@@ -9,6 +9,7 @@ fast searches in ``wordsens.search``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..compute.costs import DenseCost
@@ -25,6 +26,7 @@ _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=5, tol=1e-4, momentum
 # Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
 # momentum along ridges, and a final polish.
 _ATTENTION = SearchSettings(restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True)
+_SOFTMAX_ATTENTION = replace(_ATTENTION, least_squares=True)  # smooth in Delta: SearchSettings.least_squares
 
 PAPER_SPECS = (
     MapSpec(
@@ -72,7 +74,7 @@ PAPER_SPECS = (
         sample="wordsens.maps.sampling:attention_sample",
         check="wordsens.maps.paper:check_attention",
         fast="wordsens.search.attention:raf_prepare",
-        settings=_ATTENTION,
+        settings=_SOFTMAX_ATTENTION,
         cost=AttentionCost(),
         gen="wordsens.generalisation.functionals:raf_setup",
     ),

@@ -37,6 +37,11 @@ class SearchSettings:
     # algorithm and keep its best point (polished) among the candidates: the estimate is then never
     # below theirs on the same instance
     follow_authors: bool = False
+    # the map is smooth in Delta (no ReLU kinks): the generalisation search of the penalised loss
+    # (Figure 5) takes Levenberg-Marquardt steps (wordsens.generalisation.batched.least_squares_groups),
+    # which converge there where the ascent creeps (RAF at d = 768: measured). Kinked maps keep the
+    # ascent: on ReLU-RAF (n = 120) those steps stopped at worse local minima than the ascent's.
+    least_squares: bool = False
 
 
 @dataclass(frozen=True)

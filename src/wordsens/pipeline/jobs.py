@@ -333,15 +333,25 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
 PENALISED_SEARCH_WEIGHT = 3.0  # at the cap it was measured with, the default gen.search.max_steps:
 MEASURED_CAP = 500  # (null there: search_many's default, the same 500)
 PENALISED_CAPPED_FROM_D = 128  # the width from which they are priced at the cap (measured: 16 no, 384 yes)
+# Smooth maps' penalised searches take Levenberg-Marquardt steps (SearchSettings.least_squares) and stop by
+# their rule: measured (2026-11-27, RAF, synthetic, 1 thread) 1.23-2.11 x the seconds of a Figure 4 search
+# at d = 768 (n 40-120, N = 400), 0.98-1.81 at d = 128, 1.12-1.23 at the demo's d = 16.
+LEAST_SQUARES_SEARCH_WEIGHT = 1.75
 
 
-def search_load(searches: tuple[tuple[str, str, float], ...], d: int, max_steps: int | None) -> float:
+def search_load(
+    searches: tuple[tuple[str, str, float], ...], d: int, max_steps: int | None, least_squares: bool = False
+) -> float:
     """The searches of one simulation in units of a Figure 4 search (the cost models' ``searches``): a
-    penalised search at ``d >= PENALISED_CAPPED_FROM_D`` weighs ``PENALISED_SEARCH_WEIGHT``, scaled by
-    ``gen.search.max_steps`` / ``MEASURED_CAP`` (it runs to the cap; None: the default cap)."""
+    penalised search at ``d >= PENALISED_CAPPED_FROM_D`` weighs ``LEAST_SQUARES_SEARCH_WEIGHT`` where the
+    map takes Levenberg-Marquardt steps (``least_squares``), else ``PENALISED_SEARCH_WEIGHT``, scaled by
+    ``gen.search.max_steps`` / ``MEASURED_CAP`` (the ascent runs to the cap; None: the default cap)."""
     cap = max_steps or MEASURED_CAP
-    capped = PENALISED_SEARCH_WEIGHT * cap / MEASURED_CAP if d >= PENALISED_CAPPED_FROM_D else 1.0
-    return sum(capped if loss == "penalised" else 1.0 for _, loss, _ in searches)
+    wide = d >= PENALISED_CAPPED_FROM_D
+    weight = 1.0
+    if wide:
+        weight = LEAST_SQUARES_SEARCH_WEIGHT if least_squares else PENALISED_SEARCH_WEIGHT * cap / MEASURED_CAP
+    return sum(weight if loss == "penalised" else 1.0 for _, loss, _ in searches)
 
 
 def gen_searches(figure: str, fig: dict) -> tuple[tuple[str, str, float], ...]:
@@ -377,7 +387,7 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
                         options = dict(gen["options"].get(map_name) or {})
                         estimate = spec.gen_memory(n, d, N, options)
                         host, on_device = _placed(estimate, device)
-                        load = search_load(searches, d, gen["search"]["max_steps"])
+                        load = search_load(searches, d, gen["search"]["max_steps"], spec.settings.least_squares)
                         secs = spec.gen_seconds(n, d, N, options, searches=load)
                         for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
                             params = canonical(
