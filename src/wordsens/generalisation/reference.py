@@ -17,8 +17,9 @@ import torch
 from .. import maps
 from ..search.engine import project
 from ..search.full_map import cast_weights
-from .core import LOSSES, TRAININGS, GenResult
+from .core import LOSSES, TRAININGS
 from .first_stage import INTERPOLATION_TOL
+from .searches import GenResult
 from .tasks import check_task
 
 Tensor = torch.Tensor

@@ -1,0 +1,283 @@
+"""The Delta searches of a generalisation simulation (the paper's Figures 4-5): ``search``,
+``search_many`` (every search of a simulation together), ``simulate`` (a simulation's setup and its
+searches) and their results (``GenResult``). The setup they search (features, first stage,
+functionals) is ``wordsens.generalisation.core.Setup``; the batched searches are
+``wordsens.generalisation.batched``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from ..search.engine import feasible
+from ..seeds import derive_seed, generator
+from .batched import ascend_groups, least_squares_groups
+from .core import LOSSES, TRAININGS, Setup, prepare
+
+Tensor = torch.Tensor
+
+__all__ = ["GenResult", "search", "search_many", "simulate"]
+
+
+# --------------------------------------------------------------------------- the Delta search
+
+
+@dataclass
+class GenResult:
+    """One Delta search of a simulation.
+
+    ``alignment`` is the ratio ``a`` of the row's training mode (``Setup.alignment``) and
+    ``d0_shift`` is ``|D0 - t0|``: ``D1 - D0 = a (y - t0)``, so a small Err comes either from
+    separating the two sentences (small ``a``) or from moving the first-stage prediction (large
+    ``d0_shift``, hence large ``gamma_min``). ``gram_cond``, ``gram_rank``, ``train_residual`` and
+    ``interpolates`` describe the first-stage fit of the simulation (``Fit``). ``pphi_ratio``
+    (``||P phi|| / ||phi||``) is recorded by the authors' algorithm only (``reference.gen_search``),
+    whose explicit projector is unreliable when it is small; rows of other methods leave it out.
+    """
+
+    map: str
+    training: str
+    loss: str
+    penalty: float
+    method: str
+    y: float
+    t0: float
+    t1: float
+    D0: float
+    D1: float
+    err: float
+    gamma_min: float
+    alignment: float
+    d0_shift: float
+    gram_cond: float
+    gram_rank: int
+    train_residual: float
+    interpolates: bool
+    delta_norm: float
+    steps: int
+    seconds: float
+    delta: Tensor = field(repr=False)
+    pphi_ratio: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("delta")
+        if out["pphi_ratio"] is None:
+            out.pop("pphi_ratio")
+        return out
+
+
+@dataclass(frozen=True)
+class _Search:
+    training: str
+    loss: str
+    penalty: float
+
+
+def _check_search(training: str, loss: str, penalty: float) -> None:
+    if training not in TRAININGS:
+        raise ValueError(f"unknown training {training!r}; choose one of {', '.join(TRAININGS)}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
+
+
+def search(
+    setup: Setup,
+    training: str,
+    loss: str,
+    *,
+    penalty: float = 0.0,
+    seed: int = 0,
+    restarts: int = 16,
+    max_steps: int = 500,
+    tol: float = 1e-6,
+    patience: int = 30,
+) -> GenResult:
+    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, token ``setup.position``) minimising ``loss``.
+
+    ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
+    (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
+    uncertain). The outcome (t0, t1, D0, D1, Err, gamma_min) is re-evaluated in float64 with the
+    plain map at the Delta found. Several searches of one simulation: ``search_many``.
+    """
+    return search_many(
+        setup,
+        [(training, loss, penalty)],
+        seed=seed,
+        restarts=restarts,
+        max_steps=max_steps,
+        tol=tol,
+        patience=patience,
+    )[0]
+
+
+def search_many(
+    setup: Setup,
+    searches: Sequence[tuple[str, str, float]],
+    *,
+    seed: int = 0,
+    restarts: int = 16,
+    max_steps: int = 500,
+    tol: float = 1e-6,
+    patience: int = 30,
+) -> list[GenResult]:
+    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search
+    keeps its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but
+    every step evaluates the functionals of all the searches still running in one batched call
+    (``wordsens.generalisation.batched.ascend_groups``), and the float64 re-evaluation of the points
+    found is one call too. The penalised searches of smooth maps (``Setup.least_squares``: RAF) run by
+    Levenberg-Marquardt steps instead (``batched.least_squares_groups`` on ``Setup.residuals``;
+    ``steps`` counts its iterations, each two gradient evaluations): the normalised-gradient ascent
+    does not converge on them at d = 768 within hundreds of steps. Each result's ``seconds`` is an
+    equal share of the whole."""
+    for training, loss, penalty in searches:
+        _check_search(training, loss, penalty)
+    if not searches:
+        return []
+    started = time.perf_counter()
+    problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
+    starts = [
+        setup.functionals.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
+        for pr in problems
+    ]
+    radius = math.sqrt(setup.d)
+
+    def losses(f: Tensor, group: Tensor) -> Tensor:  # minus each row's own loss
+        out = torch.zeros_like(f[..., 0])
+        for g, pr in enumerate(problems):
+            out = torch.where(group == g, -setup.loss(f, pr.training, pr.loss, pr.penalty), out)
+        return out
+
+    def outer(f: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:  # values and d value / d f
+        g = torch.zeros_like(f)
+        for k, pr in enumerate(problems):
+            g = torch.where((group == k)[:, None], -setup.loss_grad(f, pr.training, pr.loss, pr.penalty), g)
+        return losses(f, group), g
+
+    def value_and_grad(D: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
+        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
+            return setup.functionals.value_and_grad(D, lambda f: outer(f, group))
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = losses(setup.functionals(D), group)
+            (grad,) = torch.autograd.grad(val.sum(), D)
+        return val.detach(), grad
+
+    def vjp(D: Tensor, G: Tensor) -> tuple[Tensor, Tensor]:  # f(D) and sum_k G_k grad f_k
+        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
+            seen: list[Tensor] = []
+
+            def outer(f: Tensor) -> tuple[Tensor, Tensor]:
+                seen.append(f)
+                return f[:, 0], G
+
+            grad = setup.functionals.value_and_grad(D, outer)[1]
+            return seen[0], grad
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            f = setup.functionals(D)
+            (grad,) = torch.autograd.grad((f * G).sum(), D)
+        return f.detach(), grad
+
+    dtype = setup.functionals.dtype
+    lsq = [g for g, pr in enumerate(problems) if pr.loss == "penalised" and setup.least_squares]
+    asc = [g for g, pr in enumerate(problems) if g not in lsq]
+    found: list[tuple[Tensor, int]] = [(torch.empty(0), 0)] * len(problems)
+    if asc:
+        climbed = ascend_groups(
+            lambda D, group: value_and_grad(D, torch.tensor(asc, device=group.device)[group]),
+            [starts[g].to(dtype) for g in asc],
+            radius,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+            keep=[min(8, restarts)] * len(asc),
+            momentum=setup.momentum,
+        )
+        for g, res in zip(asc, climbed, strict=True):
+            found[g] = res
+    if lsq:
+        forms = [setup.residuals(problems[g].training, problems[g].loss, problems[g].penalty) for g in lsq]
+        descended = least_squares_groups(
+            vjp,
+            [L for L, _ in forms],
+            [b for _, b in forms],
+            [starts[g].to(dtype) for g in lsq],
+            radius,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+            keep=[min(8, restarts)] * len(lsq),
+        )
+        for g, res in zip(lsq, descended, strict=True):
+            found[g] = res
+    deltas = [torch.stack([feasible(D, radius) for D in rows]) for rows, _ in found]
+    group = torch.cat([torch.full((x.shape[0],), g, dtype=torch.int64) for g, x in enumerate(deltas)])
+    with torch.no_grad():
+        F = setup.functionals.exact(torch.cat(deltas))  # (rows, 3), float64
+    values = losses(F, group.to(F.device))
+    seconds = (time.perf_counter() - started) / len(problems)
+    out = []
+    for g, pr in enumerate(problems):
+        rows = (group == g).nonzero()[:, 0].to(F.device)
+        best = int(rows[int(torch.argmax(values[rows]))])
+        out.append(_result(setup, pr, F[best], torch.cat(deltas)[best], found[g][1], seconds))
+    return out
+
+
+def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, seconds: float) -> GenResult:
+    D0, D1, err = setup.outcome(f, pr.training)
+    fit = setup.fit
+    return GenResult(
+        map=setup.map_name,
+        training=pr.training,
+        loss=pr.loss,
+        penalty=pr.penalty,
+        method="default",
+        y=setup.y,
+        t0=setup.t0,
+        t1=setup.t1(pr.training),
+        D0=float(D0),
+        D1=float(D1),
+        err=float(err),
+        gamma_min=max(abs(setup.t0), abs(float(D0))),
+        alignment=float(setup.alignment(f, pr.training)),
+        d0_shift=abs(float(D0) - setup.t0),
+        gram_cond=fit.cond,
+        gram_rank=fit.rank,
+        train_residual=fit.residual,
+        interpolates=fit.interpolates,
+        delta_norm=float(torch.linalg.vector_norm(delta)),
+        steps=steps,
+        seconds=seconds,
+        delta=delta.cpu(),
+    )
+
+
+def simulate(
+    map_name: str,
+    X_train: Tensor,
+    y_train: Tensor,
+    X: Tensor,
+    y: float,
+    *,
+    seed: int,
+    searches: Sequence[tuple[str, str, float]],
+    position: int = 0,
+    **kwargs: Any,
+) -> list[GenResult]:
+    """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
+    Gram matrix are computed once, and the searches run together (``search_many``)."""
+    setup = prepare(map_name, X_train, y_train, X, y, seed=seed, position=position, **kwargs)
+    out = search_many(setup, searches, seed=seed)
+    for res in out:
+        res.seconds += setup.seconds / len(searches)
+    return out
