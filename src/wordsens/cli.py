@@ -206,7 +206,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--loss",
         required=True,
         choices=["surrogate", "direct", "penalised"],
-        help="what the Delta search minimises: the surrogate, Err itself, or Err + penalty * D0^2",
+        help="what the Delta search minimises: the surrogate, Err itself, or Err + penalty * D0^2 (smooth maps "
+        "such as RAF: by Levenberg-Marquardt steps, docs/methods.md)",
     )
     gen.add_argument("--penalty", type=float, default=0.0, help="weight of D0^2 in the penalised loss (default 0)")
     gen.add_argument("--seed", type=int, default=0, help="seeds the data, the weights and the search (default 0)")
