@@ -123,9 +123,13 @@ def main() -> None:
         return
     table, names = selected(parser, args, JOBS, QUICK)
     if args.data != "synthetic":
+        from wordsens.io import CorruptCache, load_embeddings
+
         args.data = os.path.abspath(args.data)
-        if not os.path.isfile(os.path.join(args.data, "meta.json")):
-            parser.error(f"--data {args.data}: not an embedding store (no meta.json); give 'synthetic' or a store")
+        try:  # the store's own checks, once here rather than in every worker
+            load_embeddings(args.data, verify=False)
+        except (FileNotFoundError, CorruptCache) as err:
+            parser.error(f"--data: {err} (or give 'synthetic')")
     with contextlib.ExitStack() as stack:
         base = stack.enter_context(baseline_src(args.baseline)) if args.baseline else None
         run_jobs(args, table, names, base)

@@ -39,6 +39,44 @@ def _unit(x: Tensor) -> Tensor:
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-30)
 
 
+def _next_rows(
+    group: Tensor,
+    score: Tensor,
+    converged: Tensor,
+    D: Tensor,
+    steps: list[int],
+    history: list[list[float]],
+    out: dict[int, tuple[Tensor, int]],
+    *,
+    keep: Sequence[int],
+    max_steps: int,
+    tol: float,
+    patience: int,
+) -> Tensor | None:
+    """One step's bookkeeping of every running group (rows ``group``, ``score``: higher is better):
+    its step count and best score, successive halving every ``HALVE_EVERY`` steps down to ``keep``
+    rows, and its stopping rule (``max_steps``, every row ``converged``, or a best score that gained
+    less than ``tol`` (relative) in ``patience`` steps); a stopped group's points and steps go to
+    ``out``. Returns the rows kept for the next step (None: every group stopped)."""
+    rows = []
+    for g in torch.unique_consecutive(group).tolist():
+        idx = (group == g).nonzero()[:, 0]
+        steps[g] += 1
+        history[g].append(float(score[idx].max()))
+        if steps[g] % HALVE_EVERY == 0 and idx.numel() > keep[g]:
+            order = torch.argsort(score[idx], descending=True)[: max(keep[g], idx.numel() // 2)]
+            idx = idx[order]
+        h = history[g]
+        stop = steps[g] >= max_steps or bool(converged[idx].all())
+        if len(h) > patience and h[-1] - h[-patience - 1] <= tol * max(abs(h[-1]), 1e-30):
+            stop = True
+        if stop:
+            out[g] = (D[idx], steps[g])
+        else:
+            rows.append(idx)
+    return torch.cat(rows) if rows else None
+
+
 def ascend_groups(
     value_and_grad: ValueAndGrad,
     starts: Sequence[Tensor],
@@ -77,25 +115,21 @@ def ascend_groups(
         val = torch.where(ok, cval, val)
         grad = torch.where(ok[:, None], cgrad, grad)
         eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
-        rows = []  # the rows kept for the next step, group by group
-        for g in torch.unique_consecutive(group).tolist():
-            idx = (group == g).nonzero()[:, 0]
-            steps[g] += 1
-            history[g].append(float(val[idx].max()))
-            if steps[g] % HALVE_EVERY == 0 and idx.numel() > keep[g]:
-                order = torch.argsort(val[idx], descending=True)[: max(keep[g], idx.numel() // 2)]
-                idx = idx[order]
-            h = history[g]
-            stop = steps[g] >= max_steps or bool((eta[idx] < eta_min).all())
-            if len(h) > patience and h[-1] - h[-patience - 1] <= tol * max(abs(h[-1]), 1e-30):
-                stop = True
-            if stop:
-                out[g] = (D[idx], steps[g])
-            else:
-                rows.append(idx)
-        if not rows:
+        idx = _next_rows(
+            group,
+            val,
+            eta < eta_min,
+            D,
+            steps,
+            history,
+            out,
+            keep=keep,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+        )
+        if idx is None:
             break
-        idx = torch.cat(rows)
         D, val, grad, eta, mom, group = D[idx], val[idx], grad[idx], eta[idx], mom[idx], group[idx]
     return [out[g] for g in range(len(sizes))]
 
@@ -189,24 +223,21 @@ def least_squares_groups(
         Jr = torch.where(ok[:, None, None], cJr, Jr)
         loss = torch.where(ok, closs, loss)
         damping = torch.where(ok, damping / 3, damping * 10)
-        rows = []
-        for g in torch.unique_consecutive(group).tolist():
-            idx = (group == g).nonzero()[:, 0]
-            steps[g] += 1
-            history[g].append(-float(loss[idx].min()))
-            if steps[g] % HALVE_EVERY == 0 and idx.numel() > keep[g]:
-                idx = idx[torch.argsort(loss[idx])[: max(keep[g], idx.numel() // 2)]]
-            h = history[g]
-            stop = steps[g] >= max_steps or bool((damping[idx] > LM_DAMPING_MAX).all())
-            if len(h) > patience and h[-1] - h[-patience - 1] <= tol * max(abs(h[-1]), 1e-30):
-                stop = True
-            if stop:
-                out[g] = (D[idx].to(dtype), steps[g])
-            else:
-                rows.append(idx)
-        if not rows:
+        idx = _next_rows(
+            group,
+            -loss,
+            damping > LM_DAMPING_MAX,
+            D,
+            steps,
+            history,
+            out,
+            keep=keep,
+            max_steps=max_steps,
+            tol=tol,
+            patience=patience,
+        )
+        if idx is None:
             break
-        idx = torch.cat(rows)
         D, res, Jr, loss, damping, group = D[idx], res[idx], Jr[idx], loss[idx], damping[idx], group[idx]
         Ls, bs = Ls[idx], bs[idx]
-    return [out[g] for g in range(len(sizes))]
+    return [(out[g][0].to(dtype), out[g][1]) for g in range(len(sizes))]
