@@ -21,7 +21,9 @@ __version__ = "0.1.0"
 #        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row; gen-3: RF's
 #        weights on the span of the samples drawn through the unique symmetric square root of their
 #        Gram matrix (the same numbers on every CPU); gen-4: the penalised searches of smooth maps (RAF)
-#        by Levenberg-Marquardt steps (converged, lower losses than the ascent's step cap gave)
+#        by Levenberg-Marquardt steps (converged, lower losses than the ascent's step cap gave); gen-5:
+#        RF's span draw splits the block from the rest of each sample (a Cholesky factor of the rests'
+#        Gram matrix, no m x m eigendecomposition): the same law, other numbers
 #   trained: the trained study (wordsens.experiments.trained: the samples entering each encoder layer
 #        and the searches of its maps and their random models); trained-1: its first version
-NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-4", "trained": "trained-1"}
+NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-5", "trained": "trained-1"}

@@ -255,19 +255,18 @@ class FirstLayerCost(CostModel):
     ) -> float:
         """One thread (gen jobs run with ``gen.threads`` = 1; float64 products at about ``0.44 GEMM_FLOPS``,
         float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the
-        samples' Gram matrix as a lower triangle, its eigendecomposition, the Gaussian draws, ``G R`` with
-        the training columns as float32 products where they pay and ``u``, ``B`` in float64), the first
-        stage (``solve_seconds``) and the batched searches. The factor 1.3 and the searches' 200 passes
-        over ``B`` are measured (rf-40-{100,700,1300}-768)."""
+        Gram matrix of the samples' rests as a lower triangle, its Cholesky factor, the Gaussian draws,
+        the training columns as float32 products where they pay, ``u`` and the check's rows in float64;
+        ``B`` is the draw itself), the first stage (``solve_seconds``) and the batched searches. The
+        factor 1.3 and the searches' 200 passes over ``B`` are measured (rf-40-{100,700,1300}-768)."""
         D, k = n * d, self.features(spec, n, d, options)
         m = N + 1 + d
         f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
         span = (
             2 * (9 / 16) * N * N * D / f64
-            + 10 * m**3 / GEMM_FLOPS
             + k * m / RANDN_PER_S
             + 2 * k * m * N / f32  # float64 below 1e10 flops, where that takes under a second anyway
-            + 2 * k * m * (d + 1) / f64
+            + 2 * k * m * 9 / f64  # u and the rounding check's 8 rows
         )
         per_search = 200 * 2 * k * d * 4 / STREAM_BYTES  # the (k, d) block B, streamed twice per step
         return 1.3 * (span + solve_seconds(k, N)) + searches * per_search

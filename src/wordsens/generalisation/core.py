@@ -21,10 +21,10 @@ features); the new sample's features are always float64:
 
 RF weights are drawn only on the span they act on: with
 ``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
-``N(0, Z^T Z / D)``, drawn as ``G R`` with ``R^T R = Z^T Z`` and ``G`` (k x m) i.i.d.
-``N(0, 1/D)``. ``R`` comes from the eigendecomposition of the m x m Gram matrix, assembled from
-the samples' inner products: exact in law even when ``Z^T Z`` is singular, and the D x m matrix
-``Z`` (and a QR factorisation of it) is never formed.
+``N(0, Z^T Z / D)``: the block's weights are drawn as they are, and the products of the rest of
+each row with the samples from the Cholesky factor of the samples' Gram matrix without their
+perturbed row (``functionals.span_rf``): exact in law even when it is singular, and the D x m
+matrix ``Z`` (and a QR factorisation of it) is never formed.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ training set or the check fails, the features are computed again in float64 and 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import torch
@@ -112,10 +112,9 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
 _GRAM_COLUMNS = 4096  # feature columns centred and cast to float32 at a time by ``gram``
 
 
-def gram(Phi: Tensor, Phi32: Tensor | None = None) -> Tensor:
-    """``K = Phi Phi^T`` (N, N) in float64 for ``Phi`` (N, p) float64, its products in float32 (from
-    ``Phi32``, ``Phi`` in float32, where given): with ``m`` the float32 mean of the rows and
-    ``a = Phi m - ||m||^2 1`` (float64)::
+def gram(Phi: Tensor) -> Tensor:
+    """``K = Phi Phi^T`` (N, N) in float64 for ``Phi`` (N, p) float64 or float32, its products in
+    float32: with ``m`` the float32 mean of the rows and ``a = Phi m - ||m||^2 1`` (float64)::
 
         K = (Phi - 1 m^T)(Phi - 1 m^T)^T + a 1^T + 1 a^T + ||m||^2 1 1^T
 
@@ -123,25 +122,48 @@ def gram(Phi: Tensor, Phi32: Tensor | None = None) -> Tensor:
     cast to float32 ``_GRAM_COLUMNS`` columns at a time (no full copy), so its rounding is relative to
     the centred rows, not to their common part; the identity holds for any ``m``."""
     N, p = Phi.shape
-    m = Phi.mean(0).to(torch.float32).to(torch.float64)
+    ones = torch.ones((N, 1), dtype=torch.float64, device=Phi.device)
+    m = (_times_phi_t(Phi, ones)[0] / N).to(torch.float32).to(torch.float64)  # one float64 pass, no copy
     mm = float(m @ m)
     a = _times_phi(Phi, m[None])[:, 0] - mm
-    rows = Phi if Phi32 is None else Phi32
-    shift = m.to(rows.dtype)
+    shift = m.to(Phi.dtype)
     K32 = torch.zeros((N, N), dtype=torch.float32, device=Phi.device)
     for s in range(0, p, _GRAM_COLUMNS):
-        add_lower_gram_(K32, (rows[:, s : s + _GRAM_COLUMNS] - shift[s : s + _GRAM_COLUMNS]).to(torch.float32))
+        add_lower_gram_(K32, (Phi[:, s : s + _GRAM_COLUMNS] - shift[s : s + _GRAM_COLUMNS]).to(torch.float32))
     return mirror_lower(K32).to(torch.float64) + a[:, None] + a[None, :] + mm
 
 
+# Entries of float32 features cast to float64 at a time by the float64 products below (2 MB: a few rows,
+# cast while they are in cache; a float64 copy of the whole Phi cost more than all the products together)
+_PRODUCT_ENTRIES = 2**18
+
+
+def _float64_rows(Phi: Tensor) -> Iterator[tuple[slice, Tensor]]:
+    """Consecutive row blocks of float32 ``Phi`` as float64 copies, ``_PRODUCT_ENTRIES`` entries each."""
+    step = max(1, _PRODUCT_ENTRIES // max(1, Phi.shape[1]))
+    for s in range(0, Phi.shape[0], step):
+        yield slice(s, s + step), Phi[s : s + step].to(torch.float64)
+
+
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
-    """``Phi^T c`` for ``c`` (N, m) as (m, p): ``c^T Phi`` streams ``Phi`` in its own row-major layout."""
-    return c.T @ Phi
+    """``Phi^T c`` for ``c`` (N, m) as (m, p): ``c^T Phi`` streams ``Phi`` in its own row-major layout;
+    float64 products of float32 features too (a few rows cast at a time)."""
+    if Phi.dtype == c.dtype:
+        return c.T @ Phi
+    out = torch.zeros((c.shape[1], Phi.shape[1]), dtype=c.dtype, device=Phi.device)
+    for rows, block in _float64_rows(Phi):
+        out.addmm_(c[rows].T, block)
+    return out
 
 
 def _times_phi(Phi: Tensor, V: Tensor) -> Tensor:
-    """``Phi v`` for the rows ``v`` of ``V`` (m, p), as (N, m)."""
-    return (V @ Phi.T).T
+    """``Phi v`` for the rows ``v`` of ``V`` (m, p), as (N, m); float64 products of float32 features too."""
+    if Phi.dtype == V.dtype:
+        return (V @ Phi.T).T
+    out = torch.empty((Phi.shape[0], V.shape[0]), dtype=V.dtype, device=Phi.device)
+    for rows, block in _float64_rows(Phi):
+        out[rows] = block @ V.T
+    return out
 
 
 def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit] | None:
@@ -173,7 +195,8 @@ class _GramSolution:
 
 
 def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution | None:
-    """``gram_interpolate`` with the Gram matrix ``K`` (``gram``) of ``Phi`` (N, p) float64 given."""
+    """``gram_interpolate`` with the Gram matrix ``K`` (``gram``) of ``Phi`` (N, p) given: float64, or
+    float32 features, whose products with float64 vectors are float64 all the same (``_times_phi``)."""
     N = Phi.shape[0]
     lam, U = torch.linalg.eigh(K)
     if not float(lam[0]) > 0 or float(lam[-1]) > GRAM_MAX_COND * 10 * float(lam[0]):
@@ -287,19 +310,19 @@ def interpolate32(
     Phi32: Tensor, Y: Tensor, phi: Tensor, exact_rows: Callable[[Tensor], Tensor]
 ) -> tuple[Tensor, Tensor, Fit, RoundingCheck] | None:
     """The first stage for float32 features ``Phi32`` (N, p): ``gram_interpolate``'s float64 solution for
-    them (the Gram matrix from ``Phi32`` itself, the refinement on its float64 copy), with the
+    them (the Gram matrix from ``Phi32`` itself, the refinement's float64 products a few rows of ``Phi32``
+    at a time: no float64 copy of the features, which cost more than all the products), with the
     ``RoundingCheck`` of the rounding measured on the training samples ``check_rows(N)``, whose float64
     features ``exact_rows(rows)`` returns. None where the Gram path declines the training set; the
     caller then computes float64 features (as it does where the check fails)."""
     N, p = Phi32.shape
     if not 0 < N < p:
         return None
-    Phi = Phi32.to(torch.float64)
-    sol = _gram_solve(Phi, Y, phi, gram(Phi, Phi32))
+    sol = _gram_solve(Phi32, Y, phi, gram(Phi32))
     if sol is None:
         return None
-    rows = check_rows(N).to(Phi.device)
-    check = rounding_check(sol, Phi[rows] - exact_rows(rows).to(Phi), rows)
+    rows = check_rows(N).to(Phi32.device)
+    check = rounding_check(sol, Phi32[rows].to(torch.float64) - exact_rows(rows).to(torch.float64), rows)
     return sol.theta, sol.pphi, replace(sol.fit, features="float32"), check
 
 

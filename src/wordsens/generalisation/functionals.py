@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from .. import maps
-from ..linalg import lower_gram
+from ..linalg import add_lower_gram_, mirror_lower
 from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
@@ -49,6 +49,8 @@ __all__ = [
     "full_map_setup",
     "raf_setup",
     "relu_raf_setup",
+    "rest_factor",
+    "rest_gram",
     "rf_setup",
     "span_rf",
 ]
@@ -372,36 +374,30 @@ def span_rf(
     pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are float64
     and None comes.
 
-    The rows of ``V Z`` are i.i.d. ``N(0, Z^T Z / D)``. ``Z^T Z`` is assembled from the samples'
-    inner products (``Z`` itself, D x m, is never formed; the samples' block as a lower triangle of row
-    panels, ``lower_gram``) and factored as ``R^T R`` with ``R`` its
-    symmetric square root ``U sqrt(Lambda) U^T`` (from its eigendecomposition): exact for singular Gram
-    matrices too (zero eigenvalues), unlike a Cholesky factor, and unique, so that the same seed
-    gives the same draw on every CPU (a factor ``sqrt(Lambda) U^T`` would inherit the eigenvectors'
-    signs and, for repeated eigenvalues such as the block's, their arbitrary basis, which LAPACK
-    kernels choose differently). ``V Z = G R`` with ``G`` (k x m) i.i.d. ``N(0, 1/D)``."""
+    A row ``v`` of ``V`` (i.i.d. ``N(0, 1/D)`` entries) splits into its block ``b`` (the d weights the
+    moved token multiplies: ``B``'s row) and the rest, so ``v . flat(X_a) = b . c_a + v_rest . r_a``
+    with ``c_a`` the sample's row at ``position`` and ``r_a`` the rest of it. The ``v_rest . r_a`` are
+    jointly Gaussian over the samples, independent of ``b``, with covariance ``S / D``, ``S_ab = r_a . r_b``
+    the Gram matrix of the samples' rests (all inner products minus the block's: the samples' block as
+    a lower triangle of row panels, ``rest_gram``; ``Z`` itself, D x m, is never formed). So with
+    ``G`` (k x m) i.i.d. standard normal, ``B = G_b / sqrt(D)`` and the samples' pre-activations are
+    ``(G_s L^T + G_b C^T) / sqrt(D)``, ``C`` the samples' block rows and ``S = L L^T``: ``L`` the
+    Cholesky factor (unique, so that the same seed gives the same draw on every CPU), or, where ``S``
+    is singular to working accuracy (repeated samples), its symmetric square root ``U sqrt(Lambda) U^T``
+    (also unique, and exact for zero eigenvalues). ``B`` needs no product, and the factorisation is of
+    the (N + 1) x (N + 1) matrix ``S``, not of the m x m ``Z^T Z``."""
     N, n, d = Xt64.shape
     D = n * d
     dev = Xt64.device
-    flat, new = Xt64.reshape(N, D), X64.reshape(1, D)  # views, no copies
-    block = torch.cat([Xt64[:, position], X64[position][None]])  # <flat(X_a), e_j> on the block
+    C = torch.cat([Xt64[:, position], X64[position][None]])  # (N + 1, d): the samples' rows at the block
+    M = torch.cat([rest_factor(rest_gram(Xt64, X64, position)).T, C.T])  # (m, N + 1): V Z = G M / sqrt(D)
     m = N + 1 + d
-    gram = torch.empty((m, m), dtype=torch.float64, device=dev)
-    gram[:N, :N] = lower_gram(flat)
-    gram[:N, N : N + 1] = flat @ new.T
-    gram[N : N + 1, :N] = new @ flat.T
-    gram[N, N] = new @ new.T
-    gram[: N + 1, N + 1 :] = block
-    gram[N + 1 :, : N + 1] = block.T
-    gram[N + 1 :, N + 1 :] = torch.eye(d, dtype=torch.float64, device=dev)
-    eigval, eigvec = torch.linalg.eigh(gram)
-    R = (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T  # R^T R = gram, R = R^T
     dtype = torch.float64 if rows is None else torch.float32
-    R_train = R[:, :N].to(dtype)
-    R_rows = R[:, rows.to(dev)] if rows is not None else None
+    M_train = M[:, :N].to(dtype)
+    M_rows = M[:, rows.to(dev)] if rows is not None else None
     gen = generator(derive_seed(seed, "rf-span", position))
     pre_train = torch.empty((N, k), dtype=dtype, device=dev)
-    exact = torch.empty((R_rows.shape[1], k), dtype=torch.float64, device=dev) if R_rows is not None else None
+    exact = torch.empty((M_rows.shape[1], k), dtype=torch.float64, device=dev) if M_rows is not None else None
     u = torch.empty(k, dtype=torch.float64, device=dev)
     B = torch.empty((k, d), dtype=torch.float32, device=dev)
     step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
@@ -411,13 +407,36 @@ def span_rf(
         G32 = torch.randn((chunk.stop - start, m), generator=gen, dtype=torch.float32).to(device=dev)
         G = G32.to(torch.float64)
         if rows is None:
-            VZ = (G @ R) / root
-            pre_train[:, chunk] = VZ[:, :N].T
-            rest = VZ[:, N:]
+            pre_train[:, chunk] = ((G @ M_train) / root).T
         else:
-            pre_train[:, chunk] = ((G32 @ R_train) / root).T
-            rest = (G @ R[:, N:]) / root
-            exact[:, chunk] = ((G @ R_rows) / root).T  # type: ignore[index,operator]
-        u[chunk] = rest[:, 0]
-        B[chunk] = rest[:, 1:]
+            pre_train[:, chunk] = ((G32 @ M_train) / root).T
+            exact[:, chunk] = ((G @ M_rows) / root).T  # type: ignore[index,operator]
+        u[chunk] = (G @ M[:, N]) / root  # the same product on both paths: the same u
+        B[chunk] = G32[:, N + 1 :] / root
     return pre_train, u, B, exact
+
+
+def rest_gram(Xt64: Tensor, X64: Tensor, position: int) -> Tensor:
+    """``S`` (N + 1, N + 1) float64: the inner products of the training samples and the new one (last)
+    without their rows at ``position``, from the rows before and after it (views of the samples, no
+    copy; the training block as a lower triangle, ``add_lower_gram_``; no cancellation)."""
+    N = Xt64.shape[0]
+    S = torch.zeros((N + 1, N + 1), dtype=torch.float64, device=Xt64.device)
+    for rows in (slice(0, position), slice(position + 1, None)):
+        train, new = Xt64[:, rows].reshape(N, -1), X64[rows].reshape(-1)
+        if new.numel():
+            add_lower_gram_(S[:N, :N], train)
+            S[N, :N] += train @ new
+            S[N, N] += new @ new
+    return mirror_lower(S)
+
+
+def rest_factor(S: Tensor) -> Tensor:
+    """A unique ``F`` with ``F F^T = S`` (symmetric positive semi-definite, float64): the Cholesky factor
+    where every pivot is at least ``1e-12`` of the largest diagonal entry, else the symmetric square root
+    (``span_rf``)."""
+    L, info = torch.linalg.cholesky_ex(S)
+    if int(info) == 0 and float(L.diagonal().min()) ** 2 >= 1e-12 * float(S.diagonal().max()):
+        return L
+    eigval, eigvec = torch.linalg.eigh(S)
+    return (eigvec * eigval.clamp_min(0).sqrt()) @ eigvec.T

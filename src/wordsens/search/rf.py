@@ -59,6 +59,7 @@ class FirstLayer:
         chunked_rows64(B, accumulate)
         self.gram_active = mirror_lower(self.gram_active)
         self.gram = self.gram_active + mirror_lower(inactive) if inactive is not None else None
+        self._vecs: Tensor | None = None
 
     def forward(self, D: Tensor) -> Tensor:
         # autograd's backward of ``image`` is D's gradient G B, also a pass in B's own layout
@@ -73,15 +74,20 @@ class FirstLayer:
         chunked_rows64(self.B, fill)
         return out
 
+    def _eigenvectors(self) -> Tensor:
+        """The eigenvectors of ``gram_active`` (ascending eigenvalues), computed once."""
+        if self._vecs is None:
+            self._vecs = torch.linalg.eigh(self.gram_active)[1]
+        return self._vecs
+
     def top_directions(self, m: int) -> Tensor:
         """The top ``m`` right singular vectors of the active block (rows, float64)."""
-        _, vecs = torch.linalg.eigh(self.gram_active)
-        return vecs[:, -m:].flip(-1).T.contiguous()
+        return self._eigenvectors()[:, -m:].flip(-1).T.contiguous()
 
     def singular_starts(self, restarts: int, radius: float, gen: torch.Generator) -> Tensor:
         """The reference's jittered start ``0.1 N(0, I)``, ``+-`` the top right singular vectors of
         the active block, then random sphere points."""
-        _, vecs = torch.linalg.eigh(self.gram_active)
+        vecs = self._eigenvectors()
         d = vecs.shape[0]
         m = min(restarts // 2, d)
         top = vecs[:, -m:].flip(-1).T * radius
