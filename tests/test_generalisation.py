@@ -561,6 +561,41 @@ def test_float32_features_agree_with_float64_features():
     assert none is None and small_fit.features == "float64"
 
 
+@pytest.mark.parametrize("entries", [3 * 192 + 5, 10**9])
+def test_float32_features_are_solved_without_a_float64_copy(monkeypatch, entries):
+    """``interpolate32`` takes its float64 products a few rows of the float32 features at a time (here
+    3 rows and a remainder, or all at once): the solution for those features equals the float64 solve
+    of their exact float64 copy (``gram_interpolate``) to float64 accuracy (1e-9, at cond(K) ~ 10),
+    the features are never cast whole (no float64 array of their size is made), and ``Fit`` agrees."""
+    from wordsens.generalisation import first_stage
+
+    monkeypatch.setattr(first_stage, "_PRODUCT_ENTRIES", entries)
+    Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=6)
+    W = maps.attention_weights(6, 24, dtype=torch.float64)
+    phi = maps.raf(X, W).reshape(-1)
+    Phi32, rows64, _ = _raf_features(Xt, W)
+    ref = first_stage.gram_interpolate(Phi32.double(), yt, phi)
+    cast = []
+    original = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self is Phi32 or (out.dtype == torch.float64 and out.numel() == Phi32.numel()):
+            cast.append(out.shape)
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "to", spy)
+    out = first_stage.interpolate32(Phi32, yt, phi, rows64)
+    monkeypatch.setattr(torch.Tensor, "to", original)
+    assert out is not None and ref is not None
+    theta, pphi, fit, check = out
+    assert (cast == []) == (entries < Phi32.numel()), cast
+    for a, b in ((theta, ref[0]), (pphi, ref[1])):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-9 * float(b.abs().max()))
+    assert fit.cond == pytest.approx(ref[2].cond, rel=1e-9) and fit.rank == ref[2].rank == 60
+    assert fit.features == "float32" and check.passed
+
+
 @pytest.mark.parametrize("map_name", ["raf", "relu_raf", "rf"])
 def test_prepare_with_float32_features_agrees_with_float64(monkeypatch, map_name):
     """The setups of RAF, ReLU-RAF and RF (span sampler) take the float32 path where it pays (forced

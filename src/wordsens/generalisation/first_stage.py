@@ -136,11 +136,14 @@ def gram(Phi: Tensor) -> Tensor:
 # Entries of float32 features cast to float64 at a time by the float64 products below (2 MB: a few rows,
 # cast while they are in cache; a float64 copy of the whole Phi cost more than all the products together)
 _PRODUCT_ENTRIES = 2**18
+_PRODUCT_ENTRIES_GPU = 2**24  # on a GPU: fewer, larger kernels (128 MB blocks)
 
 
 def _float64_rows(Phi: Tensor) -> Iterator[tuple[slice, Tensor]]:
-    """Consecutive row blocks of float32 ``Phi`` as float64 copies, ``_PRODUCT_ENTRIES`` entries each."""
-    step = max(1, _PRODUCT_ENTRIES // max(1, Phi.shape[1]))
+    """Consecutive row blocks of float32 ``Phi`` as float64 copies, ``_PRODUCT_ENTRIES`` entries each
+    (``_PRODUCT_ENTRIES_GPU`` on a GPU)."""
+    entries = _PRODUCT_ENTRIES if Phi.device.type == "cpu" else _PRODUCT_ENTRIES_GPU
+    step = max(1, entries // max(1, Phi.shape[1]))
     for s in range(0, Phi.shape[0], step):
         yield slice(s, s + step), Phi[s : s + step].to(torch.float64)
 
