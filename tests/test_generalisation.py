@@ -568,8 +568,9 @@ def test_float32_features_are_solved_without_a_float64_copy(monkeypatch, entries
     of their exact float64 copy (``gram_interpolate``) to float64 accuracy (1e-9, at cond(K) ~ 10),
     the features are never cast whole (no float64 array of their size is made), and ``Fit`` agrees."""
     from wordsens.generalisation import first_stage
+    from wordsens.search import engine
 
-    monkeypatch.setattr(first_stage, "_PRODUCT_ENTRIES", entries)
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 8 * entries)  # float64 bytes of a block of rows
     Xt, yt, X, _ = G.synthetic_task(60, 8, 24, seed=6)
     W = maps.attention_weights(6, 24, dtype=torch.float64)
     phi = maps.raf(X, W).reshape(-1)

@@ -39,42 +39,42 @@ def _unit(x: Tensor) -> Tensor:
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-30)
 
 
-def _next_rows(
-    group: Tensor,
-    score: Tensor,
-    converged: Tensor,
-    D: Tensor,
-    steps: list[int],
-    history: list[list[float]],
-    out: dict[int, tuple[Tensor, int]],
-    *,
-    keep: Sequence[int],
-    max_steps: int,
-    tol: float,
-    patience: int,
-) -> Tensor | None:
-    """One step's bookkeeping of every running group (rows ``group``, ``score``: higher is better):
-    its step count and best score, successive halving every ``HALVE_EVERY`` steps down to ``keep``
-    rows, and its stopping rule (``max_steps``, every row ``converged``, or a best score that gained
-    less than ``tol`` (relative) in ``patience`` steps); a stopped group's points and steps go to
-    ``out``. Returns the rows kept for the next step (None: every group stopped)."""
-    rows = []
-    for g in torch.unique_consecutive(group).tolist():
-        idx = (group == g).nonzero()[:, 0]
-        steps[g] += 1
-        history[g].append(float(score[idx].max()))
-        if steps[g] % HALVE_EVERY == 0 and idx.numel() > keep[g]:
-            order = torch.argsort(score[idx], descending=True)[: max(keep[g], idx.numel() // 2)]
-            idx = idx[order]
-        h = history[g]
-        stop = steps[g] >= max_steps or bool(converged[idx].all())
-        if len(h) > patience and h[-1] - h[-patience - 1] <= tol * max(abs(h[-1]), 1e-30):
-            stop = True
-        if stop:
-            out[g] = (D[idx], steps[g])
-        else:
-            rows.append(idx)
-    return torch.cat(rows) if rows else None
+class _Groups:
+    """The bookkeeping shared by the batched searches: per group (rows ``group``, scores: higher is
+    better) its step count and best-score history, successive halving every ``HALVE_EVERY`` steps
+    down to ``keep`` rows, its stopping rule (``max_steps``, every row converged, or a best score that
+    gained less than ``tol`` (relative) in ``patience`` steps), and ``out``: each stopped group's
+    points and steps."""
+
+    def __init__(
+        self, group: Tensor, score: Tensor, *, keep: Sequence[int], max_steps: int, tol: float, patience: int
+    ) -> None:
+        groups = len(keep)
+        self.history = [[float(score[group == g].max())] for g in range(groups)]
+        self.steps = [0] * groups
+        self.out: dict[int, tuple[Tensor, int]] = {}
+        self.keep, self.max_steps, self.tol, self.patience = keep, max_steps, tol, patience
+
+    def next_rows(self, group: Tensor, score: Tensor, converged: Tensor, D: Tensor) -> Tensor | None:
+        """One step of every running group; returns the rows kept for the next step (None: every
+        group stopped)."""
+        rows = []
+        for g in torch.unique_consecutive(group).tolist():
+            idx = (group == g).nonzero()[:, 0]
+            self.steps[g] += 1
+            self.history[g].append(float(score[idx].max()))
+            if self.steps[g] % HALVE_EVERY == 0 and idx.numel() > self.keep[g]:
+                order = torch.argsort(score[idx], descending=True)[: max(self.keep[g], idx.numel() // 2)]
+                idx = idx[order]
+            h = self.history[g]
+            stop = self.steps[g] >= self.max_steps or bool(converged[idx].all())
+            if len(h) > self.patience and h[-1] - h[-self.patience - 1] <= self.tol * max(abs(h[-1]), 1e-30):
+                stop = True
+            if stop:
+                self.out[g] = (D[idx], self.steps[g])
+            else:
+                rows.append(idx)
+        return torch.cat(rows) if rows else None
 
 
 def ascend_groups(
@@ -99,9 +99,7 @@ def ascend_groups(
     val, grad = value_and_grad(D, group)
     eta = torch.full_like(val, ETA0)
     mom = torch.zeros_like(D)
-    history = [[float(val[group == g].max())] for g in range(len(sizes))]
-    steps = [0] * len(sizes)
-    out: dict[int, tuple[Tensor, int]] = {}
+    book = _Groups(group, val, keep=keep, max_steps=max_steps, tol=tol, patience=patience)
     if max_steps <= 0:
         return [(D[group == g], 0) for g in range(len(sizes))]
     while group.numel():
@@ -115,23 +113,11 @@ def ascend_groups(
         val = torch.where(ok, cval, val)
         grad = torch.where(ok[:, None], cgrad, grad)
         eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
-        idx = _next_rows(
-            group,
-            val,
-            eta < eta_min,
-            D,
-            steps,
-            history,
-            out,
-            keep=keep,
-            max_steps=max_steps,
-            tol=tol,
-            patience=patience,
-        )
+        idx = book.next_rows(group, val, eta < eta_min, D)
         if idx is None:
             break
         D, val, grad, eta, mom, group = D[idx], val[idx], grad[idx], eta[idx], mom[idx], group[idx]
-    return [out[g] for g in range(len(sizes))]
+    return [book.out[g] for g in range(len(sizes))]
 
 
 def _ball_step(Jr: Tensor, r: Tensor, D: Tensor, damping: Tensor, radius: float) -> Tensor:
@@ -209,9 +195,7 @@ def least_squares_groups(
     D = project(torch.cat(list(starts)), r_).to(torch.float64)
     res, Jr, loss = evaluate(D.to(dtype), Ls, bs)
     damping = torch.full_like(loss, LM_DAMPING0)
-    history = [[-float(loss[group == g].min())] for g in range(len(sizes))]
-    steps = [0] * len(sizes)
-    out: dict[int, tuple[Tensor, int]] = {}
+    book = _Groups(group, -loss, keep=keep, max_steps=max_steps, tol=tol, patience=patience)
     if max_steps <= 0:
         return [(D[group == g].to(dtype), 0) for g in range(len(sizes))]
     while group.numel():
@@ -223,21 +207,9 @@ def least_squares_groups(
         Jr = torch.where(ok[:, None, None], cJr, Jr)
         loss = torch.where(ok, closs, loss)
         damping = torch.where(ok, damping / 3, damping * 10)
-        idx = _next_rows(
-            group,
-            -loss,
-            damping > LM_DAMPING_MAX,
-            D,
-            steps,
-            history,
-            out,
-            keep=keep,
-            max_steps=max_steps,
-            tol=tol,
-            patience=patience,
-        )
+        idx = book.next_rows(group, -loss, damping > LM_DAMPING_MAX, D)
         if idx is None:
             break
         D, res, Jr, loss, damping, group = D[idx], res[idx], Jr[idx], loss[idx], damping[idx], group[idx]
         Ls, bs = Ls[idx], bs[idx]
-    return [(out[g][0].to(dtype), out[g][1]) for g in range(len(sizes))]
+    return [(book.out[g][0].to(dtype), book.out[g][1]) for g in range(len(sizes))]

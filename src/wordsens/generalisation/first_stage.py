@@ -27,12 +27,13 @@ training set or the check fails, the features are computed again in float64 and 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
 
 from ..linalg import add_lower_gram_, mirror_lower
+from ..search.engine import chunked_rows64
 
 Tensor = torch.Tensor
 
@@ -133,29 +134,18 @@ def gram(Phi: Tensor) -> Tensor:
     return mirror_lower(K32).to(torch.float64) + a[:, None] + a[None, :] + mm
 
 
-# Entries of float32 features cast to float64 at a time by the float64 products below (2 MB: a few rows,
-# cast while they are in cache; a float64 copy of the whole Phi cost more than all the products together)
-_PRODUCT_ENTRIES = 2**18
-_PRODUCT_ENTRIES_GPU = 2**24  # on a GPU: fewer, larger kernels (128 MB blocks)
-
-
-def _float64_rows(Phi: Tensor) -> Iterator[tuple[slice, Tensor]]:
-    """Consecutive row blocks of float32 ``Phi`` as float64 copies, ``_PRODUCT_ENTRIES`` entries each
-    (``_PRODUCT_ENTRIES_GPU`` on a GPU)."""
-    entries = _PRODUCT_ENTRIES if Phi.device.type == "cpu" else _PRODUCT_ENTRIES_GPU
-    step = max(1, entries // max(1, Phi.shape[1]))
-    for s in range(0, Phi.shape[0], step):
-        yield slice(s, s + step), Phi[s : s + step].to(torch.float64)
-
-
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
     """``Phi^T c`` for ``c`` (N, m) as (m, p): ``c^T Phi`` streams ``Phi`` in its own row-major layout;
-    float64 products of float32 features too (a few rows cast at a time)."""
+    float64 products of float32 features too, a few rows cast at a time (``chunked_rows64``: a float64
+    copy of the whole ``Phi`` cost more than all the products of a first stage together)."""
     if Phi.dtype == c.dtype:
         return c.T @ Phi
     out = torch.zeros((c.shape[1], Phi.shape[1]), dtype=c.dtype, device=Phi.device)
-    for rows, block in _float64_rows(Phi):
+
+    def add(rows: slice, block: Tensor) -> None:
         out.addmm_(c[rows].T, block)
+
+    chunked_rows64(Phi, add)
     return out
 
 
@@ -164,8 +154,11 @@ def _times_phi(Phi: Tensor, V: Tensor) -> Tensor:
     if Phi.dtype == V.dtype:
         return (V @ Phi.T).T
     out = torch.empty((Phi.shape[0], V.shape[0]), dtype=V.dtype, device=Phi.device)
-    for rows, block in _float64_rows(Phi):
+
+    def fill(rows: slice, block: Tensor) -> None:
         out[rows] = block @ V.T
+
+    chunked_rows64(Phi, fill)
     return out
 
 
