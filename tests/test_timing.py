@@ -179,6 +179,28 @@ def test_snakemake_logs_give_each_jobs_time_and_the_runs(tmp_path):
     assert run == {"elapsed": pytest.approx(513.8), "cores": 2.0}
 
 
+def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_path):
+    """Every grid job of a log (a trained layer, a study's WS job) is matched by its output path, so a
+    trained layer with a benchmark file is one ``ws:trained`` sample, not a second one of a rule."""
+    config = _demo()
+    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    bench = tmp_path / "res" / "benchmarks" / "trained" / "layer1.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\n30.5\t0:00:30\t300\n")
+    log = tmp_path / "run.snakemake.log"
+    log.write_text(
+        "[Thu Nov 26 23:39:09 2026]\nrule trained:\n    output: res/trained/layer1.parquet\n    jobid: 3\n"
+        "[Thu Nov 26 23:39:09 2026]\nrule ws:\n    output: res/variants/rf/d16_n4/chunk0.parquet\n    jobid: 4\n"
+        "[Thu Nov 26 23:39:11 2026]\nrule ws_table:\n    output: res/ws/rf.parquet\n    jobid: 5\n"
+        "[Thu Nov 26 23:39:40 2026]\nFinished jobid: 3 (Rule: trained)\n"
+        "[Thu Nov 26 23:39:41 2026]\nFinished jobid: 4 (Rule: ws)\n"
+        "[Thu Nov 26 23:39:42 2026]\nFinished jobid: 5 (Rule: ws_table)\n"
+    )
+    measured = pipeline.measure(grid.jobs, [tmp_path / "res", log])
+    got = sorted((s.family, s.measured) for s in measured.samples)
+    assert got == [("ws:rf", 32.0), ("ws:trained", 30.5), ("ws_table", 31.0)] and measured.unmatched == 0
+
+
 # ----------------------------------------------------------------------------- the time limit
 def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     config = _demo({"variants": None, "long_context": None, "positions": None})

@@ -101,10 +101,14 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 rule, output, seconds = job.rule, job.outputs[0] if job.outputs else "", job.seconds
                 if rule == "all":
                     continue
-                if rule in ("ws", "gen"):
-                    parts = Path(output).with_suffix("").parts
-                    key = "/".join(parts[-(4 if rule == "ws" else 5) :])
+                # a grid job (word sensitivity, a study, generalisation, a trained layer) by its
+                # output path's tail, which is its key (the log names it below the results folder)
+                parts = Path(output).with_suffix("").parts
+                key = next(("/".join(parts[i:]) for i in range(len(parts)) if "/".join(parts[i:]) in by_key), None)
+                if key is not None:
                     add(key, None, seconds, str(source))
+                elif rule in ("ws", "gen"):
+                    add("/".join(parts[-(4 if rule == "ws" else 5) :]), None, seconds, str(source))  # unmatched
                 else:
                     add(f"{rule}:{output}", rule, seconds, str(source))
         else:
