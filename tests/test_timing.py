@@ -105,6 +105,18 @@ def test_the_fit_recovers_known_coefficients():
     assert Calibration.from_dict(json.loads(json.dumps(calibration.to_dict()))) == calibration
 
 
+def test_one_long_job_does_not_set_its_familys_scale():
+    """The fit weighs relative errors: ten jobs at 1 x their model and one long job at 4 x (as a
+    long-context search measured) give a scale near 1, which prices the ten within 15%; least
+    squares on seconds would give 4 and price each of the ten about 4 x too long."""
+    samples = [Sample("ws:relu_raf", m, 2.0 + 1.0 * m) for m in (2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0)]
+    samples.append(Sample("ws:relu_raf", 50.0, 2.0 + 4.0 * 50.0))
+    found = fit(samples)["ws:relu_raf"]
+    assert found.scale is not None and 0.9 < found.scale < 1.4
+    for sample in samples[:-1]:
+        assert found.predict(sample.model) == pytest.approx(sample.measured, rel=0.15)
+
+
 def _write_benchmarks(results: Path, grid: pipeline.Grid, fixed: float, scale: float) -> None:
     """Benchmark files of the model ``fixed + scale * model seconds``, where a family's model seconds
     matter (``MIN_MODEL_SECONDS``), else ``fixed`` (the fit takes such jobs as start-up)."""

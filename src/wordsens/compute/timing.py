@@ -9,12 +9,14 @@ A ``Calibration`` holds, per job family (``ws:<map>``, ``gen:<map>``, a rule nam
     wall seconds = fixed + scale * model seconds
 
 fitted (``fit``) on measured jobs (``Sample``: Snakemake benchmark files and logs, read by
-``wordsens.io``) by least squares on seconds: one start-up time (``fixed``) per kind of job
-(word sensitivity, generalisation) and one ``scale`` per family; a family whose jobs are all start-up
+``wordsens.io``) by least squares on relative errors (each job's error over its measured seconds):
+one start-up time (``fixed``) per kind of job (word sensitivity, generalisation) and one ``scale``
+per family, the typical ratio of its jobs rather than that of its longest one (a family's ratio
+varies by 0.5-2x across its grid, one long-context job reached 4x); a family whose jobs are all start-up
 (less than ``MIN_MODEL_SECONDS`` of model time) gets no scale of its own, a rule without a cost
 model (data steps, tables, figures, probes) its mean time. Families without their own samples take
 the pooled fit of their kind (``ws:*``, ``gen:*``, ``rule:*``), then the built-in coefficients
-(``BUILTIN``, measured on this project's 2-core machine). Torch-free, and nothing of wordsens is imported.
+(``BUILTIN``, fitted on three runs of this project's 2-core machine). Torch-free, and nothing of wordsens is imported.
 """
 
 from __future__ import annotations
@@ -63,8 +65,8 @@ def pooled(family: str) -> str:
 
 def _fit_kind(samples: list[Sample]) -> dict[str, Coefficients]:
     """One kind's families (``ws:<map>`` or ``gen:<map>``): a start-up time shared by the kind and a
-    non-negative scale per family, jointly by least squares on seconds (a scale that comes out
-    negative is set to 0 and the rest fitted again); a family whose jobs all stay below
+    non-negative scale per family, jointly by least squares on relative errors (a scale that comes
+    out negative is set to 0 and the rest fitted again); a family whose jobs all stay below
     ``MIN_MODEL_SECONDS`` only informs the start-up (its scale: None, the pooled one applies)."""
     import numpy as np
 
@@ -74,6 +76,7 @@ def _fit_kind(samples: list[Sample]) -> dict[str, Coefficients]:
     scaled = [f for f, g in groups.items() if max(s.model for s in g) >= MIN_MODEL_SECONDS]
     zero: list[str] = []  # families whose fitted scale came out negative: their time is start-up
     t = np.array([s.measured for s in samples])
+    weight = 1.0 / t  # relative errors: a job twice as long does not count four times as much
     intercept = 1.0  # 0: the start-up time came out negative, fitted again without one
     while True:
         A = np.zeros((len(samples), 1 + len(scaled)))
@@ -81,7 +84,7 @@ def _fit_kind(samples: list[Sample]) -> dict[str, Coefficients]:
         for i, s in enumerate(samples):
             if s.family in scaled:
                 A[i, 1 + scaled.index(s.family)] = s.model
-        x = np.linalg.lstsq(A, t, rcond=None)[0]
+        x = np.linalg.lstsq(A * weight[:, None], t * weight, rcond=None)[0]
         if intercept and x[0] < 0:
             intercept = 0.0
             continue
@@ -94,8 +97,8 @@ def _fit_kind(samples: list[Sample]) -> dict[str, Coefficients]:
     scales = {f: float(b) for f, b in zip(scaled, x[1:], strict=True)} | dict.fromkeys(zero, 0.0)
     out = {f: Coefficients(fixed, scales.get(f), len(g)) for f, g in groups.items()}
     rest = [s for s in samples if s.model >= MIN_MODEL_SECONDS]
-    mm = sum(s.model**2 for s in rest)
-    pooled_scale = sum(s.model * (s.measured - fixed) for s in rest) / mm if mm else None
+    mm = sum((s.model / s.measured) ** 2 for s in rest)
+    pooled_scale = sum(s.model * (s.measured - fixed) / s.measured**2 for s in rest) / mm if mm else None
     out[pooled(samples[0].family)] = Coefficients(
         fixed, None if pooled_scale is None else max(pooled_scale, 0.0), len(samples)
     )
@@ -123,47 +126,56 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
     return dict(sorted(out.items()))
 
 
-# Measured on this project's 2-core machine. The start-up of a job (``fixed``): the wall times of a
-# quiet demo run (config/demo.yaml on 2 cores, where jobs are all start-up; ``wordsens plan
-# --calibrate`` of it fitted 4.2 s per WS job, 4.8 s per generalisation job, 1-15 s per other step,
-# 5.6 s on average; a second one, 2026-11-27, 3.9 s and 4.4 s). The scales per map: the CPU seconds of
-# one trial (generalisation: one simulation with its four searches) of the default config.yaml's own
-# jobs (d = 64-768, n = 10-4096; each map at its smallest, middle and largest grid point) over the
-# model's seconds, one thread, with benchmarks/bench_model.py (the median per map; CPU seconds do not
-# stretch with other work on the machine, wall seconds do). Within a map the ratio still varies with
-# the grid point (an attention search at n = 10 takes 3-10 x the model's steps). The pooled ``ws:*``
-# scale, for maps not measured here (plugins), stays the generous one of the first measurement.
-# ``wordsens plan --calibrate`` replaces them all.
-FIXED_WS = 4.2
-FIXED_GEN = 4.8
+# Fitted (``fit``) on three runs of this project's 2-core machine (AMD EPYC, 24 GB; 2026-11-27), all
+# at numerics gen-5: the demo (config/demo.yaml, 3:05, 122 jobs), a config/pretrained.yaml run (local
+# IMDb, MiniLM, limits.max_job_hours 0.1: 17:10, 108 jobs) and the default config.yaml (local IMDb, a
+# random BERT-Base: 51:48, 209 jobs), 439 measured jobs in one fit (docs/benchmarks.md, "The plan's
+# time model"). A run of the same configs on a machine twice as fast or as slow is planned 2x off:
+# ``wordsens plan --calibrate RESULTS_DIR`` fits this machine's. The pooled scales (``ws:*``, ``gen:*``,
+# for maps of plugins, not measured here) are the largest of their kind: a new map is not planned cheap.
+FIXED_WS = 2.33
+FIXED_GEN = 2.19
 BUILTIN: dict[str, Coefficients] = {
-    "ws:*": Coefficients(FIXED_WS, 4.5),
-    "ws:rf": Coefficients(FIXED_WS, 1.1),  # RF's subspace search as of 2026-11-27 (6 jobs: 1.01-1.30)
-    "ws:drf": Coefficients(FIXED_WS, 3.9),
-    "ws:raf": Coefficients(FIXED_WS, 2.3),
-    "ws:relu_raf": Coefficients(FIXED_WS, 2.9),
-    "ws:block": Coefficients(FIXED_WS, 0.8),
-    "ws:linear_raf": Coefficients(FIXED_WS, 0.75),
-    "ws:mh_raf": Coefficients(FIXED_WS, 1.3),
-    "ws:sigmoid_raf": Coefficients(FIXED_WS, 1.2),
-    # the trained study's jobs (one per encoder layer): its MiniLM run (config/pretrained.yaml) took
-    # 0.40 of the 0.95 job-hours the pooled scale 4.5 planned
-    "ws:trained": Coefficients(FIXED_WS, 1.9),
-    "gen:*": Coefficients(FIXED_GEN, 1.4),
-    "gen:rf": Coefficients(FIXED_GEN, 0.94),  # with FirstLayer.forward as B D^T (3 jobs: 0.94-0.97)
-    # RAF maps with the searches' loop at 2.5e-4 s per step (AttentionCost.gen_seconds), 2026-11-27
-    "gen:raf": Coefficients(FIXED_GEN, 1.29),
-    "gen:relu_raf": Coefficients(FIXED_GEN, 1.4),
-    "rule:*": Coefficients(6.0, None),
-    # steps measured apart from the pooled 6 s (a quiet demo run on 2 cores, 2026-11-27, wall seconds per
-    # job): the tables merge chunks (1 s each; 13 of them in the demo were priced at 6 s), the claims
-    # read them (2 s), a generalisation figure draws every simulation's points (16 s)
+    "ws:*": Coefficients(FIXED_WS, 1.9),
+    "ws:rf": Coefficients(FIXED_WS, 0.58),
+    "ws:drf": Coefficients(FIXED_WS, 1.9),
+    "ws:raf": Coefficients(FIXED_WS, 0.73),
+    "ws:relu_raf": Coefficients(FIXED_WS, 1.14),
+    "ws:block": Coefficients(FIXED_WS, 0.45),
+    "ws:linear_raf": Coefficients(FIXED_WS, 0.28),
+    "ws:mh_raf": Coefficients(FIXED_WS, 0.34),
+    "ws:sigmoid_raf": Coefficients(FIXED_WS, 0.59),
+    "ws:trained": Coefficients(FIXED_WS, 0.45),
+    "gen:*": Coefficients(FIXED_GEN, 0.78),
+    "gen:rf": Coefficients(FIXED_GEN, 0.61),
+    "gen:raf": Coefficients(FIXED_GEN, 0.78),
+    "gen:relu_raf": Coefficients(FIXED_GEN, 0.70),
+    # the steps without a cost model: their mean wall seconds over the three runs (``rule:*``: of all)
+    "rule:*": Coefficients(4.9, None),
+    "reviews": Coefficients(1.7, None),
+    "demo_corpus": Coefficients(1.0, None),
+    "demo_model": Coefficients(10.0, None),
+    "packaged_model": Coefficients(2.0, None),
+    "pool": Coefficients(5.0, None),
+    "embed": Coefficients(11.8, None),
     "ws_table": Coefficients(1.0, None),
     "gen_table": Coefficients(1.0, None),
     "study_table": Coefficients(1.0, None),
     "trained_table": Coefficients(1.0, None),
-    "claims": Coefficients(2.0, None),
-    "gen_figure": Coefficients(16.0, None),
+    "claims": Coefficients(1.3, None),
+    "ws_figure": Coefficients(3.7, None),
+    "gen_figure": Coefficients(7.0, None),
+    "variants_figure": Coefficients(3.0, None),
+    "long_context_figure": Coefficients(3.5, None),
+    "positions_figure": Coefficients(4.3, None),
+    "trained_figure": Coefficients(3.0, None),
+    "fig1_attention": Coefficients(7.7, None),
+    "fig1_attention_figure": Coefficients(4.0, None),
+    "fig3_probes": Coefficients(17.7, None),
+    "fig3_figures": Coefficients(3.7, None),
+    "demo_lm": Coefficients(6.0, None),
+    "fig1_lm": Coefficients(6.0, None),
+    "fig1_lm_figure": Coefficients(2.0, None),
 }
 
 # Downloads from the Hugging Face Hub, not measured here (the development machine has no Hub):
