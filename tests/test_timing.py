@@ -350,3 +350,52 @@ def test_bench_model_times_the_grids_own_jobs_against_the_plan():
         assert scale == pytest.approx(seconds / model, abs=0.01 + 0.01 * scale + (1 + scale) * 0.006 / model)
     assert "scale per family" in out.stdout and "with the measured scales" in out.stdout
     assert "expected wall time on 2 cores" in out.stdout
+
+
+# ----------------------------------------------------------------------------- the speed probe
+def test_the_speed_factor_stretches_the_built_in_times_not_the_measured_ones():
+    slow = Calibration(speed=2.0)
+    assert slow.seconds("ws:raf", 10.0) == pytest.approx(2.0 * Calibration().seconds("ws:raf", 10.0))
+    assert slow.seconds("gen_figure") == pytest.approx(2.0 * Calibration().seconds("gen_figure"))
+    # a family measured here keeps its own coefficients; a start-up-only fit borrows the built-in scale x 2
+    measured = Calibration({"ws:raf": Coefficients(3.0, 0.5, 4), "ws:rf": Coefficients(3.0, None, 2)}, ("run",), 2.0)
+    assert measured.seconds("ws:raf", 10.0) == pytest.approx(8.0)
+    assert measured.seconds("ws:rf", 10.0) == pytest.approx(3.0 + 2.0 * Calibration().of("ws:rf").scale * 10.0)
+    assert Calibration.from_dict(json.loads(json.dumps(measured.to_dict()))) == measured
+    with pytest.raises(ValueError, match="positive number"):
+        Calibration(speed=0.0)
+
+
+def test_a_slower_machine_leaves_out_the_job_that_fits_here():
+    """limits.max_job_hours judges the probe-scaled times: the demo's longest job fits at 1.5 x its
+    built-in estimate, and is left out (alone) on a machine twice as slow."""
+    config = _demo({"variants": None, "long_context": None, "positions": None})
+    here = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    longest = max(here.fit, key=here.estimate)
+    hours = 1.5 * here.estimate(longest) / 3600
+    fits = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration())
+    slow = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration(speed=2.0))
+    assert not fits.unfit and longest in slow.unfit
+
+
+def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatch, capsys):
+    from wordsens.compute import probe
+
+    seconds = probe.probe_seconds(repeats=1)  # the real probe runs (its time depends on the machine)
+    assert seconds > 0 and probe.speed_factor(seconds) > 0
+    monkeypatch.setattr(probe, "probe_seconds", lambda: 2.0 * probe.REFERENCE_SECONDS)
+    monkeypatch.chdir(tmp_path)  # no results/demo/benchmarks of a local run here (their hint would win)
+    store = tmp_path / "cal.json"
+    monkeypatch.setenv("WORDSENS_CALIBRATION", str(store))
+    base = ["--base", str(ROOT / "config.yaml"), "--configfile", str(ROOT / "config/demo.yaml")]
+    assert cli.main(["plan", *base, "--cores", "2"]) == 0
+    assert "add --probe" in capsys.readouterr().out and not store.exists()  # built in: a hint, nothing stored
+    assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0
+    out = capsys.readouterr().out
+    assert f"its times x 2.00 (measured families keep their own), stored in {store}" in out
+    assert pipeline.stored_calibration().speed == pytest.approx(2.0)
+    assert cli.main(["plan", *base, "--cores", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "built-in times x 2.00 (this machine's speed probe)" in out and "add --probe" not in out
+    with pytest.raises(ValueError, match="positive time"):
+        probe.speed_factor(0.0)

@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             # Snakemake's own parser (imported only when used: importing snakemake.cli takes seconds)
             overrides = __import__("snakemake.cli").cli.parse_config(args.config) if args.config else {}
-            print(plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate))
+            print(plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate, args.probe))
             return 0
         if args.command == "claims":
             sys.stdout.write(_run_claims(args))

@@ -56,6 +56,10 @@ class Coefficients:
     def predict(self, model: float) -> float:
         return self.fixed + (self.scale or 0.0) * model
 
+    def times(self, factor: float) -> Coefficients:
+        """These coefficients on a machine ``factor`` times as slow (both parts stretched)."""
+        return Coefficients(self.fixed * factor, None if self.scale is None else self.scale * factor, self.count)
+
 
 def pooled(family: str) -> str:
     """The pooled family a family falls back on: ``ws:*``, ``gen:*`` or ``rule:*``."""
@@ -186,19 +190,29 @@ DOWNLOAD_SECONDS = {"reviews": 30.0, "model": 60.0}
 @dataclass(frozen=True)
 class Calibration:
     """Coefficients per family (``fit``), with the built-in ones beneath them; ``sources``: the
-    results folders and logs they were fitted on."""
+    results folders and logs they were fitted on; ``speed``: this machine's time for the speed probe
+    over the built-in machine's (``wordsens.compute.probe``; 2: twice as slow), which stretches the
+    built-in coefficients, not the fitted ones (they were measured here)."""
 
     coefficients: Mapping[str, Coefficients] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.speed) and self.speed > 0):
+            raise ValueError(f"a calibration's speed factor must be a positive number, got {self.speed}")
 
     @classmethod
-    def from_samples(cls, samples: Iterable[Sample], sources: Iterable[str] = ()) -> Calibration:
-        return cls(fit(samples), tuple(sources))
+    def from_samples(cls, samples: Iterable[Sample], sources: Iterable[str] = (), speed: float = 1.0) -> Calibration:
+        return cls(fit(samples), tuple(sources), speed)
 
     def of(self, family: str) -> Coefficients:
         """The coefficients of ``family``: its own, else its pooled family's, else the built-in
-        ones; a scale not measured (None) is taken from the next of these that has one."""
-        found = [t[k] for t in (self.coefficients, BUILTIN) for k in (family, pooled(family)) if k in t]
+        ones (times ``speed``); a scale not measured (None) is taken from the next of these that has
+        one."""
+        keys = (family, pooled(family))
+        found = [self.coefficients[k] for k in keys if k in self.coefficients]
+        found += [BUILTIN[k].times(self.speed) for k in keys if k in BUILTIN]
         scale = next((c.scale for c in found if c.scale is not None), None)  # rules have none
         return Coefficients(found[0].fixed, scale, found[0].count)
 
@@ -209,6 +223,7 @@ class Calibration:
     def to_dict(self) -> dict:
         return {
             "sources": list(self.sources),
+            "speed": self.speed,
             "coefficients": {
                 k: {"fixed": c.fixed, "scale": c.scale, "count": c.count} for k, c in self.coefficients.items()
             },
@@ -222,4 +237,4 @@ class Calibration:
             )
             for k, v in dict(data.get("coefficients") or {}).items()
         }
-        return cls(coefficients, tuple(data.get("sources") or ()))
+        return cls(coefficients, tuple(data.get("sources") or ()), float(data.get("speed", 1.0)))

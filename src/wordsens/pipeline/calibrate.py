@@ -104,9 +104,10 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 # a grid job (word sensitivity, a study, generalisation, a trained layer) by its
                 # output path's tail, which is its key (the log names it below the results folder)
                 parts = Path(output).with_suffix("").parts
-                key = next(("/".join(parts[i:]) for i in range(len(parts)) if "/".join(parts[i:]) in by_key), None)
-                if key is not None:
-                    add(key, None, seconds, str(source))
+                tails = ("/".join(parts[i:]) for i in range(len(parts)))
+                matched = next((tail for tail in tails if tail in by_key), None)
+                if matched is not None:
+                    add(matched, None, seconds, str(source))
                 elif rule in ("ws", "gen"):
                     add("/".join(parts[-(4 if rule == "ws" else 5) :]), None, seconds, str(source))  # unmatched
                 else:

@@ -263,6 +263,8 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     end = max((e for _, e in times.values()), default=0.0)
     busy = sum(t.seconds * min(t.threads, cores) for t in tasks)
     sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
+    if grid.calibration.speed != 1.0:
+        sources += f"; built-in times x {grid.calibration.speed:.2f} (this machine's speed probe)"
     lines = [
         f"expected wall time on {cores} core{'s' if cores > 1 else ''}{_gpu_words(tasks, grid.limits, budget)}: "
         f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
@@ -283,13 +285,16 @@ def plan_text(
     cores: int = 1,
     gpu_gb: float | None = None,
     calibrate: Sequence[str] | None = None,
+    probe: bool = False,
 ) -> str:
     """What ``wordsens plan`` prints: the configuration of ``paths`` and ``overrides`` (``--config``)
     planned (``describe``) on a machine of ``cores`` cores and, with ``gpu_gb``, one GPU of that
     many GB (where ``limits.gpu_memory_gb`` is ``auto``), with the run's expected wall time
     (``finish_lines``). ``calibrate``: results folders or Snakemake logs of runs of this
-    configuration to fit the time model on first; the fit is stored and its table printed."""
-    from .calibrate import calibration_table, measure, save_calibration
+    configuration to fit the time model on first; the fit is stored and its table printed. ``probe``:
+    time this machine's speed probe (``wordsens.compute.probe``) first, which scales the built-in
+    coefficients; stored with the fit, or with the calibration stored already."""
+    from .calibrate import calibration_table, measure, save_calibration, stored_calibration
     from .configuration import load_config
     from .grid import describe
 
@@ -299,11 +304,23 @@ def plan_text(
         limits = replace(limits, gpu=int(gpu_gb * GB))
     lines: list[str] = []
     calibration = None
+    if probe:
+        from ..compute import probe as speed_probe
+
+        seconds = speed_probe.probe_seconds()
+        calibration = replace(stored_calibration(), speed=speed_probe.speed_factor(seconds))
+        stored = save_calibration(calibration)
+        lines.append(
+            f"speed probe: {seconds:.2f} s here, {speed_probe.REFERENCE_SECONDS:.2f} s on the built-in time model's "
+            f"machine: its times x {calibration.speed:.2f} (measured families keep their own), stored in "
+            f"{stored or 'nothing (WORDSENS_CALIBRATION=none)'}"
+        )
     if calibrate:
         measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate)
         if not measured.samples:
             raise ValueError(f"no measured job of this configuration in {', '.join(calibrate)}")
-        calibration = Calibration.from_samples(measured.samples, [str(Path(s).resolve()) for s in calibrate])
+        speed = (calibration or stored_calibration()).speed  # the probe's, for the families not measured
+        calibration = Calibration.from_samples(measured.samples, [str(Path(s).resolve()) for s in calibrate], speed)
         stored = save_calibration(calibration)
         lines += [
             f"calibration from {len(measured.samples)} measured jobs ({measured.unmatched} not of this "
@@ -322,6 +339,11 @@ def plan_text(
         lines.append(
             f"{bench} holds benchmark files of a run of this configuration: add --calibrate {bench.parent} "
             "(and its .snakemake/log/*.snakemake.log) to fit the times on this machine"
+        )
+    elif not grid.calibration.sources and grid.calibration.speed == 1.0:
+        lines.append(
+            "the times are those of the machine the built-in time model was fitted on: add --probe (about "
+            "5 s) to scale them to this one, or --calibrate RESULTS_DIR after a run"
         )
     return "\n".join(lines)
 
@@ -367,4 +389,10 @@ def plan_arguments(plan: argparse.ArgumentParser) -> None:
         help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
         "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
         "calibration.json) and print predicted against measured seconds",
+    )
+    plan.add_argument(
+        "--probe",
+        action="store_true",
+        help="time a small probe of this machine's speed (about 5 s, one thread) and scale the built-in time "
+        "model by it (the families --calibrate measured keep their own); stored like --calibrate",
     )
