@@ -99,9 +99,13 @@ def test_the_fit_recovers_known_coefficients():
     assert coefficients["ws:mh_raf"].scale is None  # all start-up: the pooled scale applies
     assert coefficients["gen_figure"].fixed == pytest.approx(25.0)
     calibration = Calibration(coefficients, ("here",))
-    assert calibration.of("ws:mh_raf").scale == coefficients["ws:*"].scale
+    # a family measured only at start-up: its fitted start-up, its built-in scale (x speed 1)
+    assert calibration.of("ws:mh_raf").scale == Calibration().of("ws:mh_raf").scale
+    assert calibration.of("ws:mh_raf").fixed == pytest.approx(5.0)
+    assert calibration.of("ws:my_plugin").scale == coefficients["ws:*"].scale  # unknown: the kind's pooled fit
     assert calibration.seconds("ws:rf", 10.0) == pytest.approx(35.0)
-    assert calibration.seconds("fig3_probes") == pytest.approx(25.0)  # the rules' mean
+    assert calibration.seconds("my_step") == pytest.approx(25.0)  # a step unknown to both: the steps' mean
+    assert calibration.seconds("fig3_probes") == pytest.approx(Calibration().seconds("fig3_probes"))
     assert Calibration.from_dict(json.loads(json.dumps(calibration.to_dict()))) == calibration
 
 
@@ -115,6 +119,7 @@ def test_one_long_job_does_not_set_its_familys_scale():
     assert found.scale is not None and 0.9 < found.scale < 1.4
     for sample in samples[:-1]:
         assert found.predict(sample.model) == pytest.approx(sample.measured, rel=0.15)
+    assert fit(samples)["ws:*"].scale == pytest.approx(found.scale)  # one family: the pooled fit is its own
 
 
 def _write_benchmarks(results: Path, grid: pipeline.Grid, fixed: float, scale: float) -> None:
@@ -208,9 +213,18 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
         "[Thu Nov 26 23:39:41 2026]\nFinished jobid: 4 (Rule: ws)\n"
         "[Thu Nov 26 23:39:42 2026]\nFinished jobid: 5 (Rule: ws_table)\n"
     )
-    measured = pipeline.measure(grid.jobs, [tmp_path / "res", log])
-    got = sorted((s.family, s.measured) for s in measured.samples)
-    assert got == [("ws:rf", 32.0), ("ws:trained", 30.5), ("ws_table", 31.0)] and measured.unmatched == 0
+    for sources in ([tmp_path / "res", log], [log, tmp_path / "res"]):  # the benchmark file wins either way
+        measured = pipeline.measure(grid.jobs, sources)
+        got = sorted((s.family, s.measured) for s in measured.samples)
+        assert got == [("ws:rf", 32.0), ("ws:trained", 30.5), ("ws_table", 31.0)] and measured.unmatched == 0
+    # a trained layer of another configuration is not a step of its own
+    other = tmp_path / "other.snakemake.log"
+    other.write_text(
+        "[Thu Nov 26 23:39:09 2026]\nrule trained:\n    output: res/trained/layer9.parquet\n    jobid: 3\n"
+        "[Thu Nov 26 23:39:40 2026]\nFinished jobid: 3 (Rule: trained)\n"
+    )
+    measured = pipeline.measure(grid.jobs, [other])
+    assert not measured.samples and measured.unmatched == 1
 
 
 # ----------------------------------------------------------------------------- the time limit
@@ -358,24 +372,48 @@ def test_the_speed_factor_stretches_the_built_in_times_not_the_measured_ones():
     assert slow.seconds("ws:raf", 10.0) == pytest.approx(2.0 * Calibration().seconds("ws:raf", 10.0))
     assert slow.seconds("gen_figure") == pytest.approx(2.0 * Calibration().seconds("gen_figure"))
     # a family measured here keeps its own coefficients; a start-up-only fit borrows the built-in scale x 2
-    measured = Calibration({"ws:raf": Coefficients(3.0, 0.5, 4), "ws:rf": Coefficients(3.0, None, 2)}, ("run",), 2.0)
+    fitted = {
+        "ws:raf": Coefficients(3.0, 0.5, 4),
+        "ws:rf": Coefficients(3.0, None, 2),
+        "ws:*": Coefficients(3.0, 0.4, 6),
+        "rule:*": Coefficients(20.0, None, 3),
+    }
+    measured = Calibration(fitted, ("run",), 2.0)
     assert measured.seconds("ws:raf", 10.0) == pytest.approx(8.0)
     assert measured.seconds("ws:rf", 10.0) == pytest.approx(3.0 + 2.0 * Calibration().of("ws:rf").scale * 10.0)
+    # a map the run did not measure: its kind's start-up here, its built-in scale x 2; a step: built in x 2
+    assert measured.seconds("ws:drf", 10.0) == pytest.approx(3.0 + 2.0 * Calibration().of("ws:drf").scale * 10.0)
+    assert measured.seconds("gen_figure") == pytest.approx(2.0 * Calibration().seconds("gen_figure"))
     assert Calibration.from_dict(json.loads(json.dumps(measured.to_dict()))) == measured
+    assert Calibration.from_dict({"coefficients": {}, "sources": ["x"]}).speed == 1.0  # a file from before
     with pytest.raises(ValueError, match="positive number"):
         Calibration(speed=0.0)
 
 
+def test_a_run_measures_its_machines_speed_for_the_families_it_did_not_run():
+    """Jobs that ran 3 x the built-in times (the start-ups too) give speed 3, which prices the maps
+    the run did not have at 3 x built in; a run at the built-in times gives 1."""
+    builtin = Calibration()
+    jobs = [("ws:rf", 20.0), ("ws:raf", 5.0), ("ws:raf", 40.0), ("gen:raf", 30.0), ("gen_figure", 0.0)]
+    slow = Calibration.from_samples([Sample(f, m, 3.0 * builtin.seconds(f, m)) for f, m in jobs])
+    assert slow.speed == pytest.approx(3.0)
+    assert slow.seconds("ws:relu_raf", 10.0) == pytest.approx(3.0 * builtin.seconds("ws:relu_raf", 10.0), rel=1e-6)
+    assert slow.seconds("fig3_probes") == pytest.approx(3.0 * builtin.seconds("fig3_probes"))
+    same = Calibration.from_samples([Sample(f, m, builtin.seconds(f, m)) for f, m in jobs])
+    assert same.speed == pytest.approx(1.0) and Calibration.from_samples([]).speed == 1.0
+
+
 def test_a_slower_machine_leaves_out_the_job_that_fits_here():
     """limits.max_job_hours judges the probe-scaled times: the demo's longest job fits at 1.5 x its
-    built-in estimate, and is left out (alone) on a machine twice as slow."""
+    built-in estimate, and is left out on a machine twice as slow (with the jobs above half the limit)."""
     config = _demo({"variants": None, "long_context": None, "positions": None})
     here = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
     longest = max(here.fit, key=here.estimate)
     hours = 1.5 * here.estimate(longest) / 3600
     fits = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration())
     slow = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration(speed=2.0))
-    assert not fits.unfit and longest in slow.unfit
+    twice_over = {job.key for job in here.fit if 2.0 * here.estimate(job) > hours * 3600}
+    assert not fits.unfit and longest in slow.unfit and {job.key for job in slow.unfit} == twice_over
 
 
 def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatch, capsys):
@@ -392,10 +430,21 @@ def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatc
     assert "add --probe" in capsys.readouterr().out and not store.exists()  # built in: a hint, nothing stored
     assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0
     out = capsys.readouterr().out
-    assert f"its times x 2.00 (measured families keep their own), stored in {store}" in out
+    assert "machine: built-in times x 2.00" in out and f"stored in {store}" in out
     assert pipeline.stored_calibration().speed == pytest.approx(2.0)
     assert cli.main(["plan", *base, "--cores", "2"]) == 0
     out = capsys.readouterr().out
     assert "built-in times x 2.00 (this machine's speed probe)" in out and "add --probe" not in out
+    # a fit stored already keeps its coefficients and sources under a new probe
+    store.write_text(json.dumps(Calibration({"ws:raf": Coefficients(1.0, 0.2, 3)}, ("run",), 1.5).to_dict()))
+    assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0
+    kept = pipeline.stored_calibration()
+    assert kept.speed == pytest.approx(2.0) and kept.sources == ("run",) and kept.of("ws:raf").scale == 0.2
+    # a store that cannot be read does not block the command that replaces it
+    store.write_text("{not json")
+    assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0
+    assert "cannot be read" in capsys.readouterr().out and pipeline.stored_calibration().speed == pytest.approx(2.0)
     with pytest.raises(ValueError, match="positive time"):
         probe.speed_factor(0.0)
+    with pytest.raises(ValueError, match="was it busy"):
+        probe.speed_factor(50.0 * probe.REFERENCE_SECONDS)

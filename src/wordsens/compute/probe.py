@@ -18,11 +18,16 @@ import math
 import time
 from collections.abc import Callable
 
-__all__ = ["REFERENCE_SECONDS", "probe_seconds", "speed_factor"]
+__all__ = ["MAX_FACTOR", "MIN_FACTOR", "REFERENCE_SECONDS", "probe_seconds", "speed_factor"]
 
 # ``probe_seconds()`` on the machine of ``BUILTIN`` (this project's 2-core AMD EPYC), measured while a
 # 2-core pipeline ran beside it (one call).
 REFERENCE_SECONDS = 0.59
+
+# A factor outside these is refused: not a machine's speed but a probe gone wrong (a busy machine, a
+# throttled CPU, a broken BLAS).
+MIN_FACTOR = 0.1
+MAX_FACTOR = 10.0
 
 
 def _parts(seed: int) -> list[Callable[[], None]]:
@@ -89,4 +94,11 @@ def speed_factor(seconds: float | None = None) -> float:
     measured = probe_seconds() if seconds is None else seconds
     if not (math.isfinite(measured) and measured > 0):
         raise ValueError(f"the speed probe took {measured} s: expected a positive time")
-    return measured / REFERENCE_SECONDS
+    factor = measured / REFERENCE_SECONDS
+    if not MIN_FACTOR <= factor <= MAX_FACTOR:
+        raise ValueError(
+            f"the speed probe took {measured:.3g} s, {factor:.3g} x the built-in machine's {REFERENCE_SECONDS} s: "
+            f"outside the {MIN_FACTOR}-{MAX_FACTOR} x a machine's speed can plausibly differ by (was it busy?); "
+            "run it again on a quiet machine, or calibrate on a finished run (wordsens plan --calibrate RESULTS_DIR)"
+        )
+    return factor

@@ -15,8 +15,11 @@ per family, the typical ratio of its jobs rather than that of its longest one (a
 varies by 0.5-2x across its grid, one long-context job reached 4x); a family whose jobs are all start-up
 (less than ``MIN_MODEL_SECONDS`` of model time) gets no scale of its own, a rule without a cost
 model (data steps, tables, figures, probes) its mean time. Families without their own samples take
-the pooled fit of their kind (``ws:*``, ``gen:*``, ``rule:*``), then the built-in coefficients
-(``BUILTIN``, fitted on three runs of this project's 2-core machine). Torch-free, and nothing of wordsens is imported.
+the built-in coefficients (``BUILTIN``, fitted on three runs of this project's 2-core machine)
+stretched by this machine's speed (``Calibration.speed``: the median measured / built-in ratio of
+the measured jobs, or the speed probe's), with their kind's start-up time fitted here; families
+unknown to both (a plugin's map) take the pooled fit of their kind (``ws:*``, ``gen:*``,
+``rule:*``). Torch-free, and nothing of wordsens is imported.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN", "DOWNLOAD_SECONDS", "Calibration", "Coefficients", "Sample", "fit", "pooled"]
+__all__ = ["BUILTIN", "DOWNLOAD_SECONDS", "Calibration", "Coefficients", "Sample", "fit", "measured_speed", "pooled"]
 
 
 @dataclass(frozen=True)
@@ -191,9 +194,10 @@ DOWNLOAD_SECONDS = {"reviews": 30.0, "model": 60.0}
 @dataclass(frozen=True)
 class Calibration:
     """Coefficients per family (``fit``), with the built-in ones beneath them; ``sources``: the
-    results folders and logs they were fitted on; ``speed``: this machine's time for the speed probe
-    over the built-in machine's (``wordsens.compute.probe``; 2: twice as slow), which stretches the
-    built-in coefficients, not the fitted ones (they were measured here)."""
+    results folders and logs they were fitted on; ``speed``: how many times slower than the built-in
+    machine this one runs (2: twice as slow), from the speed probe (``wordsens.compute.probe``) or
+    from the measured jobs themselves (``measured_speed``), which stretches the built-in
+    coefficients, not the fitted ones (they were measured here)."""
 
     coefficients: Mapping[str, Coefficients] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
@@ -204,18 +208,29 @@ class Calibration:
             raise ValueError(f"a calibration's speed factor must be a positive number, got {self.speed}")
 
     @classmethod
-    def from_samples(cls, samples: Iterable[Sample], sources: Iterable[str] = (), speed: float = 1.0) -> Calibration:
-        return cls(fit(samples), tuple(sources), speed)
+    def from_samples(
+        cls, samples: Iterable[Sample], sources: Iterable[str] = (), speed: float | None = None
+    ) -> Calibration:
+        """The fit of ``samples``; ``speed`` None: ``measured_speed`` of the samples."""
+        samples = list(samples)
+        return cls(fit(samples), tuple(sources), measured_speed(samples) if speed is None else speed)
 
     def of(self, family: str) -> Coefficients:
-        """The coefficients of ``family``: its own, else its pooled family's, else the built-in
-        ones (times ``speed``); a scale not measured (None) is taken from the next of these that has
-        one."""
-        keys = (family, pooled(family))
-        found = [self.coefficients[k] for k in keys if k in self.coefficients]
-        found += [BUILTIN[k].times(self.speed) for k in keys if k in BUILTIN]
-        scale = next((c.scale for c in found if c.scale is not None), None)  # rules have none
-        return Coefficients(found[0].fixed, scale, found[0].count)
+        """The coefficients of ``family``: its own fit, else the built-in ones (times ``speed``) with
+        the start-up time its kind fitted here (a fit has one per kind), else its kind's pooled fit,
+        else the built-in pooled ones (times ``speed``); a scale not measured (None) is taken from
+        the next of these that has one. A step without a cost model (``rule:*``) takes its own
+        mean time, else its built-in one, else the mean of the steps measured."""
+        kind = pooled(family)
+        own, fitted_kind = self.coefficients.get(family), self.coefficients.get(kind)
+        built = BUILTIN[family].times(self.speed) if family in BUILTIN else None
+        built_kind = BUILTIN[kind].times(self.speed) if kind in BUILTIN else None
+        if kind == "rule:*":
+            first = next(c for c in (own, built, fitted_kind, built_kind) if c is not None)
+            return Coefficients(first.fixed, None, first.count)
+        start = next(c for c in (own, fitted_kind, built, built_kind) if c is not None)
+        scale = next((c.scale for c in (own, built, fitted_kind, built_kind) if c and c.scale is not None), None)
+        return Coefficients(start.fixed, scale, start.count)
 
     def seconds(self, family: str, model: float = 0.0) -> float:
         """Predicted wall seconds of one job of ``family`` with ``model`` cost-model seconds."""
@@ -239,3 +254,19 @@ class Calibration:
             for k, v in dict(data.get("coefficients") or {}).items()
         }
         return cls(coefficients, tuple(data.get("sources") or ()), float(data.get("speed", 1.0)))
+
+
+def measured_speed(samples: Iterable[Sample]) -> float:
+    """How many times slower than the built-in coefficients predict the measured jobs ran: the median
+    of measured over built-in seconds (1.0 without samples). A run's own jobs, so it also holds for
+    the families it did not run, which ``Calibration.of`` prices built in times this factor."""
+    builtin = Calibration()
+    ratios = sorted(
+        s.measured / predicted
+        for s in samples
+        if s.measured > 0 and math.isfinite(s.measured) and (predicted := builtin.seconds(s.family, s.model)) > 0
+    )
+    if not ratios:
+        return 1.0
+    middle = len(ratios) // 2
+    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2

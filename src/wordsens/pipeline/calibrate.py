@@ -5,9 +5,9 @@
 A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the
 word-sensitivity, generalisation and embedding jobs) or a Snakemake log
 (``.snakemake/log/*.snakemake.log``: every job's start and finish, whole seconds, and the run's
-elapsed time). Word-sensitivity and generalisation jobs are matched to the grid's jobs by their
-output path (``Job.key``), so the configuration must be the one that made the results; other jobs
-count by rule. Torch-free.
+elapsed time). The grid's jobs (word sensitivity and its studies, generalisation, the trained
+study's layers) are matched by their output path (``Job.key``), so the configuration must be the one
+that made the results; other jobs count by rule. Torch-free.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ class Measured:
 def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
     """Samples of the measured jobs of ``sources`` (results folders or Snakemake logs) that match
     ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and probe steps. A job
-    measured twice counts once (a benchmark file before a log's whole seconds)."""
+    measured twice counts once (a benchmark file before a log's whole seconds, whatever the order of
+    ``sources``)."""
     by_key = {job.key: job for job in jobs}
     out = Measured()
     seen: set[str] = set()
@@ -87,7 +88,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
         else:
             out.unmatched += 1
 
-    for source in map(Path, sources):
+    paths = [Path(source) for source in sources]
+    for source in sorted(paths, key=lambda path: not path.is_dir()):  # the folders' benchmark files first
         if source.is_dir():
             if not (source / "benchmarks").is_dir():
                 raise ValueError(f"{source} has no benchmarks/ folder: name a results folder of a finished run")
@@ -99,7 +101,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
             out.runs.append(run)
             for job in log_jobs:
                 rule, output, seconds = job.rule, job.outputs[0] if job.outputs else "", job.seconds
-                if rule == "all":
+                if rule == "all" or not output:
                     continue
                 # a grid job (word sensitivity, a study, generalisation, a trained layer) by its
                 # output path's tail, which is its key (the log names it below the results folder)
@@ -108,8 +110,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 matched = next((tail for tail in tails if tail in by_key), None)
                 if matched is not None:
                     add(matched, None, seconds, str(source))
-                elif rule in ("ws", "gen"):
-                    add("/".join(parts[-(4 if rule == "ws" else 5) :]), None, seconds, str(source))  # unmatched
+                elif rule in ("ws", "gen", "trained"):  # a grid job of another configuration
+                    out.unmatched += 1
                 else:
                     add(f"{rule}:{output}", rule, seconds, str(source))
         else:

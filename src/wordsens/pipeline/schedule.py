@@ -279,6 +279,17 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     return lines
 
 
+def _stored_or_none(lines: list[str]) -> Calibration | None:
+    """The stored calibration, or None where it cannot be read (a note in ``lines``: it is replaced)."""
+    from .calibrate import stored_calibration
+
+    try:
+        return stored_calibration()
+    except ValueError as err:
+        lines.append(f"{err}: replaced")
+        return None
+
+
 def plan_text(
     paths: Sequence[str],
     overrides: dict | None = None,
@@ -294,7 +305,7 @@ def plan_text(
     configuration to fit the time model on first; the fit is stored and its table printed. ``probe``:
     time this machine's speed probe (``wordsens.compute.probe``) first, which scales the built-in
     coefficients; stored with the fit, or with the calibration stored already."""
-    from .calibrate import calibration_table, measure, save_calibration, stored_calibration
+    from .calibrate import calibration_table, measure, save_calibration
     from .configuration import load_config
     from .grid import describe
 
@@ -304,27 +315,25 @@ def plan_text(
         limits = replace(limits, gpu=int(gpu_gb * GB))
     lines: list[str] = []
     calibration = None
+    speed = None
     if probe:
         from ..compute import probe as speed_probe
 
         seconds = speed_probe.probe_seconds()
-        calibration = replace(stored_calibration(), speed=speed_probe.speed_factor(seconds))
-        stored = save_calibration(calibration)
+        speed = speed_probe.speed_factor(seconds)
         lines.append(
             f"speed probe: {seconds:.2f} s here, {speed_probe.REFERENCE_SECONDS:.2f} s on the built-in time model's "
-            f"machine: its times x {calibration.speed:.2f} (measured families keep their own), stored in "
-            f"{stored or 'nothing (WORDSENS_CALIBRATION=none)'}"
+            f"machine: built-in times x {speed:.2f}"
         )
     if calibrate:
         measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate)
         if not measured.samples:
             raise ValueError(f"no measured job of this configuration in {', '.join(calibrate)}")
-        speed = (calibration or stored_calibration()).speed  # the probe's, for the families not measured
         calibration = Calibration.from_samples(measured.samples, [str(Path(s).resolve()) for s in calibrate], speed)
-        stored = save_calibration(calibration)
         lines += [
             f"calibration from {len(measured.samples)} measured jobs ({measured.unmatched} not of this "
-            f"configuration's grid), stored in {stored or 'nothing (WORDSENS_CALIBRATION=none)'}:",
+            f"configuration's grid); the families they do not measure: built-in times x {calibration.speed:.2f} "
+            f"({'the speed probe' if probe else 'the median measured / built-in ratio of these jobs'}):",
             *calibration_table(calibration, measured.samples),
         ]
         for run in measured.runs:
@@ -332,6 +341,11 @@ def plan_text(
                 lines.append(
                     f"  a logged run took {_clock(run['elapsed'])} (h:mm:ss) on {run.get('cores', 0):.0f} cores"
                 )
+    elif speed is not None:  # the probe alone: the fit stored already stays, with this speed
+        calibration = replace(_stored_or_none(lines) or Calibration(), speed=speed)
+    if calibration is not None:
+        stored = save_calibration(calibration)
+        lines.append(f"  stored in {stored or 'nothing (WORDSENS_CALIBRATION=none)'}")
     grid = Grid(config, limits=limits, calibration=calibration)
     lines += [describe(config, grid=grid), *finish_lines(config, grid, cores)]
     bench = Path(config["results"]) / "benchmarks"
