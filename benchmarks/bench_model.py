@@ -1,6 +1,7 @@
 """The plan's time model against measured jobs: for representative jobs of a configuration's grid,
-the seconds the plan predicts (the built-in calibration, or the stored one) side by side with the CPU
-seconds the job's own code takes on this machine, and the scales that would make them agree.
+the seconds the plan predicts (the built-in calibration; ``WORDSENS_CALIBRATION`` set: the one it
+names) side by side with the CPU seconds the job's own code takes on this machine, and the scales
+that would make them agree.
 
 Each measured unit is one trial (word sensitivity) or one simulation with all its searches
 (generalisation) of a real grid job, run by the workflow's own function (``ws_rows``, ``gen_rows``)
@@ -11,8 +12,11 @@ A job's start-up (imports, reading its inputs, writing its rows) is the calibrat
 which this script does not measure (``wordsens plan --calibrate`` fits it on a finished run).
 
 Per family (``ws:<map>``, ``gen:<map>``) it prints the measured seconds over the cost model's seconds
-(the ``scale`` of ``wordsens.compute.timing``), their median over the family's jobs (the scale to
-build in), and the run's expected wall time under those scales next to the built-in one.
+(the ``scale`` of ``wordsens.compute.timing``), their median over the family's jobs, and the run's
+expected wall time under those scales next to the built-in one. These are one-thread CPU-second
+ratios of single units, a check of the cost model's shape across a grid; the built-in coefficients
+are a fit of whole 2-core pipeline runs' wall seconds (``wordsens plan --calibrate``, docs/benchmarks.md),
+so the two scales differ by what a run adds (two jobs sharing the memory bandwidth, page faults).
 
     python benchmarks/bench_model.py                      # the default config.yaml, every family
     python benchmarks/bench_model.py --quick              # one job per family, capped at 20 s each
@@ -148,12 +152,12 @@ def main() -> None:
             f"{out['cpu'] / planned:9.2f} {scale:6.2f}",
             flush=True,
         )
-    print("\nscale per family (median of measured / model seconds), against the built-in one:")
+    print("\nscale per family (median of measured CPU / model seconds), against the calibration's (wall seconds):")
     measured = {}
     for family, values in sorted(scales.items()):
         built = grid.calibration.of(family)
         measured[family] = Coefficients(built.fixed, statistics.median(values), len(values))
-        print(f"  {family:16s} {statistics.median(values):6.2f}  (built in {built.scale:.2f}; {len(values)} jobs)")
+        print(f"  {family:16s} {statistics.median(values):6.2f}  (calibration {built.scale:.2f}; {len(values)} jobs)")
     print(f"\nthe run's expected wall time on {args.cores} cores, built-in calibration:")
     print("\n".join(finish_lines(config, grid, args.cores)[:1]))
     refit = Grid(config, limits=grid.limits, calibration=Calibration(measured, ("bench_model",)))

@@ -408,5 +408,5 @@ def plan_arguments(plan: argparse.ArgumentParser) -> None:
         "--probe",
         action="store_true",
         help="time a small probe of this machine's speed (about 5 s, one thread) and scale the built-in time "
-        "model by it (the families --calibrate measured keep their own); stored like --calibrate",
+        "model by it (a stored fit keeps its coefficients); stored like --calibrate",
     )
