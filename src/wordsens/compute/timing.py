@@ -134,10 +134,10 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
 
 
 # Fitted (``fit``) on three runs of this project's 2-core machine (AMD EPYC, 24 GB; 2026-11-27), all
-# at numerics gen-5: the demo (config/demo.yaml, 3:05, 122 jobs), a config/pretrained.yaml run (local
-# IMDb, MiniLM, limits.max_job_hours 0.1: 17:10, 108 jobs) and the default config.yaml (local IMDb, a
-# random BERT-Base: 51:48, 209 jobs), 439 measured jobs in one fit (docs/benchmarks.md, "The plan's
-# time model"). On a machine twice as fast or as slow they are 2x off: ``wordsens plan --probe``
+# at numerics gen-5: the demo (config/demo.yaml, 3:05, 120 measured jobs), a config/pretrained.yaml
+# run (local IMDb, MiniLM, limits.max_job_hours 0.1: 17:10, 108 jobs) and the default config.yaml
+# (local IMDb, a random BERT-Base: 51:48, 209 jobs), 437 jobs in one fit (docs/benchmarks.md, "The
+# built-in coefficients"). On a machine twice as fast or as slow they are 2x off: ``wordsens plan --probe``
 # scales them by that machine's speed (``Calibration.speed``), ``--calibrate RESULTS_DIR`` fits its
 # own on a finished run. The pooled scales (``ws:*``, ``gen:*``,
 # for maps of plugins, not measured here) are the largest of their kind: a new map is not planned cheap.
