@@ -452,7 +452,9 @@ def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
     monkeypatch.delenv(pipeline.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
     planned = pipeline.planned_limits(config, planner=True)
-    assert planned == pipeline.Limits(cpu=3 * GB, gpu=40 * GB, hours=0.5)  # limits.max_job_hours: auto, on this machine
+    assert planned == pipeline.Limits(
+        cpu=3 * GB, gpu=40 * GB, hours=pipeline.LOCAL_MAX_JOB_HOURS
+    )  # max_job_hours: auto, here
     # a job's process on another node, with other settings visible, takes the planner's limits
     assert pipeline.planned_limits(_demo(), planner=False) == planned
     assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again

@@ -240,7 +240,7 @@ def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     assert "profiles/slurm" in text and "lifts limits.max_job_hours" in text
     assert limited.left_out(map="rf")[0]["needs_hours"] == 2.0
     assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
-    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == 0.5
+    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == pipeline.LOCAL_MAX_JOB_HOURS == 0.2
     assert pipeline.Limits.from_text(limited.limits.to_text()) == limited.limits
     # a job just over the limit is printed above it (0.504 h, not "0.5 hours each, 0.5 allowed")
     just_over = Calibration({"ws:*": Coefficients(0.0, 1.0), "ws:rf": Coefficients(0.504 * 3600, 0.0)})
