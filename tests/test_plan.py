@@ -645,7 +645,9 @@ def test_default_variants_and_long_context_stay_within_about_one_job_hour():
     line = out.stdout.split("job-hours per experiment (calibrated; the jobs that fit): ")[1].splitlines()[0]
     hours = dict(re.findall(r"(\w+) (\d+\.\d+)", line))
     beyond = sum(float(hours[key]) for key in ("variants", "long_synthetic", "long_imdb"))
-    assert 0.5 < beyond <= 1.25, out.stdout  # 0.68 with the built-in time model of 2026-11-28
+    # 0.43 with the built-in time model of 2026-11-28 (0.68 with the variants' DRF at n = 50, which the
+    # 0.2 h limit leaves out); a planner pricing jobs at nothing falls below 0.2
+    assert 0.2 < beyond <= 1.25, out.stdout
     printed = float(re.search(r"variants \+ long_context: (\d+\.\d+) job-hours", out.stdout).group(1))
     assert abs(printed - beyond) <= 0.016, out.stdout  # the sum of three numbers rounded to 0.01
 
