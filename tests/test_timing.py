@@ -434,7 +434,7 @@ def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatc
     assert pipeline.stored_calibration().speed == pytest.approx(2.0)
     assert cli.main(["plan", *base, "--cores", "2"]) == 0
     out = capsys.readouterr().out
-    assert "built-in times x 2.00 (this machine's speed probe)" in out and "add --probe" not in out
+    assert "built-in times x 2.00 (this machine's speed)" in out and "add --probe" not in out
     # a fit stored already keeps its coefficients and sources under a new probe
     store.write_text(json.dumps(Calibration({"ws:raf": Coefficients(1.0, 0.2, 3)}, ("run",), 1.5).to_dict()))
     assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0

@@ -264,7 +264,7 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     busy = sum(t.seconds * min(t.threads, cores) for t in tasks)
     sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
     if grid.calibration.speed != 1.0:
-        sources += f"; built-in times x {grid.calibration.speed:.2f} (this machine's speed probe)"
+        sources += f"; built-in times x {grid.calibration.speed:.2f} (this machine's speed)"
     lines = [
         f"expected wall time on {cores} core{'s' if cores > 1 else ''}{_gpu_words(tasks, grid.limits, budget)}: "
         f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
