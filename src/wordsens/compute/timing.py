@@ -260,13 +260,12 @@ def measured_speed(samples: Iterable[Sample]) -> float:
     """How many times slower than the built-in coefficients predict the measured jobs ran: the median
     of measured over built-in seconds (1.0 without samples). A run's own jobs, so it also holds for
     the families it did not run, which ``Calibration.of`` prices built in times this factor."""
+    import statistics
+
     builtin = Calibration()
-    ratios = sorted(
+    ratios = [
         s.measured / predicted
         for s in samples
         if s.measured > 0 and math.isfinite(s.measured) and (predicted := builtin.seconds(s.family, s.model)) > 0
-    )
-    if not ratios:
-        return 1.0
-    middle = len(ratios) // 2
-    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    ]
+    return statistics.median(ratios) if ratios else 1.0
