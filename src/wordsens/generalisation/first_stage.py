@@ -204,7 +204,10 @@ def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution
     # Rayleigh-Ritz in float64 on the extreme eigenvectors of the Gram matrix from float32 products
     k = min(_RITZ, N)
     Q = torch.cat([torch.linalg.qr(V)[0] for V in (U[:, :k], U[:, N - k :])], dim=1)
-    Z = _times_phi_t(Phi, Q)  # (2k, p): one pass over Phi for both ends
+    B = torch.stack([Y, _times_phi(Phi, phi[None])[:, 0]], dim=1)  # (N, 2)
+    c = precondition(B)
+    ZT = _times_phi_t(Phi, torch.cat([Q, c], dim=1))  # one pass over Phi for both ends and Phi^T c
+    Z, T = ZT[: 2 * k], ZT[2 * k :]  # T = Phi^T c (2, p), kept up to date below
     H = Z @ Z.T
     lam_min, lam_max = float(torch.linalg.eigvalsh(H[:k, :k])[0]), float(torch.linalg.eigvalsh(H[k:, k:])[-1])
     if not (lam_min > 0 and lam_max <= GRAM_MAX_COND * lam_min):
@@ -213,25 +216,26 @@ def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution
     u = torch.stack([Q[:, :k] @ low, Q[:, k:] @ high])  # the extreme Ritz vectors (2, N)
     w = torch.stack([low @ Z[:k], high @ Z[k:]])  # their images Phi^T u (2, p)
 
-    B = torch.stack([Y, _times_phi(Phi, phi[None])[:, 0]], dim=1)  # (N, 2)
-    c = precondition(B)
     scale = torch.linalg.vector_norm(c, dim=0).clamp_min(1e-300)
     change = previous = math.inf
     for _ in range(_REFINE_STEPS):  # until the updates reach rounding level or stop shrinking
-        dc = precondition(B - _times_phi(Phi, _times_phi_t(Phi, c)))
-        c = c + dc
+        R = B - _times_phi(Phi, T)
+        dc = precondition(R)
         change = float((torch.linalg.vector_norm(dc, dim=0) / scale).max())
         if not change > 1e-15 or change > 0.5 * previous:
-            break
+            break  # c is within ~change of the solution: this last update is not worth its pass
+        c = c + dc
+        T = T + _times_phi_t(Phi, dc)
         previous = change
+    else:
+        R = B - _times_phi(Phi, T)
     if not change <= 1e-10:  # float64 accuracy not reached (the limit is ~eps * cond(K) / 4 <= 6e-11)
         return None
-    TP = _times_phi_t(Phi, c)  # (2, p): theta* and pinv(Phi) Phi phi
-    theta, pphi = TP[0], phi - TP[1]
+    # R = B - Phi T is the residual of the final c: Phi theta* = Y - R[:, 0] and Phi P phi = R[:, 1]
+    theta, pphi = T[0], phi - T[1]  # theta* and P phi = phi - pinv(Phi) Phi phi
     # a second pass removes what rounding left in the row space (as the QR path's second projection)
-    Fq = _times_phi(Phi, torch.stack([theta, pphi]))  # (N, 2): Phi theta*, Phi pphi
-    pphi = pphi - _times_phi_t(Phi, precondition(Fq[:, 1:]))[0]
-    residual = float((Fq[:, 0] - Y).abs().max())
+    pphi = pphi - _times_phi_t(Phi, precondition(R[:, 1:]))[0]
+    residual = float(R[:, 0].abs().max())
     fit = Fit(cond=lam_max / lam_min, rank=N, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
     lams = torch.tensor([lam_min, lam_max], dtype=torch.float64, device=Phi.device)
     return _GramSolution(theta, pphi, fit, c, lams, u, w)
