@@ -20,6 +20,12 @@ rule writes, ``resources/embeddings/<model>/layer0``, as the IMDb jobs of Figure
 worktree`` of it, removed afterwards), beside this checkout's, each in its own subprocess, and
 prints the time ratio: the way to compare two versions on a busy machine. ``--threads T`` sets
 torch's threads in every worker (default: torch's own choice).
+
+For RAF and ReLU-RAF jobs it also prints a ``floor``: the least time per simulation of any exact first
+stage with float32 features, the features' flops (``X W``, the scores, ``A X``) and the ``N^2 p`` of the
+Gram matrix's lower triangle at the rates of torch's float32 products measured here (best of 3, same
+threads), searches and solve left out; and the largest speed-up over the reference or the baseline
+that this floor leaves. No exact algorithm of this kind can beat that ratio on this machine.
 """
 
 from __future__ import annotations
@@ -62,6 +68,9 @@ def worker(args: argparse.Namespace) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.method == "rate":
+        print(json.dumps(product_rates(args.N, args.n, args.d)))
+        return
     if args.data == "synthetic":
         Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     else:
@@ -95,6 +104,47 @@ def worker(args: argparse.Namespace) -> None:
             }
         )
     )
+
+
+def product_rates(N: int, n: int, d: int) -> dict:
+    """This machine's float32 rate (flop/s, best of 3) of the two products that dominate an exact float32
+    first stage of RAF or ReLU-RAF: ``X W`` of a batch of training samples and a panel of the Gram matrix."""
+    import torch
+
+    X, W, P = torch.randn(min(N, 256) * n, d), torch.randn(d, d), torch.randn(N, 4096)
+
+    def best(product: object, flops: float) -> float:
+        seconds = []
+        for _ in range(3):
+            started = time.perf_counter()
+            product()  # type: ignore[operator]
+            seconds.append(time.perf_counter() - started)
+        return flops / min(seconds)
+
+    return {"xw": best(lambda: X @ W, 2.0 * X.shape[0] * d * d), "gram": best(lambda: P @ P.T, 2.0 * N * N * 4096)}
+
+
+def floor_lines(args: argparse.Namespace, n: int, N: int, d: int, per_sim: dict) -> list[str]:
+    """The least time per simulation of any exact first stage with float32 features (the features' flops
+    and the ``N^2 p`` of the Gram matrix's lower triangle at this machine's measured product rates), and
+    the largest speed-up over each of ``per_sim`` (method -> seconds per simulation) that it leaves."""
+    from wordsens.compute.map_costs import attention_features_flops
+
+    flags = ["--method", "rate", "--N", str(N), "--n", str(n), "--d", str(d), "--threads", str(args.threads)]
+    rates = run_worker(os.path.abspath(__file__), flags)
+    if "error" in rates:
+        return [f"floor: not measured ({rates['error']})"]
+    features, gram = attention_features_flops(N, n, d), float(N) * N * n * d
+    floor = features / rates["xw"] + gram / rates["gram"]
+    lines = [
+        f"floor: an exact first stage with float32 features needs >= {floor:.3g} s per simulation here "
+        f"(features {features:.2g} flops at {rates['xw'] / 1e9:.0f} GFlop/s, Gram matrix {gram:.2g} flops at "
+        f"{rates['gram'] / 1e9:.0f} GFlop/s: torch's float32 products here, threads {args.threads or 'default'})"
+    ]
+    lines += [
+        f"floor: at most {t / floor:.2f}x faster than {name} ({t:.2f} s per simulation)" for name, t in per_sim.items()
+    ]
+    return lines
 
 
 def main() -> None:
@@ -193,6 +243,13 @@ def run_jobs(args: argparse.Namespace, table: dict, names: list, base: object) -
                     f"ratios: time reference/default = {rt / t:.1f}x, peak memory reference/default = "
                     f"{max(r['peak_mb'] for r in ref) / max(r['peak_mb'] for r in ours):.1f}x"
                 )
+            slower = {
+                m: sum(r["seconds"] for r in rows[m]) / len(rows[m]) for m in ("reference", "baseline") if rows.get(m)
+            }
+            if map_name in ("raf", "relu_raf"):
+                labels = {"reference": "the reference", "baseline": f"baseline {args.baseline}"}
+                for line in floor_lines(args, n, N, d, {labels[m]: t for m, t in slower.items()}):
+                    print(line, flush=True)
             if rows.get("baseline"):
                 old = rows["baseline"]
                 bt, ot = sum(r["seconds"] for r in old), sum(r["seconds"] for r in ours)

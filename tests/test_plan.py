@@ -301,6 +301,23 @@ def test_runtime_follows_the_sampler_and_the_positions():
     )
 
 
+def test_attention_features_flops_are_the_products_of_the_forward():
+    """The flop count that prices the attention maps' features, decides when they are float32 and sets
+    bench_gen's floor, against torch's own count of the forwards' matrix products."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from wordsens.maps.paper import raf_forward, relu_raf_forward
+
+    N, n, d = 3, 5, 7
+    X, W = torch.randn(N, n, d), torch.randn(d, d)
+    for forward in (raf_forward, relu_raf_forward):
+        with FlopCounterMode(display=False) as counter:
+            forward(X, W)
+        assert counter.get_total_flops() == map_costs.attention_features_flops(N, n, d)
+    assert map_costs.attention_features_flops(2 * N, n, d) == 2 * map_costs.attention_features_flops(N, n, d)
+
+
 def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
     config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
     grid = pipeline.Grid(config, limits=SMALL)

@@ -24,7 +24,13 @@ from .costs import (
     solve_seconds,
 )
 
-__all__ = ["AttentionCost", "DRFLayout", "DeepCost", "FirstLayerCost", "drf_layout"]
+__all__ = ["AttentionCost", "DRFLayout", "DeepCost", "FirstLayerCost", "attention_features_flops", "drf_layout"]
+
+
+def attention_features_flops(N: int, n: int, d: int) -> float:
+    """The flops of RAF's and ReLU-RAF's features of ``N`` samples (n, d): ``X W``, the scores and
+    ``A X`` of each, ``2 N n d (d + 2 n)``."""
+    return 2.0 * N * n * d * (d + 2 * n)
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,7 @@ class AttentionCost(CostModel):
         flops they are float64, but then they take under a second either way), the first stage
         (``solve_seconds``) and the batched Delta searches."""
         D = n * d
-        features = 2 * N * n * d * (d + 2 * n) / (0.7 * GEMM_FLOPS)
+        features = attention_features_flops(N, n, d) / (0.7 * GEMM_FLOPS)
         # the searches run together (one batched ascent; restarts halved as they go): measured 3.0-3.2 s
         # for four at n = 120, d = 768, 1.1-1.3 s at n = 40 (RAF; ReLU-RAF about half); at the demo's
         # sizes a whole simulation takes 0.23-0.49 s (bench_model.py, 2026-11-27: the four searches share

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from .. import maps
+from ..compute.map_costs import attention_features_flops
 from ..linalg import add_lower_gram_, mirror_lower
 from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
@@ -313,7 +314,7 @@ def _attention_setup(kind: str) -> Any:
         phi = forward(X64, W64).reshape(-1)
 
         N = Xt64.shape[0]
-        pays = float32_features_pay(2 * N * n * d * (d + 2 * n))  # X W, the scores and A X of every sample
+        pays = float32_features_pay(attention_features_flops(N, n, d))  # X W, the scores, A X
         theta, pphi, fit, V3, _ = first_stage_of(
             _features(forward, Xt64, W64.to(torch.float32), n * d, torch.float32) if pays else None,
             lambda rows: _features(forward, Xt64[rows], W64, n * d),
