@@ -231,11 +231,12 @@ def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution
         R = B - _times_phi(Phi, T)
     if not change <= 1e-10:  # float64 accuracy not reached (the limit is ~eps * cond(K) / 4 <= 6e-11)
         return None
-    # R = B - Phi T is the residual of the final c: Phi theta* = Y - R[:, 0] and Phi P phi = R[:, 1]
     theta, pphi = T[0], phi - T[1]  # theta* and P phi = phi - pinv(Phi) Phi phi
-    # a second pass removes what rounding left in the row space (as the QR path's second projection)
-    pphi = pphi - _times_phi_t(Phi, precondition(R[:, 1:]))[0]
-    residual = float(R[:, 0].abs().max())
+    # a second projection removes what rounding left in the row space (as the QR path's), from Phi P phi
+    # computed anew: R[:, 1] = Phi phi - Phi T[1] is the same in exact arithmetic, but its rounding is
+    # relative to ||phi||, not to ||P phi||, which can be far smaller (phi near the span of the rows)
+    pphi = pphi - _times_phi_t(Phi, precondition(_times_phi(Phi, pphi[None])))[0]
+    residual = float(R[:, 0].abs().max())  # R[:, 0] = Y - Phi theta*: the residual of the final c
     fit = Fit(cond=lam_max / lam_min, rank=N, residual=residual, interpolates=residual <= INTERPOLATION_TOL)
     lams = torch.tensor([lam_min, lam_max], dtype=torch.float64, device=Phi.device)
     return _GramSolution(theta, pphi, fit, c, lams, u, w)
