@@ -413,6 +413,30 @@ def test_the_gram_path_takes_rows_with_a_large_common_part():
     assert first_stage.qr_interpolate(further, yt, phi)[2].cond > first_stage.GRAM_MAX_COND
 
 
+def test_p_phi_is_accurate_relative_to_itself_near_the_span_of_the_rows():
+    """Where ``phi`` lies near the span of the training rows (``||P phi|| = 1e-4 ||phi||``) and the rows
+    share a large common part, the Gram path's ``P phi`` agrees with the QR path's relative to
+    ``||P phi||`` itself. Its second projection starts from ``Phi P phi`` computed anew (1.1e-11 here);
+    taken as ``Phi phi - Phi Phi^T c`` instead, its rounding is relative to ``||phi||`` (7.6e-10 here)."""
+    from wordsens.generalisation import first_stage
+
+    gen = torch.Generator().manual_seed(5)
+    N, p = 50, 256
+    Phi = torch.randn(N, p, generator=gen, dtype=torch.float64) + 30 * torch.randn(
+        p, generator=gen, dtype=torch.float64
+    )
+    Y = torch.where(torch.randn(N, generator=gen, dtype=torch.float64) > 0, 1.0, -1.0).to(torch.float64)
+    inside = Phi.T @ torch.randn(N, generator=gen, dtype=torch.float64)
+    Q = torch.linalg.qr(Phi.T)[0]
+    z = torch.randn(p, generator=gen, dtype=torch.float64)
+    z -= Q @ (Q.T @ z)
+    phi = inside + 1e-4 * float(inside.norm()) * z / z.norm()
+    fast, slow = first_stage.gram_interpolate(Phi, Y, phi), first_stage.qr_interpolate(Phi, Y, phi)
+    assert fast is not None
+    assert float(slow[1].norm()) == pytest.approx(1e-4 * float(inside.norm()), rel=1e-3)
+    assert float((fast[1] - slow[1]).norm()) <= 1e-10 * float(slow[1].norm())
+
+
 @pytest.mark.parametrize("map_name", ["raf", "relu_raf"])
 def test_written_out_search_gradient_equals_autograd(map_name):
     Xt, yt, X, y = G.synthetic_task(20, 7, 12, seed=4)
