@@ -36,6 +36,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 
 from _harness import add_worker_flags, baseline_src, run_worker, selected
 
@@ -114,11 +115,11 @@ def product_rates(N: int, n: int, d: int) -> dict:
 
     X, W, P = torch.randn(min(N, 256) * n, d), torch.randn(d, d), torch.randn(N, 4096)
 
-    def best(product: object, flops: float) -> float:
+    def best(product: Callable[[], object], flops: float) -> float:
         seconds = []
         for _ in range(3):
             started = time.perf_counter()
-            product()  # type: ignore[operator]
+            product()
             seconds.append(time.perf_counter() - started)
         return flops / min(seconds)
 

@@ -36,6 +36,9 @@ MAX_FACTOR = 10.0
 def _parts(seed: int) -> list[Callable[[], None]]:
     import torch
 
+    from ..maps.paper import raf_forward
+    from ..search.engine import project
+
     g = torch.Generator().manual_seed(seed)
     a32 = torch.randn(768, 1536, generator=g)
     b32 = torch.randn(1536, 768, generator=g)
@@ -57,13 +60,12 @@ def _parts(seed: int) -> list[Callable[[], None]]:
         x = x0.clone().requires_grad_(True)
         opt = torch.optim.Adam([x], lr=1e-2)
         for _ in range(250):
-            attention = torch.softmax(x @ w @ x.T / 192**0.5, dim=-1)
-            loss = -(attention @ x).square().sum()
+            loss = -raf_forward(x, w).square().sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
             with torch.no_grad():
-                x.mul_(192**0.5 / x.norm(dim=1, keepdim=True))
+                x.copy_(project(x, 192**0.5))
 
     return [float32_products, float64_algebra, search_steps]
 

@@ -19,7 +19,7 @@ __all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "planned_limits"]
 GB = costs.GB
 # Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
 # profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, take
-# about 6 minutes, and its run ends within the hour (51:48 measured); at 0.5 h the variants' DRF point
+# about 6 minutes, and its run ends within the hour (43:53 measured, 43:58 planned); at 0.5 h the variants' DRF point
 # at n = 50 (0.25 h planned, 22.5 min beside other jobs) ran too, and the run took 61:27.
 LOCAL_MAX_JOB_HOURS = 0.2
 
