@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from wordsens import maps
+from wordsens import maps, search
 from wordsens.data.samples import normalise, synthetic_sample
 
 
@@ -169,3 +169,49 @@ def test_normalise():
     S = synthetic_sample(4, 9, seed=1)
     torch.testing.assert_close(S.norm(dim=-1), torch.full((4,), 3.0, dtype=torch.float64))
     torch.testing.assert_close(S, synthetic_sample(4, 9, seed=1), rtol=0, atol=0)
+
+
+def _scaled_forward(X: torch.Tensor, weights: dict) -> torch.Tensor:
+    """A map with a scalar weight, written for tensors: ``exp(t) tanh(X W)``."""
+    return weights["t"].exp() * torch.tanh(X @ weights["W"])
+
+
+def test_a_scalar_weight_may_be_a_python_number_or_a_0d_tensor():
+    """A map whose shapes name a scalar (shape ``()``) takes it as a Python number or a 0-d tensor:
+    the checks pass both, the forward sees a 0-d tensor, the full-map search takes both; a scalar that
+    is not finite, a bool or a vector is refused with the key named."""
+    with maps.registry.isolated():
+        maps.register(
+            maps.MapSpec(
+                "scaled",
+                "scaled tanh",
+                "exp(t) tanh(X W)",
+                "W (d, d), t a scalar",
+                forward=_scaled_forward,
+                sample=lambda seed, n, d, **kw: {"W": torch.eye(d), "t": torch.tensor(0.0)},
+                shapes=lambda n, d: {"W": (d, d), "t": ()},
+                settings=maps.SearchSettings(restarts=2, keep=1, patience=5, tol=1e-6, momentum=0.0, polish=False),
+                reference=(10.0, 20),
+            )
+        )
+        X = synthetic_sample(4, 3, seed=0)
+        W = 0.3 * torch.eye(3, dtype=torch.float64)
+        expected = math.exp(0.5) * np.tanh(X.numpy() @ W.numpy())  # independent formula
+        for t in (0.5, np.float64(0.5), torch.tensor(0.5, dtype=torch.float64)):
+            phi = maps.apply("scaled", X, {"W": W, "t": t}, check=True)
+            np.testing.assert_allclose(phi.numpy(), expected, rtol=1e-14)
+        for t in (1, 1.0):  # an int is a number too
+            maps.check_weights("scaled", {"W": W, "t": t}, 4, 3)
+        by_number = search.estimate("scaled", X, seed=0, weights={"W": W, "t": 0.5}, max_steps=30, device="cpu")
+        by_tensor = search.estimate(
+            "scaled", X, seed=0, weights={"W": W, "t": torch.tensor(0.5)}, max_steps=30, device="cpu"
+        )
+        assert by_number.lower == by_tensor.lower > 0
+        for t, message in (
+            (float("nan"), r"weight 't' is nan; give a finite number"),
+            (True, r"weight 't' has shape bool, expected \(\) \(a number or a 0-d tensor\)"),
+            (torch.ones(1), r"weight 't' has shape \(1,\), expected \(\)"),
+            (torch.tensor(float("inf")), r"weight 't' contains NaN or Inf"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                maps.apply("scaled", X, {"W": W, "t": t}, check=True)

@@ -109,6 +109,31 @@ def test_options_and_weights_are_checked_before_any_search(tiny_bert):
         maps.trained_layer(X.float(), bad)
 
 
+def test_eps_may_be_the_models_own_float(tiny_bert):
+    """``config.layer_norm_eps`` is a Python float: ``trained_layer`` takes it as given, or as a 0-d
+    tensor, and both equal the transformers layer in float64 (to 1e-13); the estimate takes it too."""
+    encoder = checkpoint.load_checkpoint(tiny_bert).double()
+    block = checkpoint.encoder_layer(encoder, 2)
+    eps = encoder.config.layer_norm_eps
+    assert isinstance(eps, float)
+    W = {key: value.double() for key, value in checkpoint.layer_weights(tiny_bert, 2).items()}
+    X = torch.randn(2, 9, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(5)) * 2.0
+    with torch.no_grad():
+        whole = block(X)
+        whole = whole[0] if isinstance(whole, tuple) else whole
+        for value in (eps, torch.tensor(eps, dtype=torch.float64)):
+            torch.testing.assert_close(maps.trained_layer(X, dict(W, eps=value)), whole, rtol=0, atol=1e-13)
+    options = {"model": tiny_bert, "layer": 2}
+    by_number, by_tensor = (
+        search.estimate("trained_layer", X[0], seed=0, weights=dict(W, eps=value), options=options, max_steps=20)
+        for value in (eps, torch.tensor(eps, dtype=torch.float64))
+    )
+    assert by_number.lower == by_tensor.lower > 0
+    for value, message in ((float("inf"), "'eps' is inf; give a finite number"), (-1.0, "eps > 0")):
+        with pytest.raises(ValueError, match=message):
+            maps.trained_layer(X, dict(W, eps=value))
+
+
 def test_registry_entries_and_studies_of_every_map(tiny_bert):
     from wordsens.pipeline.points import variant_maps
 

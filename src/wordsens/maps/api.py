@@ -9,6 +9,8 @@ leading batch dimensions ``(..., n, d)``. Every map is looked up in the registry
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,14 +25,17 @@ __all__ = [
     "check_matrix",
     "check_positive",
     "check_sample",
+    "check_weight",
     "check_weights",
     "drf",
     "feature_map",
+    "is_number",
     "map_names",
     "raf",
     "relu_raf",
     "rf",
     "sample_weights",
+    "scalars_as_tensors",
 ]
 
 # --------------------------------------------------------------------------- validation
@@ -82,6 +87,40 @@ def check_matrix(M: Tensor, shape: tuple[int, ...], name: str, hint: str) -> Non
         raise ValueError(f"{name} contains NaN or Inf entries")
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a Python (or NumPy) real number, not a bool: a scalar weight (shape ``()``,
+    e.g. a LayerNorm's ``eps``) may be one instead of a 0-d tensor."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_weight(map_name: str, key: str, W: Any, shape: tuple[int, ...], detail: str = "") -> None:
+    """Raise ``ValueError`` unless weight ``key`` of map ``map_name`` is a tensor of ``shape`` without
+    NaN or Inf; a scalar weight (``shape == ()``) may also be a finite Python number (``is_number``).
+    ``detail`` (e.g. ``"n = 8, d = 16"``) follows a wrong shape in parentheses."""
+    shape = tuple(shape)
+    if shape == () and is_number(W):
+        if not math.isfinite(W):
+            raise ValueError(f"{map_name} weight {key!r} is {W!r}; give a finite number")
+        return
+    if not isinstance(W, Tensor) or tuple(W.shape) != shape:
+        got = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
+        expected = "() (a number or a 0-d tensor)" if shape == () else str(shape)
+        context = f" ({detail})" if detail else ""
+        raise ValueError(f"{map_name} weight {key!r} has shape {got}, expected {expected}{context}")
+    if not all_finite(W):
+        raise ValueError(f"{map_name} weight {key!r} contains NaN or Inf entries")
+
+
+def scalars_as_tensors(weights: Any, like: Tensor) -> Any:
+    """``weights`` with every scalar given as a Python number (``is_number``) made a 0-d tensor of
+    ``like``'s dtype and device, so that a map's forward always sees tensors; other formats as given."""
+    if not isinstance(weights, Mapping) or not any(is_number(W) for W in weights.values()):
+        return weights
+    return {
+        key: torch.tensor(W, dtype=like.dtype, device=like.device) if is_number(W) else W for key, W in weights.items()
+    }
+
+
 # --------------------------------------------------------------------------- the paper's maps, validated
 
 
@@ -129,12 +168,7 @@ def check_weights(name: str, weights: Any, n: int, d: int, options: Mapping[str,
         got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
         raise ValueError(f"{name} weights must be a dict with the tensors {sorted(shapes)}, got {got}")
     for key, shape in shapes.items():
-        W = weights[key]
-        if not isinstance(W, Tensor) or tuple(W.shape) != tuple(shape):
-            got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
-            raise ValueError(f"{name} weight {key!r} has shape {got_shape}, expected {tuple(shape)} (n = {n}, d = {d})")
-        if not all_finite(W):
-            raise ValueError(f"{name} weight {key!r} contains NaN or Inf entries")
+        check_weight(name, key, weights[key], shape, f"n = {n}, d = {d}")
 
 
 def feature_map(name: str) -> Callable[..., Tensor]:
@@ -147,13 +181,15 @@ def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
     """``phi(X)`` of map ``name`` with ``weights`` in its format, for ``X`` (..., n, d).
 
     ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
-    default skips the checks, for inner loops whose inputs were validated once.
+    default skips the checks, for inner loops whose inputs were validated once. A scalar weight
+    given as a Python number reaches the forward as a 0-d tensor of ``X``'s dtype
+    (``scalars_as_tensors``).
     """
     spec = registry.get(name)
     if check:
         n, d = check_sample(X)
         check_weights(name, weights, n, d)
-    return registry.resolve(spec.forward)(X, weights)
+    return registry.resolve(spec.forward)(X, scalars_as_tensors(weights, X))
 
 
 def sample_weights(

@@ -15,7 +15,8 @@ trained_layer        ``Y = LN1(X + attention(X))``, ``phi = LN2(Y + GELU(Y W1 + 
 
 Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``Wo`` (d, d), ``bo``
 (d,); the layer adds ``ln1_w``, ``ln1_b`` (d,), ``W1`` (d, f), ``b1`` (f,), ``W2`` (f, d), ``b2``,
-``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a 0-d tensor). Linear layers act on rows (``x W + b``, the
+``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a Python number, such as transformers' ``config.layer_norm_eps``,
+or a 0-d tensor). Linear layers act on rows (``x W + b``, the
 transpose of ``torch.nn.Linear``'s weight). ``tests/test_trained.py`` checks both maps against the
 transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
 """
@@ -28,6 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .api import check_weight, is_number
 from .variants import mh_raf_forward
 
 Tensor = torch.Tensor
@@ -58,12 +60,11 @@ def trained_layer_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
 
 
 def _tensor(map_name: str, weights: Mapping[str, Any], key: str, shape: tuple[int, ...]) -> None:
+    """Weight ``key``: a finite floating-point tensor of ``shape``; a scalar (``eps``) may be a number."""
     W = weights[key]
-    if not isinstance(W, Tensor) or tuple(W.shape) != shape:
-        got = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
-        raise ValueError(f"{map_name} weight {key!r} has shape {got}, expected {shape}")
-    if not W.is_floating_point() or not bool(torch.isfinite(W).all()):
-        raise ValueError(f"{map_name} weight {key!r} must be a finite floating-point tensor")
+    check_weight(map_name, key, W, shape)
+    if not is_number(W) and not W.is_floating_point():
+        raise ValueError(f"{map_name} weight {key!r} must be a floating-point tensor, got {W.dtype}")
 
 
 def _check_attention(map_name: str, weights: Any, d: int, keys: tuple[str, ...]) -> tuple[int, int]:

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from ..seeds import derive_seed
 from . import registry
+from .api import check_weight
 from .sampling import base_seed, draw_gaussian
 
 Tensor = torch.Tensor
@@ -81,15 +82,7 @@ def _check_heads_weights(map_name: str, weights: Any, n: int, d: int) -> None:
     heads = int(Wq.shape[0])
     shapes = _shapes(map_name, n, d, heads)
     for key, shape in shapes.items():
-        W = weights[key]
-        if not isinstance(W, Tensor) or tuple(W.shape) != shape:
-            got_shape = tuple(W.shape) if isinstance(W, Tensor) else type(W).__name__
-            raise ValueError(
-                f"{map_name} weight {key!r} has shape {got_shape}, expected {shape} (n = {n}, d = {d}, "
-                f"heads = {heads} read from Wq)"
-            )
-        if not bool(torch.isfinite(W).all()):
-            raise ValueError(f"{map_name} weight {key!r} contains NaN or Inf entries")
+        check_weight(map_name, key, weights[key], shape, f"n = {n}, d = {d}, heads = {heads} read from Wq")
 
 
 def mh_raf_check(weights: Any, n: int, d: int) -> None:

@@ -9,6 +9,7 @@ uniform points of the sphere.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,12 @@ __all__ = ["FullMapProblem", "cast_weights", "prepare"]
 
 
 def cast_weights(weights: Any, dtype: torch.dtype, device: torch.device) -> Any:
-    """Weights in any of the registry's formats (a tensor, a list, a dict), moved and cast."""
+    """Weights in any of the registry's formats (a tensor, a list, a dict), moved and cast; a scalar
+    weight given as a number (a LayerNorm's ``eps``) becomes a 0-d tensor."""
     if isinstance(weights, Tensor):
         return weights.to(device=device, dtype=dtype)
+    if isinstance(weights, numbers.Real) and not isinstance(weights, bool):
+        return torch.tensor(weights, dtype=dtype, device=device)
     if isinstance(weights, dict):
         return {key: cast_weights(value, dtype, device) for key, value in weights.items()}
     return [cast_weights(value, dtype, device) for value in weights]
