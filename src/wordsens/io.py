@@ -1,7 +1,8 @@
 """Files: atomic writes, the embedding store, result tables (written, and stacked with checks).
 
 Every output is written to a temporary name beside its target and renamed into place, so a killed
-job never leaves a file that looks finished; it gets the mode the umask allows (0644 under 022).
+job never leaves a file that looks finished; it gets the mode the umask allows (0644 under 022), and
+so does what a library writes on its own (``umask_modes``: transformers' ``save_pretrained``).
 The embedding store records a checksum of its array so that a corrupt or truncated cache is
 detected instead of used.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "snakemake_log_jobs",
     "store_dir",
     "store_metas",
+    "umask_modes",
     "write_both",
     "write_json",
     "write_table",
@@ -53,6 +55,26 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def _umask_mode(path: Path, umask: int) -> int:
+    """What an ordinary ``open`` (0o666) or ``mkdir`` (0o777: folders and executables) gives ``path``."""
+    full = 0o777 if path.is_dir() or os.stat(path).st_mode & 0o111 else 0o666
+    return full & ~umask
+
+
+def umask_modes(*paths: str | os.PathLike) -> None:
+    """Give each path, and everything under each folder among them, the mode an ordinary ``open`` or
+    ``mkdir`` would give it under this process's umask (0644 files, 0755 folders and executables under
+    umask 022; 0640 and 0750 under 027): for what a library writes with a mode of its own, e.g.
+    transformers' ``save_pretrained``, whose ``model.safetensors`` comes out 0600 (safetensors 0.8's
+    ``save_file`` writes private files), unreadable by the rest of the group. Links are left as they are."""
+    umask = current_umask()
+    for path in map(Path, paths):
+        found = [path, *path.rglob("*")] if path.is_dir() else [path]
+        for item in found:
+            if not item.is_symlink():
+                os.chmod(item, _umask_mode(item, umask))
 
 
 def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:

@@ -1,6 +1,7 @@
 """Offline stand-ins for the demo configuration and the tests: a generated aclImdb-shaped corpus
 and a tiny BERT (real ``transformers`` classes, random weights, a small WordPiece vocabulary)
-saved with ``save_pretrained`` so that it loads through ``from_pretrained`` like a real model.
+saved with ``save_pretrained`` so that it loads through ``from_pretrained`` like a real model. Every
+file gets the mode the umask allows (``wordsens.io.umask_modes``: safetensors writes weights 0600).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import umask_modes
 from .models import TINY_BERT_HEADS, TINY_BERT_LAYERS, TINY_BERT_POSITIONS, TINY_BERT_WIDTH
 
 __all__ = [
@@ -159,6 +161,7 @@ def make_tiny_bert(
     model = BertModel(config)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
+    umask_modes(directory)  # save_pretrained's model.safetensors is private (0600)
     return directory
 
 
@@ -189,4 +192,5 @@ def make_tiny_causal_lm(
     model = GPT2LMHeadModel(config)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
+    umask_modes(directory)  # save_pretrained's model.safetensors is private (0600)
     return directory
