@@ -8,6 +8,6 @@ from wordsens.io import log_to
 
 log_to(snakemake.log[0])
 tables = claims_inputs({name: pd.read_parquet(path) for name, path in snakemake.input.items()})
-frame = compute_claims(tables, seed=snakemake.params.seed)
+frame = compute_claims(tables)
 write_claims(frame, snakemake.output.csv, snakemake.output.html)
 print(format_claims(frame))

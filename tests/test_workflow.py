@@ -278,10 +278,10 @@ def test_the_demos_claims_fail_on_tables_made_wrong(demo_run):
         gen.loc[raf, "D1"] = gen.loc[raf, "D0"] + near1 * (gen.loc[raf, "y"] - gen.loc[raf, "t0"])
         gen.loc[raf, "err"] = (gen.loc[raf, "D1"] + gen.loc[raf, "y"]) ** 2
         tables[key] = gen
-    out = compute_claims(tables, resamples=300)
+    out = compute_claims(tables)
     level = out[out["claim"] == "rf_law"].set_index("scope")["verdict"]
-    assert level["d=32"] == "fails" and "holds" not in set(level), level
-    raf4 = out[out["claim"] == "fig4_raf_alignment"]
+    assert "fails" in set(level) and "holds" not in set(level), level
+    raf4 = out[(out["claim"] == "fig4_raf_alignment") & (out["data"] != "synthetic")]
     assert len(raf4) and set(raf4["verdict"]) == {"fails"}
 
 

@@ -245,10 +245,10 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
         "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet, and "
         "variants.parquet for the maps without a ws_<map> table) and "
-        "print it: per claim and scope the statistic, its 95% bootstrap interval over trials or "
-        "simulations, the expectation and the verdict (holds, fails, inconclusive, not run, no claim; "
-        "docs/claims.md). The same "
-        "table as the workflow's tables/claims.csv (with the same --seed as the config's seed).",
+        "print it: per claim and scope the statistic, its 95% interval from the independent units it rests on "
+        "(trials, simulations, reviews), the expectation, the setting the claim comes from and the verdict "
+        "(holds, fails, inconclusive, not run, no claim; docs/claims.md). The same table as the workflow's "
+        "tables/claims.csv.",
     )
     claims.add_argument("results", metavar="RESULTS_DIR", help="the results folder of a run (config key 'results')")
     claims.add_argument(
@@ -256,10 +256,6 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["text", "markdown", "csv"],
         default="text",
         help="text (a terminal table, the default), markdown (a pipe table) or csv (every column)",
-    )
-    claims.add_argument("--seed", type=int, default=0, help="seeds the bootstrap (default 0, as config.yaml's seed)")
-    claims.add_argument(
-        "--resamples", type=_positive_int, default=1000, help="bootstrap resamples per claim (default 1000)"
     )
     return parser
 
@@ -280,7 +276,7 @@ def _add_option_arg(parser: argparse.ArgumentParser) -> None:
 def _run_claims(args: argparse.Namespace) -> str:
     from .claims import claims_from_results, claims_markdown, format_claims
 
-    frame = claims_from_results(args.results, seed=args.seed, resamples=args.resamples)
+    frame = claims_from_results(args.results)
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.6g")
     return claims_markdown(frame) if args.format == "markdown" else format_claims(frame) + "\n"

@@ -17,7 +17,5 @@ rule claims:
         f"{LOGS}/claims/claims.log",
     conda:
         "../envs/wordsens.yaml"
-    params:
-        seed=config["seed"],
     script:
         "../../scripts/claims.py"

@@ -1,10 +1,11 @@
 """The claims table: the paper's statements (and a few derived ones) checked on a run's own tables.
 
-The verdicts and the bootstrap are described in :mod:`wordsens.claims.table`, which computes the
+The verdicts and the intervals are described in :mod:`wordsens.claims.table`, which computes the
 table (:func:`compute_claims`, :func:`claims_from_results`); each claim, its threshold and where it
 comes from in ``docs/claims.md``. :mod:`wordsens.claims.stats` holds the definitions and the rows,
-:mod:`wordsens.claims.slope` the package's one log-log slope, :mod:`wordsens.claims.bootstrap` the
-bootstrap and the statistics of grid points, :mod:`wordsens.claims.checks` (word sensitivity) and
+:mod:`wordsens.claims.slope` the package's one log-log slope, :mod:`wordsens.claims.intervals` the
+intervals from the independent units, :mod:`wordsens.claims.units` the grid points,
+:mod:`wordsens.claims.checks` (word sensitivity) and
 :mod:`wordsens.claims.gen_checks` (generalisation) and :mod:`wordsens.claims.trained_checks` (a
 pre-trained encoder against its random models, reported without a verdict) the computation of each
 claim, :mod:`wordsens.claims.render` the text, Markdown and HTML renderings,

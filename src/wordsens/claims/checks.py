@@ -1,7 +1,8 @@
 """The computations of the word-sensitivity claims (:func:`ws_claims`, on the ``ws_<map>`` tables),
 each family adding its rows to a :class:`Rows`; the generalisation claims are in
 :mod:`wordsens.claims.gen_checks`. The claims, their statistics and thresholds are defined in
-:mod:`wordsens.claims.stats` and documented in ``docs/claims.md``.
+:mod:`wordsens.claims.stats` and documented in ``docs/claims.md``; every interval comes from the
+trials of the grid points (:mod:`wordsens.claims.intervals`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,24 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..theory import rf_law
-from .bootstrap import grid_means, grid_points, slices
-from .slope import law_slope, slope_stat
-from .stats import KNOWN_MAPS, Rows, raf_floor_threshold
+from ..theory import rf_law, rf_law_finite
+from .intervals import MIN_UNITS, linear, worst_point
+from .slope import law_slope, slope_coefficients
+from .stats import KNOWN_MAPS, Rows, raf_floor_threshold, rf_level_band
+from .units import grid_points, slices
 
 __all__ = ["ws_claims"]
 
 
 def _ns(pts: list[tuple[tuple, np.ndarray]]) -> str:
     return ", ".join(str(key[-1]) for key, _ in pts)
+
+
+def _enough(pts: list[tuple[tuple, np.ndarray]]) -> tuple[list[tuple[tuple, np.ndarray]], str]:
+    """The grid points with at least MIN_UNITS trials, and a note naming those left out."""
+    kept = [(k, v) for k, v in pts if len(v) >= MIN_UNITS]
+    left = len(pts) - len(kept)
+    return kept, (f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left and kept else "")
 
 
 # ----------------------------------------------------------------------------- word-sensitivity claims
@@ -33,7 +42,9 @@ def _slope_groups(
     (``"law"``), with x = log n and the stratum index; and the n of every trial."""
     groups, xs, ss, trial_ns = [], [], [], []
     for i, part in enumerate(parts):
-        for (n,), vals in grid_points(part, ["n"], "lower"):
+        pts = grid_points(part, ["n"], "lower")
+        kept, _ = _enough(pts)
+        for (n,), vals in kept or pts:
             y = np.log(vals) - (np.log(rf_law(float(n))) if transform == "law" else 0.0)
             groups.append(y)
             xs.append(math.log(n))
@@ -49,20 +60,33 @@ def _positive(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def _slope_row(
-    rows: Rows, claim: str, parts: list[pd.DataFrame], map_: str, data: str, scope: str, *, transform: str, note: str
+    rows: Rows,
+    claim: str,
+    parts: list[pd.DataFrame],
+    map_: str,
+    data: str,
+    scope: str,
+    *,
+    transform: str,
+    note: str,
+    per_law: bool = False,
 ) -> None:
-    """One slope row (``ls_slope`` over every trial, an intercept per part); not run with one n."""
+    """One slope row (the least-squares slope over every trial, an intercept per part; ``per_law``:
+    divided by the RF law's slope over the same n); not run with one n."""
     groups, xs, ss, trial_ns = _slope_groups(parts, transform)
     if not any(len(set(xs[ss == s].tolist())) > 1 for s in set(ss.tolist())):
         ns = sorted({round(math.exp(x)) for x in xs})
         rows.not_run(claim, f"one n value only (n = {ns})", map_=map_, data=data, scope=scope)
         return
     law = law_slope(trial_ns, np.repeat(ss, [len(g) for g in groups]))
-    stat = slope_stat(xs, ss)
-    fitted = float(stat([g[None] for g in groups])[0]) + (law if transform == "law" else 0.0)
+    coefs = slope_coefficients(xs, ss, [len(g) for g in groups])
+    interval = linear(groups, coefs / law if per_law else coefs)
+    fitted = float(sum(c * g.mean() for c, g in zip(coefs, groups, strict=True))) + (law if transform == "law" else 0.0)
+    left = sum(1 for p in parts for _, v in grid_points(p, ["n"], "lower") if len(v) < MIN_UNITS)
+    extra = f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left and not interval.short else ""
     slopes = f"fitted slope of log WS {fitted:.3f}, the RF law's over the same n {law:.3f}"
-    rows.measured(
-        claim, groups, stat, map_=map_, data=data, scope=scope, note="; ".join(x for x in (slopes, note) if x)
+    rows.estimate(
+        claim, interval, map_=map_, data=data, scope=scope, note="; ".join(x for x in (slopes, note, extra) if x)
     )
 
 
@@ -83,25 +107,32 @@ def _ws_rf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
     _ws_slope(rows, "rf_slope", frame, "rf", data, transform="law")
     by_d = [(scope, part) for _, scope, part in slices(frame, ["d"])]
     for scope, part in by_d + ([("all d", frame)] if len(by_d) > 1 else []):
-        pts = grid_points(part, ["d", "n"], "lower")
-        law = rf_law(np.array([float(n) for (_, n), _ in pts]))
-
-        def stat(groups: list[np.ndarray], law: np.ndarray = law) -> np.ndarray:
-            return (grid_means(groups) / law).mean(axis=1)
-
+        pts, left = _enough(grid_points(part, ["d", "n"], "lower"))
+        pts = pts or grid_points(part, ["d", "n"], "lower")
+        ds = np.array([float(d) for (d, _), _ in pts])
+        ns = np.array([float(n) for (_, n), _ in pts])
+        level = rf_law_finite(ns, ds)
         groups = [v for _, v in pts]
-        ratios = np.array([v.mean() for v in groups]) / law
+        ratios = np.array([v.mean() for v in groups]) / level
+        to_law = np.array([v.mean() for v in groups]) / rf_law(ns)
         worst = int(np.argmax(np.abs(ratios - 1)))
         (wd, wn), _ = pts[worst]
-        rows.measured(
+        rows.estimate(
             "rf_law",
-            groups,
-            stat,
+            linear(groups, 1 / (len(groups) * level)),
             map_="rf",
             data=data,
             scope=scope,
-            note=f"mean WS / law from {ratios.min():.3f} to {ratios.max():.3f}; farthest d={wd}, n={wn}: "
-            f"{ratios[worst]:.3f}",
+            threshold=rf_level_band(ns, ds),
+            note="; ".join(
+                x
+                for x in (
+                    f"mean WS / rf_law_finite from {ratios.min():.3f} to {ratios.max():.3f}; farthest d={wd}, "
+                    f"n={wn}: {ratios[worst]:.3f}; mean WS / law (no finite-size correction) {to_law.mean():.3f}",
+                    left,
+                )
+                if x
+            ),
         )
 
 
@@ -109,44 +140,29 @@ def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
     for (d,), scope, part in slices(frame, ["d"]):
         floor = raf_floor_threshold(float(d))
         fields = {"floor": f"{floor:.3g}", "d": str(d)}
-        pts = grid_points(part, ["n"], "lower")
-        groups = [v for _, v in pts]
-        means = np.array([v.mean() for v in groups])
-        i = int(np.argmin(means))
-        rows.measured(
+        all_pts = grid_points(part, ["n"], "lower")
+        pts, left = _enough(all_pts)
+        pts = pts or all_pts
+        interval, i = worst_point([v for _, v in pts], lowest=True)
+        rows.estimate(
             "raf_floor",
-            groups,
-            lambda g: grid_means(g).min(axis=1),
+            interval,
             map_="raf",
             data=data,
             scope=scope,
             threshold=floor,
             fields=fields,
-            note=f"lowest point n={pts[i][0][0]}: mean WS {means[i]:.3f} (n = {_ns(pts)})",
-        )
-        positive, note = _positive(part)
-        groups, xs, ss, trial_ns = _slope_groups([positive], "log")
-        if len(set(xs.tolist())) < 2:
-            rows.not_run("raf_no_decay", f"one n value only (n = {_ns(pts)})", map_="raf", data=data, scope=scope)
-            continue
-        law = law_slope(trial_ns)
-        slope = slope_stat(xs, ss)
-
-        def ratio(g: list[np.ndarray], slope=slope, law: float = law) -> np.ndarray:
-            return slope(g) / law
-
-        value = float(slope([g[None] for g in groups])[0])
-        rows.measured(
-            "raf_no_decay",
-            groups,
-            ratio,
-            map_="raf",
-            data=data,
-            scope=scope,
             note="; ".join(
-                x for x in (f"slope of log WS {value:.3f}, the RF law's over the same n {law:.3f}", note) if x
+                x
+                for x in (f"lowest point n={pts[i][0][0]}: mean WS {interval.value:.3f} (n = {_ns(all_pts)})", left)
+                if x
             ),
         )
+        positive, note = _positive(part)
+        if len(all_pts) < 2:
+            rows.not_run("raf_no_decay", f"one n value only (n = {_ns(all_pts)})", map_="raf", data=data, scope=scope)
+            continue
+        _slope_row(rows, "raf_no_decay", [positive], "raf", data, scope, transform="log", note=note, per_law=True)
 
 
 def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str) -> None:
@@ -163,23 +179,13 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
                 scope=scope,
             )
             continue
-        k = len(common)
-
-        def stat(groups: list[np.ndarray], k: int = k) -> np.ndarray:
-            m = grid_means(groups)
-            return (m[:, :k] / m[:, k:]).max(axis=1)
-
-        ratios = np.array([a[p].mean() / b[p].mean() for p in common])
-        i = int(np.argmax(ratios))
-        rows.measured(
-            "relu_raf_below_raf",
-            [a[p] for p in common] + [b[p] for p in common],
-            stat,
-            map_="relu_raf",
-            data=data,
-            scope=scope,
-            note=f"closest point n={common[i][0]}: ratio {ratios[i]:.3f} ({k} common n)",
-        )
+        enough = [p for p in common if min(len(a[p]), len(b[p])) >= MIN_UNITS] or common
+        left = len(common) - len(enough)
+        interval, i = worst_point([a[p] for p in enough], lowest=False, divide_by=[b[p] for p in enough])
+        note = f"closest point n={enough[i][0]}: ratio {interval.value:.3f} ({len(common)} common n)"
+        if left:
+            note += f"; {left} common n with fewer than {MIN_UNITS} trials of a map left out"
+        rows.estimate("relu_raf_below_raf", interval, map_="relu_raf", data=data, scope=scope, note=note)
 
 
 def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:

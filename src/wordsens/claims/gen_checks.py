@@ -10,8 +10,17 @@ import numpy as np
 import pandas as pd
 
 from ..theory import rf_law
-from .bootstrap import GEN_GRID, count_stat, fraction_stat, plain, sim_units, slices
-from .stats import IDENTITY_TOL, Rows, err_lower_bound, raf_alignment_threshold, table_kind
+from .intervals import clopper_pearson, median_interval
+from .stats import (
+    IDENTITY_TOL,
+    NUMERICAL_TOL,
+    ZERO_LOSS_TOL,
+    Rows,
+    err_lower_bound,
+    raf_alignment_threshold,
+    table_kind,
+)
+from .units import GEN_GRID, plain, slices
 
 __all__ = ["GEN_CLAIMS", "check_identity", "gen_claims"]
 
@@ -44,8 +53,11 @@ def check_identity(gen: pd.DataFrame) -> None:
         )
 
 
-def _ones(part: pd.DataFrame) -> pd.Series:
-    return pd.Series(1.0, index=part.index)
+def _where(row: pd.Series) -> str:
+    """``simulation 3 (n=40, N=700, retrain, surrogate)``: a row of a generalisation table, named."""
+    parts = [f"{c}={plain(row[c])}" for c in ("n", "N") if c in row.index]
+    parts += [str(row[c]) for c in ("training", "loss") if c in row.index]
+    return f"simulation {plain(row['simulation'])} ({', '.join(parts)})"
 
 
 def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
@@ -69,15 +81,17 @@ def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
         else:
             a = part["alignment"].to_numpy(dtype=float)
             finite = np.isfinite(a)
-            below = finite & (a < 1 - S)
-            groups = sim_units(part, {"hit": pd.Series(below, index=part.index)})
+            bound = 1 - S
+            below = finite & (a < bound - NUMERICAL_TOL * np.maximum(1.0, np.abs(bound)))
             ns = ", ".join(f"n={int(n)}: 1 - S = {1 - float(rf_law(float(n))):.3f}" for n in sorted(part["n"].unique()))
-            note = (
-                f"{int(below.sum())} of {int(finite.sum())} rows; a in [{np.nanmin(a):.3f}, {np.nanmax(a):.3f}]; {ns}"
-            )
+            note = f"a in [{np.nanmin(a):.3f}, {np.nanmax(a):.3f}]; {ns}" if finite.any() else ns
             if (~finite).any():
                 note += f"; {int((~finite).sum())} rows with a non-finite alignment left out"
-            rows.measured("fig4_rf_alignment", groups, count_stat, map_="rf", data=data, scope=scope, note=note)
+            named = [
+                f"{_where(row)}: a = {row['alignment']:.4f} < {b:.4f}"
+                for (_, row), b in zip(part[below].iterrows(), bound[below], strict=True)
+            ]
+            rows.universal("fig4_rf_alignment", named, int(finite.sum()), map_="rf", data=data, scope=scope, note=note)
         gamma = part["gamma_min"].to_numpy(dtype=float)
         err = part["err"].to_numpy(dtype=float)
         applies = gamma < 1
@@ -87,17 +101,20 @@ def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
             )
             continue
         bound = err_lower_bound(1 - S, gamma)
-        below = applies & (err < bound)
+        below = applies & (err < bound * (1 - NUMERICAL_TOL) - NUMERICAL_TOL)
         curve = (2 - 2 * gamma) ** 2
-        groups = sim_units(part, {"hit": pd.Series(below, index=part.index)})
-        rows.measured(
+        named = [
+            f"{_where(row)}: Err = {row['err']:.4g} < {b:.4g} at gamma_min = {row['gamma_min']:.3g}"
+            for (_, row), b in zip(part[below].iterrows(), bound[below], strict=True)
+        ]
+        rows.universal(
             "fig4_rf_err",
-            groups,
-            count_stat,
+            named,
+            int(applies.sum()),
             map_="rf",
             data=data,
             scope=scope,
-            note=f"{int(below.sum())} of {int(applies.sum())} rows with gamma_min < 1 ({len(part)} rows); "
+            note=f"rows with gamma_min < 1 checked ({len(part)} rows in all); "
             f"{int((applies & (err < curve)).sum())} below (2 - 2 gamma_min)^2 itself; "
             f"smallest Err / bound {np.nanmin(err[applies] / bound[applies]):.3g}",
         )
@@ -117,7 +134,10 @@ def _gen_raf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
             data=data,
         )
         return
-    for (d, _), scope, part in slices(raf, ["d", "n"]):
+    # one surrogate-loss row per simulation and training: the simulations of a (d, n, training) scope
+    # are independent (each N its own), the two trainings of one simulation are not
+    for (d, n, training), _, part in slices(raf, ["d", "n", "training"]):
+        scope = f"d={d}, n={n}, {training}"
         a_max = raf_alignment_threshold(float(d))
         fields = {"a_max": f"{a_max:.3g}", "d": str(d)}
         a = part["alignment"].to_numpy(dtype=float)
@@ -132,13 +152,18 @@ def _gen_raf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
                 fields=fields,
             )
             continue
-        hits = pd.Series(finite & (a <= a_max), index=part.index)
-        groups = sim_units(part, {"hit": hits, "all": pd.Series(finite.astype(float), index=part.index)})
-        note = f"median a = {np.median(a[finite]):.3f} over {int(finite.sum())} rows"
+        hits = int((finite & (a <= a_max)).sum())
+        note = f"{hits} of {int(finite.sum())} simulations; median a = {np.median(a[finite]):.3f}"
         if (~finite).any():
             note += f"; {int((~finite).sum())} rows with a non-finite alignment left out"
-        rows.measured(
-            "fig4_raf_alignment", groups, fraction_stat, map_="raf", data=data, scope=scope, note=note, fields=fields
+        rows.estimate(
+            "fig4_raf_alignment",
+            clopper_pearson(hits, int(finite.sum())),
+            map_="raf",
+            data=data,
+            scope=scope,
+            note=note,
+            fields=fields,
         )
 
 
@@ -156,20 +181,49 @@ def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
         if len(penalties) < 2:
             rows.not_run("fig5_penalty", f"one penalty only ({penalties[0]:g})", map_=str(map_), data=data, scope=scope)
             continue
-        table = part.pivot_table(index="simulation", columns="penalty", values="gamma_min", aggfunc="first")
-        table = table.reindex(columns=penalties)
-        change = (table[penalties[-1]] - table[penalties[0]]).dropna().to_numpy(dtype=float)
-        if not len(change):
-            rows.not_run("fig5_penalty", "no simulation ran at both penalties", map_=str(map_), data=data, scope=scope)
+        work = part.assign(abs_d0=part["D0"].abs(), loss_value=part["err"] + part["penalty"] * part["D0"] ** 2)
+        d0 = work.pivot_table(index="simulation", columns="penalty", values="abs_d0", aggfunc="first")
+        d0 = d0.reindex(columns=penalties).dropna()
+        if d0.empty:
+            rows.not_run("fig5_penalty", "no simulation ran at every penalty", map_=str(map_), data=data, scope=scope)
             continue
-        medians = table.median(axis=0).to_numpy()
-        note = "median gamma_min " + ", ".join(
-            f"{m:.3g} (penalty {p:g})" for p, m in zip(penalties, medians, strict=True)
+        worst = work.pivot_table(index="simulation", columns="penalty", values="loss_value", aggfunc="first")
+        zero = (worst.reindex(index=d0.index, columns=penalties) <= ZERO_LOSS_TOL).all(axis=1)
+        zero_sims = [int(s) for s in d0.index[zero.to_numpy()]]
+        rows.count(
+            "fig5_zero_loss",
+            len(zero_sims),
+            len(d0),
+            map_=str(map_),
+            data=data,
+            scope=scope,
+            note=f"{len(zero_sims)} of {len(d0)} simulations"
+            + (f" (simulations {', '.join(map(str, zero_sims))})" if zero_sims else ""),
         )
-        rows.measured(
+        trade = d0[~zero.to_numpy()]
+        if trade.empty:
+            rows.not_run(
+                "fig5_penalty",
+                f"every simulation ({len(d0)}) reaches zero loss at every penalty: nothing for the penalty to "
+                "trade (fig5_zero_loss)",
+                map_=str(map_),
+                data=data,
+                scope=scope,
+            )
+            continue
+        change = (trade[penalties[-1]] - trade[penalties[0]]).to_numpy(dtype=float)
+        medians = d0.median(axis=0).to_numpy()
+        gamma = part.pivot_table(index="simulation", columns="penalty", values="gamma_min", aggfunc="first")
+        note = "median |D0| " + ", ".join(f"{m:.3g} (penalty {p:g})" for p, m in zip(penalties, medians, strict=True))
+        note += "; median gamma_min " + ", ".join(
+            f"{m:.3g} (penalty {p:g})"
+            for p, m in zip(penalties, gamma.reindex(columns=penalties).median(), strict=True)
+        )
+        if zero_sims:
+            note += f"; {len(zero_sims)} simulation(s) at zero loss left out"
+        rows.estimate(
             "fig5_penalty",
-            [change],
-            lambda g: np.median(g[0], axis=1),
+            median_interval(change),
             map_=str(map_),
             data=data,
             scope=scope,
@@ -205,6 +259,7 @@ GEN_CLAIMS = (
     ("fig4_rf_err", "rf"),
     ("fig4_raf_alignment", "raf"),
     ("fig5_penalty", ""),
+    ("fig5_zero_loss", ""),
     ("not_interpolating", ""),
 )
 

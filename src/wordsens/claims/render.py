@@ -21,10 +21,10 @@ def _num(x: float) -> str:
 def _value(row: pd.Series) -> str:
     if row["verdict"] == "not run":
         return "-"
-    if row["claim"] == "not_interpolating":
-        return str(int(row["value"]))
     if np.isfinite(row["ci_low"]):
         return f"{_num(row['value'])} [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+    if np.isfinite(row["value"]) and float(row["value"]).is_integer():
+        return str(int(row["value"]))  # a count: counterexamples, rows, simulations
     return _num(row["value"])
 
 
@@ -63,8 +63,9 @@ def format_claims(frame: pd.DataFrame) -> str:
             out.append(f"    {_note(r)}")
     out.append("")
     out.append(
-        _summary(frame) + "  (statements and sources: see the CSV and docs/claims.md; 95% CI: stratified "
-        "bootstrap; inconclusive: the interval holds both passing and failing values)"
+        _summary(frame) + "  (statements, settings and sources: see the CSV and docs/claims.md; 95% CI from the "
+        "independent units: trials, simulations, reviews; inconclusive: the interval holds both passing and "
+        "failing values, or there is not enough data for one)"
     )
     return "\n".join(out)
 
@@ -124,8 +125,10 @@ def claims_html(frame: pd.DataFrame) -> str:
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title>'
         "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
         "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
-        f"<p>{html.escape(_summary(frame))}. The interval is a 95% stratified bootstrap over trials (word "
-        "sensitivity), simulations (generalisation) or reviews (trained encoder); a verdict is inconclusive "
-        "when the interval (with the point) holds both passing and failing values, else the point decides.</p>"
+        f"<p>{html.escape(_summary(frame))}. The interval is a 95% interval from the independent units a "
+        "statistic rests on: trials (word sensitivity), simulations (generalisation) or reviews (trained "
+        "encoder). A verdict holds or fails when the whole interval is on one side of the threshold, and is "
+        "inconclusive when it holds both or when there is not enough data for an interval; a universal claim "
+        "('on every row') fails on one counterexample, named in the note.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n"
     )

@@ -1,21 +1,20 @@
 """The package's one least-squares log-log slope (NumPy only): :func:`ls_slope` (an intercept per
-stratum, vectorised over bootstrap replicates), :func:`loglog_slope` (with a t-interval, for the
-figures), :func:`law_slope` (the RF law's slope over the same n) and :func:`slope_stat` (for the
-bootstrap of :mod:`wordsens.claims.bootstrap`).
+stratum, vectorised over replicates), :func:`loglog_slope` (with a t-interval, for the figures),
+:func:`law_slope` (the RF law's slope over the same n) and :func:`slope_coefficients` (the slope as a
+linear combination of grid-point means, for the intervals of :mod:`wordsens.claims.intervals`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from ..theory import rf_law
+from .intervals import LEVEL, t_quantile
 
-__all__ = ["LEVEL", "law_slope", "loglog_slope", "ls_slope", "slope_stat", "t_quantile"]
-
-LEVEL = 0.95  # the level of every interval of the claims table and of the figures' slopes
+__all__ = ["LEVEL", "law_slope", "loglog_slope", "ls_slope", "slope_coefficients", "t_quantile"]
 
 
 def ls_slope(x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
@@ -37,16 +36,6 @@ def ls_slope(x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> 
     if sxx <= 0:
         return np.full(y.shape[:-1], np.nan)
     return (yc @ xc) / sxx
-
-
-def t_quantile(q: float, df: int) -> float:
-    """Quantile ``q`` (> 0.5) of Student's t with ``df`` degrees of freedom, by integrating its density
-    in ``u = arctan(x / sqrt(df))``, where it is ``Gamma((df+1)/2) / (sqrt(pi) Gamma(df/2)) cos(u)^(df-1)``
-    (smooth on [0, pi/2]; NumPy only)."""
-    u = np.linspace(0.0, np.pi / 2, 200_001)
-    dens = np.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi) * np.cos(u) ** (df - 1)
-    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
-    return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
 
 
 def loglog_slope(
@@ -83,13 +72,17 @@ def law_slope(n: Sequence[float] | np.ndarray, strata: Sequence[object] | np.nda
     )
 
 
-def slope_stat(xs: np.ndarray, strata: np.ndarray) -> Callable[[list[np.ndarray]], np.ndarray]:
-    """The bootstrap statistic of :func:`ls_slope`: groups hold y (e.g. log WS) per grid point, ``xs``
-    and ``strata`` give each group's x (log n) and stratum (e.g. d)."""
-
-    def stat(groups: list[np.ndarray]) -> np.ndarray:
-        counts = [g.shape[1] for g in groups]
-        y = np.concatenate(groups, axis=1)  # (R, M)
-        return ls_slope(np.repeat(xs, counts), y, np.repeat(strata, counts))
-
-    return stat
+def slope_coefficients(xs: np.ndarray, strata: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+    """The least-squares slope (an intercept per stratum) over every unit, written as
+    ``sum_p c_p mean_p`` over grid points: ``c_p = m_p (x_p - xbar_s) / Sxx`` with ``x_p`` the point's x
+    (log n), ``m_p`` its units, ``xbar_s`` the unit-weighted mean x of its stratum. All zero (the slope
+    undefined) where x does not vary within any stratum."""
+    x = np.asarray(xs, dtype=float)
+    m = np.asarray(counts, dtype=float)
+    s = np.asarray(strata)
+    centred = np.empty_like(x)
+    for label in np.unique(s):
+        at = s == label
+        centred[at] = x[at] - float((m[at] * x[at]).sum() / m[at].sum())
+    sxx = float((m * centred**2).sum())
+    return np.zeros_like(x) if sxx <= 0 else m * centred / sxx

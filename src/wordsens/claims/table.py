@@ -4,42 +4,40 @@ Every claim is computed from the aggregated tables the workflow writes under ``R
 (``ws_<map>.parquet``: one row per trial; ``gen_fig4_<data>.parquet``, ``gen_fig5_<data>.parquet``:
 one row per simulation and search; ``trained.parquet``, the trained-encoder study: one row per
 search) and gives one row per claim and scope (a data source and a slice of the grid: ``d=192``,
-``d=768, n=40``, ``all d``, ``layer=3, n=128``): the statistic, its 95% stratified bootstrap
-interval, the expectation and exactly one verdict:
+``d=768, n=40, retrain``, ``all d``, ``layer=3, n=128``): the statistic, its 95% interval from the
+independent units it rests on (:mod:`wordsens.claims.intervals`), the expectation, the setting the
+claim comes from and exactly one verdict:
 
 ``holds`` / ``fails``
-    the point statistic meets / misses the expectation, and the 95% interval (widened to hold the
-    point) lies on the same side of the threshold;
+    the 95% interval lies on the passing / failing side of the threshold; a universal statement ("on
+    every row") holds without a counterexample and fails on one, which the note names;
 ``inconclusive``
-    the interval holds both passing and failing values: more trials or simulations could tip it;
+    the interval holds both passing and failing values (more trials or simulations could tip it), or
+    there are not enough units for an interval (the note says "not enough data" and how many);
 ``not run``
     the rows the claim needs are absent (the note says which and why);
 ``no claim``
-    a number reported without an expectation (a map the paper says nothing about, the count of
-    training sets that cannot be interpolated, a trained encoder against its random models).
+    a number reported without an expectation (a map the paper says nothing about, counts of rows,
+    a trained encoder against its random models), or a claim of the paper's data on the synthetic
+    companion's rows.
 
 Verdicts are facts about the run, never exceptions; the one exception is a generalisation row that
 breaks the identity ``D1 - D0 = a (y - t0)``, which no computation of wordsens can produce: a bug,
-reported as a ``ValueError`` (:func:`wordsens.claims.gen_checks.check_identity`).
+reported as a ``ValueError`` (:func:`wordsens.claims.gen_checks.check_identity`). The intervals are
+closed forms of the units (no resampling): the same tables give the same table.
 
-Bootstrap: percentile intervals from ``resamples`` (default 1000) resamples of the units of each
-grid point (trials for word sensitivity, simulations for generalisation: the searches of one
-simulation move together, reviews for the trained encoder), drawn with replacement within that
-grid point. Every row has its own generator,
-``numpy.random.Generator(PCG64(derive_seed(seed, "claims", claim, map, data, scope)))``: the same
-tables give the same intervals, whatever else the run holds.
-
-Each claim (statistic, threshold, source, how the threshold depends on d and why) and the proof of
-the bound behind ``fig4_rf_err`` (:func:`wordsens.claims.stats.err_lower_bound`) are documented in
-``docs/claims.md``.
+Each claim (statistic, threshold and its derivation, the unit its interval rests on, the smallest
+effect it fails on) and the proof of the bound behind ``fig4_rf_err``
+(:func:`wordsens.claims.stats.err_lower_bound`) are documented in ``docs/claims.md``.
 
 Modules: this one holds the entry points (:func:`compute_claims`, :func:`claims_from_results`,
 :func:`read_tables`); :mod:`wordsens.claims.stats` the definitions, thresholds and rows;
-:mod:`wordsens.claims.slope` the log-log slope; :mod:`wordsens.claims.bootstrap` the bootstrap;
-:mod:`wordsens.claims.checks`, :mod:`wordsens.claims.gen_checks` and
-:mod:`wordsens.claims.trained_checks` the computation of each claim;
-:mod:`wordsens.claims.render` the text, Markdown and HTML renderings; :mod:`wordsens.claims.files`
-the tables it reads and the files it writes. None of them imports torch or the plotting libraries.
+:mod:`wordsens.claims.intervals` the intervals; :mod:`wordsens.claims.units` the grid points;
+:mod:`wordsens.claims.slope` the log-log slope; :mod:`wordsens.claims.checks`,
+:mod:`wordsens.claims.gen_checks` and :mod:`wordsens.claims.trained_checks` the computation of each
+claim; :mod:`wordsens.claims.render` the text, Markdown and HTML renderings;
+:mod:`wordsens.claims.files` the tables it reads and the files it writes. None of them imports torch
+or the plotting libraries.
 """
 
 from __future__ import annotations
@@ -52,7 +50,7 @@ import pandas as pd
 from .checks import ws_claims
 from .files import claims_inputs
 from .gen_checks import gen_claims
-from .stats import RESAMPLES, Rows, table_kind
+from .stats import Rows, table_kind
 from .trained_checks import TRAINED_REQUIRED, trained_claims
 
 __all__ = ["claims_from_results", "compute_claims", "read_tables"]
@@ -99,10 +97,10 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def claims_from_results(results_dir: str | Path, *, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
+def claims_from_results(results_dir: str | Path) -> pd.DataFrame:
     """:func:`compute_claims` on the tables of a results folder (``RESULTS/tables/*.parquet``), the
     variant maps included, as the workflow's claims rule computes them."""
-    return compute_claims(claims_inputs(read_tables(results_dir)), seed=seed, resamples=resamples)
+    return compute_claims(claims_inputs(read_tables(results_dir)))
 
 
 def _check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:
@@ -117,7 +115,7 @@ def _check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> No
 # ----------------------------------------------------------------------------- entry points
 
 
-def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
+def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """The claims table (columns :data:`COLUMNS`) of a run's tables.
 
     ``tables`` maps file stems to frames: ``ws_<map>`` (any map; ``rf``, ``drf``, ``raf``,
@@ -125,11 +123,8 @@ def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resampl
     ``gen_fig5_<data>``, and ``trained`` (the trained-encoder study, reported without a verdict:
     ``wordsens.claims.trained_checks``). A claim whose rows are absent is reported "not run"; a
     table lacking a column every row of its kind has, and generalisation rows that break
-    ``D1 - D0 = a (y - t0)`` (``wordsens.claims.gen_checks.check_identity``), are errors. ``seed``
-    and ``resamples`` set the bootstrap.
+    ``D1 - D0 = a (y - t0)`` (``wordsens.claims.gen_checks.check_identity``), are errors.
     """
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
     ws: dict[str, pd.DataFrame] = {}
     gen: dict[str, pd.DataFrame] = {}
     trained: pd.DataFrame | None = None
@@ -149,7 +144,7 @@ def compute_claims(tables: Mapping[str, pd.DataFrame], *, seed: int = 0, resampl
             _check_columns(key, frame, _GEN_REQUIRED)
             if not frame.empty:
                 gen[key] = frame
-    rows = Rows(seed, resamples)
+    rows = Rows()
     ws_claims(rows, ws)
     gen_claims(rows, gen)
     trained_claims(rows, trained)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .intervals import MIN_REVIEWS, linear
 from .stats import TRAINED_DATA, TRAINED_PAIRS, Rows
 
 __all__ = ["TRAINED_REQUIRED", "trained_claims"]
@@ -24,13 +25,9 @@ CLAIM = "trained_ratio"
 TRAINED_REQUIRED = ("model", "review", "layer", "n", "normalise", "map", "head", "ws")
 
 
-def _mean_stat(groups: list[np.ndarray]) -> np.ndarray:
-    """The mean over the units (reviews) of the one group, per replicate."""
-    return groups[0].mean(axis=1)
-
-
 def _per_review(rows: pd.DataFrame) -> tuple[pd.Series, int]:
-    """WS per review (duplicate rows of one review averaged) and the number of duplicates."""
+    """WS per review (the rows of one review -- its random draws, or duplicates -- averaged: they share
+    the review's sample, so the review is the independent unit) and the number of rows averaged in."""
     ws = rows.groupby("review", sort=True)["ws"].mean()
     return ws, len(rows) - len(ws)
 
@@ -59,7 +56,7 @@ def _ratio_row(rows: Rows, at_layer: pd.DataFrame, trained: str, random: str, sc
     if only:
         notes.append(f"{only} review(s) with one map only left out")
     if t_dup or r_dup:
-        notes.append(f"{t_dup + r_dup} duplicate row(s) averaged per review")
+        notes.append(f"{t_dup + r_dup} further row(s) (draws) averaged per review")
     if common.empty:
         not_run(f"no review has both {trained} and {random} rows")
         return
@@ -79,10 +76,9 @@ def _ratio_row(rows: Rows, at_layer: pd.DataFrame, trained: str, random: str, sc
         norm, d = at_layer["row_norm"].astype(float).mean(), at_layer["d"].astype(float).max()
         if np.isfinite(norm) and np.isfinite(d):
             head += f"; rows of mean norm {norm:.4g}, radius sqrt(d) = {math.sqrt(d):.4g}"
-    rows.measured(
+    rows.estimate(
         CLAIM,
-        [ratios],
-        _mean_stat,
+        linear([ratios], [1.0], minimum=MIN_REVIEWS, unit="reviews"),
         map_=trained,
         data=TRAINED_DATA,
         scope=scope,

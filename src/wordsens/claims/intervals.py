@@ -1,0 +1,253 @@
+"""The intervals of the claims table, each computed from the independent units its statistic rests
+on (NumPy only).
+
+What is independent: the trials of a word-sensitivity grid point (each draws its own review or
+Gaussian sample and its own weights, from seeds that include the point), the simulations of a
+generalisation grid point, the reviews of the trained study (the random draws of one review are
+averaged first: they share its sample). Grid points never share a unit, so a statistic that pools
+several points has the variance of the sum of theirs.
+
+The methods, one per kind of statistic (docs/claims.md says which claim uses which):
+
+* :func:`linear` -- a linear combination of grid-point means (a mean of ratios to a law, a
+  least-squares slope, a slope over the law's): Welch-Satterthwaite t-interval from the per-point
+  sample variances;
+* :func:`worst_point` -- the smallest (or largest) of the grid points' means, or of their ratios
+  between two maps: simultaneous (Bonferroni) t-intervals per point, so that the interval of the
+  extreme covers the extreme of the true values whenever every point's interval covers its own;
+* :func:`clopper_pearson` -- a rate: the exact binomial interval;
+* :func:`median_interval` -- a median: the distribution-free interval between two order statistics.
+
+Below :data:`MIN_UNITS` units per grid point (:data:`MIN_REVIEWS` reviews, or the 6 units a 95% median
+interval needs) there is no interval: the row says "not enough data" (:class:`Interval` ``short``).
+Each method's coverage at the nominal 95% is measured on simulated tables with a known truth in
+``tests/test_claim_coverage.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "LEVEL",
+    "MIN_REVIEWS",
+    "MIN_UNITS",
+    "Interval",
+    "clopper_pearson",
+    "linear",
+    "median_interval",
+    "median_units_needed",
+    "point_intervals",
+    "t_quantile",
+    "worst_point",
+]
+
+LEVEL = 0.95  # the level of every interval of the claims table and of the figures' slopes
+MIN_UNITS = 3  # units per grid point below which a sample variance is too rough for an interval
+MIN_REVIEWS = 5  # reviews (the trained study's units) below which its mean gets no interval
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic, its interval and the number of units it rests on; ``short`` says why there is no
+    interval ("not enough data (2 units per grid point; at least 3 needed)"), with NaN bounds."""
+
+    value: float
+    low: float
+    high: float
+    units: int
+    short: str = ""
+
+
+def not_enough(value: float, units: int, why: str) -> Interval:
+    return Interval(value, math.nan, math.nan, units, f"not enough data ({why})")
+
+
+def t_quantile(q: float, df: float) -> float:
+    """Quantile ``q`` (> 0.5) of Student's t with ``df`` (> 0, not necessarily whole) degrees of
+    freedom, by integrating its density in ``u = arctan(x / sqrt(df))``, where it is
+    ``Gamma((df+1)/2) / (sqrt(pi) Gamma(df/2)) cos(u)^(df-1)`` (smooth on [0, pi/2]; NumPy only)."""
+    if not math.isfinite(df) or df > 1e6:
+        df = 1e6
+    u = np.linspace(0.0, np.pi / 2, 20_001)  # quantiles within 1.3e-4 relative (q <= 0.9999, df >= 1)
+    dens = np.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(math.pi) * np.cos(u) ** (df - 1)
+    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(u))])
+    return float(math.sqrt(df) * math.tan(float(np.interp(q, cdf, u))))
+
+
+def _few(groups: Sequence[np.ndarray], minimum: int, unit: str) -> str:
+    """Why ``groups`` are too few for an interval ("2 trials at a grid point; at least 3 needed"), or ""."""
+    counts = [len(g) for g in groups]
+    if not counts or min(counts) >= minimum:
+        return ""
+    where = " at a grid point" if len(groups) > 1 else ""
+    return f"{min(counts)} {unit}{where}; at least {minimum} needed"
+
+
+def _welch(coefs: np.ndarray, groups: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Variance of ``sum_p c_p mean_p`` and its Welch-Satterthwaite degrees of freedom."""
+    m = np.array([len(g) for g in groups], dtype=float)
+    s2 = np.array([np.var(g, ddof=1) for g in groups])
+    parts = coefs**2 * s2 / m
+    var = float(parts.sum())
+    if var <= 0:
+        return 0.0, math.inf
+    return var, var**2 / float((parts**2 / (m - 1)).sum())
+
+
+def linear(
+    groups: Sequence[np.ndarray],
+    coefs: Sequence[float] | np.ndarray,
+    *,
+    const: float = 0.0,
+    level: float = LEVEL,
+    minimum: int = MIN_UNITS,
+    unit: str = "trials",
+) -> Interval:
+    """``const + sum_p coefs[p] mean(groups[p])`` with its Welch-Satterthwaite t-interval.
+
+    ``groups``: the values of the units of each grid point (independent within and across points).
+    The variance is ``sum_p c_p^2 s_p^2 / m_p`` (``s_p^2`` the point's sample variance, unbiased),
+    the degrees of freedom Satterthwaite's; equal units give a zero-width interval. A point with fewer
+    than ``minimum`` units (and a nonzero coefficient) leaves the statistic without an interval.
+    """
+    c = np.asarray(coefs, dtype=float)
+    units = int(sum(len(g) for g in groups))
+    value = const + float(sum(ci * float(np.mean(g)) for ci, g in zip(c, groups, strict=True)))
+    few = _few([g for g, ci in zip(groups, c, strict=True) if ci != 0], minimum, unit)
+    if few:
+        return not_enough(value, units, few)
+    var, df = _welch(c, groups)
+    half = t_quantile(0.5 + level / 2, df) * math.sqrt(var) if var > 0 else 0.0
+    return Interval(value, value - half, value + half, units)
+
+
+def point_intervals(groups: Sequence[np.ndarray], *, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(means, lows, highs): a t-interval at ``level`` for each group's mean (``len >= 2`` each)."""
+    means = np.array([float(np.mean(g)) for g in groups])
+    half = np.array(
+        [
+            t_quantile(0.5 + level / 2, len(g) - 1) * float(np.std(g, ddof=1)) / math.sqrt(len(g))
+            if np.std(g, ddof=1) > 0
+            else 0.0
+            for g in groups
+        ]
+    )
+    return means, means - half, means + half
+
+
+def _log_ratio_intervals(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per point, mean(a) / mean(b) and its interval: delta-method t-interval of the log ratio of two
+    independent means (Welch-Satterthwaite degrees of freedom), exponentiated."""
+    vals, los, his = [], [], []
+    for ga, gb in zip(a, b, strict=True):
+        ma, mb = float(np.mean(ga)), float(np.mean(gb))
+        ratio = ma / mb
+        if ma <= 0 or mb <= 0:
+            vals.append(ratio)
+            los.append(math.nan)
+            his.append(math.nan)
+            continue
+        var, df = _welch(np.array([1 / ma, -1 / mb]), [ga, gb])
+        half = t_quantile(0.5 + level / 2, df) * math.sqrt(var) if var > 0 else 0.0
+        vals.append(ratio)
+        los.append(ratio * math.exp(-half))
+        his.append(ratio * math.exp(half))
+    return np.array(vals), np.array(los), np.array(his)
+
+
+def worst_point(
+    groups: Sequence[np.ndarray],
+    *,
+    lowest: bool,
+    divide_by: Sequence[np.ndarray] | None = None,
+    level: float = LEVEL,
+) -> tuple[Interval, int]:
+    """The smallest (``lowest``) or largest grid-point mean (or ratio of means, with ``divide_by``: one
+    group of another map per point) with a simultaneous interval, and the index of that point.
+
+    Each point gets a t-interval at level ``1 - (1 - level) / G`` (Bonferroni over the G points), so
+    with probability at least ``level`` every point's interval covers its true mean; then the interval
+    [extreme of the lows, extreme of the highs] covers the extreme of the true means.
+    """
+    all_groups = [*groups, *(divide_by or [])]
+    units = int(sum(len(g) for g in all_groups))
+    G = len(groups)
+    each = 1 - (1 - level) / G
+    if divide_by is None:
+        vals = np.array([float(np.mean(g)) for g in groups])
+    else:
+        vals = np.array([float(np.mean(a)) / float(np.mean(b)) for a, b in zip(groups, divide_by, strict=True)])
+    pick = np.argmin if lowest else np.argmax
+    idx = int(pick(vals))
+    few = _few(all_groups, MIN_UNITS, "trials")
+    if few:
+        return not_enough(float(vals[idx]), units, few), idx
+    if divide_by is None:
+        _, lo, hi = point_intervals(groups, level=each)
+    else:
+        _, lo, hi = _log_ratio_intervals(groups, divide_by, level=each)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return not_enough(float(vals[idx]), units, "a mean at or below 0 has no interval of its ratio"), idx
+    ext = np.min if lowest else np.max
+    return Interval(float(vals[idx]), float(ext(lo)), float(ext(hi)), units), idx
+
+
+def _binom_cdf(k: int, m: int, p: float) -> float:
+    return float(sum(math.comb(m, j) * p**j * (1 - p) ** (m - j) for j in range(k + 1)))
+
+
+def _solve_p(f, target: float) -> float:
+    """The p in [0, 1] where the decreasing function ``f(p)`` crosses ``target`` (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if f(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def clopper_pearson(hits: int, total: int, *, level: float = LEVEL) -> Interval:
+    """The rate ``hits / total`` and its exact (Clopper-Pearson) binomial interval: coverage at least
+    ``level`` for every true rate. Without units the rate is undefined (NaN)."""
+    if total <= 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    alpha = 1 - level
+    # P(X >= hits) = alpha / 2 at the low end, P(X <= hits) = alpha / 2 at the high end; both cdfs fall with p
+    low = 0.0 if hits == 0 else _solve_p(lambda p: _binom_cdf(hits - 1, total, p), 1 - alpha / 2)
+    high = 1.0 if hits == total else _solve_p(lambda p: _binom_cdf(hits, total, p), alpha / 2)
+    return Interval(hits / total, low, high, total)
+
+
+def median_units_needed(level: float = LEVEL) -> int:
+    """The fewest units whose extreme order statistics bound the median at ``level``:
+    ``1 - 2 / 2^m >= level`` (6 at 95%)."""
+    m = 1
+    while 1 - 2 * 0.5**m < level:
+        m += 1
+    return m
+
+
+def median_interval(values: np.ndarray, *, level: float = LEVEL) -> Interval:
+    """The median of independent units and its distribution-free interval ``[x_(l), x_(m+1-l)]``,
+    ``l`` the largest rank with ``P(Binomial(m, 1/2) < l) <= (1 - level) / 2``: coverage at least
+    ``level`` for any continuous distribution."""
+    x = np.sort(np.asarray(values, dtype=float))
+    m = len(x)
+    value = float(np.median(x)) if m else math.nan
+    need = median_units_needed(level)
+    if m < need:
+        return not_enough(value, m, f"{m} simulations; a {level:.0%} interval of a median needs at least {need}")
+    alpha = 1 - level
+    rank = 0
+    while _binom_cdf(rank, m, 0.5) <= alpha / 2:  # P(B <= rank) <= alpha/2: rank + 1 is a valid l
+        rank += 1
+    return Interval(value, float(x[rank - 1]), float(x[m - rank]), m)
