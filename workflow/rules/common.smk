@@ -19,12 +19,14 @@ from wordsens.io import store_dir
 from wordsens.maps import registry
 from wordsens.seeds import canonical
 
-# The one loader (also behind `wordsens plan`): the plugins exported, the schema with its defaults,
-# the cross-key checks, then what the run needs from this machine (wsplan.check).
+# The one loader (also behind `wordsens plan`), in one pass: the --config values Snakemake hands over
+# as text read as the schema wants them ('32' -> 32), then the schema with its defaults, the plugins
+# exported, the cross-key checks and what the run needs from this machine (wsplan.check).
 try:
     wsplan.check(
         config,
         os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
+        command_line=workflow.config_settings.config,
     )
 except wsplan.ConfigError as err:
     raise WorkflowError(str(err)) from None

@@ -1,16 +1,18 @@
 """A configuration, loaded and checked before anything runs.
 
-One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the
-configuration is validated against its schema (``wordsens.pipeline.schema``: as Snakemake does
-it, every error named at once), then the checks that a schema cannot express run (``problems``),
-then what the run needs from this machine (``preflight``), each problem naming its key and its
-fix. The readers of the study sections and the stores a configuration reads are in
+One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the text
+Snakemake makes of ``--config`` values is read as the schema wants it (``'32'`` as 32), then one
+pass names every problem at once, each with its key and its fix: the schema's
+(``wordsens.pipeline.schema``), the checks that a schema cannot express (``problems``) and what the
+run needs from this machine (``preflight``), the last two run on the configuration without the keys
+the schema refused. The readers of the study sections and the stores a configuration reads are in
 ``wordsens.pipeline.points``, beside the grid points they describe. Torch is not imported.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,11 @@ from typing import Any
 from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_positions, model_width
 from ..maps import registry
 from .points import capped_ns, stores, variant_maps
-from .schema import SCHEMA, ConfigError, apply_schema
+from .schema import SCHEMA, ConfigError, apply_schema, coerce_text, schema_problems, without_problems
 from .trained import trained_model, trained_problems
 
 __all__ = [
+    "all_problems",
     "check",
     "export_plugins",
     "load_config",
@@ -48,8 +51,8 @@ def merge(base: dict, override: dict) -> dict:
 
 def load_config(*paths: str | Path, schema: str | Path | None = None, overrides: dict | None = None) -> dict:
     """``config.yaml`` merged with further config files, in order, and ``overrides`` (what
-    ``--config`` gives), then ``check``-ed: what the Snakefile sees after ``configfile:``,
-    ``--configfile`` and ``--config``."""
+    ``--config`` gives, as Snakemake's ``parse_config`` reads it: nested values as text), then
+    ``check``-ed: what the Snakefile sees after ``configfile:``, ``--configfile`` and ``--config``."""
     import yaml
 
     config: dict = {}
@@ -60,43 +63,71 @@ def load_config(*paths: str | Path, schema: str | Path | None = None, overrides:
     if schema is None and paths:
         beside = Path(paths[0]).resolve().parent / "workflow" / "schemas" / "config.schema.yaml"
         schema = beside if beside.is_file() else SCHEMA
-    return check(config, schema or SCHEMA)
+    return check(config, schema or SCHEMA, command_line=overrides)
 
 
-def check(config: dict, schema: str | Path = SCHEMA) -> dict:
-    """The one loader of the Snakefile and ``wordsens plan``: export and import the config's plugins
-    (``export_plugins``: every job then knows the same maps), ``validate``, then ask this machine what
-    the run needs from it (``preflight``: the network, for a model that only the Hub has). Raises
-    ``ConfigError`` naming every problem found."""
-    apply_schema(config, schema)  # the plugins key is checked and filled before its modules are imported
-    found = export_plugins(config)
-    if found:
-        raise ConfigError(found)
-    try:
-        validate(config, schema)
-        found = []
-    except ConfigError as err:  # the schema passed above: these are the cross-key problems
-        found = err.problems
-    found += preflight(config)  # with the cross-key problems: one message names them all
+def check(config: dict, schema: str | Path = SCHEMA, *, command_line: Mapping[str, Any] | None = None) -> dict:
+    """The one loader of the Snakefile and ``wordsens plan``, in place: the values ``command_line`` (the
+    ``--config`` values) gave as text read as the schema wants them (``schema.coerce_text``), then one
+    pass over everything (``all_problems``): the schema with its defaults, the config's plugins
+    exported and imported (``export_plugins``: every job then knows the same maps), the cross-key
+    checks (``problems``) and what the run needs from this machine (``preflight``: a local copy, the
+    network for a model that only the Hub has). Raises ``ConfigError`` naming every problem found."""
+    if command_line:
+        coerce_text(config, command_line, schema)
+    found = all_problems(config, schema, machine=True)
     if found:
         raise ConfigError(found)
     return config
 
 
 def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
-    """Validate ``config`` in place, filling the schema's defaults, then run ``problems``: no other
-    side effect (no environment variable, no import of plugins, no network), so the maps it knows are
-    the registry's as it stands (``check`` imports the config's plugins first).
-
-    Raises ``ConfigError`` naming every problem found, one line each (the schema's first: the
-    cross-key checks need a configuration the schema accepts).
-    """
-    apply_schema(config, schema)
-    found = _drop_null_gen_maps(config)
-    found += problems(config) if not found else []
+    """Validate ``config`` in place, filling the schema's defaults, with ``problems``: no other side
+    effect (no environment variable, no import of plugins, no network), so the maps it knows are the
+    registry's as it stands (``check`` imports the config's plugins first). Raises ``ConfigError``
+    naming every problem found, one line each (``all_problems`` without the machine's)."""
+    found = all_problems(config, schema, machine=False)
     if found:
         raise ConfigError(found)
     return config
+
+
+def all_problems(config: dict, schema: str | Path = SCHEMA, *, machine: bool = False) -> list[str]:
+    """Every problem of ``config`` in one list, each once: the schema's first, then the cross-key
+    problems (``problems``), then, with ``machine``, the plugins that cannot be imported and what this
+    machine cannot give (``preflight``). A configuration the schema accepts gets its defaults in place;
+    where the schema refuses keys, the other checks run on a copy without them (their defaults in
+    their place: ``schema.without_problems``), and a problem they find that names a refused key (or
+    the section it leaves empty) is left out: the schema's line has said it."""
+    found = schema_problems(config, schema)
+    checked: dict = config
+    removed: list[str] = []
+    if found:
+        repaired = without_problems(config, schema)
+        if repaired is None:
+            return found
+        checked, removed = repaired
+    apply_schema(checked, schema)
+    found += export_plugins(checked) if machine else []
+    if any(line.startswith("plugins:") for line in found):
+        removed.append("plugins")  # the maps of a plugin that was not imported are not known
+    more = _drop_null_gen_maps(checked) or problems(checked)
+    if machine:
+        more += preflight(checked)
+    return list(dict.fromkeys(found + [line for line in more if not _names_any(line, removed)]))
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
+
+
+def _names_any(line: str, keys: list[str]) -> bool:
+    """Whether a problem ``line`` names one of the dotted ``keys``, a key below one, or a section
+    holding one (``ws.maps`` for ``ws.maps.raf``); a map unknown without the config's plugins where
+    ``plugins`` is among them."""
+    if "plugins" in keys and "unknown map" in line:
+        return True
+    named = _DOTTED.findall(line)
+    return any(t == k or t.startswith(k + ".") or k.startswith(t + ".") for t in named for k in keys)
 
 
 def _drop_null_gen_maps(config: dict) -> list[str]:
