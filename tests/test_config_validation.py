@@ -127,7 +127,7 @@ def test_config_text_is_read_as_the_schema_wants_it():
             "search": {"tol": "1e-6", "max_steps": "50"},
         },
         "limits": {"memory_gb": "250", "max_job_hours": "null"},
-        "probes": {"enabled": "false", "fig3": {"text": "null"}},
+        "probes": {"enabled": "False", "fig3": {"text": "null"}},
         "plots": {"palette": "123", "dpi": "100"},
         "variants": "null",
     }
@@ -149,12 +149,14 @@ def test_config_text_is_read_as_the_schema_wants_it():
 
 
 def test_config_text_that_is_no_number_is_named_with_its_key():
-    given = {"trained": {"n": ["-1", "abc"], "head_n": "1.5"}, "ws": {"position": "x"}}
+    given = {"trained": {"n": ["-1", "abc"], "head_n": "1.5"}, "ws": {"position": "x"}, "probes": {"enabled": "yes"}}
     problems = _problems(_given(_demo(), given))
-    assert problems[0].startswith("trained.head_n: '1.5' is not of type 'integer', 'null'")
-    assert problems[1].startswith("trained.n.0: -1 is less than the minimum of 1")  # read, then refused
-    assert problems[2].startswith("trained.n.1: 'abc' is not of type 'integer'")
-    assert problems[3].startswith("ws.position: 'x' is not valid under any of the given schemas")
+    assert problems[0].startswith("probes.enabled: 'yes' is not of type 'boolean'")  # YAML 1.1's, not 1.2's
+    assert problems[1].startswith("trained.head_n: '1.5' is not of type 'integer', 'null'")
+    assert problems[2].startswith("trained.n.0: -1 is less than the minimum of 1")  # read, then refused
+    assert problems[3].startswith("trained.n.1: 'abc' is not of type 'integer'")
+    assert problems[4].startswith("ws.position: 'x' is not valid under any of the given schemas")
+    assert len(problems) == 5
 
 
 @pytest.mark.slow

@@ -184,7 +184,7 @@ def _indices(container: dict | list) -> Iterable[Any]:
 # {"n": ["32"]}); a config file would have given the number.
 _INT = re.compile(r"[-+]?[0-9]+")
 _FLOAT = re.compile(r"[-+]?([0-9]+[.][0-9]*|[.][0-9]+|[0-9]+([.][0-9]*)?[eE][-+]?[0-9]+|[.][0-9]+[eE][-+]?[0-9]+)")
-_BOOLEANS = {"true": True, "false": False}
+_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _NULLS = ("", "~", "null", "Null", "NULL")
 _TEXT = object()  # a text that is no number, boolean or null
 
@@ -195,8 +195,8 @@ def _typed(text: str) -> Any:
         return int(text)
     if _FLOAT.fullmatch(text):
         return float(text)
-    if text.lower() in _BOOLEANS:
-        return _BOOLEANS[text.lower()]
+    if text in _BOOLEANS:
+        return _BOOLEANS[text]
     return None if text in _NULLS else _TEXT
 
 
