@@ -14,8 +14,9 @@ import pandas as pd
 
 from ..theory import rf_law, rf_law_finite
 from .intervals import MIN_UNITS, linear, worst_point
+from .rows import Rows
 from .slope import law_slope, slope_coefficients
-from .stats import KNOWN_MAPS, Rows, raf_floor_threshold, rf_level_band
+from .stats import KNOWN_MAPS, raf_floor_threshold, rf_level_band
 from .units import grid_points, slices
 
 __all__ = ["ws_claims"]

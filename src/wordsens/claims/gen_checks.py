@@ -11,11 +11,11 @@ import pandas as pd
 
 from ..theory import rf_law
 from .intervals import clopper_pearson, median_interval
+from .rows import Rows
 from .stats import (
     IDENTITY_TOL,
     NUMERICAL_TOL,
     ZERO_LOSS_TOL,
-    Rows,
     err_lower_bound,
     raf_alignment_threshold,
     table_kind,

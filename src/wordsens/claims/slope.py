@@ -14,7 +14,7 @@ import numpy as np
 from ..theory import rf_law
 from .intervals import LEVEL, t_quantile
 
-__all__ = ["LEVEL", "law_slope", "loglog_slope", "ls_slope", "slope_coefficients", "t_quantile"]
+__all__ = ["law_slope", "loglog_slope", "ls_slope", "slope_coefficients"]
 
 
 def ls_slope(x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:

@@ -50,7 +50,8 @@ import pandas as pd
 from .checks import ws_claims
 from .files import claims_inputs
 from .gen_checks import gen_claims
-from .stats import Rows, table_kind
+from .rows import Rows
+from .stats import table_kind
 from .trained_checks import TRAINED_REQUIRED, trained_claims
 
 __all__ = ["claims_from_results", "compute_claims", "read_tables"]

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .intervals import MIN_REVIEWS, linear
-from .stats import TRAINED_DATA, TRAINED_PAIRS, Rows
+from .rows import Rows
+from .stats import TRAINED_DATA, TRAINED_PAIRS
 
 __all__ = ["TRAINED_REQUIRED", "trained_claims"]
 
