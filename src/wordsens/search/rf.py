@@ -28,6 +28,7 @@ __all__ = [
     "blockwise_u",
     "exact_u",
     "image",
+    "image_and_gradient",
     "orthonormal_images",
     "rest_gaussian",
     "rf_prepare",
@@ -156,14 +157,29 @@ class RFProblem(Problem):
         return self.layer.singular_starts(restarts, self.radius, gen)
 
     def search(
-        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int = 1, momentum: float = 0.0
+        self,
+        starts: Tensor,
+        *,
+        max_steps: int,
+        tol: float,
+        patience: int,
+        keep: int = 1,
+        momentum: float = 0.0,
+        audit: list[float] | None = None,
     ) -> tuple[Tensor, int]:
         """Subspace ascent from every start: each iteration maximises over span{Delta, last step, two
         top singular directions, gradient} (an inner ascent on the (m, k) image ``V B^T``), which
-        converges in far fewer passes over ``B`` than gradient steps. Only the gradient's image is new
-        (``B Delta`` is kept, the last step's image is its change, the top directions' are computed
-        once), so an iteration streams ``B`` twice, for the gradient and its image, like one gradient
-        step. Returns the points reached and the iterations."""
+        converges in far fewer passes over ``B`` than gradient steps. An iteration streams ``B`` twice:
+        once for ``B Delta`` computed afresh together with the gradient at it (``image_and_gradient``),
+        once for the gradient's new direction; the last step's image is the difference of two fresh
+        images and the top directions' are computed once. Nothing is carried from one iteration to
+        the next but ``Delta`` itself, so rounding errors cannot compound, and every step is accepted
+        against the true value of the current ``Delta``.
+
+        ``audit`` (a list, for tests; it costs a float64 pass over ``B`` per iteration): after every
+        iteration with an accepted step, the largest relative error of the image the acceptance used,
+        ``||Y_accepted - B Delta|| / ||B Delta||`` with ``B Delta`` in float64. Returns the points
+        reached and the iterations."""
         B, u, base, r = self.layer.B, self.layer.u, self.base, self.radius
         with torch.no_grad():
             D = project(starts, r)
@@ -171,22 +187,31 @@ class RFProblem(Problem):
             def change2(img: Tensor) -> Tensor:  # ||relu(u + B Delta) - relu(u)||^2 from B Delta
                 return ((torch.relu(u + img) - base) ** 2).sum(-1)
 
-            BD = image(B, D)
-            val = change2(BD)
             R = D.shape[0]
             top = self.layer.top_directions(2)
             top_img = image(B, top.to(B.dtype)).expand(R, -1, -1)
             top = top.to(D).expand(R, -1, -1)
             prev = torch.zeros_like(D)
-            prev_img = torch.zeros_like(BD)
+            moved = torch.zeros(R, dtype=torch.bool, device=D.device)
+            BD, grad = image_and_gradient(B, D, u, base)
+            val = change2(BD)
             history = [float(val.max())]
             steps = 0
             while steps < max_steps:
-                pre = u + BD
-                grad = (2 * (torch.relu(pre) - base) * (pre > 0)) @ B
+                if steps:  # B Delta afresh (the tracked one is never reused), the gradient in the same pass
+                    last_BD = BD
+                    BD, grad = image_and_gradient(B, D, u, base)
+                    val = change2(BD)
+                    prev_img = torch.where(moved[:, None], BD - last_BD, torch.zeros_like(BD))
+                else:
+                    prev_img = torch.zeros_like(BD)
                 known = torch.cat([D[:, None], prev[:, None], top], dim=1)
                 known_img = torch.cat([BD[:, None], prev_img[:, None], top_img], dim=1)
-                basis, Y = orthonormal_images(known, known_img, grad, B)
+                # the last step's image is a difference of images of points of norm up to |Delta|: its
+                # rounding error is a fraction of |Delta|, not of |step|
+                scale = torch.linalg.vector_norm(D.to(torch.float64), dim=-1)[:, None]
+                error_scale = torch.cat([scale, scale, torch.ones_like(scale).expand(-1, top.shape[1])], dim=1)
+                basis, Y = orthonormal_images(known, known_img, grad, B, error_scale=error_scale)
                 sub = SubspaceRF(Y, u, base, r)
                 c, _ = ascend(
                     sub,
@@ -203,10 +228,13 @@ class RFProblem(Problem):
                 new_val = change2(new_BD)
                 ok = new_val >= val
                 new_D = torch.einsum("rm,rmd->rd", c.to(torch.float64), basis).to(D.dtype)
+                if audit is not None and bool(ok.any()):
+                    true = image(B.to(torch.float64), new_D[ok].to(torch.float64))
+                    err = torch.linalg.vector_norm(new_BD[ok].to(torch.float64) - true, dim=-1)
+                    audit.append(float((err / torch.linalg.vector_norm(true, dim=-1).clamp_min(1e-300)).max()))
                 prev = torch.where(ok[:, None], new_D - D, torch.zeros_like(D))
-                prev_img = torch.where(ok[:, None], new_BD - BD, torch.zeros_like(BD))
+                moved = ok
                 D = torch.where(ok[:, None], new_D, D)
-                BD = torch.where(ok[:, None], new_BD, BD)
                 val = torch.where(ok, new_val, val)
                 history.append(float(val.max()))
                 if len(history) > patience and history[-1] - history[-1 - patience] <= tol * history[-1]:
@@ -223,9 +251,13 @@ class RFProblem(Problem):
         return op_norm * self.radius / self.phi_norm
 
 
-# A known vector whose part orthogonal to the ones before it is below this fraction of its norm is left
-# out of the subspace: its image would be a difference of nearly equal float32 images.
+# A known vector whose part orthogonal to the ones before it is below this fraction of its error scale
+# (its own norm unless given) is left out of the subspace: its image would be a difference of nearly
+# equal images, its rounding error amplified by up to the inverse of this fraction.
 _KEEP_FRACTION = 1e-2
+# Rows of ``B`` per chunk of ``image_and_gradient``'s single pass (CPU): about 1.5 MiB, which stays in
+# cache between the chunk's two products.
+_FUSED_CHUNK_BYTES = 3 * 2**19
 
 
 def image(B: Tensor, M: Tensor) -> Tensor:
@@ -234,18 +266,48 @@ def image(B: Tensor, M: Tensor) -> Tensor:
     return (B @ M.T).T.contiguous()
 
 
-def orthonormal_images(known: Tensor, known_img: Tensor, grad: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
+def image_and_gradient(B: Tensor, D: Tensor, u: Tensor, base: Tensor) -> tuple[Tensor, Tensor]:
+    """``B Delta`` for each row of ``D`` (R, d), computed afresh, and the gradient at ``Delta`` of
+    ``||relu(u + B Delta) - base||^2`` (R, d). On a CPU both come from one pass over ``B``: each chunk
+    of rows serves its part of the image and, still in cache, its part of the gradient; elsewhere two
+    whole products (a chunk loop would be many small kernels)."""
+    if B.device.type != "cpu":
+        BD = image(B, D)
+        pre = u + BD
+        return BD, (2 * (torch.relu(pre) - base) * (pre > 0)) @ B
+    k, d = B.shape
+    BD = torch.empty((D.shape[0], k), dtype=B.dtype, device=B.device)
+    grad = torch.zeros_like(D)
+    step = max(1, _FUSED_CHUNK_BYTES // (B.element_size() * d))
+    for start in range(0, k, step):
+        rows = slice(start, start + step)
+        chunk = B[rows]
+        img = (chunk @ D.T).T
+        BD[:, rows] = img
+        pre = u[rows] + img
+        grad.addmm_(2 * (torch.relu(pre) - base[rows]) * (pre > 0), chunk)
+    return BD, grad
+
+
+def orthonormal_images(
+    known: Tensor, known_img: Tensor, grad: Tensor, B: Tensor, *, error_scale: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Per restart, an orthonormal basis (R, m, d) of span{known, grad} (float64; a vector nearly in
     the span of the ones before it becomes zero) and its image under ``B`` (R, m, k): the known
     vectors' images (R, m - 1, k) are combined, only the gradient's new direction is multiplied by ``B``
-    (its images are exact, not differences)."""
+    (its images are exact, not differences). ``error_scale`` (R, m - 1): for each known vector, the
+    norm of which its image's rounding error is a fraction (default: its own norm); a known vector is
+    kept where its part orthogonal to the ones before it is at least ``_KEEP_FRACTION`` of that, so
+    no image error is amplified more than ``1 / _KEEP_FRACTION`` times."""
     R, m1, _ = known.shape
     V = torch.cat([known, grad[:, None]], dim=1).to(torch.float64)
+    scales = torch.linalg.vector_norm(V, dim=-1)
+    if error_scale is not None:
+        scales[:, :m1] = torch.maximum(scales[:, :m1], error_scale.to(scales))
     basis = torch.zeros_like(V)
     coef = torch.zeros((R, m1 + 1, m1 + 1), dtype=torch.float64, device=V.device)  # basis_j = sum_i coef[j, i] V_i
     for j in range(m1 + 1):
-        v = V[:, j]
-        w = v.clone()
+        w = V[:, j].clone()
         c = torch.zeros((R, m1 + 1), dtype=torch.float64, device=V.device)
         c[:, j] = 1.0
         for _ in range(2):  # Gram-Schmidt twice: orthogonal to rounding
@@ -253,9 +315,9 @@ def orthonormal_images(known: Tensor, known_img: Tensor, grad: Tensor, B: Tensor
             w = w - torch.einsum("ri,rid->rd", proj, basis[:, :j])
             c = c - torch.einsum("ri,rik->rk", proj, coef[:, :j])
         norm = torch.linalg.vector_norm(w, dim=-1)
-        # a known vector's image is a combination of float32 images: kept where that is well conditioned;
+        # a known vector's image is a combination of images: kept where that is well conditioned;
         # the gradient's is computed afresh, so only a gradient inside the span is left out
-        keep = norm > (_KEEP_FRACTION if j < m1 else 1e-12) * torch.linalg.vector_norm(v, dim=-1)
+        keep = norm > (_KEEP_FRACTION if j < m1 else 1e-12) * scales[:, j]
         scale = torch.where(keep, 1 / norm.clamp_min(1e-300), torch.zeros_like(norm))
         basis[:, j] = w * scale[:, None]
         coef[:, j] = c * scale[:, None]
