@@ -15,6 +15,8 @@ from .costs import (
     DenseCost,
     MemoryEstimate,
     embed_memory,
+    encoder_memory,
+    encoder_parameters,
     itemsize,
     probe_memory,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "check_fits",
     "drf_layout",
     "embed_memory",
+    "encoder_memory",
+    "encoder_parameters",
     "itemsize",
     "job_peak_bytes",
     "job_processes",

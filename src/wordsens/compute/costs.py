@@ -8,8 +8,10 @@ budget, ``wordsens.compute.map_costs.drf_layout``), of one generalisation simula
 every weight and the autograd graph of the full map; ``wordsens.compute.map_costs`` holds the built-in
 maps' models (``FirstLayerCost`` for RF, ``DeepCost`` for DRF, ``AttentionCost`` for the attention
 maps with a moved-row fast path).
-The data steps' models sit beside them: ``embed_memory`` (hidden states of a pool) and
-``probe_memory`` (the encoder and language-model probes).
+The data steps' models sit beside them: ``embed_memory`` (hidden states of a pool),
+``probe_memory`` (the encoder and language-model probes), and the size of a pre-trained encoder
+read from its config.json (``encoder_parameters``) with the memory of a job that holds and runs it
+(``encoder_memory``: the trained study's layers).
 
 The same estimates serve two purposes: the numerical code checks them before allocating (and
 refuses with the ways out rather than swapping or dying, ``wordsens.compute.devices.check_fits``),
@@ -35,10 +37,13 @@ __all__ = [
     "RANDN_PER_S",
     "SAMPLERS",
     "STREAM_BYTES",
+    "TRANSFORMERS_OVERHEAD",
     "CostModel",
     "DenseCost",
     "MemoryEstimate",
     "embed_memory",
+    "encoder_memory",
+    "encoder_parameters",
     "itemsize",
     "probe_memory",
     "solve_seconds",
@@ -51,6 +56,8 @@ GB = 1024**3
 # cluster, the Snakemake process that runs the job (measured here: 169 MB).
 PROCESS_OVERHEAD = 340 * MB
 JOBSTEP_OVERHEAD = 200 * MB
+# What importing transformers and loading a tokenizer adds to that process (measured here: 48 MB)
+TRANSFORMERS_OVERHEAD = 64 * MB
 
 
 @dataclass(frozen=True)
@@ -279,3 +286,34 @@ def probe_memory(kind: str, *, demo: bool = False) -> MemoryEstimate:
         need = 2048 * MB if demo else 32000 * MB
         return MemoryEstimate(need - PROCESS_OVERHEAD - JOBSTEP_OVERHEAD, "a causal language model")
     raise ValueError(f"unknown probe kind {kind!r}; use 'encoder' or 'lm'")
+
+
+def encoder_parameters(
+    *, width: int, layers: int, vocab: int, positions: int, intermediate: int | None = None, type_vocab: int = 2
+) -> int:
+    """Parameters of a BERT-family encoder from its config.json (``hidden_size``, ``num_hidden_layers``,
+    ``vocab_size``, ``max_position_embeddings``, ``intermediate_size``: 4 x width where unknown,
+    ``type_vocab_size``) without loading it: the embeddings ((vocab + positions + type_vocab) x width
+    and their LayerNorm), per layer the attention (query, key, value, output: 4 (width^2 + width)), the
+    feed-forward (2 width x intermediate + intermediate + width) and two LayerNorms, and the pooler
+    (width^2 + width). BERT-Base: 109.5 million (its config: 768, 12, 30,522, 512, 3,072)."""
+    f = 4 * width if intermediate is None else intermediate
+    embeddings = (vocab + positions + type_vocab) * width + 2 * width
+    layer = 4 * (width * width + width) + 2 * width * f + f + width + 4 * width
+    return embeddings + layers * layer + width * width + width
+
+
+def encoder_memory(
+    *, parameters: int, copies: int, batch: int, length: int, width: int, heads: int, detail: str = "an encoder"
+) -> MemoryEstimate:
+    """Peak array memory of a job that holds ``copies`` copies of a pre-trained encoder of ``parameters``
+    parameters in float32 (``encoder_parameters``) and runs it without gradients on ``batch`` sequences
+    of ``length`` tokens: the weights, and one batch's activations (about 40 arrays of (batch, length,
+    width), as ``embed_memory`` counts them, and 3 of the attention scores (batch, heads, length,
+    length)), float32; and ``TRANSFORMERS_OVERHEAD`` for the library and a tokenizer."""
+    weights = copies * parameters * 4
+    activations = batch * length * (40 * width + 3 * heads * length) * 4
+    return MemoryEstimate(
+        weights + activations + TRANSFORMERS_OVERHEAD,
+        f"{detail}: {copies} x {parameters / 1e6:.1f} M float32 parameters",
+    )

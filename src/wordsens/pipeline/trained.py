@@ -6,7 +6,7 @@ word sensitivity of each trained map of ``trained.maps`` and of its random model
 every ``trained.normalise``), and of every head of the trained attention at ``trained.head_n``
 (``wordsens.experiments.trained`` computes them). The facts planning needs (layers, heads, width)
 come from ``wordsens.data.models`` without loading the model; the estimates from the maps' cost
-models (``wordsens.compute.costs``). Torch is not imported.
+models and the encoder's size in its config.json (``wordsens.compute.costs``). Torch is not imported.
 """
 
 from __future__ import annotations
@@ -15,15 +15,56 @@ from dataclasses import dataclass
 
 from .. import NUMERICS_VERSIONS
 from ..compute import costs
-from ..data.models import bert_family_problem, model_config, model_heads, model_layers, model_positions, model_width
+from ..data.models import (
+    bert_family_problem,
+    model_config,
+    model_heads,
+    model_layers,
+    model_positions,
+    model_vocab_size,
+    model_width,
+)
 from ..maps import registry
 from ..seeds import canonical
 from .jobs import Job
 
-__all__ = ["RANDOM_MODELS", "TrainedJob", "trained_jobs", "trained_layers", "trained_model", "trained_problems"]
+__all__ = [
+    "BERT_VOCAB",
+    "RANDOM_MODELS",
+    "TrainedJob",
+    "encoder_size",
+    "trained_jobs",
+    "trained_layers",
+    "trained_model",
+    "trained_problems",
+]
 
 # The random model of each trained map, at the same d and number of heads (searched on the same samples)
 RANDOM_MODELS = registry.TRAINED_RANDOM_MODELS
+
+
+# The vocabulary counted where an encoder's config.json does not say (a demo or well-known Hub name):
+# BERT's uncased WordPiece, the largest of the encoders wordsens knows by name.
+BERT_VOCAB = 30_522
+
+
+def encoder_size(name: str) -> int:
+    """Parameters of the encoder ``name`` (``costs.encoder_parameters``) from what its config.json says
+    without loading it (``wordsens.data.models``): width, layers and positions, the vocabulary
+    (``BERT_VOCAB`` where unknown), ``intermediate_size`` and ``type_vocab_size`` (BERT's 4 x width
+    and 2 where unknown); ValueError where the width or layers are unknown."""
+    width, layers = model_width(name), model_layers(name)
+    if width is None or layers is None:
+        raise ValueError(f"the width and layers of {name!r} are not known without loading it")
+    facts = model_config(name) or {}
+    return costs.encoder_parameters(
+        width=width,
+        layers=layers,
+        vocab=model_vocab_size(name) or BERT_VOCAB,
+        positions=model_positions(name) or 512,
+        intermediate=facts.get("intermediate_size"),
+        type_vocab=facts.get("type_vocab_size") or 2,
+    )
 
 
 def trained_model(config: dict) -> str:
@@ -152,8 +193,10 @@ class TrainedJob(Job):
 
 def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["trained"]) -> list[TrainedJob]:
     """One ``TrainedJob`` per layer of ``trained_layers`` (none without a ``trained`` section), with its
-    params (what its rows depend on) and estimates: memory, the largest search's arrays beside the
-    encoder (``costs.probe_memory("encoder")``); time, every search's cost-model seconds."""
+    params (what its rows depend on) and estimates: memory, the largest search's arrays beside two
+    float32 copies of the encoder (``encoder_size``: the job loads it, and the trained maps load it
+    again for their layer's weights, ``wordsens.data.checkpoint.layer_weights``) and one batch of its
+    forward pass at the largest n (``costs.encoder_memory``); time, every search's cost-model seconds."""
     section = config.get("trained")
     if not section:
         return []
@@ -177,7 +220,18 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["traine
     seconds = sum(
         count * registry.get(m).ws_seconds(n, d, options(m), max_steps=section["max_steps"]) for m, n, count in searches
     )
-    estimate = costs.MemoryEstimate(arrays + costs.probe_memory("encoder").bytes, f"{name}: searches at n = {n_max}")
+    # the hidden states entering the layer: a batch of 16 reviews at a time (wordsens.data.embed.hidden_states)
+    encoder = costs.encoder_memory(
+        parameters=encoder_size(name),
+        copies=2,
+        batch=min(16, section["reviews"]),
+        length=n_max,
+        width=d,
+        heads=heads,
+        detail=name,
+    )
+    samples = section["reviews"] * n_max * d * (4 + 8)  # float32 hidden states, float64 samples
+    estimate = costs.MemoryEstimate(arrays + encoder.bytes + samples, f"{encoder.detail}; searches at n = {n_max}")
     jobs = []
     for layer in trained_layers(config):
         params = canonical(
