@@ -1,58 +1,39 @@
 """Snakemake adapter: hidden states of the pool, stored once per model and layer, checked before they
-are written (docs/inputs.md): no NaN/Inf, and enough distinct samples at every n of the jobs that read
-the store (data.min_distinct_share). The grid's n and the threshold reach this job through the
-configuration, not params: a new n or threshold must not re-embed the store and re-run every job
-(the workflow checks an existing store against a changed grid when it plans)."""
+are written (wordsens.data.embed.embed_pool; docs/inputs.md). The grid's n and data.min_distinct_share
+reach this job through the configuration, not params: a new n or threshold must not re-embed the store
+and re-run every job (the workflow checks an existing store against a changed grid when it plans)."""
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
-from wordsens.data.embed import hidden_states, load_encoder, model_source
-from wordsens.data.inputs import check_store, check_vocabulary
+from wordsens.data.embed import embed_pool, load_encoder, model_source
 from wordsens.io import log_to, save_embeddings
 from wordsens.pipeline import store_ns
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 p = snakemake.params
-pool = pd.read_parquet(snakemake.input.pool)
+folder = Path(snakemake.output.meta).parent
 source = model_source(p.model_name, snakemake.input.model)
 tokenizer, model = load_encoder(source, p.device)
-rows = model.get_input_embeddings().num_embeddings
-print(check_vocabulary(len(tokenizer), rows, source), flush=True)
-hidden, lengths = hidden_states(
+store = embed_pool(
     tokenizer,
     model,
-    list(pool["text"]),
+    pd.read_parquet(snakemake.input.pool),
+    source=source,
+    model_name=p.model_name,
     layer=p.layer,
     max_length=p.max_length,
-    batch_size=p.batch_size,
-    dtype=np.dtype(p.dtype),
-)
-ns = store_ns(snakemake.config, p.store)
-counted = "unk" in pool  # a pool written before [UNK] was counted has no such column
-checks = check_store(
-    hidden,
-    ns,
+    ns=store_ns(snakemake.config, p.store),
     min_share=snakemake.config["data"]["min_distinct_share"],
-    store=f"the {p.store} store {Path(snakemake.output.meta).parent}",
-    tokens=pool["tokens"] if counted else None,
-    unk=pool["unk"] if counted else None,
+    batch_size=p.batch_size,
+    dtype=p.dtype,
+    store=f"the {p.store} store {folder}",
+    pool_path=str(snakemake.input.pool),
+    log=lambda line: print(line, flush=True),
 )
-index = pd.DataFrame({"review_id": pool["review_id"], "label": pool["label"], "length": lengths})
-meta = {
-    "model": p.model_name,
-    "layer": p.layer,
-    "max_length": p.max_length,
-    "weights": "as loaded by from_pretrained",
-    "pool": str(snakemake.input.pool),
-    "vocabulary": {"tokenizer": len(tokenizer), "embedding_rows": rows},
-    "checked_ns": ns,
-    **checks,
-}
-save_embeddings(Path(snakemake.output.meta).parent, hidden, index, meta)
-print(f"stored {hidden.shape} ({hidden.dtype}) hidden states of layer {p.layer}")
-print(f"distinct samples of {checks['reviews']} reviews (n: count): {checks['distinct_samples']}")
+save_embeddings(folder, store.hidden, store.index, store.meta)
+print(f"stored {store.hidden.shape} ({store.hidden.dtype}) hidden states of layer {p.layer}")
+print(f"distinct samples of {store.meta['reviews']} reviews (n: count): {store.meta['distinct_samples']}")

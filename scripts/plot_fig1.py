@@ -3,11 +3,11 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import attention_maps, attention_pair, run_stamp
+from wordsens.plots import attention_maps, attention_pair
 
 log_to(snakemake.log[0])
 p = snakemake.params
-settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
+settings = {**p.plots, "stamp": p.stamp}  # the run's stamp ("toy demo: ..." on a random model)
 maps_ = attention_maps(pd.read_csv(snakemake.input.table, keep_default_na=False), "sentence")
 heads = "all heads" if p.heads == "all" else f"heads {p.heads}"
 attention_pair(

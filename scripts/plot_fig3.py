@@ -3,11 +3,11 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import attention_maps, attention_pair, layer_changes_figure, run_stamp
+from wordsens.plots import attention_maps, attention_pair, layer_changes_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
-settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
+settings = {**p.plots, "stamp": p.stamp}  # the run's stamp ("toy demo: ..." on a random model)
 table = pd.read_csv(snakemake.input.layers)
 layer_changes_figure(
     table,

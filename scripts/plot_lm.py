@@ -3,10 +3,10 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import run_stamp, text_table_figure
+from wordsens.plots import text_table_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
 table = pd.read_csv(snakemake.input.table, keep_default_na=False)
-settings = {**p.plots, "stamp": run_stamp(snakemake.config, model=p.model_name)}  # on a random model
+settings = {**p.plots, "stamp": p.stamp}  # the run's stamp ("toy demo: ..." on a random model)
 text_table_figure(table, snakemake.output.figures, title=f"answers of {p.model_name}", settings=settings)

@@ -3,11 +3,11 @@
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.plots import positions_figure, run_stamp
+from wordsens.plots import positions_figure
 
 log_to(snakemake.log[0])
 p = snakemake.params
-settings = {**p.plots, "stamp": run_stamp(snakemake.config)}  # "toy demo: ..." on a random model
+settings = {**p.plots, "stamp": p.stamp}  # the run's stamp ("toy demo: ..." on a random model)
 positions_figure(
     pd.read_parquet(snakemake.input.table),
     snakemake.output.figures,

@@ -1,5 +1,5 @@
 """Snakemake adapter: Figure 3 panels 3 (layer-wise change) and 4 (attention before/after), the
-tables (plot_fig3.py draws them)."""
+tables (wordsens.experiments.probes.fig3_tables; plot_fig3.py draws them)."""
 
 import pandas as pd
 
@@ -9,41 +9,11 @@ from wordsens.io import atomic_path, log_to
 
 log_to(snakemake.log[0])
 p = snakemake.params
-f3 = p.fig3
 tokenizer, model = load_encoder(model_source(p.model_name, snakemake.input.model), p.device, attentions=True)
-text, review = (
-    (f3["text"], None) if f3["text"] else probes.pick_long_text(pd.read_parquet(snakemake.input.pool), f3["min_tokens"])
-)
-table = probes.layer_change_table(
-    model, tokenizer, text, f3["token"], norm=f3["norm"], draws=f3["gaussian_draws"], steps=f3["steps"], seed=p.seed
-)
-table["review_id"] = review
-atomic_path(snakemake.output.layers, lambda path: table.to_csv(path, index=False))
-was, now = table["attention_before"].iloc[0], table["attention_after"].iloc[0]
-print(f"attention on token {f3['token']}: {was:.4f} -> {now:.4f}")
-# panel 4: one head of one layer on a short text, before and after moving short_token
-delta, _, _ = probes.attract_delta(
-    model,
-    tokenizer,
-    f3["short_text"],
-    f3["short_token"],
-    norm=f3["norm"],
-    layer=f3["layer"],
-    steps=f3["steps"],
-    seed=p.seed,
-)
-before = probes.attention_map(
-    model, tokenizer, f3["short_text"], layer=f3["layer"], heads=[f3["head"]], drop_special=False
-)
-after = probes.attention_map(
-    model,
-    tokenizer,
-    f3["short_text"],
-    layer=f3["layer"],
-    heads=[f3["head"]],
-    drop_special=False,
-    position=f3["short_token"],
-    delta=delta,
-)
-scores = probes.attention_table([before, after], ["before", "after"], column="state")
+# the review pool is an input where panel 3's text is drawn from it (probes.fig3.text: null)
+pool = pd.read_parquet(snakemake.input.pool) if snakemake.input.get("pool") else None
+layers, scores = probes.fig3_tables(model, tokenizer, p.fig3, pool=pool, seed=p.seed)
+atomic_path(snakemake.output.layers, lambda path: layers.to_csv(path, index=False))
 atomic_path(snakemake.output.scores, lambda path: scores.to_csv(path, index=False))
+was, now = layers["attention_before"].iloc[0], layers["attention_after"].iloc[0]
+print(f"attention on token {p.fig3['token']}: {was:.4f} -> {now:.4f}")

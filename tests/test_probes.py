@@ -105,3 +105,48 @@ def test_causal_lm_answers(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()  # a local folder without a model
     with pytest.raises(ValueError, match=r"(?s)probes.lm.model .* as a tokenizer.*disable probes.lm"):
         probes.lm_answers(str(tmp_path / "empty"), ["a"])
+
+
+FIG3 = {
+    "text": TEXT,
+    "min_tokens": 200,
+    "token": 5,
+    "norm": None,
+    "gaussian_draws": 3,
+    "steps": 20,
+    "short_text": "I love her smile",
+    "short_token": 2,
+    "layer": 2,
+    "head": 3,
+}
+
+
+def test_fig3_tables_are_the_probes_of_both_panels(bert):
+    """The fig3_probes job's tables: panel 3 is layer_change_table on the text (no review), panel 4 the
+    chosen head of the chosen layer before and after the attracting Delta of that layer."""
+    tokenizer, model = bert
+    layers, scores = probes.fig3_tables(model, tokenizer, FIG3, seed=4)
+    expected = probes.layer_change_table(model, tokenizer, TEXT, 5, draws=3, steps=20, seed=4)
+    pd.testing.assert_frame_equal(layers.drop(columns="review_id"), expected)
+    assert layers["review_id"].isna().all()
+    delta, _, _ = probes.attract_delta(model, tokenizer, "I love her smile", 2, layer=2, steps=20, seed=4)
+    after = probes.attention_map(
+        model, tokenizer, "I love her smile", layer=2, heads=[3], drop_special=False, position=2, delta=delta
+    )
+    assert list(pd.unique(scores["state"])) == ["before", "after"]
+    moved = scores[scores["state"] == "after"]["attention"].to_numpy().reshape(after.matrix.shape)
+    np.testing.assert_allclose(moved, after.matrix, rtol=1e-6)
+    before = scores[scores["state"] == "before"]["attention"].to_numpy().reshape(after.matrix.shape)
+    assert not np.allclose(before, moved)
+
+
+def test_fig3_tables_read_panel_3_from_the_pool_without_a_text(bert):
+    tokenizer, model = bert
+    pool = pd.DataFrame({"text": ["too short", TEXT], "tokens": [2, 21], "review_id": [3, 9]})
+    settings = {**FIG3, "text": None, "min_tokens": 20, "short_token": 1, "layer": 1}
+    layers, _ = probes.fig3_tables(model, tokenizer, settings, pool=pool, seed=0)
+    assert (layers["review_id"] == 9).all()
+    with pytest.raises(ValueError, match=r"probes\.fig3\.text is null"):
+        probes.fig3_tables(model, tokenizer, settings)
+    with pytest.raises(ValueError, match="at least 30 tokens"):
+        probes.fig3_tables(model, tokenizer, {**settings, "min_tokens": 30}, pool=pool)

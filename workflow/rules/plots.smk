@@ -1,7 +1,9 @@
 # Figures of the paper, drawn from the aggregated tables (changing plots.* re-runs only these):
 # one rule per family. ws_figure draws Figure 2 (RF, DRF) and Figure 3 panels 1-2 (RAF, ReLU-RAF),
 # plain and times sqrt(n); gen_figure draws Figure 4 (colour N) and Figure 5 (colour penalty), each
-# with its companion: the alignment ratio a against gamma_min in the same layout.
+# with its companion: the alignment ratio a against gamma_min in the same layout. Every figure rule
+# gets the run's stamp ("toy demo: tiny random BERT" on a random encoder) as a param.
+from wordsens.plots import run_stamp
 
 
 wildcard_constraints:
@@ -25,6 +27,7 @@ rule ws_figure:
         maps=get_ws_figure_maps,
         left_out=get_ws_left_out,
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_ws.py"
 
@@ -48,6 +51,7 @@ rule gen_figure:
         hue=get_gen_hue,
         left_out=get_gen_left_out,
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_gen.py"
 
@@ -66,6 +70,7 @@ rule variants_figure:
         labels=study_labels("variants"),
         left_out=study_left_out("variants"),
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_variants.py"
 
@@ -86,6 +91,7 @@ rule long_context_figure:
         imdb_limit=LONG["max_length"] if LONG else None,
         left_out=study_left_out("long_synthetic", "long_imdb"),
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_long_context.py"
 
@@ -103,5 +109,6 @@ rule positions_figure:
         labels=study_labels("positions"),
         left_out=study_left_out("positions"),
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_positions.py"

@@ -1,6 +1,9 @@
 # Probes of a pre-trained encoder as it is (Figure 1 left, Figure 3 panels 3-4) and, optionally,
 # of a causal language model (Figure 1 right). Each probe computes its tables in one rule and
-# draws them in another, so a plot setting re-draws the figures without running the models.
+# draws them in another, so a plot setting re-draws the figures without running the models; the
+# figure rules get the stamp of the model they drew ("toy demo: ..." on a random one) as a param.
+from wordsens.plots import run_stamp
+
 PROBE_MODEL = config["probes"]["model"] or config["model"]["name"]
 
 
@@ -24,6 +27,8 @@ rule fig1_attention:
         table=f"{RES}/tables/fig1_attention.csv",
     log:
         f"{LOGS}/fig1_attention/fig1_attention.log",
+    benchmark:
+        f"{BENCH}/fig1_attention/fig1_attention.tsv"
     conda:
         "../envs/wordsens.yaml"
     resources:
@@ -52,6 +57,7 @@ rule fig1_attention_figure:
         layer=config["probes"]["fig1"]["layer"],
         heads=canonical(config["probes"]["fig1"]["heads"]),
         plots=PLOTS,
+        stamp=run_stamp(config, model=PROBE_MODEL),
     script:
         "../../scripts/plot_fig1.py"
 
@@ -66,6 +72,8 @@ rule fig3_probes:
         scores=f"{RES}/tables/fig3_scores.csv",
     log:
         f"{LOGS}/fig3_probes/fig3_probes.log",
+    benchmark:
+        f"{BENCH}/fig3_probes/fig3_probes.tsv"
     conda:
         "../envs/wordsens.yaml"
     resources:
@@ -101,6 +109,7 @@ rule fig3_figures:
         layer=config["probes"]["fig3"]["layer"],
         head=config["probes"]["fig3"]["head"],
         plots=PLOTS,
+        stamp=run_stamp(config, model=PROBE_MODEL),
     script:
         "../../scripts/plot_fig3.py"
 
@@ -112,6 +121,8 @@ rule fig1_lm:
         table=f"{RES}/tables/fig1_lm_answers.csv",
     log:
         f"{LOGS}/fig1_lm/fig1_lm.log",
+    benchmark:
+        f"{BENCH}/fig1_lm/fig1_lm.tsv"
     conda:
         "../envs/wordsens.yaml"
     resources:
@@ -137,5 +148,6 @@ rule fig1_lm_figure:
     params:
         model_name=config["probes"]["lm"]["model"],
         plots=PLOTS,
+        stamp=run_stamp(config, model=config["probes"]["lm"]["model"]),
     script:
         "../../scripts/plot_lm.py"

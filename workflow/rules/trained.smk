@@ -1,7 +1,10 @@
 # The trained study (config key trained; wordsens.pipeline.trained): a pre-trained encoder's own
 # layers against their random models. One job per layer reads the review pool and the encoder
 # (the hidden states entering the layer are computed in the job: nothing else needs them), then a
-# table, its figure and report-only rows of the claims table (claims.smk).
+# table, its figure and report-only rows of the claims table (claims.smk). The figure names the
+# layers the limits left out (marked not run) and carries the run's stamp, both as params.
+from wordsens.plots import run_stamp
+
 TRAINED = config["trained"]
 TRAINED_MODEL = wsplan.trained_model(config) if TRAINED else None
 
@@ -59,6 +62,8 @@ rule trained_figure:
     conda:
         "../envs/wordsens.yaml"
     params:
+        left_out=[p for p in GRID.left_out() if p.get("study") == "trained"],
         plots=PLOTS,
+        stamp=run_stamp(config),
     script:
         "../../scripts/plot_trained.py"

@@ -24,23 +24,27 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..compute.devices import resolve_device
 from ..io import current_umask
-from .inputs import check_finite
+from .inputs import check_finite, check_store, check_vocabulary
 from .models import PACKAGED_MODELS, TRUNCATABLE, PackagedModel, packaged_archive
 from .reviews import hub_cached, hub_reachable
 
 if TYPE_CHECKING:
+    import pandas as pd
     import torch
 
 __all__ = [
+    "EmbeddedPool",
+    "embed_pool",
     "encode",
     "extract_packaged_model",
     "hidden_states",
@@ -329,3 +333,79 @@ def hidden_states(
                 rate = done / max(time.time() - started, 1e-9)
                 print(f"embedded {done}/{len(texts)} reviews ({rate:.1f}/s)", file=sys.stderr, flush=True)
     return out, lengths
+
+
+@dataclass(frozen=True)
+class EmbeddedPool:
+    """An embedding store about to be written (``wordsens.io.save_embeddings``): the hidden states
+    (reviews, max_length, width), the index (``review_id``, ``label``, ``length``: tokens with
+    ``[CLS]`` and ``[SEP]``) and the metadata (the model, the layer, the checks' counts)."""
+
+    hidden: np.ndarray
+    index: pd.DataFrame
+    meta: dict[str, Any]
+
+
+def embed_pool(
+    tokenizer,
+    model,
+    pool: pd.DataFrame,
+    *,
+    source: str,
+    model_name: str,
+    layer: int,
+    max_length: int,
+    ns: Iterable[int],
+    min_share: float,
+    batch_size: int = 16,
+    dtype: npt.DTypeLike = np.float16,
+    store: str = "the store",
+    pool_path: str = "",
+    log: Callable[[str], Any] | None = None,
+) -> EmbeddedPool:
+    """The embedding store of a review pool (the ``embed`` rule's job), checked before it is written
+    (docs/inputs.md): the tokenizer's vocabulary against the model's word-embedding rows
+    (``check_vocabulary``, its line to ``log``), the hidden states of ``layer`` (``hidden_states``:
+    no NaN/Inf), then enough distinct samples at every n of ``ns`` (the context lengths of the jobs
+    that read the store) for ``min_share`` of the reviews (``check_store``, counting the pool's
+    ``[UNK]`` tokens where it has the columns ``tokens`` and ``unk``). A refused store raises
+    ``wordsens.data.inputs.InputError`` and nothing is returned. ``source``: the folder or name the
+    model was loaded from; ``model_name``: the configuration's; ``store``: the store as messages
+    name it; ``pool_path``: recorded in the metadata."""
+    import pandas as pd
+
+    rows = int(model.get_input_embeddings().num_embeddings)
+    line = check_vocabulary(len(tokenizer), rows, source)
+    if log is not None:
+        log(line)
+    hidden, lengths = hidden_states(
+        tokenizer,
+        model,
+        [str(text) for text in pool["text"]],
+        layer=layer,
+        max_length=max_length,
+        batch_size=batch_size,
+        dtype=np.dtype(dtype),
+    )
+    ns = sorted({int(n) for n in ns})
+    counted = "unk" in pool and "tokens" in pool  # a pool written before [UNK] was counted has no such column
+    checks = check_store(
+        hidden,
+        ns,
+        min_share=min_share,
+        store=store,
+        tokens=pool["tokens"] if counted else None,
+        unk=pool["unk"] if counted else None,
+    )
+    index = pd.DataFrame({"review_id": pool["review_id"], "label": pool["label"], "length": lengths})
+    meta = {
+        "model": model_name,
+        "layer": layer,
+        "max_length": max_length,
+        "weights": "as loaded by from_pretrained",
+        "pool": pool_path,
+        "vocabulary": {"tokenizer": len(tokenizer), "embedding_rows": rows},
+        "checked_ns": ns,
+        **checks,
+    }
+    return EmbeddedPool(hidden, index, meta)

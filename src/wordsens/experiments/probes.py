@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ __all__ = [
     "attention_map",
     "attention_table",
     "attract_delta",
+    "fig3_tables",
     "gaussian_deltas",
     "layer_change_table",
     "layer_changes",
@@ -323,3 +325,42 @@ def attention_table(maps_: Sequence[AttentionMap], labels: Sequence[str], column
             for j in range(len(m.tokens))
         ]
     )
+
+
+def fig3_tables(model, tokenizer, settings: Mapping[str, Any], *, pool=None, seed: int = 0):
+    """The tables of Figure 3 panels 3 and 4 (the ``fig3_probes`` rule's job), from ``settings`` (the
+    configuration's ``probes.fig3``: ``text``, ``min_tokens``, ``token``, ``norm``, ``gaussian_draws``,
+    ``steps``, ``short_text``, ``short_token``, ``layer``, ``head``).
+
+    Panel 3: ``layer_change_table`` on ``text``, or where it is null on the first review of ``pool``
+    with at least ``min_tokens`` tokens (``pick_long_text``; its ``review_id`` in every row, else
+    None). Panel 4: one head of one layer on ``short_text``, before and after moving ``short_token``
+    by the attracting Delta of that layer (``attract_delta``): ``attention_table`` with ``state``
+    ``before`` and ``after``. Returns ``(layers, scores)``."""
+    if settings["text"]:
+        text, review = str(settings["text"]), None
+    elif pool is None:
+        raise ValueError("probes.fig3.text is null: panel 3 reads its text from the review pool, give the pool")
+    else:
+        text, review = pick_long_text(pool, settings["min_tokens"])
+    layers = layer_change_table(
+        model,
+        tokenizer,
+        text,
+        settings["token"],
+        norm=settings["norm"],
+        draws=settings["gaussian_draws"],
+        steps=settings["steps"],
+        seed=seed,
+    )
+    layers["review_id"] = review
+    short, position, layer = settings["short_text"], settings["short_token"], settings["layer"]
+    delta, _, _ = attract_delta(
+        model, tokenizer, short, position, norm=settings["norm"], layer=layer, steps=settings["steps"], seed=seed
+    )
+    head = [settings["head"]]
+    before = attention_map(model, tokenizer, short, layer=layer, heads=head, drop_special=False)
+    after = attention_map(
+        model, tokenizer, short, layer=layer, heads=head, drop_special=False, position=position, delta=delta
+    )
+    return layers, attention_table([before, after], ["before", "after"], column="state")

@@ -3,7 +3,7 @@
 ``wordsens plan --calibrate`` prints.
 
 A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the
-word-sensitivity, generalisation and embedding jobs) or a Snakemake log
+word-sensitivity, generalisation and trained-study jobs, the embeddings and the probes) or a Snakemake log
 (``.snakemake/log/*.snakemake.log``: every job's start and finish, whole seconds, and the run's
 elapsed time). The grid's jobs (word sensitivity and its studies, generalisation, the trained
 study's layers) are matched by their output path (``Job.key``), so the configuration must be the one
@@ -21,10 +21,13 @@ from ..compute.timing import Calibration, Sample
 from ..io import atomic_path, benchmark_times, calibration_file, snakemake_log_jobs
 from .jobs import Job
 
-__all__ = ["Measured", "calibration_table", "measure", "save_calibration", "stored_calibration"]
+__all__ = ["BENCHMARKED_STEPS", "Measured", "calibration_table", "measure", "save_calibration", "stored_calibration"]
 
 # Rules that share a family: the long-context store's pool and embedding are the main store's steps.
 SAME_AS = {"embed_long": "embed", "pool_long": "pool"}
+# The steps outside the grid with a benchmark file (``benchmark:`` of every compute rule), each
+# under ``benchmarks/<rule>/``: the embeddings and the probes.
+BENCHMARKED_STEPS = ("embed", "embed_long", "fig1_attention", "fig3_probes", "fig1_lm")
 
 
 def stored_calibration() -> Calibration:
@@ -95,7 +98,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 raise ValueError(f"{source} has no benchmarks/ folder: name a results folder of a finished run")
             for key, seconds in benchmark_times(source).items():
                 first = key.split("/", 1)[0]
-                add(key, first if first in ("embed", "embed_long") else None, seconds, str(source))
+                add(key, first if first in BENCHMARKED_STEPS else None, seconds, str(source))
         elif source.is_file():
             log_jobs, run = snakemake_log_jobs(source)
             out.runs.append(run)

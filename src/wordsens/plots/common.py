@@ -1,11 +1,12 @@
 """What every figure shares: map labels from the registry, atomic saving with the run's stamp (a
-visible "toy demo: tiny random BERT" or "random weights" on every figure of such a run), and the
-notes naming the grid points a figure is missing.
+visible "toy demo: tiny random BERT" or "random weights" on every figure of such a run: decided by
+``wordsens.plots.stamp.run_stamp``), and the notes under a panel (the grid points it is missing,
+what it draws off scale or side by side), placed below its axis labels whatever their size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,41 +15,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.backend_bases import RendererBase
+from matplotlib.transforms import Bbox
 
-from ..data.models import DEMO_LM, DEMO_MODEL
 from ..io import atomic_path
 from ..maps import registry
 
-__all__ = ["DEMO_STAMP", "map_label", "mark_not_run", "not_run_note", "run_stamp", "save", "stamp_figure"]
-
-DEMO_STAMP = "toy demo: tiny random BERT"
-_WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin", "tf_model.h5", "model.ckpt*", "flax_model.msgpack")
-
-
-def _random_weights(name: str) -> bool:
-    """Whether ``name`` is a local model folder with a config but no weights file: ``from_pretrained``
-    then gives random weights."""
-    folder = Path(name).expanduser()
-    if not (folder / "config.json").is_file():
-        return False
-    return not any(any(folder.glob(pattern)) for pattern in _WEIGHT_FILES)
-
-
-def run_stamp(config: Mapping[str, Any], *, model: str | None = None) -> str | None:
-    """The stamp every figure of a run carries when its encoder has random weights, else None.
-
-    ``model``: the encoder the figure used (default ``model.name``; the probes may use another, the
-    causal LM of Figure 1 right its own). The demo's encoder gives ``DEMO_STAMP``, the demo's causal
-    LM "toy demo: tiny random causal LM", a local folder without weights "random weights: <name>".
-    """
-    name = str(model if model is not None else (config.get("model") or {}).get("name", ""))
-    if name == DEMO_MODEL:
-        return DEMO_STAMP
-    if name == DEMO_LM:
-        return "toy demo: tiny random causal LM"
-    if _random_weights(name):
-        return f"random weights: {Path(name).name}"
-    return None
+__all__ = ["NOTE_STYLE", "map_label", "mark_not_run", "not_run_note", "note_under", "save", "stamp_figure"]
 
 
 def stamp_figure(fig: plt.Figure, stamp: str | None) -> None:
@@ -78,7 +51,8 @@ def map_label(name: str) -> str:
 
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int, *, stamp: str | None = None) -> None:
     """Write ``fig`` to every path (format from the suffix), atomically, with the run's ``stamp``
-    (``run_stamp``; figure functions pass ``settings["stamp"]``)."""
+    (``wordsens.plots.stamp.run_stamp``, a param of the figure rules; figure functions pass
+    ``settings["stamp"]``)."""
     stamp_figure(fig, stamp)
     for path in paths:
         atomic_path(path, partial(_savefig, fig, fmt=Path(path).suffix.lstrip("."), dpi=dpi))
@@ -102,6 +76,60 @@ def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most:
     return "not run: " + "\n".join(lines) if lines else ""
 
 
+# the notes of a figure: small grey text (tests/test_plots.py finds them by this colour)
+NOTE_STYLE: dict[str, Any] = {"fontsize": "x-small", "color": "dimgray"}
+
+
+def _below_the_x_axis(ax: plt.Axes) -> Callable[[RendererBase], Bbox]:
+    """The box of the x axis as drawn (ticks, tick labels and label), measured at draw time: a note
+    anchored to its bottom stays below them whatever their size or the number of lines they take."""
+
+    def box(renderer: RendererBase) -> Bbox:
+        found = ax.xaxis.get_tightbbox(renderer)
+        return ax.bbox if found is None or found.height <= 0 else Bbox.union([found, ax.bbox])
+
+    return box
+
+
+def _wrap(note: str, width: int = 90) -> str:
+    """Lines of ``note`` longer than ``width`` characters broken after their "; " separators."""
+    out = []
+    for line in note.splitlines():
+        parts, current = line.split("; "), ""
+        for part in parts:
+            if current and len(current) + 2 + len(part) > width:
+                out.append(current + ";")
+                current = part
+            else:
+                current = f"{current}; {part}" if current else part
+        out.append(current)
+    return "\n".join(out)
+
+
+def note_under(ax: plt.Axes, note: str) -> None:
+    """``note`` under the panel, below its x tick labels and x-axis label (measured when drawn, so
+    never over them), clear of the curves and the legend, its long lines broken after a "; "; ``tight_layout`` and
+    ``bbox_inches="tight"`` make room for it. A panel without axes (``set_axis_off``) gets it in its
+    middle."""
+    if not note:
+        return
+    note = _wrap(note)
+    if not ax.axison:
+        ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", **NOTE_STYLE)
+        return
+    ax.annotate(
+        note,
+        xy=(0.0, 0.0),
+        xycoords=("axes fraction", _below_the_x_axis(ax)),
+        xytext=(0, -3),
+        textcoords="offset points",
+        ha="left",
+        va="top",
+        annotation_clip=False,
+        **NOTE_STYLE,
+    )
+
+
 def mark_not_run(ax: plt.Axes, note: str) -> None:
-    """The note under the panel's axis label, clear of the curves and the legend."""
-    ax.text(0.0, -0.2, note, transform=ax.transAxes, fontsize="x-small", va="top", ha="left", color="dimgray")
+    """The "not run" note of a panel (``not_run_note``), under its axis labels (``note_under``)."""
+    note_under(ax, note)
