@@ -1,4 +1,5 @@
-"""The configuration against its JSON Schema (workflow/schemas/config.schema.yaml): validated and
+"""The configuration against its JSON Schema (``SCHEMA``: workflow/schemas/config.schema.yaml, shipped in the
+package as wordsens/pipeline/config.schema.yaml): validated and
 filled with the schema's defaults the way Snakemake does it (``snakemake.utils.validate`` with
 ``set_default=True``), every error named at once, one line each, an unknown key with the closest
 known one; the text Snakemake makes of ``--config`` values read as the schema wants them
@@ -13,13 +14,18 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 __all__ = ["SCHEMA", "ConfigError", "apply_schema", "coerce_text", "schema_problems", "without_problems"]
 
-# The schema of the checkout this package belongs to (an editable install, or src/ on sys.path).
-SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+# The schema, package data of wordsens.pipeline, so that an installed wheel validates a configuration
+# anywhere. In the repository the file lives at workflow/schemas/config.schema.yaml, where Snakemake's
+# validate() and the workflow conventions look for it; the package's config.schema.yaml is a symbolic
+# link to it, which the wheel build copies as a file. Resolved, so that a checkout's messages name the
+# file to edit. A package imported from a zip archive has no file to name: install it unzipped.
+SCHEMA = Path(str(resources.files(__package__ or "wordsens.pipeline") / "config.schema.yaml")).resolve()
 
 
 class ConfigError(ValueError):
