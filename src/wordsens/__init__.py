@@ -4,9 +4,10 @@ Sub-packages, each with its public face in its ``__init__``: ``maps`` (the featu
 registry and weight samplers), ``search`` (word-sensitivity estimates and certificates),
 ``generalisation`` (the paper's Figures 4 and 5), ``data`` (reviews, encoders, samples),
 ``experiments`` (the bodies of the workflow's jobs), ``pipeline`` (configuration, job grid, memory
-and time estimates: what the Snakefile imports, torch-free), ``claims`` (the claims table) and
-``plots`` (the figures). Beside them: ``cli`` (the ``wordsens`` command), ``seeds`` (stable seeds),
-``io`` (files) and ``theory`` (the RF law).
+and time estimates: what the Snakefile imports, torch-free), ``claims`` (the claims table),
+``plots`` (the figures) and ``cli`` (the ``wordsens`` command, one module per subcommand). Beside
+them: ``seeds`` (stable seeds), ``io`` (files), ``linalg`` (shared dense products) and ``theory`` (the
+RF law).
 """
 
 __version__ = "0.1.0"

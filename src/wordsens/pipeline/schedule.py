@@ -15,9 +15,7 @@ gpu_mem_mb=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fi
 
 from __future__ import annotations
 
-import argparse
 import heapq
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +29,7 @@ from .limits import Limits
 from .steps import embed_step, probe_step
 from .trained import TrainedJob, trained_model
 
-__all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_arguments", "plan_text", "run_tasks", "simulate"]
+__all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_text", "run_tasks", "simulate"]
 
 DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
 
@@ -360,53 +358,3 @@ def plan_text(
             "5 s) to scale them to this one, or --calibrate RESULTS_DIR after a run"
         )
     return "\n".join(lines)
-
-
-def _cores(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of cores, got {text!r}")
-    return int(text)
-
-
-def plan_arguments(plan: argparse.ArgumentParser) -> None:
-    """The options of ``wordsens plan`` (``wordsens.cli``), which ``plan_text`` takes."""
-    plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
-    plan.add_argument(
-        "--config",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="values merged over the files, as snakemake --config reads them, e.g. 'limits={memory_gb: 8}'",
-    )
-    plan.add_argument("--base", default="config.yaml", help="the base configuration (default config.yaml)")
-    plan.add_argument(
-        "--cores",
-        type=_cores,
-        default=os.cpu_count() or 1,
-        help="cores the run's wall time is planned for (default: this machine's)",
-    )
-    plan.add_argument(
-        "--gpu",
-        nargs="?",
-        type=float,
-        const=80.0,
-        default=None,
-        metavar="GB",
-        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto: every device auto "
-        "job goes there, the jobs side by side while their GPU memory fits",
-    )
-    plan.add_argument(
-        "--calibrate",
-        nargs="+",
-        default=None,
-        metavar="RESULTS_DIR|LOG",
-        help="fit the time model on finished runs of this configuration (results folders with benchmarks/, "
-        "Snakemake logs .snakemake/log/*.log), store it (WORDSENS_CALIBRATION, else ~/.cache/wordsens/"
-        "calibration.json) and print predicted against measured seconds",
-    )
-    plan.add_argument(
-        "--probe",
-        action="store_true",
-        help="time a small probe of this machine's speed (about 5 s, one thread) and scale the built-in time "
-        "model by it (a stored fit keeps its coefficients); stored like --calibrate",
-    )

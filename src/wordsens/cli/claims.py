@@ -1,0 +1,39 @@
+"""``wordsens claims``: the claims table of a run's results folder (``wordsens.claims``), as a
+terminal table, Markdown or CSV. Neither torch nor the plotting libraries are imported."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    claims = sub.add_parser(
+        "claims",
+        help="print the claims table of a run: the paper's statements checked on its own tables",
+        description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
+        "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet, and "
+        "variants.parquet for the maps without a ws_<map> table) and "
+        "print it: per claim and scope the statistic, its 95% interval from the independent units it rests on "
+        "(trials, simulations, reviews), the expectation, the setting the claim comes from and the verdict "
+        "(holds, fails, inconclusive, not run, no claim; docs/claims.md). The same table as the workflow's "
+        "tables/claims.csv.",
+    )
+    claims.add_argument("results", metavar="RESULTS_DIR", help="the results folder of a run (config key 'results')")
+    claims.add_argument(
+        "--format",
+        choices=["text", "markdown", "csv"],
+        default="text",
+        help="text (a terminal table, the default), markdown (a pipe table) or csv (every column)",
+    )
+
+
+def run(args: argparse.Namespace) -> str:
+    """The claims table of ``args.results`` in ``args.format``."""
+    from ..claims import claims_from_results, claims_markdown, format_claims
+
+    frame = claims_from_results(args.results)
+    if args.format == "csv":
+        return frame.to_csv(index=False, float_format="%.6g")
+    return claims_markdown(frame) if args.format == "markdown" else format_claims(frame) + "\n"

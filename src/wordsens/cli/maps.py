@@ -1,0 +1,36 @@
+"""``wordsens maps``: the registered feature maps (``wordsens.maps``) with their formulas, weight
+laws and options."""
+
+from __future__ import annotations
+
+import argparse
+
+from .options import add_plugin_arg
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    maps = sub.add_parser(
+        "maps",
+        help="list the registered feature maps: formula, weight law, options",
+        description="List every registered feature map (wordsens.maps: the paper's four, the attention "
+        "variants, and the maps of --plugin modules): its name (for --map and the workflow's config), "
+        "plot label, formula, weight law and options with their defaults.",
+    )
+    add_plugin_arg(maps)
+
+
+def run(args: argparse.Namespace) -> str:
+    """One block per registered map: name and label, formula, weight law, options, fast path."""
+    from ..maps import registry
+
+    blocks = []
+    for name in registry.names():
+        spec = registry.get(name)
+        options = ", ".join(f"{key}={value!r}" for key, value in spec.options.items()) or "none"
+        blocks.append(
+            f"{name}: {spec.label}\n  formula:    {spec.formula}\n  weights:    {spec.weight_law}\n"
+            f"  options:    {options}\n  fast path:  {'yes' if spec.fast else 'no (full-map search)'}"
+        )
+    return "\n".join(blocks) + "\n"

@@ -1,0 +1,135 @@
+"""``wordsens ws``: one word-sensitivity estimate (``wordsens.search.estimate``) on one sample,
+printed as one JSON line. torch is imported only when the estimate runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+
+from .options import add_data_args, add_option_arg, add_plugin_arg, position, positive_int
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
+    """The ``ws`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""
+    ws = sub.add_parser(
+        "ws",
+        help="estimate the word sensitivity of one random feature map on one sample",
+        description="Estimate the word sensitivity sup ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)|| over "
+        "||Delta|| <= sqrt(d) and print one JSON line: lower (the relative change reached), upper "
+        "(an RF certificate, else null), steps, seconds, peak memory and every setting.",
+    )
+    ws.add_argument(
+        "--map",
+        required=True,
+        choices=maps,
+        help="the feature map: any registered map (`wordsens maps` lists them with their formulas)",
+    )
+    ws.add_argument("--d", required=True, type=positive_int, help="embedding dimension (coordinates kept per token)")
+    ws.add_argument("--n", required=True, type=positive_int, help="context length (tokens kept)")
+    ws.add_argument("--L", type=positive_int, default=None, help="alias of --option L=N: DRF's depth (default 2)")
+    ws.add_argument(
+        "--k", type=positive_int, default=None, help="alias of --option k=N: RF's width (default n*d, as in the paper)"
+    )
+    ws.add_argument("--seed", type=int, default=0, help="seeds the sample, the weights and the search (default 0)")
+    ws.add_argument(
+        "--method",
+        choices=["default", "reference"],
+        default="default",
+        help="'default': the fast search; 'reference': the authors' algorithm (slow, dense float64)",
+    )
+    ws.add_argument(
+        "--position",
+        type=position,
+        default=0,
+        help="0-based index of the perturbed token, or 'all' for the sup over every position (default 0)",
+    )
+    _add_search_args(ws)
+    add_plugin_arg(ws)
+    add_data_args(ws)
+
+
+def _add_search_args(ws: argparse.ArgumentParser) -> None:
+    """How the search runs: weights, device, dtype, restarts, steps, map options, memory."""
+    ws.add_argument(
+        "--sampler",
+        choices=["auto", "exact", "dense", "blockwise"],
+        default="auto",
+        help="RF/DRF weights: 'exact' (exact in law, only the perturbed block), 'blockwise', 'dense'; "
+        "'auto' picks exact for one position, blockwise for 'all'",
+    )
+    ws.add_argument("--device", default="auto", help="'auto' (CUDA when available), 'cpu' or 'cuda'")
+    ws.add_argument(
+        "--dtype",
+        choices=["float32", "float64"],
+        default=None,
+        help="working dtype of the default search (default float32 for RF/DRF, float64 for attention)",
+    )
+    ws.add_argument("--restarts", type=positive_int, default=None, help="starts searched as one batch")
+    ws.add_argument("--max-steps", type=positive_int, default=1000, help="cap on ascent steps (default 1000)")
+    add_option_arg(ws)
+    ws.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=None,
+        help="peak array memory allowed, in GB (default: what the device has free); DRF streams the "
+        "layers that do not fit",
+    )
+    ws.add_argument(
+        "--draw-on",
+        choices=["device", "cpu"],
+        default="device",
+        help="where RF/DRF weights bound for a GPU are drawn: 'device' (the GPU's generator, the "
+        "default) or 'cpu' (the same numbers as a CPU run)",
+    )
+
+
+def run(args: argparse.Namespace) -> str:
+    """The estimate of ``args`` as one JSON line: the result, the sample's review and label, the
+    process's peak memory (and the GPU's, on a GPU) and the package's version."""
+    import torch
+
+    from .. import __version__
+    from ..compute.devices import peak_rss_bytes
+    from ..data.samples import draw_sample
+    from ..search import estimate
+    from ..seeds import derive_seed
+
+    source: object = "synthetic"
+    if args.data != "synthetic":
+        from ..io import load_embeddings
+
+        source = load_embeddings(args.data)
+    X, info = draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens)
+    dtype = getattr(torch, args.dtype) if args.dtype else None
+    result = estimate(
+        args.map,
+        X,
+        seed=args.seed,
+        position=args.position,
+        method=args.method,
+        L=args.L,
+        k=args.k,
+        dtype=dtype,
+        device=args.device,
+        sampler=args.sampler,
+        restarts=args.restarts,
+        max_steps=args.max_steps,
+        options=dict(args.options),
+        max_memory_gb=args.max_memory_gb,
+        draw_on=args.draw_on,
+    )
+    out = result.as_dict()
+    out.update(
+        data=args.data,
+        seed=args.seed,
+        review_id=info["review_id"],
+        label=info["label"],
+        peak_memory_mb=round(peak_rss_bytes() / 1024**2, 1),
+        version=__version__,
+    )
+    if torch.cuda.is_available() and result.device.startswith("cuda"):
+        out["peak_cuda_memory_mb"] = round(torch.cuda.max_memory_allocated() / 1024**2, 1)
+    return json.dumps(out, sort_keys=True) + "\n"
