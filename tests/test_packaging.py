@@ -145,7 +145,8 @@ def test_a_wheel_of_the_project_validates_a_config_outside_the_checkout(tmp_path
         text=True,
         check=True,
     ).stdout.strip()
-    Path(venv_site, "this_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    here = dict.fromkeys(sysconfig.get_paths()[kind] for kind in ("purelib", "platlib"))  # one folder, or two
+    Path(venv_site, "this_environment.pth").write_text("".join(f"{folder}\n" for folder in here))
     _pip("--python", python, "install", "--no-deps", "--no-index", "--quiet", wheel, cwd=tmp_path)
 
     outside = tmp_path / "elsewhere"
