@@ -76,7 +76,7 @@ def worker(args: argparse.Namespace) -> None:
     if args.data == "synthetic":
         Xt, yt, X, y = G.synthetic_task(args.N, args.n, args.d, seed=args.seed)
     else:
-        from wordsens.io import load_embeddings
+        from wordsens.data.store import load_embeddings
 
         Xt, yt, X, y, _ = G.draw_task(load_embeddings(args.data), args.N, args.n, args.d, args.seed)
     searches = SEARCHES[args.searches]
@@ -178,7 +178,8 @@ def main() -> None:
         return
     table, names = selected(parser, args, JOBS, QUICK)
     if args.data != "synthetic":
-        from wordsens.io import CorruptCache, load_embeddings
+        from wordsens.data.store import load_embeddings
+        from wordsens.io import CorruptCache
 
         args.data = os.path.abspath(args.data)
         try:  # the store's own checks, once here rather than in every worker

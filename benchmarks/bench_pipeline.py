@@ -9,7 +9,7 @@ path and the device of each job.
 
 It copies the workflow (Snakefile, config.yaml, workflow/, scripts/, config/, profiles/) into the
 folder, runs ``snakemake --cores N --configfile CONFIG`` there (anything after ``--`` is passed to
-Snakemake), and reads the run's Snakemake log (``wordsens.io.snakemake_log_jobs``): per rule the
+Snakemake), and reads the run's Snakemake log (``wordsens.pipeline.runs.snakemake_log_jobs``): per rule the
 jobs, summed and longest wall seconds; the run's elapsed time; the critical path
 (``wordsens.pipeline.runs``: the chain of jobs that ended the run, with the time each waited for a
 free core after its inputs were ready). The device of a word-sensitivity or generalisation job is
@@ -33,9 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from workflow_utils import copy_workflow  # noqa: E402
 
-from wordsens.io import LoggedJob, snakemake_log_jobs  # noqa: E402
-from wordsens.pipeline import merge  # noqa: E402
-from wordsens.pipeline.runs import critical_path, rule_times  # noqa: E402
+from wordsens.pipeline import LoggedJob, critical_path, merge, rule_times, snakemake_log_jobs  # noqa: E402
 
 CONFIG_DEVICE = {"embed": "model", "embed_long": "model", "fig1_attention": "probes", "fig3_probes": "probes"}
 

@@ -9,7 +9,8 @@ import pandas as pd
 import torch
 
 from wordsens.data.embed import embed_pool, load_encoder, model_source
-from wordsens.io import log_to, save_embeddings
+from wordsens.data.store import save_embeddings
+from wordsens.io import log_to
 from wordsens.pipeline import store_ns
 
 log_to(snakemake.log[0])

@@ -2,8 +2,9 @@
 
 import torch
 
+from wordsens.data.store import load_embeddings
 from wordsens.experiments import ws_rows
-from wordsens.io import load_embeddings, log_to, write_table
+from wordsens.io import log_to, write_table
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

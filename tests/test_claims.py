@@ -105,7 +105,7 @@ def test_one_slope_function_with_an_intercept_per_stratum():
     from wordsens import plots
     from wordsens.plots import studies
 
-    assert plots.loglog_slope is loglog_slope and studies.loglog_slope is loglog_slope
+    assert studies.loglog_slope is loglog_slope and not hasattr(plots, "loglog_slope")  # one slope, the claims'
 
 
 def test_the_laws_slope_depends_on_the_grid():

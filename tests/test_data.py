@@ -12,19 +12,10 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens.data import demo, embed, models, samples
+from wordsens.data import demo, embed, hub, models, samples
 from wordsens.data import reviews as imdb
-from wordsens.io import (
-    CorruptCache,
-    EmbeddingStore,
-    atomic_path,
-    concatenate,
-    current_umask,
-    load_embeddings,
-    save_embeddings,
-    write_json,
-    write_table,
-)
+from wordsens.data.store import EmbeddingStore, load_embeddings, save_embeddings
+from wordsens.io import CorruptCache, atomic_path, concatenate, current_umask, write_json, write_table
 
 
 @pytest.fixture(scope="module")
@@ -118,27 +109,27 @@ def test_hub_reachable_follows_hugging_face_settings(monkeypatch):
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
-        assert imdb.hub_reachable(timeout=5)
-        assert imdb.hub_reachable(timeout=5, for_datasets=True)
+        assert hub.hub_reachable(timeout=5)
+        assert hub.hub_reachable(timeout=5, for_datasets=True)
         # offline mode wins over a reachable endpoint; HF_DATASETS_OFFLINE only concerns datasets
         import datasets.config
 
         monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-        assert imdb.hub_reachable(timeout=5) and not imdb.hub_reachable(timeout=5, for_datasets=True)
+        assert hub.hub_reachable(timeout=5) and not hub.hub_reachable(timeout=5, for_datasets=True)
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-        assert not imdb.hub_reachable(timeout=5)
+        assert not hub.hub_reachable(timeout=5)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with socket.socket() as closed:  # a port nobody listens on: refused at once
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
-    assert not imdb.hub_reachable(timeout=5)
+    assert not hub.hub_reachable(timeout=5)
 
 
 def test_no_network_fails_fast_with_the_local_keys(monkeypatch):
     _offline(monkeypatch)
     _no_connections(monkeypatch)
-    with pytest.raises(imdb.NoNetwork, match=r"data.source") as err:
+    with pytest.raises(hub.NoNetwork, match=r"data.source") as err:
         imdb.load_reviews("hub")
     assert "data.path" in str(err.value)
 

@@ -9,7 +9,7 @@ import pytest
 
 from wordsens.data import demo, embed
 from wordsens.data.inputs import InputError
-from wordsens.io import load_embeddings, save_embeddings
+from wordsens.data.store import load_embeddings, save_embeddings
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 WORDS = TEXT.split(" ")

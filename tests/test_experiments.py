@@ -13,8 +13,8 @@ import torch
 from wordsens import search
 from wordsens.compute.devices import workflow_device
 from wordsens.data.samples import draw_sample, review_samples
+from wordsens.data.store import EmbeddingStore
 from wordsens.experiments import token_kinds, ws_rows
-from wordsens.io import EmbeddingStore
 from wordsens.seeds import derive_seed
 
 SETTINGS = {

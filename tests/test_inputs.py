@@ -21,7 +21,9 @@ from wordsens import generalisation as G
 from wordsens import pipeline
 from wordsens.data import demo, embed, inputs, models
 from wordsens.data import reviews as imdb
-from wordsens.io import EmbeddingStore, save_embeddings, store_dir, write_json
+from wordsens.data.store import EmbeddingStore, save_embeddings
+from wordsens.io import write_json
+from wordsens.pipeline import store_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"

@@ -1,7 +1,7 @@
 """Word sensitivity at long contexts (a study beyond the paper): RF decays like the law, RAF keeps its WS.
 
 RF: the least-squares slope of log WS on log n over n in {128, 512, 2048} (d = 32, 3 trials per n,
-the fit of figures/fig_long_context: ``plots.loglog_slope``). Its 95% t-interval must hold the slope
+the fit of figures/fig_long_context: ``wordsens.claims.slope.loglog_slope``). Its 95% t-interval must hold the slope
 of the law ``(1 + sqrt(2/n)) / sqrt(n)`` over the same n, and that interval lies within 0.05 of
 -1/2. The law's own slope there is -0.53, not -1/2: the ``sqrt(2/n)`` term still steepens it at
 n = 128, so requiring -1/2 itself inside a narrow interval would reject the paper's law. Measured
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from wordsens import search
+from wordsens.claims.slope import loglog_slope
 from wordsens.data.samples import synthetic_sample
-from wordsens.plots import loglog_slope
 from wordsens.theory import rf_law
 
 pytestmark = pytest.mark.slow

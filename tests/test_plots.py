@@ -13,7 +13,7 @@ from matplotlib.markers import MarkerStyle
 
 from wordsens import plots
 from wordsens.claims.intervals import t_quantile
-from wordsens.claims.slope import law_slope
+from wordsens.claims.slope import law_slope, loglog_slope
 from wordsens.theory import rf_law
 
 
@@ -140,7 +140,7 @@ def test_loglog_slope_against_scipy():
     from scipy import stats
 
     table = _ws_rows({"rf": [64, 256, 1024]}, trials=10, slope=-0.5)
-    slope, lo, hi = plots.loglog_slope(table["n"], table["lower"])
+    slope, lo, hi = loglog_slope(table["n"], table["lower"])
     fit = stats.linregress(np.log(table["n"]), np.log(table["lower"]))
     half = stats.t.ppf(0.975, len(table) - 2) * fit.stderr
     assert slope == pytest.approx(fit.slope, rel=1e-12)
@@ -148,8 +148,8 @@ def test_loglog_slope_against_scipy():
     assert lo < -0.5 < hi
     for df in (1, 2, 5, 30, 300):
         assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
-    assert np.isnan(plots.loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
-    assert np.isnan(plots.loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
+    assert np.isnan(loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
+    assert np.isnan(loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
 
 def test_variants_figure_draws_one_curve_per_map_in_registry_order(tmp_path):
@@ -189,7 +189,7 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
         ("RAF", "synthetic", synthetic[synthetic["map"] == "raf"]),
         ("RAF", "imdb", imdb),
     ):
-        slope, lo, hi = plots.loglog_slope(frame["n"], frame["lower"])
+        slope, lo, hi = loglog_slope(frame["n"], frame["lower"])
         law = law_slope(frame["n"])  # the law's slope over this curve's n, beside its fitted slope
         assert f"{label}, {data}: slope {slope:.2f} [{lo:.2f}, {hi:.2f}] (RF law {law:.2f})" in texts
     assert "(RF law -0.54)" in next(t for t in texts if t.startswith("RF, synthetic"))  # n = 64..1024

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wordsens.io import snakemake_log_jobs
+from wordsens.pipeline import snakemake_log_jobs
 from wordsens.pipeline.runs import critical_path, rule_times
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -268,3 +268,88 @@ def test_every_registered_map_is_an_attribute_of_the_maps_face():
             assert torch.equal(out, maps.apply(name, X, weights)), name
     with pytest.raises(AttributeError):
         maps.no_such_map  # noqa: B018
+
+
+def _layers() -> list[list[str]]:
+    """The floors of docs/architecture.md's "Layers" list, bottom up: the module names of each line."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("### Layers", 1)[1].split("\n#", 1)[0]
+    floors = [re.findall(r"`(wordsens[\w.]*)`", line) for line in section.splitlines() if re.match(r"\d+\. ", line)]
+    assert floors and all(floors), "docs/architecture.md has no numbered list of layers under '### Layers'"
+    return floors
+
+
+def _floor(name: str, floors: list[list[str]]) -> int:
+    """The floor of a module: that of the longest listed name containing it."""
+    best = (-1, -1)
+    for i, units in enumerate(floors):
+        for unit in units:
+            if (name == unit or name.startswith(unit + ".")) and len(unit) > best[1]:
+                best = (i, len(unit))
+    assert best[0] >= 0, f"{name} is on no floor of docs/architecture.md's layers"
+    return best[0]
+
+
+def _direct_targets(name: str) -> set[str]:
+    """The wordsens modules a module's imports name (``from P import m``: ``P.m`` where m is a module)."""
+    out = set()
+    for module, names in _imports(name):
+        if module.startswith("wordsens"):
+            targets = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
+            out |= targets or {module}
+    return {t for t in out if t in MODULES}
+
+
+def test_imports_run_down_the_layers_docs_architecture_states():
+    floors = _layers()
+    assert {m for m in MODULES if _floor(m, floors) >= 0} == set(MODULES)
+    up = sorted(
+        f"{name} (floor {_floor(name, floors) + 1}) imports {target} (floor {_floor(target, floors) + 1})"
+        for name in MODULES
+        for target in _direct_targets(name)
+        if _floor(target, floors) > _floor(name, floors)
+    )
+    assert not up, up
+
+
+def test_the_layer_check_sees_an_import_that_runs_up():
+    floors = [["wordsens.io"], ["wordsens.data.models"], ["wordsens.data"]]
+    assert _floor("wordsens.data.models", floors) == 1 and _floor("wordsens.data.embed", floors) == 2
+    assert _floor("wordsens.io", floors) < _floor("wordsens.data.store", floors)  # io importing the store: up
+
+
+def test_a_face_exports_only_names_of_its_own_package():
+    """A package's ``__init__`` re-exports its own modules' names, never one another package defines."""
+    found = []
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        exported = set(_all(tree))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level > 1 or (node.level == 0 and node.module)):
+                foreign = node.level > 1 or not (node.module or "").startswith(name)
+                if foreign:
+                    found += [
+                        f"{name} exports {a.asname or a.name}" for a in node.names if (a.asname or a.name) in exported
+                    ]
+    assert not found, found
+
+
+def test_the_registry_is_reached_one_way_inside_the_package():
+    """Outside ``wordsens.maps``, modules reach the registry as the module ``wordsens.maps.registry``
+    (``from ..maps import registry``; ``registry.get(name)``), never through the maps face's copies
+    (``maps.get``) nor by importing its names one by one."""
+    calls = re.compile(r"\bmaps\.(get|names|resolve|register|load_plugins|isolated)\(")
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith("wordsens.maps"):
+            continue
+        text = path.read_text()
+        found += [f"{name}: maps.{m.group(1)}(" for m in calls.finditer(text)]
+        for module, names in _imports(name):
+            if module == "wordsens.maps.registry":
+                found.append(f"{name}: from wordsens.maps.registry import {', '.join(names)}")
+            elif module == "wordsens.maps":
+                found += [f"{name}: from wordsens.maps import {n}" for n in names if n in ("get", "names", "resolve")]
+    assert not found, found

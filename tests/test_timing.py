@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wordsens import cli, io, pipeline
+from wordsens import cli, pipeline
 from wordsens.compute import costs
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
@@ -188,7 +188,7 @@ def test_snakemake_logs_give_each_jobs_time_and_the_runs(tmp_path):
         "[Thu Nov 26 23:39:21 2026]\nFinished jobid: 7 (Rule: ws)\n"
         "Elapsed time: 0:08:33.8\n"
     )
-    jobs, run = io.snakemake_log_jobs(log)
+    jobs, run = pipeline.snakemake_log_jobs(log)
     assert [(j.rule, j.outputs[0], j.seconds) for j in jobs] == [
         ("reviews", "r/imdb/reviews.parquet", 4.0),
         ("ws", "res/ws/rf/d16_n8/chunk0.parquet", 12.0),
@@ -417,11 +417,12 @@ def test_a_slower_machine_leaves_out_the_job_that_fits_here():
 
 
 def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatch, capsys):
-    from wordsens.compute import probe
+    from wordsens.compute import timing
+    from wordsens.search import probe
 
     seconds = probe.probe_seconds(repeats=1)  # the real probe runs (its time depends on the machine)
-    assert seconds > 0 and probe.speed_factor(seconds) > 0
-    monkeypatch.setattr(probe, "probe_seconds", lambda: 2.0 * probe.REFERENCE_SECONDS)
+    assert seconds > 0 and timing.speed_factor(seconds) > 0
+    monkeypatch.setattr(probe, "probe_seconds", lambda: 2.0 * timing.REFERENCE_SECONDS)
     monkeypatch.chdir(tmp_path)  # no results/demo/benchmarks of a local run here (their hint would win)
     store = tmp_path / "cal.json"
     monkeypatch.setenv("WORDSENS_CALIBRATION", str(store))
@@ -445,6 +446,6 @@ def test_plan_probe_stores_the_speed_and_later_plans_use_it(tmp_path, monkeypatc
     assert cli.main(["plan", *base, "--cores", "2", "--probe"]) == 0
     assert "cannot be read" in capsys.readouterr().out and pipeline.stored_calibration().speed == pytest.approx(2.0)
     with pytest.raises(ValueError, match="positive time"):
-        probe.speed_factor(0.0)
+        timing.speed_factor(0.0)
     with pytest.raises(ValueError, match="was it busy"):
-        probe.speed_factor(50.0 * probe.REFERENCE_SECONDS)
+        timing.speed_factor(50.0 * timing.REFERENCE_SECONDS)

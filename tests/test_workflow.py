@@ -288,7 +288,7 @@ def test_the_demos_claims_fail_on_tables_made_wrong(demo_run):
 def test_demo_embeddings_store_is_checksummed(demo_run):
     """One store at model.max_length, and the long-context store (its own pool of long reviews) at
     long_context.max_length."""
-    from wordsens.io import load_embeddings
+    from wordsens.data.store import load_embeddings
 
     config = _demo_config()
     stores = sorted((demo_run / config["resources"] / "embeddings").rglob("meta.json"))
@@ -553,7 +553,8 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
 
 
 def test_corrupt_cache_is_detected(demo_run, tmp_path):
-    from wordsens.io import CorruptCache, load_embeddings
+    from wordsens.data.store import load_embeddings
+    from wordsens.io import CorruptCache
 
     config = _demo_config()
     store = next((demo_run / config["resources"] / "embeddings").rglob("meta.json")).parent

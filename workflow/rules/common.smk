@@ -15,7 +15,7 @@ from wordsens.data.models import (
     model_tag,
 )
 from wordsens.data.reviews import tokens_to_fill
-from wordsens.io import store_dir
+from wordsens.pipeline import store_dir
 from wordsens.maps import registry
 from wordsens.seeds import canonical
 

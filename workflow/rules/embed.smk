@@ -4,7 +4,7 @@
 # configuration, not params, so that a new n re-embeds nothing; an existing store is checked
 # against this grid's n here, before any job runs.
 from wordsens.data.inputs import store_problems
-from wordsens.io import store_metas
+from wordsens.pipeline import store_metas
 
 if not LINTING:
     _problems = [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..maps.registry import TRAINED_RANDOM_MODELS
+from ..maps import registry
 from ..theory import rf_finite_factor
 
 __all__ = [
@@ -55,7 +55,7 @@ DERIVED = "derived (not in the paper)"
 KNOWN_MAPS = ("rf", "drf", "raf", "relu_raf")
 VERDICTS = ("holds", "fails", "inconclusive", "not run", "no claim")
 # the random model of each trained map of the ``trained`` study, at the same d and heads (the registry's table)
-TRAINED_PAIRS: dict[str, str] = TRAINED_RANDOM_MODELS
+TRAINED_PAIRS: dict[str, str] = registry.TRAINED_RANDOM_MODELS
 TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 
 # --- thresholds (docs/claims.md derives each one and states the smallest effect it fails on)

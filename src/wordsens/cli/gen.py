@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> str:
 
     source: object = "synthetic"
     if args.data != "synthetic":
-        from ..io import load_embeddings
+        from ..data.store import load_embeddings
 
         source = load_embeddings(args.data)
     Xt, yt, X, y, info = G.draw_task(source, args.N_train, args.n, args.d, args.seed, min_tokens=args.min_tokens)

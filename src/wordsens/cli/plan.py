@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 __all__ = ["add_parser", "run"]
 
@@ -77,4 +78,9 @@ def run(args: argparse.Namespace) -> str:
 
     # Snakemake's own parser (imported only when used: importing snakemake.cli takes seconds)
     overrides = __import__("snakemake.cli").cli.parse_config(args.config) if args.config else {}
-    return plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate, args.probe) + "\n"
+    probe: Callable[[], float] | None = None
+    if args.probe:  # the probe times a search: planning itself never imports the searches
+        from ..search.probe import probe_seconds
+
+        probe = probe_seconds
+    return plan_text([args.base, *args.configfile], overrides, args.cores, args.gpu, args.calibrate, probe) + "\n"

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> str:
 
     source: object = "synthetic"
     if args.data != "synthetic":
-        from ..io import load_embeddings
+        from ..data.store import load_embeddings
 
         source = load_embeddings(args.data)
     X, info = draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens)

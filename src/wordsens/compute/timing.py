@@ -28,7 +28,20 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN", "DOWNLOAD_SECONDS", "Calibration", "Coefficients", "Sample", "fit", "measured_speed", "pooled"]
+__all__ = [
+    "BUILTIN",
+    "DOWNLOAD_SECONDS",
+    "MAX_FACTOR",
+    "MIN_FACTOR",
+    "REFERENCE_SECONDS",
+    "Calibration",
+    "Coefficients",
+    "Sample",
+    "fit",
+    "measured_speed",
+    "pooled",
+    "speed_factor",
+]
 
 
 @dataclass(frozen=True)
@@ -195,7 +208,7 @@ DOWNLOAD_SECONDS = {"reviews": 30.0, "model": 60.0}
 class Calibration:
     """Coefficients per family (``fit``), with the built-in ones beneath them; ``sources``: the
     results folders and logs they were fitted on; ``speed``: how many times slower than the built-in
-    machine this one runs (2: twice as slow), from the speed probe (``wordsens.compute.probe``) or
+    machine this one runs (2: twice as slow), from the speed probe (``wordsens.search.probe``) or
     from the measured jobs themselves (``measured_speed``), which stretches the built-in
     coefficients, not the fitted ones (they were measured here)."""
 
@@ -269,3 +282,32 @@ def measured_speed(samples: Iterable[Sample]) -> float:
         if s.measured > 0 and math.isfinite(s.measured) and (predicted := builtin.seconds(s.family, s.model)) > 0
     ]
     return statistics.median(ratios) if ratios else 1.0
+
+
+# ----------------------------------------------------------------------------- the speed probe
+# ``wordsens.search.probe.probe_seconds()`` on the machine of ``BUILTIN`` (this project's 2-core AMD
+# EPYC), quiet: the median of 5 calls, which ranged 0.39-0.41 s. Other work slows it although each
+# part keeps its fastest repeat: 0.48 s beside a 2-thread matrix product (1.2 x), 0.59 s beside a
+# running 2-core pipeline (1.5 x), so probe a quiet machine.
+REFERENCE_SECONDS = 0.40
+
+# A factor outside these is refused: not a machine's speed but a probe gone wrong (a busy machine, a
+# throttled CPU, a broken BLAS).
+MIN_FACTOR = 0.1
+MAX_FACTOR = 10.0
+
+
+def speed_factor(seconds: float) -> float:
+    """This machine's probe time over the built-in machine's (2: twice as slow); ``seconds``: the time of
+    the speed probe (``wordsens.search.probe.probe_seconds``) here."""
+    measured = seconds
+    if not (math.isfinite(measured) and measured > 0):
+        raise ValueError(f"the speed probe took {measured} s: expected a positive time")
+    factor = measured / REFERENCE_SECONDS
+    if not MIN_FACTOR <= factor <= MAX_FACTOR:
+        raise ValueError(
+            f"the speed probe took {measured:.3g} s, {factor:.3g} x the built-in machine's {REFERENCE_SECONDS} s: "
+            f"outside the {MIN_FACTOR}-{MAX_FACTOR} x a machine's speed can plausibly differ by (was it busy?); "
+            "run it again on a quiet machine, or calibrate on a finished run (wordsens plan --calibrate RESULTS_DIR)"
+        )
+    return factor

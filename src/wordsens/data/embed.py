@@ -34,9 +34,9 @@ import numpy.typing as npt
 
 from ..compute.devices import resolve_device
 from ..io import current_umask
+from .hub import hub_cached, hub_reachable
 from .inputs import check_finite, check_store, check_vocabulary
 from .models import PACKAGED_MODELS, TRUNCATABLE, PackagedModel, packaged_archive
-from .reviews import hub_cached, hub_reachable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +75,7 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
 
     ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
     (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
-    folder needs the Hub (``wordsens.data.reviews.hub_reachable``: it honours Hugging Face's offline
+    folder needs the Hub (``wordsens.data.hub.hub_reachable``: it honours Hugging Face's offline
     mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
     names ``setting`` (the config key that gave the name) and the way out (``fix``).
     """
@@ -337,7 +337,7 @@ def hidden_states(
 
 @dataclass(frozen=True)
 class EmbeddedPool:
-    """An embedding store about to be written (``wordsens.io.save_embeddings``): the hidden states
+    """An embedding store about to be written (``wordsens.data.store.save_embeddings``): the hidden states
     (reviews, max_length, width), the index (``review_id``, ``label``, ``length``: tokens with
     ``[CLS]`` and ``[SEP]``) and the metadata (the model, the layer, the checks' counts)."""
 

@@ -61,7 +61,7 @@ def draw_sample(
 ) -> tuple[Tensor, dict[str, object]]:
     """One normalised sample (n, d) and its provenance, from ``"synthetic"`` or an embedding store.
 
-    ``source`` is the string ``"synthetic"`` (Gaussian rows) or a ``wordsens.io.EmbeddingStore``;
+    ``source`` is the string ``"synthetic"`` (Gaussian rows) or a ``wordsens.data.store.EmbeddingStore``;
     a review is drawn uniformly with ``seed``. With ``min_tokens`` only reviews with at least ``n``
     real tokens (``[CLS]`` and ``[SEP]`` included) are eligible; otherwise rows past the review
     are the model's ``[SEP]``/``[PAD]`` embeddings, as in the authors' runs.

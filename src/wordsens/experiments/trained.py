@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..data import embed, samples
-from ..maps.registry import TRAINED_RANDOM_MODELS
+from ..maps import registry
 from ..search import estimate
 from ..seeds import derive_seed
 
@@ -31,7 +31,7 @@ Tensor = torch.Tensor
 __all__ = ["RANDOM_COUNTERPARTS", "layer_inputs", "layer_rows", "layer_table", "pick_reviews", "trained_rows"]
 
 # the random model of each trained map, at the same d and number of heads (the registry's table)
-RANDOM_COUNTERPARTS = TRAINED_RANDOM_MODELS
+RANDOM_COUNTERPARTS = registry.TRAINED_RANDOM_MODELS
 
 
 def pick_reviews(tokenizer: Any, texts: Sequence[str], *, n: int, count: int) -> list[int]:

@@ -39,6 +39,7 @@ import torch
 from .. import maps
 from ..compute.devices import resolve_device
 from ..data.inputs import duplicates
+from ..maps import registry
 from .first_stage import Fit
 from .functionals import full_map_setup
 from .tasks import check_task
@@ -164,7 +165,7 @@ def prepare(
     sample's features and the first stage's results are float64; the training set's features are float32
     where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
     """
-    spec = maps.get(map_name)
+    spec = registry.get(map_name)
     given = dict(options or {})
     if k is not None and "k" in spec.options:
         given.setdefault("k", k)
@@ -180,7 +181,7 @@ def prepare(
     Xt64 = X_train.detach().to(device=dev, dtype=torch.float64)
     X64 = X.detach().to(device=dev, dtype=torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
-    setup = maps.resolve(spec.gen) if spec.gen is not None else full_map_setup
+    setup = registry.resolve(spec.gen) if spec.gen is not None else full_map_setup
     parts = setup(
         map_name,
         Xt64,

@@ -25,6 +25,7 @@ import torch
 from .. import maps
 from ..compute.map_costs import attention_features_flops
 from ..linalg import add_lower_gram_, mirror_lower
+from ..maps import registry
 from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
 from ..search.rf import FirstLayer
@@ -310,7 +311,7 @@ def _attention_setup(kind: str) -> Any:
         n, d = X64.shape
         W = weights if weights is not None else maps.attention_weights(seed, d)
         W64 = W.to(device=X64.device, dtype=torch.float64)
-        forward = maps.resolve(maps.get(map_name).forward)
+        forward = registry.resolve(registry.get(map_name).forward)
         phi = forward(X64, W64).reshape(-1)
 
         N = Xt64.shape[0]
@@ -358,7 +359,7 @@ def full_map_setup(
     if weights is None:
         weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, device=X64.device, **options)
     W64 = cast_weights(weights, torch.float64, X64.device)
-    forward = maps.resolve(maps.get(map_name).forward)
+    forward = registry.resolve(registry.get(map_name).forward)
     phi = forward(X64, W64).reshape(-1)
     Phi = _features(forward, Xt64, W64, phi.numel())
     theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)

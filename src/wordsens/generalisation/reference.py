@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from .. import maps
+from ..maps import registry
 from ..search.engine import project
 from ..search.full_map import cast_weights
 from .core import LOSSES, TRAININGS
@@ -75,7 +76,7 @@ def gen_search(
     Xt = X_train.to(torch.float64)
     X64 = X.to(torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64)
-    spec = maps.get(map_name)
+    spec = registry.get(map_name)
     if weights is None:
         weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, **spec.option_values(options))
     weights = cast_weights(weights, torch.float64, torch.device("cpu"))

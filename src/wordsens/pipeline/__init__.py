@@ -5,13 +5,15 @@ its schema: ``wordsens.pipeline.schema``),
 (``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), ``wordsens.pipeline.trained``
 the trained study's jobs (one per encoder layer), ``wordsens.pipeline.steps`` the requests of the
 steps that run a pre-trained model (embeddings, probes), and ``wordsens.pipeline.grid`` holds them
-(``Grid``) and describes them.
+(``Grid``) and describes them; ``wordsens.pipeline.paths`` says where a configuration's embedding stores
+live, ``wordsens.pipeline.runs`` reads what a finished run took (its Snakemake log and benchmark files)
+and ``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
 when it runs).
 """
 
-from .calibrate import Measured, calibration_table, measure, save_calibration, stored_calibration
+from .calibrate import Measured, calibration_file, calibration_table, measure, save_calibration, stored_calibration
 from .configuration import (
     check,
     export_plugins,
@@ -38,7 +40,9 @@ from .jobs import (
     ws_jobs,
 )
 from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
+from .paths import store_dir, store_metas
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
+from .runs import LoggedJob, PathStep, RuleTime, benchmark_times, critical_path, rule_times, snakemake_log_jobs
 from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
 from .steps import Step, embed_step, gpu_budget_problem, probe_step
@@ -58,15 +62,21 @@ __all__ = [
     "Grid",
     "Job",
     "Limits",
+    "LoggedJob",
     "Measured",
+    "PathStep",
     "Point",
+    "RuleTime",
     "Step",
     "Task",
     "TrainedJob",
     "WSJob",
+    "benchmark_times",
+    "calibration_file",
     "calibration_table",
     "capped_ns",
     "check",
+    "critical_path",
     "data_label",
     "describe",
     "embed_step",
@@ -89,12 +99,16 @@ __all__ = [
     "preflight",
     "probe_step",
     "problems",
+    "rule_times",
     "run_tasks",
     "save_calibration",
     "schema_problems",
     "search_load",
     "setting_name",
     "simulate",
+    "snakemake_log_jobs",
+    "store_dir",
+    "store_metas",
     "store_ns",
     "store_of",
     "stored_calibration",

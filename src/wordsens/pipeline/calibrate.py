@@ -13,15 +13,25 @@ that made the results; other jobs count by rule. Torch-free.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..compute.timing import Calibration, Sample
-from ..io import atomic_path, benchmark_times, calibration_file, snakemake_log_jobs
+from ..io import atomic_path
 from .jobs import Job
+from .runs import benchmark_times, snakemake_log_jobs
 
-__all__ = ["BENCHMARKED_STEPS", "Measured", "calibration_table", "measure", "save_calibration", "stored_calibration"]
+__all__ = [
+    "BENCHMARKED_STEPS",
+    "Measured",
+    "calibration_file",
+    "calibration_table",
+    "measure",
+    "save_calibration",
+    "stored_calibration",
+]
 
 # Rules that share a family: the long-context store's pool and embedding are the main store's steps.
 SAME_AS = {"embed_long": "embed", "pool_long": "pool"}
@@ -30,8 +40,19 @@ SAME_AS = {"embed_long": "embed", "pool_long": "pool"}
 BENCHMARKED_STEPS = ("embed", "embed_long", "fig1_attention", "fig3_probes", "fig1_lm")
 
 
+def calibration_file() -> Path | None:
+    """Where ``wordsens plan --calibrate`` stores this machine's time calibration: ``$WORDSENS_CALIBRATION``
+    (``none``: no stored calibration, the built-in one), else
+    ``$XDG_CACHE_HOME/wordsens/calibration.json`` (``~/.cache/wordsens/calibration.json``)."""
+    chosen = os.environ.get("WORDSENS_CALIBRATION")
+    if chosen is not None:
+        return None if chosen.lower() in ("", "none") else Path(chosen).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "wordsens" / "calibration.json"
+
+
 def stored_calibration() -> Calibration:
-    """The calibration ``wordsens plan --calibrate`` stored (``wordsens.io.calibration_file``), or
+    """The calibration ``wordsens plan --calibrate`` stored (``calibration_file``), or
     the built-in one where there is none."""
     path = calibration_file()
     if path is None or not path.is_file():

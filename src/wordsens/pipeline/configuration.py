@@ -268,7 +268,7 @@ def preflight(config: dict) -> list[str]:
     uses_model = reads_imdb or probes["enabled"] or trained
     uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None) or trained
     if uses_data and data["source"] not in ("hub", "demo"):
-        from ..data.reviews import LOCAL_DATA_EXAMPLE  # pandas: loaded only for these checks
+        from ..data.hub import LOCAL_DATA_EXAMPLE
 
         fix = f"point data.path at your copy (e.g. {LOCAL_DATA_EXAMPLE}) or set data.source: hub"
         if not Path(data["path"]).expanduser().exists():  # the schema asks for a path with these sources
@@ -289,7 +289,7 @@ def preflight(config: dict) -> list[str]:
     lm = probes["lm"]
     lm_remote = lm["enabled"] and lm["model"] != DEMO_LM and not Path(lm["model"]).expanduser().exists()
     if offline or lm_remote:
-        from ..data.reviews import hub_cached, hub_reachable
+        from ..data.hub import hub_cached, hub_reachable
 
         if not hub_reachable():
             out += [

@@ -17,11 +17,11 @@ from .. import NUMERICS_VERSIONS
 from ..compute.costs import GB
 from ..compute.timing import Calibration
 from ..data.inputs import store_summary
-from ..io import store_metas
 from ..maps import registry
 from .calibrate import stored_calibration
 from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
 from .limits import Limits
+from .paths import store_metas
 from .points import STUDIES
 from .trained import TrainedJob, trained_jobs
 

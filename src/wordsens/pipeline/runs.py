@@ -1,5 +1,6 @@
-"""What a finished run took: wall time per rule and the critical path, from the jobs of its
-Snakemake log (``wordsens.io.snakemake_log_jobs``). ``benchmarks/bench_pipeline.py`` prints them.
+"""What a finished run took: its jobs and times as its Snakemake log (``snakemake_log_jobs``) and its
+benchmark files (``benchmark_times``) record them, wall time per rule and the critical path.
+``benchmarks/bench_pipeline.py`` prints them; ``wordsens plan --calibrate`` fits the time model on them.
 
 The critical path is followed backwards from the job that finished last: each step goes to the
 job's input producer that finished last (the one it waited for). Along the path, a job's *wait* is
@@ -9,12 +10,90 @@ GPU, which more cores (or fewer jobs ahead of it) would remove. Torch-free.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..io import LoggedJob
+__all__ = ["LoggedJob", "PathStep", "RuleTime", "benchmark_times", "critical_path", "rule_times", "snakemake_log_jobs"]
 
-__all__ = ["PathStep", "RuleTime", "critical_path", "rule_times"]
+
+def benchmark_times(results: str | os.PathLike) -> dict[str, float]:
+    """Wall seconds of every job with a Snakemake benchmark file under ``results/benchmarks`` (the
+    ``benchmark:`` of the rules), by its path below that folder without ``.tsv``
+    (``ws/rf/d16_n8/chunk0``, ``gen/fig4/imdb/raf_n8_N6_d16/chunk0``, ``embed/<model>_layer0``);
+    the mean of the ``s`` column where a file holds repeats."""
+    import csv
+
+    root = Path(results) / "benchmarks"
+    times: dict[str, float] = {}
+    for path in sorted(root.rglob("*.tsv")):
+        with open(path, newline="") as fh:
+            seconds = [float(row["s"]) for row in csv.DictReader(fh, delimiter="\t") if row.get("s")]
+        if seconds:
+            times[path.relative_to(root).with_suffix("").as_posix()] = sum(seconds) / len(seconds)
+    return times
+
+
+@dataclass(frozen=True)
+class LoggedJob:
+    """One finished job of a Snakemake log: its id, rule, inputs and outputs, start and finish
+    (whole seconds since the run's first stamp, as the log writes them)."""
+
+    jobid: int
+    rule: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[str, float]]:
+    """The finished jobs of a Snakemake log (``.snakemake/log/*.snakemake.log``), in finishing order,
+    and the run's ``elapsed`` seconds and ``cores`` where the log states them. A job that started but
+    never finished (failed, or the run was stopped) is not listed."""
+    import re
+    from datetime import datetime
+
+    text = Path(path).read_text(errors="replace")
+    stamp = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", re.M)
+    parts = stamp.split(text)
+    started: dict[int, tuple[str, tuple[str, ...], tuple[str, ...], datetime]] = {}
+    finished: list[tuple[int, datetime]] = []
+    origin: datetime | None = None
+
+    def files(block: str, key: str) -> tuple[str, ...]:
+        match = re.search(rf"^\s+{key}: (.*)$", block, re.M)
+        return tuple(f.strip() for f in match.group(1).split(",") if f.strip()) if match else ()
+
+    for when, block in zip(parts[1::2], parts[2::2], strict=True):
+        at = datetime.strptime(" ".join(when.split()), "%a %b %d %H:%M:%S %Y")
+        origin = origin or at
+        head = re.match(r"\s*(?:local)?(?:checkpoint|rule) (\w+):", block)
+        number = re.search(r"^\s+jobid: (\d+)$", block, re.M)
+        if head and number:
+            started[int(number.group(1))] = (head.group(1), files(block, "input"), files(block, "output"), at)
+        finished += [(int(done), at) for done in re.findall(r"^Finished jobid: (\d+)", block, re.M)]
+    jobs = []
+    for jobid, at in finished:
+        if jobid in started and origin is not None:
+            rule, inputs, outputs, begin = started[jobid]
+            jobs.append(
+                LoggedJob(jobid, rule, inputs, outputs, (begin - origin).total_seconds(), (at - origin).total_seconds())
+            )
+    run: dict[str, float] = {}
+    elapsed = re.search(r"^Elapsed time: (\d+):(\d\d):(\d\d(?:\.\d+)?)", text, re.M)
+    if elapsed:
+        h, m, s = elapsed.groups()
+        run["elapsed"] = int(h) * 3600 + int(m) * 60 + float(s)
+    cores = re.search(r"^Provided cores: (\d+)", text, re.M)
+    if cores:
+        run["cores"] = float(cores.group(1))
+    return jobs, run
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ gpu_mem_mb=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fi
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..compute.costs import GB, MB
-from ..compute.timing import DOWNLOAD_SECONDS, Calibration
+from ..compute.timing import DOWNLOAD_SECONDS, REFERENCE_SECONDS, Calibration, speed_factor
 from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
 from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
@@ -294,15 +294,16 @@ def plan_text(
     cores: int = 1,
     gpu_gb: float | None = None,
     calibrate: Sequence[str] | None = None,
-    probe: bool = False,
+    probe: Callable[[], float] | None = None,
 ) -> str:
     """What ``wordsens plan`` prints: the configuration of ``paths`` and ``overrides`` (``--config``)
     planned (``describe``) on a machine of ``cores`` cores and, with ``gpu_gb``, one GPU of that
     many GB (where ``limits.gpu_memory_gb`` is ``auto``), with the run's expected wall time
     (``finish_lines``). ``calibrate``: results folders or Snakemake logs of runs of this
     configuration to fit the time model on first; the fit is stored and its table printed. ``probe``:
-    time this machine's speed probe (``wordsens.compute.probe``) first, which scales the built-in
-    coefficients; stored with the fit, or with the calibration stored already."""
+    the speed probe (``wordsens.search.probe.probe_seconds``, which the CLI passes: planning does not
+    import the searches), timed first; its ``speed_factor`` scales the built-in coefficients and is stored
+    with the fit, or with the calibration stored already."""
     from .calibrate import calibration_table, measure, save_calibration
     from .configuration import load_config
     from .grid import describe
@@ -314,13 +315,11 @@ def plan_text(
     lines: list[str] = []
     calibration = None
     speed = None
-    if probe:
-        from ..compute import probe as speed_probe
-
-        seconds = speed_probe.probe_seconds()
-        speed = speed_probe.speed_factor(seconds)
+    if probe is not None:
+        seconds = probe()
+        speed = speed_factor(seconds)
         lines.append(
-            f"speed probe: {seconds:.2f} s here, {speed_probe.REFERENCE_SECONDS:.2f} s on the built-in time model's "
+            f"speed probe: {seconds:.2f} s here, {REFERENCE_SECONDS:.2f} s on the built-in time model's "
             f"machine: built-in times x {speed:.2f}"
         )
     if calibrate:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from .stamp import DEMO_STAMP, run_stamp
 
 if TYPE_CHECKING:
-    from ..claims.slope import loglog_slope
     from .common import map_label, not_run_note, save
     from .paper import gen_figure, ws_figure
     from .probes import HeatMap, attention_maps, attention_pair, layer_changes_figure, text_table_figure
@@ -31,7 +30,6 @@ __all__ = [
     "attention_pair",
     "gen_figure",
     "layer_changes_figure",
-    "loglog_slope",
     "long_context_figure",
     "map_label",
     "not_run_note",
@@ -46,7 +44,6 @@ __all__ = [
 
 # the names imported on first use (they import matplotlib and seaborn), by the module that defines them
 _LAZY = {
-    "wordsens.claims.slope": ("loglog_slope",),
     f"{__name__}.common": ("map_label", "not_run_note", "save"),
     f"{__name__}.paper": ("gen_figure", "ws_figure"),
     f"{__name__}.probes": ("HeatMap", "attention_maps", "attention_pair", "layer_changes_figure", "text_table_figure"),

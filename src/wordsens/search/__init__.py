@@ -8,8 +8,7 @@ The word sensitivity of a feature map ``phi`` at a sample ``X`` (n, d) is
 lower bound (and, for RF, a certified upper bound).
 """
 
-from ..compute.costs import SAMPLERS
 from .engine import Problem, SearchContext
 from .estimate import METHODS, WSResult, estimate
 
-__all__ = ["METHODS", "SAMPLERS", "Problem", "SearchContext", "WSResult", "estimate"]
+__all__ = ["METHODS", "Problem", "SearchContext", "WSResult", "estimate"]
