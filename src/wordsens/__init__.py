@@ -5,9 +5,9 @@ registry and weight samplers), ``search`` (word-sensitivity estimates and certif
 ``generalisation`` (the paper's Figures 4 and 5), ``data`` (reviews, encoders, samples),
 ``experiments`` (the bodies of the workflow's jobs), ``pipeline`` (configuration, job grid, memory
 and time estimates: what the Snakefile imports, torch-free), ``claims`` (the claims table),
-``plots`` (the figures), ``compute`` (what jobs cost and where they run) and ``cli`` (the ``wordsens`` command, one module per subcommand). Beside
-them: ``seeds`` (stable seeds), ``io`` (files), ``linalg`` (shared dense products) and ``theory`` (the
-RF law).
+``plots`` (the figures), ``compute`` (what jobs cost and where they run) and ``cli`` (the
+``wordsens`` command, one module per subcommand). Beside them: ``seeds`` (stable seeds), ``io``
+(files), ``linalg`` (shared dense products) and ``theory`` (the RF law).
 """
 
 __version__ = "0.1.0"
