@@ -67,7 +67,7 @@ def worker(job_json: str) -> dict:
             map_name=job["map"],
             d=job["d"],
             n=job["n"],
-            L=job["L"],
+            swept=job["swept"],
             trials=job["trials"][:1],
             seed=job["seed"],
             source="synthetic",

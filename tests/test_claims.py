@@ -635,9 +635,11 @@ def test_claims_run_without_torch_or_plotting_libraries(tmp_path):
 
 def test_rf_law_is_this_projects_estimate_and_one_function():
     from wordsens import theory
-    from wordsens.plots import paper, studies
+    from wordsens.maps import registry
+    from wordsens.plots import common
 
-    assert paper.rf_law is theory.rf_law and studies.rf_law is theory.rf_law
+    # the figures draw the law the registry's RF entry names (MapSpec.law), this one function
+    assert registry.resolve(registry.get("rf").law) is theory.rf_law and common.map_law("rf")[0] is theory.rf_law
     assert theory.rf_law(np.array([90, 150])) == pytest.approx([0.1211, 0.0911], abs=1e-4)  # paper.md: 0.12, 0.09
     assert theory.rf_law(4.0) == pytest.approx(law(4.0)) and np.ndim(theory.rf_law(4.0)) == 0
     assert "not a formula of the paper" in theory.rf_law.__doc__

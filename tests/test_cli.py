@@ -159,7 +159,7 @@ def test_a_plugin_map_runs_from_the_cli_with_its_options():
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["map"] == "toy" and result["options"] == {"scale": 2.5} and result["n"] == 5
+    assert result["map"] == "toy" and result["options"] == {"scale": 2.5, "depth": 1} and result["n"] == 5
     assert result["lower"] > 0 and result["delta_norm"] <= math.sqrt(8) * (1 + 1e-12)
     # the same estimate through the library, with the plugin loaded the same way
     code = (
@@ -196,7 +196,8 @@ def test_maps_lists_every_registered_map_with_its_formula_and_options():
     with registry.isolated():
         registry.load_plugins(["tests/plugins/toy_map.py"])
         assert names == list(registry.names()) and "toy" in names  # the registry's order, the plugin's map too
-    assert "toy: toy map (tanh)" in out.stdout and "options:    scale=1.0" in out.stdout
+    assert "toy: toy map (tanh)" in out.stdout and "options:    scale=1.0, depth=1" in out.stdout
+    assert "swept:      depth (a grid may list its values)" in out.stdout
     spec = registry.get("mh_raf")
     assert f"  formula:    {spec.formula}" in out.stdout and "options:    heads=12" in out.stdout
     assert f"  weights:    {spec.weight_law}" in out.stdout

@@ -52,7 +52,7 @@ def test_profile_rows_hold_every_position_and_its_token(tmp_path):
     store = _store(tmp_path)
     settings = {**SETTINGS, "position": "all", "profile": True, "shared_samples": True}
     frame = ws_rows(
-        map_name="raf", d=8, n=10, L=None, trials=[0, 1], seed=0, source=store, data_label="imdb:x", settings=settings
+        map_name="raf", d=8, n=10, swept={}, trials=[0, 1], seed=0, source=store, data_label="imdb:x", settings=settings
     )
     assert len(frame) == 2 * 10 and list(frame["position"]) == list(range(10)) * 2
     for _, rows in frame.groupby("trial"):
@@ -73,7 +73,7 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
     shared = {**SETTINGS, "shared_samples": True}
     runs = {
         m: ws_rows(
-            map_name=m, d=8, n=6, L=None, trials=[0, 1, 2], seed=1, source=store, data_label="imdb:x", settings=s
+            map_name=m, d=8, n=6, swept={}, trials=[0, 1, 2], seed=1, source=store, data_label="imdb:x", settings=s
         )
         for m, s in (("raf", shared), ("relu_raf", shared))
     }
@@ -86,7 +86,7 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
         map_name="relu_raf",
         d=8,
         n=6,
-        L=None,
+        swept={},
         trials=[0, 1, 2],
         seed=1,
         source=store,
@@ -105,7 +105,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
         map_name="mh_raf",
         d=16,
         n=6,
-        L=None,
+        swept={},
         trials=[0],
         seed=0,
         source="synthetic",
@@ -118,7 +118,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
             map_name="mh_raf",
             d=16,
             n=6,
-            L=None,
+            swept={},
             trials=[0],
             seed=0,
             source="synthetic",
@@ -129,7 +129,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
         map_name="raf",
         d=8,
         n=6,
-        L=None,
+        swept={},
         trials=[0],
         seed=0,
         source="synthetic",
@@ -143,7 +143,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
 def test_a_job_planned_for_a_gpu_runs_on_the_cpu_where_none_is_visible(capsys):
     """limits.gpu_memory_gb declared a GPU this machine lacks: the job runs on the CPU, says so, and
     its rows record the device it ran on, with the CPU's numbers."""
-    run = {"map_name": "raf", "d": 8, "n": 6, "L": None, "trials": [0], "seed": 0, "source": "synthetic"}
+    run = {"map_name": "raf", "d": 8, "n": 6, "swept": {}, "trials": [0], "seed": 0, "source": "synthetic"}
     planned = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cuda"})
     assert "planned for a GPU (device cuda) but no CUDA device is visible" in capsys.readouterr().err
     on_cpu = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cpu"})

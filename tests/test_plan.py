@@ -519,7 +519,7 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     mh = grid.job({"study": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
     assert mh.params["settings"]["options"] == {"heads": 4} and mh.point == "variants mh_raf d16_n4"
     drf = grid.job({"study": "variants", "map": "drf", "setting": "d16_n4_L2", "chunk": "0"})
-    assert drf.L == 2 and "options" not in drf.params["settings"]
+    assert drf.swept == {"L": 2} and "options" not in drf.params["settings"]
     (raf,) = [j for j in by_study["positions"] if j.map == "raf"]
     assert raf.params["settings"]["position"] == "all" and raf.params["settings"]["profile"] is True
     assert raf.params["settings"]["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
@@ -641,7 +641,7 @@ pipeline.check(config)
 assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r}, os.environ["WORDSENS_PLUGINS"]
 assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_map.py"]
 grid = pipeline.Grid(config, limits=pipeline.Limits(cpu=2**34, gpu=None))
-job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6", "chunk": "0"}})
+job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6_depth1", "chunk": "0"}})
 assert job.params["settings"]["options"] == {{"scale": 2.0}}
 assert job.arrays == registry.get("toy").ws_memory(6, 8, {{"scale": 2.0}}).bytes
 assert "toy" in grid.ws_maps()

@@ -246,7 +246,7 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         laws = [line for line in ax.get_lines() if line.get_label().startswith("RF law")]
         if ax.get_title().startswith("RF"):
             assert len(laws) == 1 and np.allclose(laws[0].get_ydata(), rf_law(10.0))
-            assert laws[0].get_label() == "RF law at n = 10"
+            assert laws[0].get_label() == r"RF law $(1+\sqrt{2/n})/\sqrt{n}$ at n = 10"  # the spec's law_label
         else:
             assert not laws
     # a map left out (limits.unfit: skip) is named on the figure

@@ -56,13 +56,13 @@ def test_a_plugin_map_is_a_map_like_the_others(toy):
     assert "toy" in registry.names() and "toy" in maps.map_names()
     X = synthetic_sample(5, 4, seed=0)
     W = maps.sample_weights("toy", 3, 5, 4, dtype=torch.float64)
-    expected = np.tanh(X.numpy() @ W["W"].numpy()) / 2.0  # independent formula, sqrt(d) = 2
+    expected = np.tanh(X.numpy() @ W["W"][0].numpy()) / 2.0  # independent formula, sqrt(d) = 2, depth 1
     np.testing.assert_allclose(maps.toy(X, W).numpy(), expected, rtol=1e-12)
     np.testing.assert_allclose(maps.apply("toy", X, W).numpy(), expected, rtol=1e-12)
     with pytest.raises(ValueError, match="dict with the tensors"):
         maps.toy(X, {"V": W["W"]})
     with pytest.raises(ValueError, match="has shape"):
-        maps.toy(X, {"W": W["W"][:3]})
+        maps.toy(X, {"W": W["W"][:, :3]})
     with pytest.raises(ValueError, match="no option heads"):
         search.estimate("toy", X, seed=0, options={"heads": 2})
     # options reach the sampler

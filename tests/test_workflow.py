@@ -727,9 +727,10 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
 
 def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
     """plugins: [tests/plugins/toy_map.py] registers the toy map for the planning and every job: a
-    ws.maps grid with its options gets a table, the variants figure labels it from the registry, the
-    claims table reports its slope, and Figure 4 runs it (the full-map generalisation path) with its
-    options."""
+    ws.maps grid with its options gets a table, and sweeps the option the map declares swept (its depth,
+    as DRF's L: a wildcard of the jobs, a column of the tables, the hue of its curves), the variants figure
+    labels it from the registry, the claims table reports its slope (per depth), and Figure 4 runs it (the
+    full-map generalisation path) with its options."""
     workdir = copy_workflow(tmp_path / "wf")
     toy = ROOT / "tests" / "plugins" / "toy_map.py"
     cf = write_config(
@@ -748,7 +749,7 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
                     "drf": None,
                     "raf": None,
                     "relu_raf": None,
-                    "toy": {"d": [8], "n": [4, 8], "options": {"scale": 2.0}},
+                    "toy": {"d": [8], "n": [4, 8], "depth": [1, 2], "options": {"scale": 2.0}},
                 },
             },
             "variants": {"d": 8, "n": [4, 8], "maps": ["toy", "raf"], "options": {}},
@@ -778,19 +779,23 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
     assert gen["map"].tolist() == ["toy", "toy"] and gen["interpolates"].all()
     assert ((gen["D1"] + gen["y"]) ** 2).to_numpy() == pytest.approx(gen["err"].to_numpy(), rel=1e-9)
     assert (results / "figures" / "fig4_generalisation_synthetic.png").stat().st_size > 5000
-    assert [json.loads(o) for o in gen["options"]] == [{"scale": 2.0}] * 2
+    assert [json.loads(o) for o in gen["options"]] == [{"depth": 1, "scale": 2.0}] * 2
     table = pd.read_parquet(results / "tables" / "ws_toy.parquet")
-    assert sorted(table["n"]) == [4, 4, 8, 8] and [json.loads(o) for o in table["options"]] == [{"scale": 2.0}] * 4
+    assert sorted(zip(table["n"], table["depth"], strict=True)) == sorted([(4, 1), (4, 2), (8, 1), (8, 2)] * 2)
+    assert [json.loads(o) for o in table["options"]] == [{"depth": int(k), "scale": 2.0} for k in table["depth"]]
+    assert table["L"].isna().all()  # every swept option of the registry is a column (DRF's L: empty here)
     variants = pd.read_parquet(results / "tables" / "variants.parquet")
     assert set(variants["map"]) == {"toy", "raf"}
     # rows record the options the map ran with: its registered defaults when the grid gives none
-    assert [json.loads(o) for o in variants.loc[variants["map"] == "toy", "options"]] == [{"scale": 1.0}] * 4
+    toy_rows = variants.loc[variants["map"] == "toy", "options"]
+    assert [json.loads(o) for o in toy_rows] == [{"depth": 1, "scale": 1.0}] * 4
     assert (results / "figures" / "fig_variants.png").stat().st_size > 5000
     claims = pd.read_csv(results / "tables" / "claims.csv")
-    assert claims.loc[claims["claim"] == "map_slope", "map"].tolist() == ["toy"]
-    # every job knew the plugin: the ws jobs' logs name the toy map's trials
-    log = (results / "logs" / "ws" / "toy" / "d8_n4" / "chunk0.log").read_text()
-    assert "started trial 0 of toy d=8 n=4" in log
+    slopes = claims[claims["claim"] == "map_slope"]
+    assert set(slopes["map"]) == {"toy"} and {"d=8, depth=1", "d=8, depth=2"} <= set(slopes["scope"])
+    # every job knew the plugin: the ws jobs' logs name the toy map's trials, the depth in their names
+    log = (results / "logs" / "ws" / "toy" / "d8_n4_depth2" / "chunk0.log").read_text()
+    assert "started trial 0 of toy d=8 n=4 depth=2" in log
 
 
 HAND_MADE_LOG = """rule ws:

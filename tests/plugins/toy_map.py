@@ -1,5 +1,7 @@
 """A toy map registered as a plugin (tests/test_registry.py, the workflow test): phi = tanh(X W) / sqrt(d),
-weights {"W": (d, d)} i.i.d. N(0, 1/d), no fast path (the full-map search)."""
+with ``depth`` tanh layers (phi = tanh(... tanh(X W_1) ... W_depth) / sqrt(d)), weights {"W": (depth, d, d)}
+i.i.d. N(0, scale^2/d), no fast path (the full-map search).
+Its depth is an option a grid may sweep (``sweep``), as DRF's L: the workflow test sweeps it."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ from wordsens.seeds import derive_seed, generator
 
 
 def forward(X: torch.Tensor, weights: dict) -> torch.Tensor:
-    return torch.tanh(X @ weights["W"]) / math.sqrt(X.shape[-1])
+    h = X
+    for W in weights["W"]:  # (depth, d, d): one tanh layer each
+        h = torch.tanh(h @ W)
+    return h / math.sqrt(X.shape[-1])
 
 
-def sample(seed, n, d, *, dtype=torch.float32, device="cpu", draw_on="device", scale=1.0):
-    G = torch.randn((d, d), generator=generator(derive_seed(int(seed), "toy")), dtype=torch.float32)
+def sample(seed, n, d, *, dtype=torch.float32, device="cpu", draw_on="device", scale=1.0, depth=1):
+    G = torch.randn((depth, d, d), generator=generator(derive_seed(int(seed), "toy")), dtype=torch.float32)
     return {"W": (G * (scale / math.sqrt(d))).to(device=device, dtype=dtype)}
 
 
@@ -28,9 +33,10 @@ maps.register(
         "W (d, d), i.i.d. N(0, scale^2/d)",
         forward=forward,
         sample=sample,
-        shapes=lambda n, d, scale=1.0: {"W": (d, d)},
+        shapes=lambda n, d, scale=1.0, depth=1: {"W": (depth, d, d)},
         settings=maps.SearchSettings(restarts=8, keep=4, patience=20, tol=1e-6, momentum=0.0, polish=False),
         reference=(10.0, 200),
-        options={"scale": 1.0},
+        options={"scale": 1.0, "depth": 1},
+        sweep=("depth",),
     )
 )

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..maps import registry
 from ..theory import rf_law, rf_law_finite
 from .intervals import MIN_UNITS, linear, worst_point
 from .rows import Rows
@@ -92,9 +93,12 @@ def _slope_row(
 
 
 def _ws_slope(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str, *, transform: str = "log") -> None:
-    """Slope per d (per (d, L) where L varies) and, with several strata, one common slope."""
+    """Slope per d (per d and swept option where the map sweeps one: DRF's depth) and, with several
+    strata, one common slope."""
     positive, note = _positive(frame)
-    cols = ["d", "L"] if "L" in positive and positive["L"].notna().any() else ["d"]
+    sweep = registry.get(map_).sweep if map_ in registry.names() else ()  # a table of an unloaded plugin: none
+    swept = [key for key in sweep if key in positive and positive[key].notna().any()]
+    cols = ["d", *swept]
     pieces = list(slices(positive, cols))
     for _, scope, part in pieces:
         _slope_row(rows, claim, [part], map_, data, scope, transform=transform, note=note)
@@ -204,10 +208,11 @@ def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
     else:
         for data in datas(ws["drf"]):
             part = ws["drf"][ws["drf"]["data"] == data]
-            if "L" not in part or part["L"].isna().all():
-                raise ValueError("table 'ws_drf' has no depth column L: re-run snakemake to rebuild it")
+            depth = list(registry.get("drf").sweep)  # the paper's statement is per depth: DRF's swept option
+            if any(key not in part or part[key].isna().all() for key in depth):
+                raise ValueError(f"table 'ws_drf' has no column {depth}: re-run snakemake to rebuild it")
             positive, note = _positive(part)
-            for _, scope, piece in slices(positive, ["d", "L"]):
+            for _, scope, piece in slices(positive, ["d", *depth]):
                 _slope_row(rows, "drf_decays", [piece], "drf", data, scope, transform="log", note=note)
     if "raf" not in ws:
         for c in ("raf_floor", "raf_no_decay"):

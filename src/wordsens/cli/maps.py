@@ -16,7 +16,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="list the registered feature maps: formula, weight law, options",
         description="List every registered feature map (wordsens.maps: the paper's four, the attention "
         "variants, and the maps of --plugin modules): its name (for --map and the workflow's config), "
-        "plot label, formula, weight law and options with their defaults.",
+        "plot label, formula, weight law, options with their defaults, and the options a grid may sweep "
+        "(DRF's depth L).",
     )
     add_plugin_arg(maps)
 
@@ -29,8 +30,9 @@ def run(args: argparse.Namespace) -> str:
     for name in registry.names():
         spec = registry.get(name)
         options = ", ".join(f"{key}={value!r}" for key, value in spec.options.items()) or "none"
+        swept = f"\n  swept:      {', '.join(spec.sweep)} (a grid may list its values)" if spec.sweep else ""
         blocks.append(
             f"{name}: {spec.label}\n  formula:    {spec.formula}\n  weights:    {spec.weight_law}\n"
-            f"  options:    {options}\n  fast path:  {'yes' if spec.fast else 'no (full-map search)'}"
+            f"  options:    {options}{swept}\n  fast path:  {'yes' if spec.fast else 'no (full-map search)'}"
         )
     return "\n".join(blocks) + "\n"

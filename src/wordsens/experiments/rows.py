@@ -23,6 +23,7 @@ from .. import NUMERICS_VERSIONS, __version__
 from .. import generalisation as G
 from ..compute.devices import job_peak_bytes, job_processes, peak_rss_bytes, workflow_device
 from ..data.samples import draw_sample
+from ..maps import registry
 from ..search import estimate
 from ..seeds import canonical_json, derive_seed
 
@@ -75,7 +76,7 @@ def ws_rows(
     map_name: str,
     d: int,
     n: int,
-    L: int | None,
+    swept: dict[str, int],
     trials: list[int],
     seed: int,
     source: Any,
@@ -88,8 +89,11 @@ def ws_rows(
     ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on`` and the ``search`` options;
     rows record the device they ran on (``workflow_device``: a job planned for a GPU runs on the CPU
     where none is visible), where the weights were drawn and, for DRF, how many layers were streamed.
-    Trial ``t`` draws its review (or Gaussian sample) and its weights from seeds derived from
-    (seed, map, d, n, L, t), so a trial's numbers do not depend on the chunking or the order of jobs.
+    ``swept``: the values of the map's swept options (``MapSpec.sweep``: DRF's depth ``L``), passed to the
+    search with ``options`` and written as columns (every table has a column per option any registered
+    map sweeps, empty where its map has none). Trial ``t`` draws its review (or Gaussian sample) and its
+    weights from seeds derived from (seed, map, d, n, the swept values, t), so a trial's numbers do not
+    depend on the chunking or the order of jobs.
 
     Optional settings: ``options`` (the map's options, passed to ``wordsens.search.estimate`` and recorded as
     JSON in the column ``options``); ``shared_samples`` (trial ``t`` draws the same review for
@@ -100,19 +104,22 @@ def ws_rows(
     threads = torch.get_num_threads()
     search = {k: v for k, v in (settings.get("search") or {}).items() if v is not None}
     chash = config_hash(
-        {"map": map_name, "d": d, "n": n, "L": L, "seed": seed, "data": data_label, "settings": settings}
+        {"map": map_name, "d": d, "n": n, "swept": swept, "seed": seed, "data": data_label, "settings": settings}
     )
+    columns = registry.swept_options()
+    # the seed key of the swept values: None without any, the value itself with one (as the depth always was)
+    sweep_key = None if not swept else next(iter(swept.values())) if len(swept) == 1 else tuple(swept.values())
     prov = provenance("ws")
     device = workflow_device(settings.get("device", "auto"))
     rows = []
     for trial in trials:
         print(
             f"started trial {trial} of {map_name} d={d} n={n}"
-            + (f" L={L}" if L else "")
+            + "".join(f" {key}={value}" for key, value in swept.items())
             + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
             flush=True,
         )
-        key = (seed, "ws", map_name, d, n, L, trial)
+        key = (seed, "ws", map_name, d, n, sweep_key, trial)
         sample_key = (seed, "ws", "shared", d, n, trial) if settings.get("shared_samples") else key
         X, info = draw_sample(
             source, n, d, derive_seed(*sample_key, "sample"), min_tokens=bool(settings.get("min_tokens", False))
@@ -125,11 +132,10 @@ def ws_rows(
             seed=weight_seed,
             position=settings.get("position", 0),
             method=settings.get("method", "default"),
-            L=L or 2,
             device=device,
             max_memory_gb=settings.get("max_memory_gb"),
             draw_on=settings.get("draw_on", "device"),
-            options=settings.get("options"),
+            options={**(settings.get("options") or {}), **swept},
             **search,
         )
         row = {
@@ -138,7 +144,7 @@ def ws_rows(
             "data": data_label,
             "d": d,
             "n": n,
-            "L": L,
+            **{key: swept.get(key) for key in columns},
             "trial": trial,
             "seed": weight_seed,
             "review_id": info["review_id"],
@@ -184,7 +190,8 @@ def ws_rows(
     for pid, name, hwm in job_processes():
         print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
     frame = pd.DataFrame(rows)
-    frame["L"] = frame["L"].astype("Int64")
+    for column in columns:
+        frame[column] = frame[column].astype("Int64")
     frame["streamed_layers"] = frame["streamed_layers"].astype("Int64")
     frame["upper"] = frame["upper"].astype("float64")
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")

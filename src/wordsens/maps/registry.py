@@ -40,6 +40,7 @@ __all__ = [
     "names",
     "register",
     "resolve",
+    "swept_options",
 ]
 
 PAPER_MAPS = ("rf", "drf", "raf", "relu_raf")
@@ -114,6 +115,15 @@ def get(name: str) -> MapSpec:
         raise ValueError(
             f"unknown map {name!r}; choose one of {', '.join(names())} (or register yours, see wordsens.maps.registry)"
         ) from None
+
+
+def swept_options() -> tuple[str, ...]:
+    """Every option some registered map's grid may sweep (``MapSpec.sweep``), in registry order: the
+    columns every word-sensitivity table has (empty where a map has no such option)."""
+    out: list[str] = []
+    for name in names():
+        out += [key for key in _REGISTRY[name].sweep if key not in out]
+    return tuple(out)
 
 
 def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:

@@ -1,7 +1,9 @@
 """A registered feature map, as data: ``MapSpec`` and the ``SearchSettings`` of its default search.
 
 A spec carries a map's whole shape: its options (depth ``L``, width ``k``, ``heads``, a plugin's own)
-with their defaults, its cost model (``wordsens.compute.costs``), its searches (the fast
+with their defaults and which of them a grid may sweep (``sweep``: a wildcard of the jobs, a column of
+the tables, the hue of the figures), the law its word sensitivity follows where one is known
+(``law``: drawn beside its curve), its cost model (``wordsens.compute.costs``), its searches (the fast
 word-sensitivity search and the generalisation functionals, or the generic full-map paths), and the
 authors' schedules. Everything else (CLI, config schema, costs, SLURM resources, word sensitivity,
 generalisation, tables, figures, claims) reads the spec. Torch is not imported: the planner reads
@@ -64,7 +66,12 @@ class MapSpec:
     number of steps (an int, or ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound
     on the relative change from dense weights (RF), for the authors' method (the fast search's problems
     give their own, ``Problem.upper``). ``checkpoint``: the weights come from a pre-trained
-    checkpoint named by the options (``sample`` loads them), not from a random law.
+    checkpoint named by the options (``sample`` loads them), not from a random law. ``sweep``: the
+    options a grid may sweep (integer options: DRF's depth ``L``; a plugin's own), in the order of the
+    job names (``d768_n50_L2``), each a column of the tables and the first the hue of the figures; a
+    grid that does not list one runs its default. ``law``: ``law(n)``, the word sensitivity the map is
+    expected to have at context length n (RF: ``wordsens.theory.rf_law``), drawn beside its curve with the
+    legend text ``law_label``.
     """
 
     name: str
@@ -88,6 +95,22 @@ class MapSpec:
     # weights read from a pre-trained checkpoint (``sample`` loads them; the seed is unused): the map has
     # no random weights of its own, and ``maps: all`` of the studies leaves it out
     checkpoint: bool = False
+    sweep: tuple[str, ...] = ()
+    law: str | Callable[..., Any] | None = None
+    law_label: str = ""  # the law's legend text (default: "<label> law")
+
+    def __post_init__(self) -> None:
+        bad = [key for key in self.sweep if not _integral_default(self.options.get(key, 0.5))]
+        if bad:
+            raise ValueError(
+                f"map {self.name!r}: sweep names {bad}, which are not integer options of the map (its options: "
+                f"{', '.join(sorted(self.options)) or 'none'}); a grid sweeps integer options only"
+            )
+
+    def swept(self, options: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """The values of the swept options (``sweep``) in ``options``, the defaults where absent."""
+        given = options or {}
+        return {key: int(given.get(key) or self.options[key]) for key in self.sweep}
 
     def option_values(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The map's options: its defaults updated with ``options``. Unknown keys are refused, and so
@@ -148,6 +171,11 @@ class MapSpec:
 
 def _steps(steps: int | str, n: int) -> int:
     return 50 * n if steps == "50n" else int(steps)
+
+
+def _integral_default(value: Any) -> bool:
+    """An option whose default is a whole number (a depth, a width): one a grid may sweep."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _positive_int(value: Any) -> bool:

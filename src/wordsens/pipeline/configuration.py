@@ -334,6 +334,26 @@ def _map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds
     return []
 
 
+def _sweep_problems(key: str, map_name: str, grid: Mapping[str, Any]) -> list[str]:
+    """A grid's lists beside d, n and options must name options the map sweeps (``MapSpec.sweep``)."""
+    if map_name not in registry.names():
+        return []  # _map_problems names it
+    spec = registry.get(map_name)
+    sweeps = ", ".join(spec.sweep) or "none"
+    out = [
+        f"{key}.{name}: {map_name} does not sweep an option {name!r} (it sweeps: {sweeps}; d, n and options are "
+        "the grid's other keys)"
+        for name in grid
+        if name not in ("d", "n", "options") and name not in spec.sweep
+    ]
+    out += [
+        f"{key}: {name} is swept by the grid ({key}.{name}), not set in {key}.options"
+        for name in (grid.get("options") or {})
+        if name in spec.sweep and name in grid
+    ]
+    return out
+
+
 def _study_problems(config: dict) -> list[str]:
     """Map names and options of every WS grid (ws.maps and the studies), and the studies' sizes
     against the encoder (IMDb rows: n at most the stored length, d at most the model width)."""
@@ -342,6 +362,7 @@ def _study_problems(config: dict) -> list[str]:
     for map_name, grid in config["ws"]["maps"].items():
         if grid:
             out += _map_problems(f"ws.maps.{map_name}", map_name, grid.get("options"), grid["d"])
+            out += _sweep_problems(f"ws.maps.{map_name}", map_name, grid)
     imdb: list[tuple[str, int, int, int]] = []  # (key, d, largest n, stored length)
     variants = config.get("variants")
     if variants:

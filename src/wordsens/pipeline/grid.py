@@ -220,7 +220,7 @@ def _values(job: Job) -> dict[str, Any]:
     if isinstance(job, TrainedJob):
         return {"study": job.study, "data": job.data, "layer": job.layer}
     if isinstance(job, WSJob):
-        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n, "L": job.L}
+        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n, **job.swept}
     assert isinstance(job, GenJob)
     return {"figure": job.figure, "data": job.data, "n": job.n, "N": job.N, "d": job.d}
 

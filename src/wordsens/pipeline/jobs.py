@@ -10,6 +10,7 @@ device it runs on under the ``Limits`` of the machine or cluster (``wordsens.pip
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,9 +70,10 @@ def gpu_mem_mb(device: str, device_bytes: int) -> int:
 
 
 # ----------------------------------------------------------------------------- jobs
-def setting_name(map_name: str, d: int, n: int, L: int | None = None) -> str:
-    """The path component of one WS grid point: ``d768_n50`` or, with a depth (DRF), ``d768_n50_L2``."""
-    return f"d{d}_n{n}_L{L}" if L is not None else f"d{d}_n{n}"
+def setting_name(d: int, n: int, swept: Mapping[str, int] | None = None) -> str:
+    """The path component of one WS grid point: ``d768_n50``, and each swept option of its map
+    (``MapSpec.sweep``) after it: ``d768_n50_L2`` for DRF's depth."""
+    return f"d{d}_n{n}" + "".join(f"_{key}{value}" for key, value in (swept or {}).items())
 
 
 def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
@@ -173,13 +175,13 @@ class WSJob(Job):
 
     d: int
     n: int
-    L: int | None
+    swept: dict  # the values of the map's swept options (``MapSpec.sweep``): DRF's depth L
     trials: tuple[int, ...]
     study: str = "ws"  # ws (the paper's grids, ws.maps) or one of STUDIES
 
     @property
     def setting(self) -> str:
-        return setting_name(self.map, self.d, self.n, self.L)
+        return setting_name(self.d, self.n, self.swept)
 
     @property
     def wildcards(self) -> dict[str, str]:
@@ -273,7 +275,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
             **({"options": pt.options} if pt.options else {}),
             **pt.extra,
         }
-        options = {**pt.options, **({"L": pt.L} if pt.L is not None else {})}
+        options = {**pt.options, **pt.swept}
         estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget)
         host, on_device = _placed(estimate, device)
         secs = spec.ws_seconds(
@@ -294,7 +296,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
                     "map": pt.map,
                     "d": pt.d,
                     "n": pt.n,
-                    "L": pt.L,
+                    "swept": pt.swept,
                     "trials": list(trials),
                     "seed": config["seed"],
                     "data": pt.data,
@@ -318,7 +320,7 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
                     params,
                     pt.d,
                     pt.n,
-                    pt.L,
+                    pt.swept,
                     trials,
                     pt.study,
                 )

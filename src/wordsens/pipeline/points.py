@@ -29,7 +29,7 @@ class Point:
     data: str  # imdb | synthetic
     d: int
     n: int
-    L: int | None
+    swept: dict  # the values of the map's swept options (MapSpec.sweep): DRF's depth L
     options: dict
     position: int | str
     trials: int
@@ -37,14 +37,23 @@ class Point:
     extra: dict = field(default_factory=dict)  # settings only a study has (profile, shared samples)
 
 
-def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, int | None]:
-    """A grid's map options without the depth ``L``, and the depth: maps with an option ``L`` (DRF) have
-    a depth column in their tables and a depth in their jobs' names; the others None."""
-    opts = dict(options or {})
+def _options(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, dict]:
+    """A study's map options without the swept ones (``MapSpec.sweep``), and the swept ones' values
+    (defaults where absent): they name the jobs and are columns of the tables."""
     spec = registry.get(map_name)
-    if "L" not in spec.options:
-        return opts, None
-    return {k: v for k, v in opts.items() if k != "L"}, int(opts.get("L", spec.options["L"]))
+    opts = dict(options or {})
+    return {k: v for k, v in opts.items() if k not in spec.sweep}, spec.swept(opts)
+
+
+def _sweeps(map_name: str, grid: Mapping[str, Any]) -> list[dict]:
+    """Every combination of a grid's swept options (``MapSpec.sweep``: the grid lists each one's values;
+    one not listed runs its default), in the order of the job names."""
+    spec = registry.get(map_name)
+    combos: list[dict] = [{}]
+    for key in spec.sweep:
+        values = grid.get(key) or [spec.swept()[key]]
+        combos = [{**combo, key: int(v)} for combo in combos for v in values]
+    return combos
 
 
 def ws_points(config: dict) -> list[Point]:
@@ -57,7 +66,7 @@ def ws_points(config: dict) -> list[Point]:
             continue
         for d in grid["d"]:
             for n in grid["n"]:
-                for L in grid.get("L", [None]):
+                for swept in _sweeps(map_name, grid):
                     points.append(
                         Point(
                             "ws",
@@ -65,7 +74,7 @@ def ws_points(config: dict) -> list[Point]:
                             ws["data"],
                             d,
                             n,
-                            L,
+                            swept,
                             dict(grid.get("options") or {}),
                             ws["position"],
                             ws["trials"],
@@ -75,7 +84,7 @@ def ws_points(config: dict) -> list[Point]:
     section = config.get("variants")
     if section:
         for map_name in variant_maps(section):
-            opts, L = _options(map_name, section["options"].get(map_name))
+            opts, swept = _options(map_name, section["options"].get(map_name))
             for n in capped_ns(section["n"], map_name, section["max_n"]):
                 points.append(
                     Point(
@@ -84,7 +93,7 @@ def ws_points(config: dict) -> list[Point]:
                         section["data"],
                         section["d"],
                         n,
-                        L,
+                        swept,
                         opts,
                         section["position"],
                         section["trials"],
@@ -95,7 +104,7 @@ def ws_points(config: dict) -> list[Point]:
     if section:
         for data in section["data"]:
             for map_name in section["maps"]:
-                opts, L = _options(map_name, section["options"].get(map_name))
+                opts, swept = _options(map_name, section["options"].get(map_name))
                 for n in long_context_ns(section, map_name, data):
                     points.append(
                         Point(
@@ -104,7 +113,7 @@ def ws_points(config: dict) -> list[Point]:
                             data,
                             section["d"],
                             n,
-                            L,
+                            swept,
                             opts,
                             section["position"],
                             section["trials"],
@@ -114,7 +123,7 @@ def ws_points(config: dict) -> list[Point]:
     section = config.get("positions")
     if section:
         for map_name in section["maps"]:
-            opts, L = _options(map_name, section["options"].get(map_name))
+            opts, swept = _options(map_name, section["options"].get(map_name))
             # every position searched, on the same reviews for every map
             points.append(
                 Point(
@@ -123,7 +132,7 @@ def ws_points(config: dict) -> list[Point]:
                     "imdb",
                     section["d"],
                     section["n"],
-                    L,
+                    swept,
                     opts,
                     "all",
                     section["reviews"],

@@ -21,7 +21,18 @@ from matplotlib.transforms import Bbox
 from ..io import atomic_path
 from ..maps import registry
 
-__all__ = ["NOTE_STYLE", "map_label", "mark_not_run", "not_run_note", "note_under", "save", "stamp_figure"]
+__all__ = [
+    "NOTE_STYLE",
+    "hue_of",
+    "map_label",
+    "map_law",
+    "mark_not_run",
+    "not_run_note",
+    "note_under",
+    "point_keys",
+    "save",
+    "stamp_figure",
+]
 
 
 def stamp_figure(fig: plt.Figure, stamp: str | None) -> None:
@@ -47,6 +58,27 @@ def stamp_figure(fig: plt.Figure, stamp: str | None) -> None:
 def map_label(name: str) -> str:
     """A map's plot label, from the registry (``wordsens.maps.registry``: one place for every map)."""
     return registry.get(name).label
+
+
+def map_law(name: str) -> tuple[Callable[[Any], Any], str] | None:
+    """The law a map's word sensitivity follows and its legend label (``MapSpec.law``, ``law_label``;
+    RF: ``wordsens.theory.rf_law``), drawn beside its curve; None for a map without one (or unregistered)."""
+    if name not in registry.names() or registry.get(name).law is None:
+        return None
+    spec = registry.get(name)
+    return registry.resolve(spec.law), spec.law_label or f"{spec.label} law"  # type: ignore[arg-type]
+
+
+def hue_of(name: str, frame: Any) -> str:
+    """The column a map's curves are coloured by: its first swept option (``MapSpec.sweep``: DRF's depth)
+    where the table has values of it, else d."""
+    sweep = registry.get(name).sweep if name in registry.names() else ()
+    return next((key for key in sweep if key in frame and frame[key].notna().any()), "d")
+
+
+def point_keys(name: str) -> list[str]:
+    """The keys that name a map's grid points in a "not run" note: d, n and its swept options."""
+    return ["d", "n", *(registry.get(name).sweep if name in registry.names() else ())]
 
 
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int, *, stamp: str | None = None) -> None:

@@ -17,8 +17,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.transforms import offset_copy
 
-from ..theory import rf_law
-from .common import map_label, mark_not_run, not_run_note, note_under, save
+from .common import hue_of, map_label, map_law, mark_not_run, not_run_note, note_under, point_keys, save
 from .scatter import on_scale, side_by_side
 
 __all__ = ["GEN_Y", "LOSS_MARKERS", "SIDE_BY_SIDE_POINTS", "TRAINING_TITLES", "gen_figure", "ws_figure"]
@@ -28,7 +27,7 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
     frame = frame.copy()
     factor = np.sqrt(frame["n"].astype(float)) if scaled else 1.0
     frame["value"] = frame["lower"] * factor
-    hue = "L" if map_name == "drf" else "d"
+    hue = hue_of(map_name, frame)
     frame[hue] = frame[hue].astype(int)
     levels = sorted(frame[hue].unique())
     colors = dict(zip(levels, sns.color_palette(palette, len(levels)), strict=True))
@@ -45,24 +44,19 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, pa
         legend=False,
     )
     handles = [plt.Line2D([], [], color=colors[v], marker="o", label=f"{hue} = {v}") for v in levels]
-    if map_name == "rf" and frame["upper"].notna().any():
+    if "upper" in frame and frame["upper"].notna().any():  # a certified upper bound (RF's)
         upper = frame.assign(up=frame["upper"] * factor).groupby([hue, "n"], as_index=False)["up"].mean()
         for level in levels:
             part = upper[upper[hue] == level]
             ax.plot(part["n"], part["up"], ls="--", color=colors[level], lw=1)
         handles.append(plt.Line2D([], [], color="gray", ls="--", label="certified upper bound"))
-    if map_name == "rf":
+    known = map_law(map_name)
+    if known is not None:
+        law, label = known
         grid = np.linspace(frame["n"].min(), frame["n"].max(), 200)
-        law = rf_law(grid) * (np.sqrt(grid) if scaled else 1.0)
-        ax.plot(grid, law, color="black", ls=":", lw=1.5)
+        ax.plot(grid, law(grid) * (np.sqrt(grid) if scaled else 1.0), color="black", ls=":", lw=1.5)
         handles.append(
-            plt.Line2D(
-                [],
-                [],
-                color="black",
-                ls=":",
-                label=r"$(1+\sqrt{2/n})/\sqrt{n}$" + (r"$\;\times\sqrt{n}$" if scaled else ""),
-            )
+            plt.Line2D([], [], color="black", ls=":", label=label + (r"$\;\times\sqrt{n}$" if scaled else ""))
         )
     ax.legend(handles=handles, fontsize="small", frameon=False)
 
@@ -91,14 +85,14 @@ def ws_figure(
         if frame is not None and not frame.empty:
             _panel(ax, frame, map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
         ds = {int(p["d"]) for p in missing[map_name]} | (set(frame["d"].astype(int)) if frame is not None else set())
-        title = map_label(map_name) + (f" (d = {ds.pop()})" if map_name == "drf" and len(ds) == 1 else "")
+        swept = len(point_keys(map_name)) > 2  # coloured by a swept option, not d: d goes in the title
+        title = map_label(map_name) + (f" (d = {ds.pop()})" if swept and len(ds) == 1 else "")
         ax.set_title(title)
         ax.set_xlabel("context length n")
         ax.set_ylabel(r"word sensitivity $\times\sqrt{n}$" if scaled else "word sensitivity (lower bound)")
         ax.set_ylim(bottom=0)
         if missing[map_name]:
-            keys = ["d", "n", "L"] if map_name == "drf" else ["d", "n"]
-            mark_not_run(ax, not_run_note(missing[map_name], keys))
+            mark_not_run(ax, not_run_note(missing[map_name], point_keys(map_name)))
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig

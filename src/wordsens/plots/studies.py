@@ -20,8 +20,8 @@ import pandas as pd
 import seaborn as sns
 
 from ..claims.slope import law_slope, loglog_slope
-from ..theory import rf_law
-from .common import mark_not_run, not_run_note, save
+from ..maps import registry
+from .common import map_law, mark_not_run, not_run_note, save
 
 __all__ = [
     "DATA_STYLES",
@@ -69,7 +69,7 @@ def variants_figure(
     ax.set_ylabel("word sensitivity (lower bound)")
     ax.legend(title=None, fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     if left_out:
-        mark_not_run(ax, not_run_note(left_out, ["map", "d", "n", "L"]).replace("\n", "; "))
+        mark_not_run(ax, not_run_note(left_out, ["map", "d", "n", *registry.swept_options()]).replace("\n", "; "))
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
@@ -122,11 +122,14 @@ def long_context_figure(
                 capsize=2,
                 label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval} (RF law {law:.2f})",
             )
-    rf_ns = [t.loc[t["map"] == "rf", "n"] for t in present.values() if "rf" in set(t["map"])]
-    if rf_ns:
-        ns = pd.concat(rf_ns)
+    for name in sorted({str(m) for t in present.values() for m in t["map"].unique()}):
+        known = map_law(name)
+        if known is None:
+            continue
+        law_of, label = known
+        ns = pd.concat([t.loc[t["map"] == name, "n"] for t in present.values()])
         grid = np.geomspace(ns.min(), ns.max(), 100)
-        ax.plot(grid, rf_law(grid), color="black", ls=":", lw=1.5, label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$")
+        ax.plot(grid, law_of(grid), color="black", ls=":", lw=1.5, label=label)
     if imdb_limit is not None and "imdb" in present:
         ax.axvline(imdb_limit, color="dimgray", ls="-.", lw=1)
         ax.annotate(
@@ -224,10 +227,11 @@ def positions_figure(
                 fontsize="small",
             )
             top = float(table.loc[table["map"] == map_name, "lower"].max())
-            if map_name == "rf":
+            known = map_law(map_name)
+            if known is not None:
                 n = int(first["n"]) if "n" in part else int(part["position"].max()) + 1
-                law = float(rf_law(float(n)))
-                ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"RF law at n = {n}")
+                law = float(known[0](float(n)))
+                ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"{known[1]} at n = {n}")
                 top = max(top, law)
             ax.set_ylim(0, 1.08 * top)  # the row's scale
             if r == len(maps_) - 1:
@@ -239,8 +243,11 @@ def positions_figure(
         for k, (m, col, _) in TOKEN_STYLES.items()
         if k in set(table["token"])
     ]
-    if "rf" in maps_:
-        handles.append(plt.Line2D([], [], color="black", ls=":", label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$"))
+    handles += [
+        plt.Line2D([], [], color="black", ls=":", label=known[1])
+        for known in (map_law(name) for name in maps_)
+        if known is not None
+    ]
     fig.legend(
         handles=handles,
         loc="upper center",
