@@ -37,10 +37,13 @@ class MovedRow:
     the move), ``i``, ``n``, ``d``, ``kind``, ``map_name``, ``radius``, ``P`` (column scores of a new
     ``x_i'``: ``x_i' @ P.T``), ``M`` (rows without column ``i``; 0 at row ``i``), ``mask`` (1 but at row
     ``i``), ``onehot``, ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact
-    evaluations).
+    evaluations: the given float64 sample and weights, else ``X`` and ``W`` converted, which in float32
+    are the map's numbers rounded).
     """
 
-    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str) -> None:
+    def __init__(
+        self, X: Tensor, W: Tensor, position: int, kind: str, *, X64: Tensor | None = None, W64: Tensor | None = None
+    ) -> None:
         n, d = X.shape
         if kind not in ("softmax", "relu"):
             raise ValueError(f"kind must be 'softmax' (RAF) or 'relu' (ReLU-RAF), got {kind!r}")
@@ -70,8 +73,8 @@ class MovedRow:
             self.logz = torch.zeros_like(self.z)  # softmax only
             M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
         self.M = M * others[:, None]
-        self.W64 = W.to(torch.float64)
-        self.X64 = X.to(torch.float64)
+        self.W64 = W.to(torch.float64) if W64 is None else W64.to(device=W.device, dtype=torch.float64)
+        self.X64 = X.to(torch.float64) if X64 is None else X64.to(device=X.device, dtype=torch.float64)
         self.onehot = (~others).to(X.dtype)
         self.Q = (self.Wc @ X.T).contiguous()  # row scores of x_i' on the tokens: x_i' @ Q
         self.Wsym = (self.Wc + self.Wc.T).contiguous()  # gradient of the self score x_i' Wc x_i'^T
@@ -126,8 +129,10 @@ class AttentionProblem(Problem):
     instead of ``O(n^2 d)``.
     """
 
-    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str) -> None:
-        r = self.row = MovedRow(X, W, position, kind)
+    def __init__(
+        self, X: Tensor, W: Tensor, position: int, kind: str, *, X64: Tensor | None = None, W64: Tensor | None = None
+    ) -> None:
+        r = self.row = MovedRow(X, W, position, kind, X64=X64, W64=W64)
         # the search's own names for the row's fields (read here and in the gradient below)
         self.d, self.n, self.i, self.kind, self.map_name, self.radius = r.d, r.n, r.i, r.kind, r.map_name, r.radius
         self.X, self.xi, self.Wc, self.P, self.M, self.mask, self.onehot = r.X, r.xi, r.Wc, r.P, r.M, r.mask, r.onehot
@@ -140,10 +145,11 @@ class AttentionProblem(Problem):
         self.AM = (A * self.M).sum(-1)
         self.M2 = (self.M * self.M).sum(-1)
         self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
-        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 else None
-        # contiguous operands of the hand-written gradient
+        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 and X64 is None and W64 is None else None
+        # contiguous operands of the hand-written gradient and of value: column scores, A, M and row scores
         self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
         self._PAM_T = self._PAM.T.contiguous()
+        self._PAMQ = torch.cat([self._PAM_T, r.Q], dim=1).contiguous()  # (d, 4n)
         self._XT = X.T.contiguous()
         self._Q, self._Wsym = r.Q, r.Wsym
         self._QT = self._Q.T.contiguous()
@@ -154,13 +160,27 @@ class AttentionProblem(Problem):
         return self.row.column_weights(col)
 
     def value(self, D: Tensor) -> Tensor:
+        """The squared change, from one product with the stacked operands (column scores, ``x_i'.A_j``,
+        ``x_i'.M_j``, row scores) and one with ``W_sym`` (the self score): ``(d + 4 n) d`` multiply-adds
+        per row of ``D`` (what a vocabulary scan costs per word, ``wordsens.search.swaps``)."""
+        n, i = self.n, self.i
         xi = self.xi + D  # (R, d)
-        w = self.column_weights(xi @ self.P.T) * self.mask  # (R, n)
-        xA = xi @ self.A.T
-        xM = xi @ self.M.T
+        stacked = xi @ self._PAMQ  # (R, 4n)
+        col, xA, xM, row = stacked[:, :n], stacked[:, n : 2 * n], stacked[:, 2 * n : 3 * n], stacked[:, 3 * n :]
+        w = self.column_weights(col) * self.mask  # (R, n)
         x2 = (xi * xi).sum(-1, keepdim=True)
         others = self.A2 + 2 * w * (xA - self.AM) + w * w * (x2 - 2 * xM + self.M2)
-        diff_i = self.moved_row(D) - self.out0_i
+        # row i: its scores on the other tokens, and the self score x_i' Wc x_i'^T
+        row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
+        if self.kind == "softmax":
+            a = torch.softmax(row, dim=-1)
+            out_i = a @ self.X + a[:, i : i + 1] * D
+        else:
+            a = torch.relu(row)
+            den = a.sum(-1, keepdim=True)
+            num = a @ self.X + a[:, i : i + 1] * D
+            out_i = torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+        diff_i = out_i - self.out0_i
         return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
 
     def moved_row(self, D: Tensor) -> Tensor:
@@ -323,9 +343,12 @@ def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
     def prepare(
         X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext
     ) -> Callable[[int], AttentionProblem]:
-        W = weights if weights is not None else maps.attention_weights(seed, X64.shape[1])
-        X, W = X64.to(device=ctx.device, dtype=ctx.dtype), W.to(device=ctx.device, dtype=ctx.dtype)
-        return lambda position: AttentionProblem(X, W, position, kind)
+        W64 = weights if weights is not None else maps.attention_weights(seed, X64.shape[1])
+        X, W = X64.to(device=ctx.device, dtype=ctx.dtype), W64.to(device=ctx.device, dtype=ctx.dtype)
+        exact: dict[str, Tensor] = {}
+        if ctx.dtype != torch.float64:  # exact evaluations of the map itself, not of its rounded copy
+            exact = {"X64": X64.to(ctx.device), "W64": W64.to(device=ctx.device, dtype=torch.float64)}
+        return lambda position: AttentionProblem(X, W, position, kind, **exact)
 
     return prepare
 

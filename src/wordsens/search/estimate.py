@@ -26,6 +26,7 @@ Methods (``estimate(..., method=...)``):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -71,6 +72,7 @@ class WSResult:
     weights_drawn_on: str = "cpu"  # where large weight blocks were drawn ("cpu" or "cuda"; CostModel.draws_on_device)
     streamed_layers: int | None = None  # maps that stream layers (DRF): tail layers regenerated on every pass
     profile: list[float] | None = None  # position "all": the estimate at every position
+    radius: float | None = None  # the ball's radius (sqrt(d) unless set)
 
     def as_dict(self) -> dict[str, Any]:
         """All fields but ``delta``, as plain JSON-able values."""
@@ -102,6 +104,7 @@ def estimate(
     patience: int | None = None,
     max_memory_gb: float | None = None,
     draw_on: str = "device",
+    radius: float | None = None,
 ) -> WSResult:
     """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
 
@@ -140,11 +143,111 @@ def estimate(
         draw_on: where RF/DRF weight blocks bound for a GPU are drawn: ``"device"`` (by a generator
             of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
             (CPU draws copied over: the same numbers as a CPU run). CPU runs always draw on the CPU.
+        radius: the radius of the ball of moves ``||Delta|| <= radius`` (None: ``sqrt(d)``, the paper's);
+            the default method only (the authors' algorithm searches the ball of radius ``sqrt(d)``, and
+            their point is a candidate of the default search at that radius only). RF's ``upper`` is
+            the certificate at this radius. ``wordsens.search.swaps`` compares real words with the
+            ball of the radius the best word moves.
 
     Raises:
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
         InsufficientResources: the job cannot fit the device's memory.
     """
+    settings = registry.get(map_name).settings
+    patience = settings.patience if patience is None else patience
+    tol = settings.tol if tol is None else tol
+    if not (isinstance(tol, (int, float)) and tol >= 0):
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
+    for key, value in (("max_steps", max_steps), ("patience", patience)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    if not seed == int(seed):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    seed = int(seed)
+    spec, ctx = search_context(
+        map_name,
+        X,
+        position=position,
+        weights=weights,
+        method=method,
+        options=options,
+        L=L,
+        k=k,
+        dtype=dtype,
+        device=device,
+        sampler=sampler,
+        restarts=restarts,
+        max_memory_gb=max_memory_gb,
+        draw_on=draw_on,
+    )
+    n, d = X.shape
+    positions = list(range(n)) if position == "all" else [int(position)]
+    if radius is not None and not (isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0):
+        raise ValueError(f"radius must be a positive number (None: sqrt(d)), got {radius!r}")
+    if radius is not None and method == "reference" and radius != math.sqrt(d):
+        raise ValueError(
+            f"the reference method searches the ball of radius sqrt(d) = {math.sqrt(d):.6g}, got radius = {radius!r}: "
+            "use method='default' for another radius"
+        )
+    if radius is not None and float(radius) == math.sqrt(d):
+        radius = None  # the paper's ball: the default search as it is
+    values, sampler, dtype, dev = ctx.options, ctx.sampler, ctx.dtype, ctx.device
+    X64 = X.detach().to(torch.float64)
+    started = time.perf_counter()
+    if method == "reference":
+        result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
+    else:
+        result = _run_default(
+            spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol, patience=patience, radius=radius
+        )
+    return WSResult(
+        map=map_name,
+        method=method,
+        n=n,
+        d=d,
+        position=result.position,
+        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0,
+        upper=result.upper,
+        delta=result.delta.cpu(),
+        delta_norm=float(torch.linalg.vector_norm(result.delta)),
+        phi_norm=result.phi_norm,
+        steps=result.steps,
+        seconds=time.perf_counter() - started,
+        sampler=sampler,
+        restarts=1 if method == "reference" else ctx.restarts,
+        device=str(dev),
+        dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
+        options=values,
+        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost.draws_on_device and weights is None else "cpu",
+        streamed_layers=result.streamed if spec.cost.streams_layers else None,
+        profile=result.profile if position == "all" else None,
+        radius=math.sqrt(d) if radius is None else float(radius),
+    )
+
+
+def search_context(
+    map_name: str,
+    X: Tensor,
+    *,
+    position: int | str = 0,
+    weights: Any = None,
+    method: str = "default",
+    options: dict[str, Any] | None = None,
+    L: int | None = None,
+    k: int | None = None,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "auto",
+    sampler: str = "auto",
+    restarts: int | None = None,
+    max_memory_gb: float | None = None,
+    draw_on: str = "device",
+) -> tuple[MapSpec, SearchContext]:
+    """The map's spec and the ``SearchContext`` of a search of ``map_name`` at ``X`` (n, d), after the
+    checks of ``estimate`` (its arguments, same meaning): the sample, the method, ``restarts``, the
+    position, the map's options (and what explicit ``weights`` imply), the device, the working dtype
+    (the map's default unless given), the sampler, ``draw_on``, and the memory of the search
+    (``restarts`` candidates at once) against the device's. ``MapSpec.fast``'s ``prepare`` takes the
+    context; ``wordsens.search.swaps`` scores the vocabulary with the same problems."""
     spec = registry.get(map_name)
     n, d = maps.check_sample(X)
     if X.ndim != 2:
@@ -153,21 +256,9 @@ def estimate(
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     settings = spec.settings
     restarts = settings.restarts if restarts is None else restarts
-    patience = settings.patience if patience is None else patience
-    tol = settings.tol if tol is None else tol
-    if not (isinstance(tol, (int, float)) and tol >= 0):
-        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
-    for key, value in (("restarts", restarts), ("max_steps", max_steps), ("patience", patience)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
-    if not seed == int(seed):
-        raise ValueError(f"seed must be an int, got {seed!r}")
-    seed = int(seed)
-    if position == "all":
-        positions = list(range(n))
-    elif isinstance(position, int) and not isinstance(position, bool) and 0 <= position < n:
-        positions = [position]
-    else:
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
+        raise ValueError(f"restarts must be a positive integer, got {restarts!r}")
+    if not (position == "all" or (isinstance(position, int) and not isinstance(position, bool) and 0 <= position < n)):
         raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
     given = dict(options or {})
     for alias, alias_value in (("L", L), ("k", k)):
@@ -191,9 +282,6 @@ def estimate(
     what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f" ({shown})" if shown else "")
     need = spec.ws_memory(n, d, values, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget)
     check_fits(need, dev, what, limit=budget)
-
-    X64 = X.detach().to(torch.float64)
-    started = time.perf_counter()
     ctx = SearchContext(
         map_name=map_name,
         dtype=dtype,
@@ -204,32 +292,7 @@ def estimate(
         restarts=restarts,
         options=values,
     )
-    if method == "reference":
-        result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
-    else:
-        result = _run_default(spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol, patience=patience)
-    return WSResult(
-        map=map_name,
-        method=method,
-        n=n,
-        d=d,
-        position=result.position,
-        lower=result.change / result.phi_norm if result.phi_norm > 0 else 0.0,
-        upper=result.upper,
-        delta=result.delta.cpu(),
-        delta_norm=float(torch.linalg.vector_norm(result.delta)),
-        phi_norm=result.phi_norm,
-        steps=result.steps,
-        seconds=time.perf_counter() - started,
-        sampler=sampler,
-        restarts=1 if method == "reference" else restarts,
-        device=str(dev),
-        dtype=str(torch.float64 if method == "reference" else dtype).replace("torch.", ""),
-        options=values,
-        weights_drawn_on=maps.drawn_on(dev, draw_on) if spec.cost.draws_on_device and weights is None else "cpu",
-        streamed_layers=result.streamed if spec.cost.streams_layers else None,
-        profile=result.profile if position == "all" else None,
-    )
+    return spec, ctx
 
 
 def _authors_point(
@@ -257,7 +320,11 @@ def _run_default(
     max_steps: int,
     tol: float,
     patience: int,
+    radius: float | None = None,
 ) -> Search:
+    """The default search at every position of ``positions``; ``radius`` (None: each problem's own,
+    ``sqrt(d)``) replaces the radius of the problems' ball, and leaves the authors' algorithm (a
+    search of the ``sqrt(d)`` ball) out."""
     settings = spec.settings
     keep = min(settings.keep, ctx.restarts)
     prepare = registry.resolve(spec.fast) if spec.fast is not None else full_map.prepare
@@ -268,6 +335,8 @@ def _run_default(
     profile: list[float] = []
     for pos in positions:
         problem = problem_at(pos)
+        if radius is not None:
+            problem.radius = float(radius)
         gen = generator(derive_seed(seed, "search", pos))
         starts = problem.starts(ctx.restarts, gen).to(device=ctx.device, dtype=ctx.dtype)
         best_D, steps = problem.search(
@@ -282,7 +351,7 @@ def _run_default(
             with torch.no_grad():
                 lead = int(torch.argmax(problem.value(best_D.to(ctx.dtype))))
             to_polish.append(best_D[lead : lead + 1])
-        if settings.follow_authors and spec.reference_steps(X64.shape[0]) <= max_steps:
+        if settings.follow_authors and radius is None and spec.reference_steps(X64.shape[0]) <= max_steps:
             # the authors' whole schedule fits the step budget: their best point is a candidate too, so
             # the estimate cannot end below theirs
             point, extra = _authors_point(spec, X64, seed, pos, weights, ctx)

@@ -132,6 +132,7 @@ class MovedTokenProblem(Problem):
         along the sphere (``OnSphere``), which never lowers its value."""
         make: Callable[..., MovedTokenProblem] = type(self)  # the problems take (X, weights, position, X64, W64)
         twin = self if self.X.dtype == torch.float64 else make(self.X64, self.W64, self.i, self.X64, self.W64)
+        twin.radius = self.radius  # a search of another ball (``estimate(..., radius=...)``) polishes on it
         return ascend(
             OnSphere(twin),
             D.to(torch.float64),

@@ -1,0 +1,140 @@
+"""Real words as rows of a sample: an encoder's vocabulary through its own embedding layer.
+
+At layer 0 (the embedding output, the paper's setting) the row of token ``w`` at position ``i`` is
+``LN(E_word[w] + E_pos[i] + E_type[0])``, with the encoder's word, position and token-type
+embeddings and its LayerNorm; the pipeline then keeps its first ``d`` coordinates and rescales it
+to norm ``sqrt(d)`` (``wordsens.data.samples.normalise``). Putting ``w`` at position ``i`` replaces
+row ``i`` of the sample by that row and leaves every other row as it is, so the substitutions of a
+vocabulary at a position are a finite set of moves ``x_i(w) - x_i`` (``wordsens.search.swaps``
+scores them). Here: the embedding layer in float64 (``EmbeddingLayer``: the sample of a review and
+the candidate rows of every word at a position, by one formula) and the vocabulary a study scans
+(``candidate_ids``: whole-word tokens by default; specials and ``[unused*]`` never; ``##`` pieces on
+request). Torch is imported by the functions that need it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["VOCABULARIES", "EmbeddingLayer", "candidate_ids", "review_tokens"]
+
+# The vocabulary settings: "words" (whole-word tokens: no ``##`` continuation pieces), "tokens" (every
+# token, pieces included). Special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]) and bracketed
+# placeholders ([unused0], ...) are never candidates: a review never holds them in its words.
+VOCABULARIES = ("words", "tokens")
+_BRACKETED = re.compile(r"^\[[^\]]*\]$")
+
+
+def candidate_ids(tokenizer: Any, vocabulary: str = "words", *, rows: int | None = None) -> np.ndarray:
+    """The token ids a substitution may put in place of a word (sorted): every token of the tokenizer's
+    vocabulary but its special tokens and bracketed placeholders (``[unused12]``), and with
+    ``vocabulary="words"`` but the ``##`` continuation pieces. ``rows``: the encoder's word-embedding
+    rows (ids at or beyond them are left out). ValueError for an unknown setting or an empty result."""
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {vocabulary!r}; choose one of {', '.join(VOCABULARIES)}")
+    specials = {int(i) for i in getattr(tokenizer, "all_special_ids", [])}
+    ids = []
+    for token, index in tokenizer.get_vocab().items():
+        if index in specials or _BRACKETED.match(token):
+            continue
+        if vocabulary == "words" and token.startswith("##"):
+            continue
+        if rows is not None and index >= rows:
+            continue
+        ids.append(int(index))
+    if not ids:
+        raise ValueError(f"the tokenizer has no {vocabulary} beyond its special tokens: nothing to substitute")
+    return np.array(sorted(set(ids)), dtype=np.int64)
+
+
+def review_tokens(tokenizer: Any, text: str, n: int) -> list[int]:
+    """The first ``n`` token ids of ``[CLS] text [SEP]`` as the embedding step reads a review (padded with
+    ``[PAD]`` where the review is shorter, as ``wordsens.data.embed.encode`` pads it)."""
+    encoded = tokenizer([str(text)], padding="max_length", truncation=True, max_length=n, add_special_tokens=True)
+    return [int(i) for i in encoded["input_ids"][0]]
+
+
+@dataclass(frozen=True)
+class EmbeddingLayer:
+    """An encoder's embedding layer in float64: word (``word``, (vocab, width)), position (``position``)
+    and token type 0 (``type0``) embeddings, the LayerNorm's ``weight``, ``bias`` and ``eps``. ``rows``
+    gives the pipeline's rows of tokens at positions (``wordsens.data.samples.normalise`` of the
+    layer's output): the sample of a review and the candidates of a position by the same formula."""
+
+    word: torch.Tensor
+    position: torch.Tensor
+    type0: torch.Tensor
+    weight: torch.Tensor
+    bias: torch.Tensor
+    eps: float
+
+    @classmethod
+    def of(cls, encoder: Any) -> EmbeddingLayer:
+        """The embedding layer of a BERT-family encoder (``embeddings.word_embeddings``,
+        ``position_embeddings``, ``token_type_embeddings``, ``LayerNorm``), copied to float64 on the CPU;
+        ValueError naming the missing part where the encoder has another layout."""
+        import torch
+
+        base = getattr(encoder, "base_model", encoder)
+        emb: Any = getattr(base, "embeddings", None)
+        parts = ("word_embeddings", "position_embeddings", "token_type_embeddings", "LayerNorm")
+        missing = [part for part in parts if emb is None or not hasattr(emb, part)]
+        if missing:
+            raise ValueError(
+                f"the encoder's embedding layer has no {', '.join(missing)}: substitutions need a BERT-family "
+                "encoder (word + position + token-type embeddings, then LayerNorm), e.g. minilm or a BERT folder"
+            )
+        kind = getattr(encoder.config, "position_embedding_type", "absolute")
+        if kind != "absolute":
+            raise ValueError(f"the encoder's position embeddings are {kind!r}, not absolute: not supported here")
+
+        def f64(t: torch.Tensor) -> torch.Tensor:
+            return t.detach().to(device="cpu", dtype=torch.float64)
+
+        return cls(
+            f64(emb.word_embeddings.weight),
+            f64(emb.position_embeddings.weight),
+            f64(emb.token_type_embeddings.weight[0]),
+            f64(emb.LayerNorm.weight),
+            f64(emb.LayerNorm.bias),
+            float(emb.LayerNorm.eps),
+        )
+
+    @property
+    def width(self) -> int:
+        return int(self.word.shape[1])
+
+    def outputs(self, ids: Sequence[int] | np.ndarray, positions: Sequence[int] | np.ndarray | int) -> torch.Tensor:
+        """The layer's output (m, width) for tokens ``ids`` at ``positions`` (one per token, or one for all):
+        ``LN(E_word[w] + E_pos[i] + E_type[0])``, float64 (``hidden_states[0]`` of the model, token type 0)."""
+        import torch
+
+        ids_t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        if ids_t.numel() and (int(ids_t.min()) < 0 or int(ids_t.max()) >= self.word.shape[0]):
+            raise ValueError(f"token ids must be in [0, {self.word.shape[0] - 1}] (the encoder's vocabulary)")
+        pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))
+        if pos.numel() and int(pos.max()) >= self.position.shape[0]:
+            raise ValueError(f"position {int(pos.max())} is beyond the encoder's {self.position.shape[0]} positions")
+        z = self.word[ids_t] + self.position[pos].reshape(-1, self.width) + self.type0
+        return torch.nn.functional.layer_norm(z, (self.width,), self.weight, self.bias, self.eps)
+
+    def rows(
+        self, ids: Sequence[int] | np.ndarray, positions: Sequence[int] | np.ndarray | int, d: int
+    ) -> torch.Tensor:
+        """``outputs`` as the pipeline's rows (m, d): first ``d`` coordinates, norm ``sqrt(d)``, float64."""
+        from .samples import normalise
+
+        out = self.outputs(ids, positions)
+        return normalise(out[:, None, :], 1, d)[:, 0]
+
+    def sample(self, ids: Sequence[int], d: int) -> torch.Tensor:
+        """The sample (n, d) of the tokens ``ids`` at positions 0..n-1 (a review's first n tokens)."""
+        return self.rows(ids, np.arange(len(ids)), d)

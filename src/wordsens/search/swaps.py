@@ -1,0 +1,384 @@
+"""Real words: the most damaging one-word substitution from a vocabulary, beside the continuous search.
+
+Putting vocabulary token ``w`` at position ``i`` replaces row ``i`` of the sample by ``x_i(w)``
+(``wordsens.data.vocabulary``) and leaves the other rows as they are: it is the move
+``Delta = x_i(w) - x_i`` of the word-sensitivity problem at position ``i``. So the discrete word
+sensitivity
+
+    S_words(X, i) = max_w ||phi(X with row i <- x_i(w)) - phi(X)|| / ||phi(X)||
+
+is a finite maximum over the vocabulary, evaluated by the very ``Problem`` the continuous search
+maximises (``wordsens.search.engine``; ``MapSpec.fast`` builds it): ``sqrt(problem.value(D)) /
+phi_norm`` for a chunk of moves ``D`` at once (``scan``), the best ones re-evaluated with the plain
+map in float64 (``Problem.exact``).
+
+Where a move changes one row of the map's input and the map's structure makes a move cheap (the
+attention maps: one row and one column of the scores, ``O(d^2 + n d)`` per word; RF: one product
+with the moved token's block ``B``), every word is scored: the scan is *exhaustive*. Where it does not
+(DRF's layers after the first, ``block``, ``trained_layer`` and other full-map problems: every row
+changes after the first layer), the vocabulary is *screened*: a first-order score ``D^T G D`` with
+``G = J^T J`` (half the Hessian of the problem's value at ``Delta = 0``, where its gradient vanishes),
+then the top ``screen`` words scored exactly; the distribution over the vocabulary then comes from a
+seeded sample of words. ``wordsens.compute.swap_costs.exhaustive`` decides which (from the map's cost
+model, as the planner does).
+
+``substitution`` runs both sides at one position: the scan, and the continuous search
+(``wordsens.search.estimate``) on the same weights at the radius the best word moves,
+``r = ||x_i(w*) - x_i||``. The continuous supremum at that radius bounds every word that moves as
+far, so a best word above it is a search miss.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..compute import swap_costs
+from ..compute.devices import check_fits
+from ..maps import registry
+from . import full_map
+from .engine import Problem
+from .estimate import estimate, search_context
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "CHUNK_MB",
+    "RECHECK",
+    "Scan",
+    "SwapResult",
+    "first_order_gram",
+    "prepare_problem",
+    "scan",
+    "substitution",
+    "working",
+]
+
+RECHECK = 64  # the best candidates of a scan re-evaluated with the plain map in float64
+CHUNK_MB = 64.0  # working arrays of one chunk of candidates (swaps.chunk_mb)
+
+
+@dataclass
+class Scan:
+    """What a vocabulary scan at one position found. Indices are rows of the candidates scanned.
+
+    ``top``: the best candidates (at most ``top_k``), best first, and ``top_scores`` their relative
+    changes ``S`` evaluated with the plain map in float64; ``best_radius``: ``||x_i(w*) - x_i||`` of the
+    best. ``scores``: every candidate's ``S`` in the working dtype (exhaustive scans; None when
+    screened). ``mean``, ``median``, ``p99``: the distribution of ``S`` over the vocabulary (the
+    original word left out), from every word (``stats_words`` = all) or from a seeded sample of words
+    (screened). ``exhaustive``; ``screened``: the words scored exactly after the first-order screen
+    (None: exhaustive); ``phi_norm``; ``seconds``."""
+
+    top: list[int]
+    top_scores: list[float]
+    best_radius: float
+    mean: float
+    median: float
+    p99: float
+    stats_words: int
+    exhaustive: bool
+    screened: int | None
+    phi_norm: float
+    seconds: float
+    scores: np.ndarray | None = field(default=None, repr=False)
+
+
+def first_order_gram(problem: Problem, *, rows: int = 64) -> Tensor:
+    """``G = J^T J`` (d, d), float64 on the CPU, where ``J`` is the Jacobian of ``phi`` in the moved row:
+    half the Hessian of ``problem.value`` at ``Delta = 0`` (the value is ``||phi(X^i(Delta)) - phi(X)||^2``,
+    zero with zero gradient there, so its Hessian is ``2 J^T J``). The value is evaluated on a batch of
+    ``rows`` zero moves at once: row ``r`` of the batch gives row ``r`` of the Hessian by a second
+    backward pass of the gradient's ``r``-th coordinate (the batch's rows are independent problems)."""
+    d = problem.d
+    dtype, device = working(problem)
+    G = torch.zeros((d, d), dtype=torch.float64)
+    for start in range(0, d, rows):
+        idx = torch.arange(start, min(d, start + rows), device=device)
+        D = torch.zeros((idx.numel(), d), dtype=dtype, device=device, requires_grad=True)
+        with torch.enable_grad():
+            (grad,) = torch.autograd.grad(problem.value(D).sum(), D, create_graph=True)
+            picked = grad[torch.arange(idx.numel(), device=device), idx].sum()
+            if picked.requires_grad:
+                (hess,) = torch.autograd.grad(picked, D)
+            else:  # the value is linear or constant around 0 in these coordinates
+                hess = torch.zeros_like(D)
+        G[start : start + idx.numel()] = 0.5 * hess.detach().to(device="cpu", dtype=torch.float64)
+    return 0.5 * (G + G.T)
+
+
+def working(problem: Problem) -> tuple[torch.dtype, torch.device]:
+    """The dtype and device ``problem.value`` takes its moves in: its sample's (``X``) or, for the
+    first-layer problems (RF, DRF), its pre-activation's (``layer.u``)."""
+    ref = getattr(problem, "X", None)
+    if ref is None:
+        ref = getattr(getattr(problem, "layer", None), "u", None)
+    if not isinstance(ref, torch.Tensor):
+        raise TypeError(
+            f"{type(problem).__name__} has neither a sample X nor a first layer: its moves' dtype is unknown"
+        )
+    return ref.dtype, ref.device
+
+
+def _relative(values: Tensor, phi_norm: float) -> Tensor:
+    return values.clamp_min(0).sqrt().to(device="cpu", dtype=torch.float64) / (phi_norm if phi_norm > 0 else 1.0)
+
+
+def _values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
+    """``problem.value`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in the
+    problem's dtype and device; float64 on the CPU."""
+    dtype, device = working(problem)
+    out = torch.empty(moves.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        for start in range(0, moves.shape[0], chunk):
+            part = moves[start : start + chunk].to(device=device, dtype=dtype)
+            out[start : start + part.shape[0]] = problem.value(part).to(device="cpu", dtype=torch.float64)
+    return out
+
+
+def _exact(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
+    """``problem.exact`` (change norms, float64 with the plain map) of every move, ``chunk`` at a time."""
+    _, device = working(problem)
+    out = torch.empty(moves.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        for start in range(0, moves.shape[0], chunk):
+            part = moves[start : start + chunk].to(device=device, dtype=torch.float64)
+            out[start : start + part.shape[0]] = problem.exact(part).to(device="cpu", dtype=torch.float64)
+    return out
+
+
+def scan(
+    problem: Problem,
+    candidates: Tensor,
+    xi: Tensor,
+    *,
+    top_k: int = 10,
+    chunk: int = 512,
+    exhaustive: bool = True,
+    screen: int = 256,
+    sample: int = 1024,
+    exclude: int | None = None,
+    seed: int = 0,
+) -> Scan:
+    """Score the substitutions of row ``i`` by every row of ``candidates`` (V, d) at ``problem``'s
+    position (``xi``: the row they replace; float64).
+
+    Exhaustive: every candidate's value, ``chunk`` at a time; the best ``max(top_k, RECHECK)`` by that
+    value re-evaluated with ``problem.exact`` and re-ranked. Screened: the first-order score of every
+    candidate (``first_order_gram``), its best ``screen`` scored by the value, then re-ranked the same
+    way; the statistics from ``sample`` candidates drawn with ``seed`` (all of them where there are
+    fewer), scored by the value. ``exclude``: a candidate left out of the statistics (the original word)."""
+    started = time.perf_counter()
+    V = candidates.shape[0]
+    if V == 0:
+        raise ValueError("no candidates to scan")
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    moves = candidates.to(torch.float64) - xi.to(device=candidates.device, dtype=torch.float64)
+    moves = moves.cpu()
+    phi_norm = float(problem.phi_norm)
+    keep = torch.ones(V, dtype=torch.bool)
+    if exclude is not None:
+        keep[exclude] = False
+    scores_out: np.ndarray | None = None
+    if exhaustive:
+        fast = _relative(_values(problem, moves, chunk), phi_norm)
+        pool = torch.argsort(fast, descending=True)[: max(top_k, RECHECK)]
+        stats = fast[keep] if bool(keep.any()) else fast
+        stats_words, screened = int(stats.numel()), None
+        scores_out = fast.numpy()
+    else:
+        G = first_order_gram(problem)
+        first = torch.empty(V, dtype=torch.float64)
+        for start in range(0, V, 4096):
+            part = moves[start : start + 4096]
+            first[start : start + part.shape[0]] = ((part @ G) * part).sum(-1)
+        screened = min(screen, V)
+        shortlist = torch.argsort(first, descending=True)[:screened]
+        fast_short = _relative(_values(problem, moves[shortlist], chunk), phi_norm)
+        pool = shortlist[torch.argsort(fast_short, descending=True)[: max(top_k, RECHECK)]]
+        eligible = torch.nonzero(keep)[:, 0]
+        if eligible.numel() > sample:
+            gen = torch.Generator().manual_seed(int(seed) % 2**63)
+            eligible = eligible[torch.randperm(eligible.numel(), generator=gen)[:sample]]
+        stats = _relative(_values(problem, moves[eligible], chunk), phi_norm)
+        stats_words = int(stats.numel())
+    exact = _exact(problem, moves[pool], chunk) / (phi_norm if phi_norm > 0 else 1.0)
+    order = torch.argsort(exact, descending=True)[:top_k]
+    top = [int(pool[j]) for j in order]
+    best_radius = float(torch.linalg.vector_norm(moves[top[0]]))
+    quantiles = torch.quantile(stats, torch.tensor([0.5, 0.99], dtype=torch.float64)) if stats.numel() else None
+    return Scan(
+        top=top,
+        top_scores=[float(exact[j]) for j in order],
+        best_radius=best_radius,
+        mean=float(stats.mean()) if stats.numel() else math.nan,
+        median=float(quantiles[0]) if quantiles is not None else math.nan,
+        p99=float(quantiles[1]) if quantiles is not None else math.nan,
+        stats_words=stats_words,
+        exhaustive=exhaustive,
+        screened=screened,
+        phi_norm=phi_norm,
+        seconds=time.perf_counter() - started,
+        scores=scores_out,
+    )
+
+
+def prepare_problem(
+    map_name: str,
+    X: Tensor,
+    position: int,
+    *,
+    seed: int,
+    vocab: int,
+    weights: Any = None,
+    options: dict[str, Any] | None = None,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "auto",
+    chunk_mb: float = CHUNK_MB,
+    max_memory_gb: float | None = None,
+) -> tuple[Problem, int, dict[str, Any]]:
+    """The word-sensitivity problem of ``map_name`` at ``X`` (n, d) and ``position``, as the continuous
+    search builds it (``search_context``, then the map's ``MapSpec.fast`` or the full-map problem); the
+    words per chunk of a scan of ``vocab`` words (``chunk_mb`` MB of working arrays,
+    ``swap_costs.chunk_size``), its memory checked against the device's (``swap_costs.scan_memory``);
+    and the context's facts (``device``, ``dtype``, ``options``)."""
+    spec, ctx = search_context(
+        map_name, X, position=position, weights=weights, options=options, dtype=dtype, device=device,
+        max_memory_gb=max_memory_gb,
+    )  # fmt: skip
+    n, d = X.shape
+    if not (isinstance(chunk_mb, (int, float)) and chunk_mb > 0):
+        raise ValueError(f"chunk_mb must be a positive number of MB, got {chunk_mb!r}")
+    chunk = swap_costs.chunk_size(spec, n, d, ctx.options, chunk_mb=chunk_mb, dtype=ctx.dtype)
+    need = swap_costs.scan_memory(spec, n, d, ctx.options, vocab=vocab, width=d, chunk=chunk, dtype=ctx.dtype)
+    check_fits(need, ctx.device, f"a scan of {vocab} substitutions for {map_name}", limit=ctx.budget)
+    prepare = registry.resolve(spec.fast) if spec.fast is not None else full_map.prepare
+    problem = prepare(X.detach().to(torch.float64), int(seed), weights, ctx)(position)
+    facts = {"device": str(ctx.device), "dtype": str(ctx.dtype).replace("torch.", ""), "options": ctx.options}
+    return problem, chunk, facts
+
+
+@dataclass
+class SwapResult:
+    """One position's substitutions beside the continuous search. ``scan`` (its ``top`` index the
+    candidates), ``continuous``: the continuous word sensitivity at radius ``radius`` (the best word's
+    move) on the same weights, ``continuous_sqrt_d``: at the paper's radius ``sqrt(d)`` (None unless
+    asked), ``seconds`` of each side; ``device``, ``dtype`` and ``options`` of the scan."""
+
+    map: str
+    n: int
+    d: int
+    position: int
+    scan: Scan
+    radius: float
+    continuous: float
+    continuous_seconds: float
+    device: str
+    dtype: str
+    options: dict[str, Any]
+    continuous_sqrt_d: float | None = None
+
+    @property
+    def best(self) -> float:
+        """``S_words``: the best word's relative change."""
+        return self.scan.top_scores[0]
+
+    @property
+    def ratio(self) -> float:
+        """best word / continuous at the same radius (above 1: the continuous search missed)."""
+        return self.best / self.continuous if self.continuous > 0 else math.inf
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["scan"].pop("scores")
+        return out
+
+
+def substitution(
+    map_name: str,
+    X: Tensor,
+    candidates: Tensor,
+    *,
+    position: int,
+    seed: int,
+    weights: Any = None,
+    options: dict[str, Any] | None = None,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = "auto",
+    top_k: int = 10,
+    chunk_mb: float = CHUNK_MB,
+    screen: int = 256,
+    sample: int = 1024,
+    exclude: int | None = None,
+    exhaustive: bool | None = None,
+    max_steps: int = 1000,
+    sqrt_d: bool = False,
+    max_memory_gb: float | None = None,
+) -> SwapResult:
+    """The substitutions of row ``position`` of ``X`` (n, d) by the rows of ``candidates`` (V, d), scored
+    by ``scan`` (``exhaustive``: None decides by the map's cost model, ``swap_costs.exhaustive``), and the
+    continuous word sensitivity (``estimate``, the map's default search) on the same weights (drawn from
+    ``seed`` unless given) at the radius the best word moves; ``sqrt_d``: also at ``sqrt(d)``. ``chunk_mb``:
+    the working arrays of one chunk of words (``prepare_problem``)."""
+    n, d = X.shape
+    if candidates.ndim != 2 or candidates.shape[1] != d:
+        raise ValueError(f"candidates must have shape (V, d) = (V, {d}), got {tuple(candidates.shape)}")
+    spec = registry.get(map_name)
+    if exhaustive is None:
+        exhaustive = swap_costs.exhaustive(spec)
+    problem, chunk, facts = prepare_problem(
+        map_name,
+        X,
+        position,
+        seed=seed,
+        vocab=candidates.shape[0],
+        weights=weights,
+        options=options,
+        dtype=dtype,
+        device=device,
+        chunk_mb=chunk_mb,
+        max_memory_gb=max_memory_gb,
+    )
+    found = scan(
+        problem,
+        candidates,
+        X[position],
+        top_k=top_k,
+        chunk=chunk,
+        exhaustive=exhaustive,
+        screen=screen,
+        sample=sample,
+        exclude=exclude,
+        seed=seed,
+    )
+    del problem
+    common: dict[str, Any] = dict(
+        seed=seed, position=position, weights=weights, options=options, device=device, max_steps=max_steps
+    )
+    radius = found.best_radius
+    continuous = estimate(map_name, X, radius=radius, **common) if radius > 0 else None
+    at_sqrt_d = estimate(map_name, X, **common).lower if sqrt_d else None
+    if continuous is not None and not math.isclose(continuous.phi_norm, found.phi_norm, rel_tol=1e-4):
+        raise RuntimeError(  # the scan and the search must see one map: same seed, weights and options
+            f"the scan's ||phi(X)|| = {found.phi_norm:.8g} differs from the search's {continuous.phi_norm:.8g}"
+        )
+    return SwapResult(
+        map=map_name,
+        n=n,
+        d=d,
+        position=position,
+        scan=found,
+        radius=radius,
+        continuous=continuous.lower if continuous is not None else 0.0,
+        continuous_seconds=continuous.seconds if continuous is not None else 0.0,
+        device=facts["device"],
+        dtype=facts["dtype"],
+        options=facts["options"],
+        continuous_sqrt_d=at_sqrt_d,
+    )
