@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from wordsens import maps, search
-from wordsens.compute.map_costs import drf_layout
+from wordsens.compute.map_costs import DRF_RESTARTS, drf_layout
 from wordsens.data.samples import synthetic_sample
 from wordsens.search import Problem
 from wordsens.search.drf import DRFProblem, drf_problem, drf_tail
@@ -83,7 +83,9 @@ def test_estimates_with_and_without_streaming_agree():
     full = search.estimate("drf", X, seed=3, L=L_, device="cpu")
     layer_bytes = (N_ * D_) ** 2 * 4
     stream_buffer = N_ * D_ * D_ * (4 + 8)  # one streamed block and its float64 copy
-    budget = drf_layout(N_, D_, L_, restarts=5).bytes - 2 * layer_bytes + stream_buffer  # one tail layer resident
+    budget = (
+        drf_layout(N_, D_, L_, restarts=DRF_RESTARTS).bytes - 2 * layer_bytes + stream_buffer
+    )  # one tail layer resident
     small = search.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
     assert full.streamed_layers == 0 and small.streamed_layers == 2
     # the same problem up to float32 summation order: the searches end at the same maximum

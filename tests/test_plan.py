@@ -455,7 +455,7 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     assert resident.unfit  # every layer resident: about 99 GB
     streamed = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
     job = streamed.job(wildcards)
-    layout = map_costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=8)
+    layout = map_costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=registry.get("drf").settings.restarts)
     assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
     assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
     assert job.seconds > pipeline.Grid(_demo(drf), limits=pipeline.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds

@@ -1,12 +1,13 @@
 """The cost models of the built-in maps (``wordsens.compute.costs.CostModel``): ``FirstLayerCost``
 (RF: only the moved token's block of weights), ``DeepCost`` (DRF: L layers, the tail streamed within a
-budget by ``drf_layout``), ``AttentionCost`` (attention maps with a moved-row fast path). Torch-free.
+budget by ``drf_layout``), ``AttentionCost`` (attention maps with a moved-row fast path),
+``ScreenedCost`` (the transformer block's full-map search, which screens its starts). Torch-free.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from .costs import (
     CHUNK,
@@ -18,19 +19,43 @@ from .costs import (
     SAMPLERS,
     STREAM_BYTES,
     CostModel,
+    DenseCost,
     MapSpec,
     MemoryEstimate,
     itemsize,
     solve_seconds,
 )
 
-__all__ = ["AttentionCost", "DRFLayout", "DeepCost", "FirstLayerCost", "attention_features_flops", "drf_layout"]
+__all__ = [
+    "BLOCK_SCREEN_STEPS",
+    "DRF_RESTARTS",
+    "AttentionCost",
+    "DRFLayout",
+    "DeepCost",
+    "FirstLayerCost",
+    "ScreenedCost",
+    "attention_features_flops",
+    "drf_layout",
+]
 
 
 def attention_features_flops(N: int, n: int, d: int) -> float:
     """The flops of RAF's and ReLU-RAF's features of ``N`` samples (n, d): ``X W``, the scores and
     ``A X`` of each, ``2 N n d (d + 2 n)``."""
     return 2.0 * N * n * d * (d + 2 * n)
+
+
+# DRF's default search: 16 restarts run to convergence side by side (no halving; the map's SearchSettings in
+# wordsens.maps.catalog). Measured against a 256-start ascent on 240 trials at d 8-16, n 4-12, L 2-3: within
+# 0.93% on every trial, where 5 restarts ended up to 6.1% below (docs/methods.md, tests/test_restarts.py).
+DRF_RESTARTS = 16
+# The restarts share every pass over a layer. On a CPU their products outgrow the reads at a few
+# restarts: measured at D = 9,600 (d = 192, n = 50, L = 2, one thread), a step takes 145 ms with 5
+# restarts, 190 ms with 16 and 265 ms with 32, about DRF_STEP_BASE + DRF_STEP_PER_RESTART * R times a
+# step at 5 restarts (the width at which ws:drf's time scale was fitted: wordsens.compute.timing). On a
+# GPU the passes stay bound by the reads at these widths (no factor).
+DRF_STEP_BASE = 0.85
+DRF_STEP_PER_RESTART = 0.03
 
 
 @dataclass(frozen=True)
@@ -51,7 +76,7 @@ def drf_layout(
     L: int,
     *,
     budget: int | None = None,
-    restarts: int = 5,
+    restarts: int = DRF_RESTARTS,
     dtype: Any = "float32",
     sampler: str = "exact",
 ) -> DRFLayout:
@@ -61,23 +86,29 @@ def drf_layout(
     The fixed part: the first layer (its ``(D, d)`` block, or with ``sampler="dense"`` the whole
     ``(D, D)`` matrix), the per-restart activations and masks of every layer, float64 chunks of the
     exact evaluation. When even no resident layer fits, the layout still streams everything and its
-    ``bytes`` exceed the budget: ``check_fits`` then refuses the job.
+    ``bytes`` exceed the budget: ``check_fits`` then refuses the job. A ``dtype`` narrower than float32
+    (bfloat16: ``wordsens.search.drf.ReducedDRFProblem``) holds the layers in it, beside the float32
+    first-layer block; its exact evaluation regenerates float32 blocks (a streamed block's buffer).
     """
     D = n * d
     b = itemsize(dtype)
+    w = max(b, 4)  # the weights of the map: float32 draws, whatever the products' dtype
     first = D * D * b if sampler == "dense" else D * d * b
-    fixed = first + (6 * L + 8) * restarts * D * max(b, 4) + D * d * 4 + 3 * 4 * MB
+    if b < w:
+        first += D * d * w
+    fixed = first + (6 * L + 8) * restarts * D * w + D * d * 4 + 3 * 4 * MB
     layer = D * D * b
     tail = L - 1
-    if budget is None or fixed + tail * layer <= budget:
+    stream_buffer = D * d * (w + 8)  # one block (drawn in float32) and its float64 copy in the exact evaluation
+    if budget is None or fixed + tail * layer + (stream_buffer if b < w else 0) <= budget:
         resident = tail
     else:
-        stream_buffer = D * d * (b + 8)  # one block and its float64 copy in the exact evaluation
         resident = int(max(0, min(tail, (budget - fixed - stream_buffer) // layer)))
     streamed = tail - resident
-    total = fixed + resident * layer + (D * d * (b + 8) if streamed else 0)
+    total = fixed + resident * layer + (stream_buffer if streamed or b < w else 0)
     detail = (
         f"{resident} resident DRF layers {D} x {D}"
+        + (f" in {dtype}".replace("torch.", "") if b < w else "")
         + (f", {streamed} streamed in {D} x {d} blocks" if streamed else "")
         + f", first-layer block {D} x {d}"
     )
@@ -300,13 +331,15 @@ class DeepCost(CostModel):
         method: str = "default",
         sampler: str = "exact",
         dtype: Any = "float32",
-        restarts: int = 8,
+        restarts: int | None = None,
         budget: int | None = None,
     ) -> MemoryEstimate:
+        """``restarts``: the search's batch (None: the map's default, ``spec.settings.restarts``)."""
         D, L = n * d, int(options["L"])
         if method == "reference":
             work = (6 * L + 8) * D * 8 + D * d * 4 + CHUNK
             return MemoryEstimate(L * D * D * 8 + work, f"{L} DRF matrices {D} x {D}")
+        restarts = spec.settings.restarts if restarts is None else restarts
         layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
         return MemoryEstimate(layout.bytes, layout.detail)
 
@@ -329,14 +362,46 @@ class DeepCost(CostModel):
         b = 8 if method == "reference" else 4
         steps = steps or (300 if method == "reference" else 150)
         if method == "reference":
-            resident, streamed = L, 0
+            resident, streamed, width = L, 0, 1.0
         else:
-            layout = drf_layout(n, d, L, budget=budget, sampler=sampler)
+            restarts = spec.settings.restarts
+            layout = drf_layout(n, d, L, budget=budget, restarts=restarts, sampler=sampler)
             resident, streamed = layout.resident + (sampler == "dense"), layout.streamed
+            width = 1.0 if device == "cuda" else DRF_STEP_BASE + DRF_STEP_PER_RESTART * restarts
         # resident layers are drawn once and read twice per step (forward, backward); streamed layers
         # are drawn and read twice per step
         return (
             resident * D * D / randn
-            + steps * 2 * (resident + streamed) * D * D * b / stream
+            + steps * 2 * (resident + streamed) * D * D * b / stream * width
             + steps * 2 * streamed * D * D / randn
         )
+
+
+# The transformer block's search (wordsens.search.heads.BlockProblem.search) ascends every start for this
+# many steps side by side, then only the best ``keep`` (its SearchSettings in wordsens.maps.catalog).
+BLOCK_SCREEN_STEPS = 20
+
+
+class _Screening(Protocol):
+    """What ``ScreenedCost`` reads of a map's search settings (``wordsens.maps.spec.SearchSettings``)."""
+
+    @property
+    def restarts(self) -> int: ...
+    @property
+    def keep(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ScreenedCost(DenseCost):
+    """A full-map search that screens its starts (``block``): all ``restarts`` for the first
+    ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step costs one step of the
+    full map (``reference_seconds``)."""
+
+    def search_seconds(
+        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
+    ) -> float:
+        steps = steps or 300
+        first = min(steps, BLOCK_SCREEN_STEPS)
+        settings = cast(_Screening, spec.settings)
+        restart_steps = first * settings.restarts + (steps - first) * settings.keep
+        return self.reference_seconds(spec, n, d, options, steps=restart_steps)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..compute.costs import DenseCost
-from ..compute.map_costs import AttentionCost, DeepCost, FirstLayerCost
+from ..compute.map_costs import DRF_RESTARTS, AttentionCost, DeepCost, FirstLayerCost, ScreenedCost
 from .spec import MapSpec, SearchSettings
 
 __all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "TRAINED_SPECS", "VARIANT_SPECS"]
@@ -59,7 +59,16 @@ PAPER_SPECS = (
         sample="wordsens.maps.sampling:drf_sample",
         check="wordsens.maps.paper:check_drf",
         fast="wordsens.search.drf:drf_prepare",
-        settings=SearchSettings(restarts=5, keep=5, patience=10, tol=1e-4, momentum=0.0, polish=False, dtype="float32"),
+        # 16 restarts, each run to convergence (halved to 5 they ended up to 1.7% lower: docs/methods.md)
+        settings=SearchSettings(
+            restarts=DRF_RESTARTS,
+            keep=DRF_RESTARTS,
+            patience=10,
+            tol=1e-4,
+            momentum=0.0,
+            polish=False,
+            dtype="float32",
+        ),
         cost=DeepCost(),
         reference=(100.0, 300),
         options={"L": 2},
@@ -188,10 +197,14 @@ VARIANT_SPECS = (
         shapes=_block_shapes,
         check="wordsens.maps.variants:block_check",
         fast="wordsens.search.heads:block_prepare",
+        # 48 starts screened for 20 steps, then the best 4 (wordsens.search.heads.BlockProblem.search); ScreenedCost at
+        # time_scale 0.4 is 2.1-2.2x the CPU seconds measured at d = 768 (one thread: 17-22 s at n = 50, 108 s at
+        # n = 250, where 4 restarts halved to 2 took 3.5-8.8 s and 16 s; ws:block's built-in coefficient 0.45 brings
+        # it near them) and 0.4x at n = 10 (31 s, most of it the authors' 500 full-map steps).
         settings=SearchSettings(
-            restarts=4, keep=2, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
+            restarts=48, keep=4, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
         ),
-        cost=DenseCost(time_scale=0.2),
+        cost=ScreenedCost(time_scale=0.4),
         options={"heads": 12},
     ),
 )

@@ -9,12 +9,20 @@ batch, and dropped. Block ``(layer, j)`` always holds the same numbers on a devi
 ``maps.drf_block``), so a streamed layer equals the resident one up to float32 summation order.
 The gradient is written out layer by layer (no autograd graph of the weights), and the final value
 is re-evaluated with the same blocks, accumulated in float64.
+
+Reduced precision (working dtype ``torch.bfloat16``): the map stays the one of the float32 draws (the
+same numbers as a float32 search of the same seed); the search multiplies by bfloat16 copies of them
+(half the bytes per pass, tensor cores on a GPU) and propagates the *change* of every layer from its
+unperturbed pre-activation (computed once in float64), so rounding errors are relative to the change,
+not to the activations. The candidates are re-evaluated with the float32 weights in float64 (resident
+layers regenerated from their seeds, block by block): the estimate is a value of the float32 map.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -25,12 +33,34 @@ from .rf import FirstLayer, blockwise_u, exact_u
 
 Tensor = torch.Tensor
 
-__all__ = ["DRFProblem", "DRFTail", "drf_prepare", "drf_problem", "drf_tail"]
+__all__ = [
+    "REDUCED_DTYPES",
+    "DRFProblem",
+    "DRFTail",
+    "ReducedDRFProblem",
+    "drf_prepare",
+    "drf_problem",
+    "drf_tail",
+    "weight_dtype",
+]
+
+# Working dtypes whose products run in reduced precision on float32 weights (``ReducedDRFProblem``).
+REDUCED_DTYPES = (torch.bfloat16,)
+
+
+def weight_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the map's weights for a search in ``dtype``: float32 under reduced precision."""
+    return torch.float32 if dtype in REDUCED_DTYPES else dtype
 
 
 class DRFTail:
     """Layers 2..L of a DRF: resident ``(D, D)`` tensors first, then streamed layers (their 1-based
-    layer numbers), regenerated block by block from ``seed`` on every pass."""
+    layer numbers), regenerated block by block from ``seed`` on every pass.
+
+    ``dtype`` is the weights' (the map's numbers), ``compute`` the products' (default ``dtype``;
+    bfloat16 under reduced precision: resident layers are then held in it). ``exact_layers`` are the
+    map's own layers for the float64 evaluation (default ``layers``; under reduced precision the
+    explicit weights, or the layer numbers, regenerated in ``dtype``)."""
 
     def __init__(
         self,
@@ -42,9 +72,13 @@ class DRFTail:
         dtype: torch.dtype,
         device: torch.device,
         draw_on: str = "device",
+        compute: torch.dtype | None = None,
+        exact_layers: Sequence[Tensor | int] | None = None,
     ) -> None:
         self.layers = list(layers)
         self.seed, self.n, self.d, self.dtype, self.device, self.draw_on = seed, n, d, dtype, device, draw_on
+        self.compute = dtype if compute is None else compute
+        self.exact_layers = self.layers if exact_layers is None else list(exact_layers)
 
     @property
     def streamed(self) -> int:
@@ -61,7 +95,9 @@ class DRFTail:
             yield slice(j * d, (j + 1) * d), block if dtype is None else block.to(dtype)
 
     def _linear(self, layer: Tensor | int, h: Tensor) -> Tensor:
-        """``h V^T`` for a batch ``h`` (R, D)."""
+        """``h V^T`` for a batch ``h`` (R, D), in ``h``'s dtype (products in ``compute``)."""
+        if self.compute != h.dtype:
+            return self._reduced(layer, h, transpose=True)
         if isinstance(layer, Tensor):
             return h @ layer.T
         out = torch.zeros((h.shape[0], self.n * self.d), dtype=h.dtype, device=h.device)
@@ -71,12 +107,28 @@ class DRFTail:
 
     def _linear_t(self, layer: Tensor | int, g: Tensor) -> Tensor:
         """``g V`` for a batch ``g`` (R, D): the backward pass of ``_linear``."""
+        if self.compute != g.dtype:
+            return self._reduced(layer, g, transpose=False)
         if isinstance(layer, Tensor):
             return g @ layer
         out = torch.empty_like(g)
         for cols, block in self._blocks(layer):
             out[:, cols] = g @ block
         return out
+
+    def _reduced(self, layer: Tensor | int, x: Tensor, *, transpose: bool) -> Tensor:
+        """``x V^T`` (``transpose``) or ``x V`` with ``x`` and ``V`` in ``compute``, returned in ``x``'s dtype."""
+        xc = x.to(self.compute)
+        if isinstance(layer, Tensor):
+            return (xc @ (layer.T if transpose else layer)).to(x.dtype)
+        parts = []
+        out = torch.zeros_like(x) if transpose else None
+        for cols, block in self._blocks(layer, self.compute):
+            if out is not None:
+                out = out + (xc[:, cols] @ block.T).to(x.dtype)
+            else:
+                parts.append((xc @ block).to(x.dtype))
+        return out if out is not None else torch.cat(parts, dim=1)
 
     def forward(self, h: Tensor, *, keep: bool = False) -> tuple[Tensor, list[Tensor]]:
         """``h_L`` from ``h_1`` (R, D), and with ``keep`` the active masks of every layer (for ``backward``)."""
@@ -94,9 +146,24 @@ class DRFTail:
             g = self._linear_t(layer, g * mask)
         return g
 
-    def forward64(self, h: Tensor) -> Tensor:
-        """``h_L`` from float64 ``h_1`` (R, D), every product accumulated in float64."""
-        for layer in self.layers:
+    def forward_change(
+        self, delta: Tensor, pre0: Sequence[Tensor], *, keep: bool = False
+    ) -> tuple[Tensor, list[Tensor]]:
+        """``h_L - h_L(0)`` from ``delta = h_1 - h_1(0)`` (R, D): layer ``l`` adds ``V_l delta`` to its
+        unperturbed pre-activation ``pre0[l]``, so that rounding in the products is relative to the
+        change; with ``keep`` the active masks of every layer (for ``backward``)."""
+        masks = []
+        for layer, p0 in zip(self.layers, pre0, strict=True):
+            pre = p0 + self._linear(layer, delta)
+            if keep:
+                masks.append(pre > 0)
+            delta = torch.relu(pre) - torch.relu(p0)
+        return delta, masks
+
+    def forward64(self, h: Tensor, pres: list[Tensor] | None = None) -> Tensor:
+        """``h_L`` from float64 ``h_1`` (R, D), every product accumulated in float64 with the map's own
+        weights (``exact_layers``); ``pres`` (a list) receives every layer's pre-activation."""
+        for layer in self.exact_layers:
             out = torch.zeros((h.shape[0], self.n * self.d), dtype=torch.float64, device=h.device)
             if isinstance(layer, Tensor):
 
@@ -107,6 +174,8 @@ class DRFTail:
             else:
                 for cols, block in self._blocks(layer, torch.float64):
                     out.addmm_(h[:, cols], block.T)
+            if pres is not None:
+                pres.append(out)
             h = torch.relu(out)
         return h
 
@@ -120,9 +189,13 @@ class DRFProblem(Problem):
         self.layer = FirstLayer(B1, u1_64, with_gram=False)
         self.tail = tail
         with torch.no_grad():
-            self.base = tail.forward(torch.relu(self.layer.u)[None])[0][0]
-            self.base64 = tail.forward64(torch.relu(u1_64)[None])[0]
+            self._bases(u1_64)
         self.phi_norm = float(torch.linalg.vector_norm(self.base64))
+
+    def _bases(self, u1_64: Tensor) -> None:
+        """``phi(X)`` in the working dtype (``base``) and in float64 (``base64``)."""
+        self.base = self.tail.forward(torch.relu(self.layer.u)[None])[0][0]
+        self.base64 = self.tail.forward64(torch.relu(u1_64)[None])[0]
 
     def value(self, D: Tensor) -> Tensor:
         diff = self.tail.forward(self.layer.forward(D))[0] - self.base
@@ -149,6 +222,47 @@ class DRFProblem(Problem):
         return self.tail.streamed
 
 
+class ReducedDRFProblem(DRFProblem):
+    """``DRFProblem`` with its products in the tail's ``compute`` dtype (bfloat16) on the float32 map.
+
+    The change is propagated layer by layer from the unperturbed pre-activations (``pre0``, from the
+    float64 pass that gives ``phi(X)``): ``relu(u + B Delta) - relu(u)`` at the first layer, then
+    ``relu(pre0_l + V_l delta) - relu(pre0_l)``; rounding in a product is then relative to the
+    change, which a difference of two rounded outputs would swamp. The ascent runs in float32 (the
+    moves and activations), ``exact`` with the float32 weights in float64 like ``DRFProblem``'s."""
+
+    def _bases(self, u1_64: Tensor) -> None:
+        pres: list[Tensor] = []
+        self.base64 = self.tail.forward64(torch.relu(u1_64)[None], pres)[0]
+        work = self.layer.u.dtype
+        self.pre0 = [pre[0].to(work) for pre in pres]
+        self.B = self.layer.B.to(self.tail.compute)
+
+    def _first(self, D: Tensor) -> Tensor:
+        """First-layer pre-activations ``u + B Delta`` (R, D) for moves ``D`` in the working dtype."""
+        D = D.to(self.layer.u.dtype)
+        return self.layer.u + (D.to(self.B.dtype) @ self.B.T).to(D.dtype)
+
+    def value(self, D: Tensor) -> Tensor:
+        delta, _ = self.tail.forward_change(torch.relu(self._first(D)) - torch.relu(self.layer.u), self.pre0)
+        return (delta * delta).sum(-1)
+
+    @torch.no_grad()
+    def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        pre = self._first(D)
+        delta, masks = self.tail.forward_change(torch.relu(pre) - torch.relu(self.layer.u), self.pre0, keep=True)
+        g = (self.tail.backward(2 * delta, masks) * (pre > 0)).to(self.B.dtype)
+        return (delta * delta).sum(-1), (g @ self.B).to(pre.dtype)
+
+    def search(
+        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
+    ) -> tuple[Tensor, int]:
+        """``Problem.search`` with the moves in the weights' dtype (float32), not the products'."""
+        return super().search(
+            starts.to(self.layer.u.dtype), max_steps=max_steps, tol=tol, patience=patience, keep=keep, momentum=momentum
+        )
+
+
 def drf_tail(
     seed: int,
     n: int,
@@ -159,29 +273,30 @@ def drf_tail(
     device: torch.device,
     draw_on: str = "device",
     budget: int | None = None,
-    restarts: int = 5,
+    restarts: int = 16,
     sampler: str = "exact",
     weights: Sequence[Tensor] | None = None,
 ) -> DRFTail:
     """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
-    as ``wordsens.compute.map_costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident)."""
+    as ``wordsens.compute.map_costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident).
+
+    ``dtype`` is the working dtype: under reduced precision (``REDUCED_DTYPES``) the resident layers
+    are bfloat16 copies of the float32 weights, which remain the map (``DRFTail.exact_layers``)."""
+    wdtype = weight_dtype(dtype)
+    common: dict[str, Any] = dict(seed=seed, n=n, d=d, dtype=wdtype, device=device, draw_on=draw_on, compute=dtype)
     if weights is not None:
-        return DRFTail(
-            [V.to(device=device, dtype=dtype) for V in weights[1:]],
-            seed=seed,
-            n=n,
-            d=d,
-            dtype=dtype,
-            device=device,
-            draw_on=draw_on,
-        )
+        given: list[Tensor | int] = [V.to(device=device, dtype=wdtype) for V in weights[1:]]
+        copies: list[Tensor | int] = [V.to(dtype) for V in given if isinstance(V, Tensor)]
+        return DRFTail(given if dtype == wdtype else copies, exact_layers=given, **common)
     layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
+    resident = range(2, 2 + layout.resident)
     layers: list[Tensor | int] = [
-        maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device, draw_on=draw_on)
-        for layer in range(2, 2 + layout.resident)
+        maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device, draw_on=draw_on) for layer in resident
     ]
     layers += list(range(2 + layout.resident, L + 1))
-    return DRFTail(layers, seed=seed, n=n, d=d, dtype=dtype, device=device, draw_on=draw_on)
+    # under reduced precision the resident copies are rounded: the map's layers are regenerated from seed
+    regenerated: list[Tensor | int] | None = None if dtype == wdtype else list(range(2, L + 1))
+    return DRFTail(layers, exact_layers=regenerated, **common)
 
 
 def drf_problem(
@@ -198,21 +313,22 @@ def drf_problem(
     u_all: Tensor | None = None,
 ) -> DRFProblem:
     """The DRF problem at ``position``: the first layer reduced to its block (explicit ``weights``,
-    the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions)."""
+    the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions).
+    A reduced-precision ``dtype`` (``REDUCED_DTYPES``) gives a ``ReducedDRFProblem`` on float32 weights."""
     n, d = X64.shape
+    wdtype = weight_dtype(dtype)
+    make = DRFProblem if wdtype == dtype else ReducedDRFProblem
     if weights is not None:
         V1 = weights[0].to(device)
-        return DRFProblem(
-            V1[:, position * d : (position + 1) * d].to(dtype), matvec64(V1, X64.reshape(-1).to(device)), tail
-        )
-    B = maps.drf_block(seed, 1, position, n, d, dtype=dtype, device=device, draw_on=draw_on)
+        return make(V1[:, position * d : (position + 1) * d].to(wdtype), matvec64(V1, X64.reshape(-1).to(device)), tail)
+    B = maps.drf_block(seed, 1, position, n, d, dtype=wdtype, device=device, draw_on=draw_on)
     if sampler == "exact":
         u = exact_u(B, X64, position, seed, "drf-rest", 2)
     elif u_all is not None:
         u = u_all
     else:
         raise ValueError(f"sampler {sampler!r} needs the blockwise first-layer pre-activation u_all")
-    return DRFProblem(B, u, tail)
+    return make(B, u, tail)
 
 
 def drf_prepare(
@@ -223,7 +339,7 @@ def drf_prepare(
     n, d = X64.shape
     L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
     u_all = (
-        blockwise_u("drf", X64, seed, n * d, ctx.dtype, ctx.device, ctx.draw_on)
+        blockwise_u("drf", X64, seed, n * d, weight_dtype(ctx.dtype), ctx.device, ctx.draw_on)
         if ctx.sampler == "blockwise" and weights is None
         else None
     )

@@ -23,8 +23,10 @@ from typing import Any
 
 import torch
 
+from ..compute.map_costs import BLOCK_SCREEN_STEPS
 from ..maps import registry
 from ..maps.variants import layer_norm
+from .engine import ascend
 from .variants import MovedTokenProblem, fast_prepare, unit_rows
 
 Tensor = torch.Tensor
@@ -175,7 +177,10 @@ class BlockProblem(_HeadsProblem):
     """``block`` with row ``i`` moved: the attention output of every row from ``_HeadsProblem``'s
     closed form (row ``j != i`` changes by ``A_j Wo + sum_h w_hj (v_h' Wo_h - M_hj Wo_h)``,
     ``O(n d h)`` per restart instead of a full multi-head pass), then the residual, LayerNorm and
-    feed-forward layer on every row (they act on all the rows that attention changes)."""
+    feed-forward layer on every row (they act on all the rows that attention changes).
+
+    Its search screens many starts (``search``): the block has many local maxima, and the value a
+    restart has after a few steps says little about the one it ends at."""
 
     def __init__(
         self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
@@ -203,6 +208,26 @@ class BlockProblem(_HeadsProblem):
         Y = layer_norm(Z)
         diff = (layer_norm(Y + torch.relu(Y @ self.W1) @ self.W2) - self.base).flatten(1)
         return (diff * diff).sum(-1)
+
+    def search(
+        self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
+    ) -> tuple[Tensor, int]:
+        """Every start ascends ``BLOCK_SCREEN_STEPS`` steps side by side (``ascend`` without halving),
+        then the best ``keep`` ascend on to convergence. Measured against a 256-start ascent (20 trials
+        per size, d = 16-32, n = 8-16): ``ascend``'s halving every 10 steps drops the restart that ends
+        best (4 restarts halved to 2, the earlier default: up to 15% below; 48 cut to 8 after 10 steps:
+        up to 13%); cut to 4 after 20 steps, they end where all 48 run to convergence end."""
+        first = min(BLOCK_SCREEN_STEPS, max_steps)
+        D, taken = ascend(
+            self, starts, max_steps=first, tol=tol, patience=patience, keep=starts.shape[0], momentum=momentum
+        )
+        if D.shape[0] > keep:
+            with torch.no_grad():
+                D = D[torch.argsort(self.value(D), descending=True)[:keep]]
+        if taken >= max_steps:
+            return D, taken
+        D, more = ascend(self, D, max_steps=max_steps - taken, tol=tol, patience=patience, keep=keep, momentum=momentum)
+        return D, taken + more
 
 
 def attention_directions(
