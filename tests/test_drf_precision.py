@@ -104,3 +104,16 @@ def test_bfloat16_layout_holds_half_the_bytes():
     assert half.resident == 3 and half.streamed == 0
     assert drf_layout(20, 32, 4, restarts=16, dtype="float32", budget=bf16.bytes).streamed > 0
     assert "bfloat16" in bf16.detail
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the device machine)")
+def test_bfloat16_on_cuda_keeps_the_float32_map():
+    """On a GPU (bfloat16 tensor-core products): the same properties as on the CPU, on explicit float32
+    weights; the float64 evaluation on the GPU sums in another order than the CPU's (1e-9)."""
+    X = synthetic_sample(8, 16, seed=3)
+    weights = maps.sample_weights("drf", 3, 8, 16, L=3)
+    full = search.estimate("drf", X, seed=3, weights=weights, device="cuda")
+    reduced = search.estimate("drf", X, seed=3, weights=weights, device="cuda", dtype=torch.bfloat16)
+    assert reduced.device.startswith("cuda") and reduced.dtype == "bfloat16"
+    assert reduced.lower == pytest.approx(_relative_change(X, weights, reduced.delta), rel=1e-9)
+    assert abs(reduced.lower / full.lower - 1) <= 0.01
