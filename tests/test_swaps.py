@@ -90,6 +90,16 @@ def test_embedding_layer_gives_the_models_layer0(tiny_bert):
         EmbeddingLayer.of(torch.nn.Linear(2, 2))
 
 
+def test_word_rows_at_a_position_are_the_layers_rows():
+    layer = _layer(500, 48, seed=4)
+    ids = np.arange(3, 400, 2)
+    words = layer.words(ids)
+    for position, d in ((0, 48), (7, 16), (63, 5)):
+        assert torch.allclose(words.at(position, d), layer.rows(ids, position, d), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="positions"):
+        words.at(64, 16)
+
+
 @pytest.mark.parametrize("name", RANDOM_MAPS)
 def test_fast_scores_equal_a_naive_forward(name):
     """1,000 random words: the problem's value (float64) against one plain forward per word."""

@@ -24,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VOCABULARIES", "EmbeddingLayer", "candidate_ids", "review_tokens"]
+__all__ = ["VOCABULARIES", "EmbeddingLayer", "WordRows", "candidate_ids", "review_tokens"]
 
 # The vocabulary settings: "words" (whole-word tokens: no ``##`` continuation pieces), "tokens" (every
 # token, pieces included). Special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]) and bracketed
@@ -138,3 +138,43 @@ class EmbeddingLayer:
     def sample(self, ids: Sequence[int], d: int) -> torch.Tensor:
         """The sample (n, d) of the tokens ``ids`` at positions 0..n-1 (a review's first n tokens)."""
         return self.rows(ids, np.arange(len(ids)), d)
+
+    def words(self, ids: Sequence[int] | np.ndarray) -> WordRows:
+        """The rows of the words ``ids`` at any position (``WordRows.at``), for a vocabulary scanned at
+        many positions."""
+        return WordRows(self, ids)
+
+
+class WordRows:
+    """``EmbeddingLayer.rows`` of fixed words at one position after another: the LayerNorm's statistics
+    of ``E_word[w] + c`` (``c = E_pos[i] + E_type[0]``) from the centred word embeddings ``e_w`` computed
+    once, ``var = (|e_w|^2 + 2 e_w . c_c + |c_c|^2) / width`` (``c_c``: ``c`` centred), so that a position
+    costs one product with ``c_c`` and its first ``d`` coordinates (``tests/test_swaps.py``: equal to
+    ``rows`` to 1e-12)."""
+
+    def __init__(self, layer: EmbeddingLayer, ids: Sequence[int] | np.ndarray) -> None:
+        import torch
+
+        self.layer = layer
+        ids_t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        if ids_t.numel() and (int(ids_t.min()) < 0 or int(ids_t.max()) >= layer.word.shape[0]):
+            raise ValueError(f"token ids must be in [0, {layer.word.shape[0] - 1}] (the encoder's vocabulary)")
+        E = layer.word[ids_t]
+        self.centred = E - E.mean(dim=1, keepdim=True)
+        self.norm2 = (self.centred * self.centred).sum(dim=1)
+
+    def at(self, position: int, d: int) -> torch.Tensor:
+        """The words' rows (V, d) at ``position``: first ``d`` coordinates, norm ``sqrt(d)``, float64."""
+        import torch
+
+        from .samples import normalise
+
+        layer = self.layer
+        if not 0 <= position < layer.position.shape[0]:
+            raise ValueError(f"position {position} is beyond the encoder's {layer.position.shape[0]} positions")
+        c = layer.position[position] + layer.type0
+        cc = c - c.mean()
+        var = (self.norm2 + 2 * (self.centred @ cc) + cc @ cc) / layer.width
+        out = self.centred[:, :d] + cc[:d]  # the LayerNorm's output, in place
+        out.mul_(torch.rsqrt(var + layer.eps)[:, None]).mul_(layer.weight[:d]).add_(layer.bias[:d])
+        return normalise(out[:, None, :], 1, d)[:, 0]

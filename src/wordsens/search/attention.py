@@ -22,6 +22,7 @@ __all__ = ["AttentionProblem", "MovedRow", "raf_prepare", "relu_raf_prepare"]
 
 # The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
 _ISO_STEPS, _ISO_DECAY = 300, 20
+_EXACT_BYTES = 2**27  # float64 arrays of one batch of AttentionProblem.exact
 
 
 class MovedRow:
@@ -234,16 +235,19 @@ class AttentionProblem(Problem):
         return value + 0.25 * (g_out * g_out).sum(-1), grad
 
     def exact(self, deltas: Tensor) -> Tensor:
-        """Change norms with the plain map in float64, one moved sample at a time (each holds a few
-        (n, n) arrays: 134 MB apiece at n = 4096)."""
+        """Change norms with the plain map in float64: one moved sample alone, several in batches of
+        ``_EXACT_BYTES`` (each holds a few (n, n) arrays: 134 MB apiece at n = 4096)."""
         if self._base64 is None:
             self._base64 = maps.apply(self.map_name, self.X64, self.W64)
-        return torch.stack(
-            [
-                torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)
-                for X in self.moved_samples(deltas)
-            ]
-        )
+        if deltas.shape[0] == 1:
+            (X,) = self.moved_samples(deltas)
+            return torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)[None]
+        step = max(1, _EXACT_BYTES // (8 * self.n * (3 * self.n + 2 * self.d)))
+        out = []
+        for start in range(0, deltas.shape[0], step):
+            moved = maps.apply(self.map_name, self.moved_samples(deltas[start : start + step]), self.W64)
+            out.append(torch.linalg.vector_norm((moved - self._base64).flatten(1), dim=-1))
+        return torch.cat(out)
 
     def select(self, deltas: Tensor) -> tuple[int, float]:
         """The best of ``deltas`` by the fast value (float64 here, the same algebra as the map), and
