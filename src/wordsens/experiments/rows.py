@@ -24,7 +24,7 @@ from .. import generalisation as G
 from ..compute.devices import job_peak_bytes, job_processes, peak_rss_bytes, workflow_device
 from ..data.samples import draw_sample
 from ..maps import registry
-from ..search import estimate
+from ..search import WSResult, estimate
 from ..seeds import canonical_json, derive_seed
 
 __all__ = ["config_hash", "gen_rows", "provenance", "token_kinds", "ws_rows"]
@@ -109,7 +109,9 @@ def ws_rows(
     columns = registry.swept_options()
     # the seed key of the swept values: None without any, the value itself with one (as the depth always was)
     sweep_key = None if not swept else next(iter(swept.values())) if len(swept) == 1 else tuple(swept.values())
-    prov = provenance("ws")
+    head = {"experiment": "ws", "map": map_name, "data": data_label, "d": d, "n": n}
+    head |= {key: swept.get(key) for key in columns}
+    tail = {"threads": threads, "config_hash": chash, **provenance("ws")}
     device = workflow_device(settings.get("device", "auto"))
     rows = []
     for trial in trials:
@@ -138,57 +140,70 @@ def ws_rows(
             options={**(settings.get("options") or {}), **swept},
             **search,
         )
-        row = {
-            "experiment": "ws",
-            "map": map_name,
-            "data": data_label,
-            "d": d,
-            "n": n,
-            **{key: swept.get(key) for key in columns},
-            "trial": trial,
-            "seed": weight_seed,
-            "review_id": info["review_id"],
-            "label": info["label"],
-            "review_tokens": info["length"],
-            "position": res.position,
-            "lower": res.lower,
-            "upper": res.upper,
-            "phi_norm": res.phi_norm,
-            "delta_norm": res.delta_norm,
-            "steps": res.steps,
-            "search_seconds": res.seconds,
-            "wall_seconds": time.perf_counter() - started,
-            "peak_memory_mb": peak_rss_bytes() / 1024**2,
-            "job_peak_memory_mb": _mb(job_peak_bytes()),
-            "method": res.method,
-            "sampler": res.sampler,
-            "weights_drawn_on": res.weights_drawn_on,
-            "streamed_layers": res.streamed_layers,
-            "options": canonical_json(res.options),
-            "device": res.device,
-            "dtype": res.dtype,
-            "threads": threads,
-            "config_hash": chash,
-            **prov,
-        }
-        if settings.get("profile") and res.profile is not None:
-            kinds = token_kinds(n, None if info["review_id"] == -1 else int(info["length"]))  # type: ignore[call-overload]
-            rows += [
-                {
-                    **row,
-                    "position": i,
-                    "lower": value,
-                    "upper": None,
-                    "token": kind,
-                    "sup_position": res.position,
-                    "sup_lower": res.lower,
-                }
-                for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))
-            ]
-        else:
-            rows.append(row)
+        row = _ws_row(res, info, trial=trial, seed=weight_seed, started=started, head=head, tail=tail)
+        profile = res.profile if settings.get("profile") else None
+        rows += [row] if profile is None else _profile_rows(row, profile, info, n)
     for pid, name, hwm in job_processes():
         print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
+    return _ws_frame(rows, columns)
+
+
+def _ws_row(
+    res: WSResult, info: dict[str, Any], *, trial: int, seed: int, started: float, head: dict, tail: dict
+) -> dict[str, Any]:
+    """One trial's row: ``head`` (what the job is: experiment, map, data, d, n, the swept options),
+    the trial's sample and search result (``res``), its wall time since
+    ``started`` and memory, then ``tail`` (threads, config hash, provenance); the columns in this order."""
+    return {
+        **head,
+        "trial": trial,
+        "seed": seed,
+        "review_id": info["review_id"],
+        "label": info["label"],
+        "review_tokens": info["length"],
+        "position": res.position,
+        "lower": res.lower,
+        "upper": res.upper,
+        "phi_norm": res.phi_norm,
+        "delta_norm": res.delta_norm,
+        "steps": res.steps,
+        "search_seconds": res.seconds,
+        "wall_seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_rss_bytes() / 1024**2,
+        "job_peak_memory_mb": _mb(job_peak_bytes()),
+        "method": res.method,
+        "sampler": res.sampler,
+        "weights_drawn_on": res.weights_drawn_on,
+        "streamed_layers": res.streamed_layers,
+        "options": canonical_json(res.options),
+        "device": res.device,
+        "dtype": res.dtype,
+        **tail,
+    }
+
+
+def _profile_rows(row: dict[str, Any], profile: list[float], info: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A profiled trial's rows (``settings["profile"]``): one per position, ``lower`` the estimate at
+    that position (``profile``), ``token`` what the row holds, ``sup_position``/``sup_lower`` the
+    trial's sup (the ``position`` and ``lower`` of its ``row``)."""
+    kinds = token_kinds(n, None if info["review_id"] == -1 else int(info["length"]))
+    return [
+        {
+            **row,
+            "position": i,
+            "lower": value,
+            "upper": None,
+            "token": kind,
+            "sup_position": row["position"],
+            "sup_lower": row["lower"],
+        }
+        for i, (value, kind) in enumerate(zip(profile, kinds, strict=True))
+    ]
+
+
+def _ws_frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """The job's table: nullable integers for the swept options and the streamed layers (empty where
+    a map has none), floats for the columns a row may leave empty."""
     frame = pd.DataFrame(rows)
     for column in columns:
         frame[column] = frame[column].astype("Int64")
@@ -235,7 +250,8 @@ def gen_rows(
             "searches": searches,
         }
     )
-    prov = provenance("gen")
+    head = {"experiment": "gen", "figure": figure, "map": map_name, "data": data_label, "d": d, "n": n, "N": N}
+    tail = {"threads": threads, "config_hash": chash, **provenance("gen")}
     device = workflow_device(settings.get("device", "cpu"))
     rows = []
     for sim in simulations:
@@ -258,31 +274,30 @@ def gen_rows(
             options=settings.get("options"),
         )
         for res in G.search_many(setup, [(t, loss, p) for t, loss, p in searches], seed=sim_seed, **search_opts):
-            rows.append(
-                {
-                    "experiment": "gen",
-                    "figure": figure,
-                    "map": map_name,
-                    "data": data_label,
-                    "d": d,
-                    "n": n,
-                    "N": N,
-                    "simulation": sim,
-                    "seed": sim_seed,
-                    "review_id": info["review_id"],
-                    "position": setup.position,
-                    **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
-                    "prepare_seconds": setup.seconds,
-                    "sampler": setup.sampler,
-                    "options": canonical_json(setup.options),
-                    "device": setup.device,
-                    "peak_memory_mb": peak_rss_bytes() / 1024**2,
-                    "job_peak_memory_mb": _mb(job_peak_bytes()),
-                    "threads": threads,
-                    "config_hash": chash,
-                    **prov,
-                }
-            )
+            rows.append(_gen_row(res, setup, head=head, simulation=sim, seed=sim_seed, info=info, tail=tail))
     frame = pd.DataFrame(rows)
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
     return frame
+
+
+def _gen_row(
+    res: G.GenResult, setup: G.Setup, *, head: dict, simulation: int, seed: int, info: dict[str, Any], tail: dict
+) -> dict[str, Any]:
+    """One search's row: ``head`` (what the job is: experiment, figure, map, data, d, n, N), the
+    simulation, its search result and setup, the memory, then ``tail`` (threads, config hash,
+    provenance); the columns in this order."""
+    return {
+        **head,
+        "simulation": simulation,
+        "seed": seed,
+        "review_id": info["review_id"],
+        "position": setup.position,
+        **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
+        "prepare_seconds": setup.seconds,
+        "sampler": setup.sampler,
+        "options": canonical_json(setup.options),
+        "device": setup.device,
+        "peak_memory_mb": peak_rss_bytes() / 1024**2,
+        "job_peak_memory_mb": _mb(job_peak_bytes()),
+        **tail,
+    }

@@ -166,10 +166,7 @@ def prepare(
     where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
     """
     spec = registry.get(map_name)
-    given = dict(options or {})
-    if k is not None and "k" in spec.options:
-        given.setdefault("k", k)
-    values = spec.option_values(given)
+    values = _option_values(map_name, options, k)
     N, n, d = check_task(X_train, y_train, X, y)
     if not 0 <= position < n:
         raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
@@ -195,12 +192,7 @@ def prepare(
         dtype=dtype,
     )
     phi, pphi = parts.phi, parts.pphi
-    phi2 = float(phi @ phi)
-    if phi2 == 0:
-        raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
-    pphi2 = float(pphi @ pphi)
-    if pphi2 <= 1e-24 * phi2:
-        raise ValueError(_in_span_message(X_train, X, phi.numel()))
+    phi2, pphi2 = _learnable_norms(phi, pphi, X_train, X)
     return Setup(
         map_name=map_name,
         n=n,
@@ -221,6 +213,28 @@ def prepare(
         options=values,
         device=str(dev),
     )
+
+
+def _option_values(map_name: str, options: dict[str, Any] | None, k: int | None) -> dict[str, Any]:
+    """The map's option values (defaults filled in), ``k`` an alias of the option ``k`` where the map
+    has one (an explicit ``options["k"]`` wins)."""
+    spec = registry.get(map_name)
+    given = dict(options or {})
+    if k is not None and "k" in spec.options:
+        given.setdefault("k", k)
+    return spec.option_values(given)
+
+
+def _learnable_norms(phi: Tensor, pphi: Tensor, X_train: Tensor, X: Tensor) -> tuple[float, float]:
+    """``(||phi||^2, ||P phi||^2)`` of the new sample, refused where it cannot be learned: no features
+    (``phi = 0``) or features in the span of the training features (``P phi`` ~ 0: the reason why)."""
+    phi2 = float(phi @ phi)
+    if phi2 == 0:
+        raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
+    pphi2 = float(pphi @ pphi)
+    if pphi2 <= 1e-24 * phi2:
+        raise ValueError(_in_span_message(X_train, X, phi.numel()))
+    return phi2, pphi2
 
 
 def _in_span_message(X_train: Tensor, X: Tensor, features: int) -> str:

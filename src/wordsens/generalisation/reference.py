@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -71,7 +73,7 @@ def gen_search(
     the explicit projector is not accurate enough for the row to serve as ground truth."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
-    N, n, d = check_task(X_train, y_train, X, y)
+    _, n, d = check_task(X_train, y_train, X, y)
     started = time.perf_counter()
     Xt = X_train.to(torch.float64)
     X64 = X.to(torch.float64)
@@ -80,44 +82,21 @@ def gen_search(
     if weights is None:
         weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, **spec.option_values(options))
     weights = cast_weights(weights, torch.float64, torch.device("cpu"))
-    Phi = maps.apply(map_name, Xt, weights).reshape(N, -1)
-    pinv = torch.linalg.pinv(Phi)
-    theta = pinv @ Y
-    P = torch.eye(Phi.shape[1], dtype=torch.float64) - pinv @ Phi
-    phi = maps.apply(map_name, X64, weights).reshape(-1)
-    t0 = float(phi @ theta)
-    pphi = P @ phi
+    sim = _simulation(map_name, Xt, X64, Y, weights)
     lr, steps = spec.gen_reference[0], spec.gen_reference_steps(n)
     onehot = torch.zeros((n, 1), dtype=torch.float64)
     onehot[position] = 1.0
-    delta = torch.zeros(d, dtype=torch.float64)
 
     def objective(delta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        phi_p = maps.apply(map_name, X64 + onehot * delta, weights).reshape(-1)
-        D0 = phi_p @ theta
-        if training == "fine_tune":
-            D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)
-            ratio = (phi_p @ phi) / (phi @ phi)
-        else:
-            D1 = D0 + (phi_p @ pphi) * (y - t0) / (pphi @ pphi)
-            ratio = (phi_p @ pphi) / (pphi @ pphi)
-        err = (D1 + y) ** 2
-        value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
-        return value, D0, D1, ratio
+        return _objective(sim, X64 + onehot * delta, y=y, training=training, loss=loss, penalty=penalty)
 
-    for _ in range(steps):
-        delta.requires_grad_(True)
-        value, _, _, _ = objective(delta)
-        (grad,) = torch.autograd.grad(value, delta)
-        with torch.no_grad():
-            delta = project(delta.detach()[None] - lr * grad[None], math.sqrt(d))[0]
+    delta = _descend(objective, d, lr, steps)
     with torch.no_grad():
         _, D0, D1, ratio = objective(delta)
+    phi, pphi, t0 = sim.phi, sim.pphi, sim.t0
     v = phi if training == "fine_tune" else pphi
     t1 = t0 + float(phi @ v) * (y - t0) / float(v @ v)  # phi(X)^T theta_{f|r}
-    sv = torch.linalg.svdvals(Phi)  # the Gram matrix K = Phi Phi^T has eigenvalues sv^2 (and N - p zeros if N > p)
-    singular = float(sv[-1]) == 0 or Phi.shape[0] > Phi.shape[1]
-    residual = float((Phi @ theta - Y).abs().max())
+    gram_cond, gram_rank, residual = _gram_summary(sim.Phi, sim.theta, Y)
     return GenResult(
         map=map_name,
         training=training,
@@ -133,8 +112,8 @@ def gen_search(
         gamma_min=max(abs(t0), abs(float(D0))),
         alignment=float(ratio),
         d0_shift=abs(float(D0) - t0),
-        gram_cond=math.inf if singular else float((sv[0] / sv[-1]) ** 2),
-        gram_rank=int(torch.linalg.matrix_rank(Phi)),
+        gram_cond=gram_cond,
+        gram_rank=gram_rank,
         train_residual=residual,
         interpolates=residual <= INTERPOLATION_TOL,
         delta_norm=float(torch.linalg.vector_norm(delta)),
@@ -143,3 +122,71 @@ def gen_search(
         delta=delta,
         pphi_ratio=float(torch.linalg.vector_norm(pphi) / torch.linalg.vector_norm(phi)),
     )
+
+
+@dataclass(frozen=True)
+class _Simulation:
+    """A simulation as the authors' scripts set it up (float64, on the CPU): the map and its dense
+    ``weights``, the training features ``Phi``, ``theta* = pinv(Phi) Y``, the new sample's features
+    ``phi``, ``P phi`` with the projector ``P = I - pinv(Phi) Phi`` formed explicitly, and
+    ``t0 = phi . theta*``."""
+
+    map_name: str
+    weights: Any
+    Phi: Tensor
+    theta: Tensor
+    phi: Tensor
+    pphi: Tensor
+    t0: float
+
+
+def _simulation(map_name: str, Xt: Tensor, X: Tensor, Y: Tensor, weights: Any) -> _Simulation:
+    """The first stage of the training set ``Xt`` (labels ``Y``) and the new sample ``X``, all float64."""
+    Phi = maps.apply(map_name, Xt, weights).reshape(Xt.shape[0], -1)
+    pinv = torch.linalg.pinv(Phi)
+    theta = pinv @ Y
+    P = torch.eye(Phi.shape[1], dtype=torch.float64) - pinv @ Phi
+    phi = maps.apply(map_name, X, weights).reshape(-1)
+    t0 = float(phi @ theta)
+    return _Simulation(map_name, weights, Phi, theta, phi, P @ phi, t0)
+
+
+def _objective(
+    sim: _Simulation, X_moved: Tensor, *, y: float, training: str, loss: str, penalty: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(loss value, D0, D1, alignment ratio)`` of the moved sample ``X_moved``, the full map recomputed."""
+    phi, pphi, t0 = sim.phi, sim.pphi, sim.t0
+    phi_p = maps.apply(sim.map_name, X_moved, sim.weights).reshape(-1)
+    D0 = phi_p @ sim.theta
+    if training == "fine_tune":
+        D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)
+        ratio = (phi_p @ phi) / (phi @ phi)
+    else:
+        D1 = D0 + (phi_p @ pphi) * (y - t0) / (pphi @ pphi)
+        ratio = (phi_p @ pphi) / (pphi @ pphi)
+    err = (D1 + y) ** 2
+    value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
+    return value, D0, D1, ratio
+
+
+def _descend(objective: Callable[[Tensor], tuple[Tensor, ...]], d: int, lr: float, steps: int) -> Tensor:
+    """``steps`` plain gradient steps of size ``lr`` on the objective's value from ``Delta = 0``, each
+    projected on the ball of radius ``sqrt(d)``."""
+    delta = torch.zeros(d, dtype=torch.float64)
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        value = objective(delta)[0]
+        (grad,) = torch.autograd.grad(value, delta)
+        with torch.no_grad():
+            delta = project(delta.detach()[None] - lr * grad[None], math.sqrt(d))[0]
+    return delta
+
+
+def _gram_summary(Phi: Tensor, theta: Tensor, Y: Tensor) -> tuple[float, int, float]:
+    """The first stage's ``(cond(K), rank, largest training residual)``, ``K = Phi Phi^T``; cond inf
+    where K is singular."""
+    sv = torch.linalg.svdvals(Phi)  # the Gram matrix K = Phi Phi^T has eigenvalues sv^2 (and N - p zeros if N > p)
+    singular = float(sv[-1]) == 0 or Phi.shape[0] > Phi.shape[1]
+    residual = float((Phi @ theta - Y).abs().max())
+    cond = math.inf if singular else float((sv[0] / sv[-1]) ** 2)
+    return cond, int(torch.linalg.matrix_rank(Phi)), residual

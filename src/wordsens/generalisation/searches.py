@@ -149,51 +149,14 @@ def search_many(
         for pr in problems
     ]
     radius = math.sqrt(setup.d)
-
-    def losses(f: Tensor, group: Tensor) -> Tensor:  # minus each row's own loss
-        out = torch.zeros_like(f[..., 0])
-        for g, pr in enumerate(problems):
-            out = torch.where(group == g, -setup.loss(f, pr.training, pr.loss, pr.penalty), out)
-        return out
-
-    def outer(f: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:  # values and d value / d f
-        g = torch.zeros_like(f)
-        for k, pr in enumerate(problems):
-            g = torch.where((group == k)[:, None], -setup.loss_grad(f, pr.training, pr.loss, pr.penalty), g)
-        return losses(f, group), g
-
-    def value_and_grad(D: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
-        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
-            return setup.functionals.value_and_grad(D, lambda f: outer(f, group))
-        D = D.detach().requires_grad_(True)
-        with torch.enable_grad():
-            val = losses(setup.functionals(D), group)
-            (grad,) = torch.autograd.grad(val.sum(), D)
-        return val.detach(), grad
-
-    def vjp(D: Tensor, G: Tensor) -> tuple[Tensor, Tensor]:  # f(D) and sum_k G_k grad f_k
-        if hasattr(setup.functionals, "value_and_grad"):  # written out (attention maps)
-            seen: list[Tensor] = []
-
-            def outer(f: Tensor) -> tuple[Tensor, Tensor]:
-                seen.append(f)
-                return f[:, 0], G
-
-            grad = setup.functionals.value_and_grad(D, outer)[1]
-            return seen[0], grad
-        D = D.detach().requires_grad_(True)
-        with torch.enable_grad():
-            f = setup.functionals(D)
-            (grad,) = torch.autograd.grad((f * G).sum(), D)
-        return f.detach(), grad
-
+    objective = _Objective(setup, problems)
     dtype = setup.functionals.dtype
     lsq = [g for g, pr in enumerate(problems) if pr.loss == "penalised" and setup.least_squares]
     asc = [g for g, pr in enumerate(problems) if g not in lsq]
     found: list[tuple[Tensor, int]] = [(torch.empty(0), 0)] * len(problems)
     if asc:
         climbed = ascend_groups(
-            lambda D, group: value_and_grad(D, torch.tensor(asc, device=group.device)[group]),
+            lambda D, group: objective.value_and_grad(D, torch.tensor(asc, device=group.device)[group]),
             [starts[g].to(dtype) for g in asc],
             radius,
             max_steps=max_steps,
@@ -207,7 +170,7 @@ def search_many(
     if lsq:
         forms = [setup.residuals(problems[g].training, problems[g].loss, problems[g].penalty) for g in lsq]
         descended = least_squares_groups(
-            vjp,
+            objective.vjp,
             [L for L, _ in forms],
             [b for _, b in forms],
             [starts[g].to(dtype) for g in lsq],
@@ -219,11 +182,75 @@ def search_many(
         )
         for g, res in zip(lsq, descended, strict=True):
             found[g] = res
+    return _best_results(objective, found, radius, started)
+
+
+class _Objective:
+    """The searches of one simulation as one batched objective: each row of a batch (of functional
+    values ``f`` or perturbations ``D``) is scored by the loss of its own search (``group``: the
+    index of its search in ``problems``)."""
+
+    def __init__(self, setup: Setup, problems: list[_Search]) -> None:
+        self.setup = setup
+        self.problems = problems
+
+    def losses(self, f: Tensor, group: Tensor) -> Tensor:
+        """Minus each row's own loss (the ascent maximises)."""
+        out = torch.zeros_like(f[..., 0])
+        for g, pr in enumerate(self.problems):
+            out = torch.where(group == g, -self.setup.loss(f, pr.training, pr.loss, pr.penalty), out)
+        return out
+
+    def outer(self, f: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
+        """``losses`` and its derivative with respect to ``f``."""
+        g = torch.zeros_like(f)
+        for k, pr in enumerate(self.problems):
+            g = torch.where((group == k)[:, None], -self.setup.loss_grad(f, pr.training, pr.loss, pr.penalty), g)
+        return self.losses(f, group), g
+
+    def value_and_grad(self, D: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
+        """``losses`` at the perturbations ``D`` and its gradient in ``D``: through the functionals'
+        written-out chain rule where they have one (attention maps), else by autograd."""
+        functionals = self.setup.functionals
+        if hasattr(functionals, "value_and_grad"):  # written out (attention maps)
+            return functionals.value_and_grad(D, lambda f: self.outer(f, group))
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = self.losses(functionals(D), group)
+            (grad,) = torch.autograd.grad(val.sum(), D)
+        return val.detach(), grad
+
+    def vjp(self, D: Tensor, G: Tensor) -> tuple[Tensor, Tensor]:
+        """The functionals ``f(D)`` and ``sum_k G_k grad f_k`` (the Levenberg-Marquardt steps' products)."""
+        functionals = self.setup.functionals
+        if hasattr(functionals, "value_and_grad"):  # written out (attention maps)
+            seen: list[Tensor] = []
+
+            def outer(f: Tensor) -> tuple[Tensor, Tensor]:
+                seen.append(f)
+                return f[:, 0], G
+
+            grad = functionals.value_and_grad(D, outer)[1]
+            return seen[0], grad
+        D = D.detach().requires_grad_(True)
+        with torch.enable_grad():
+            f = functionals(D)
+            (grad,) = torch.autograd.grad((f * G).sum(), D)
+        return f.detach(), grad
+
+
+def _best_results(
+    objective: _Objective, found: list[tuple[Tensor, int]], radius: float, started: float
+) -> list[GenResult]:
+    """Each search's result: the points ``found`` (and its step count) re-evaluated together in
+    float64 (``functionals.exact``; ``feasible``: within the ball of ``radius``), its best one kept;
+    each result's ``seconds`` is an equal share of the time since ``started``."""
+    setup, problems = objective.setup, objective.problems
     deltas = [torch.stack([feasible(D, radius) for D in rows]) for rows, _ in found]
     group = torch.cat([torch.full((x.shape[0],), g, dtype=torch.int64) for g, x in enumerate(deltas)])
     with torch.no_grad():
         F = setup.functionals.exact(torch.cat(deltas))  # (rows, 3), float64
-    values = losses(F, group.to(F.device))
+    values = objective.losses(F, group.to(F.device))
     seconds = (time.perf_counter() - started) / len(problems)
     out = []
     for g, pr in enumerate(problems):

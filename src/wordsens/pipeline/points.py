@@ -59,87 +59,81 @@ def _sweeps(map_name: str, grid: Mapping[str, Any]) -> list[dict]:
 def ws_points(config: dict) -> list[Point]:
     """Every WS grid point: the paper's (``ws.maps``) and those of the studies (``variants``,
     ``long_context``, ``positions``)."""
-    ws = config["ws"]
-    points: list[Point] = []
-    for map_name, grid in ws["maps"].items():
-        if not grid:
-            continue
-        for d in grid["d"]:
-            for n in grid["n"]:
-                for swept in _sweeps(map_name, grid):
-                    points.append(
-                        Point(
-                            "ws",
-                            map_name,
-                            ws["data"],
-                            d,
-                            n,
-                            swept,
-                            dict(grid.get("options") or {}),
-                            ws["position"],
-                            ws["trials"],
-                            ws["trials_per_job"],
-                        )
-                    )
-    section = config.get("variants")
-    if section:
-        for map_name in variant_maps(section):
-            opts, swept = _options(map_name, section["options"].get(map_name))
-            for n in capped_ns(section["n"], map_name, section["max_n"]):
-                points.append(
-                    Point(
-                        "variants",
-                        map_name,
-                        section["data"],
-                        section["d"],
-                        n,
-                        swept,
-                        opts,
-                        section["position"],
-                        section["trials"],
-                        section["trials_per_job"],
-                    )
-                )
-    section = config.get("long_context")
-    if section:
-        for data in section["data"]:
-            for map_name in section["maps"]:
-                opts, swept = _options(map_name, section["options"].get(map_name))
-                for n in long_context_ns(section, map_name, data):
-                    points.append(
-                        Point(
-                            f"long_{data}",
-                            map_name,
-                            data,
-                            section["d"],
-                            n,
-                            swept,
-                            opts,
-                            section["position"],
-                            section["trials"],
-                            section["trials_per_job"],
-                        )
-                    )
-    section = config.get("positions")
-    if section:
+    points = _paper_points(config["ws"])
+    if section := config.get("variants"):
+        points += _variants_points(section)
+    if section := config.get("long_context"):
+        points += _long_context_points(section)
+    if section := config.get("positions"):
+        points += _positions_points(section)
+    return points
+
+
+def _point(
+    section: Mapping[str, Any], study: str, map_name: str, data: str, d: int, n: int, swept: dict, opts: dict
+) -> Point:
+    """A point with its section's search position and trials (``position``, ``trials``,
+    ``trials_per_job``)."""
+    return Point(
+        study, map_name, data, d, n, swept, opts, section["position"], section["trials"], section["trials_per_job"]
+    )
+
+
+def _paper_points(ws: dict) -> list[Point]:
+    """The paper's grids (``ws.maps``): every d, n and combination of the swept options of each map."""
+    return [
+        _point(ws, "ws", map_name, ws["data"], d, n, swept, dict(grid.get("options") or {}))
+        for map_name, grid in ws["maps"].items()
+        if grid
+        for d in grid["d"]
+        for n in grid["n"]
+        for swept in _sweeps(map_name, grid)
+    ]
+
+
+def _variants_points(section: dict) -> list[Point]:
+    """Every map of the variants study at the section's d, over its n up to the map's ``max_n``."""
+    points = []
+    for map_name in variant_maps(section):
+        opts, swept = _options(map_name, section["options"].get(map_name))
+        for n in capped_ns(section["n"], map_name, section["max_n"]):
+            points.append(_point(section, "variants", map_name, section["data"], section["d"], n, swept, opts))
+    return points
+
+
+def _long_context_points(section: dict) -> list[Point]:
+    """The long-context curves: a study per data source (``long_synthetic``, ``long_imdb``), each map
+    over its context lengths (``long_context_ns``)."""
+    points = []
+    for data in section["data"]:
         for map_name in section["maps"]:
             opts, swept = _options(map_name, section["options"].get(map_name))
-            # every position searched, on the same reviews for every map
-            points.append(
-                Point(
-                    "positions",
-                    map_name,
-                    "imdb",
-                    section["d"],
-                    section["n"],
-                    swept,
-                    opts,
-                    "all",
-                    section["reviews"],
-                    section["reviews"],
-                    {"profile": True, "shared_samples": True},
-                )
+            for n in long_context_ns(section, map_name, data):
+                points.append(_point(section, f"long_{data}", map_name, data, section["d"], n, swept, opts))
+    return points
+
+
+def _positions_points(section: dict) -> list[Point]:
+    """The per-position profiles: every position searched (a profile per review, ``reviews`` of them
+    in one job), on the same reviews for every map."""
+    points = []
+    for map_name in section["maps"]:
+        opts, swept = _options(map_name, section["options"].get(map_name))
+        points.append(
+            Point(
+                "positions",
+                map_name,
+                "imdb",
+                section["d"],
+                section["n"],
+                swept,
+                opts,
+                "all",
+                section["reviews"],
+                section["reviews"],
+                {"profile": True, "shared_samples": True},
             )
+        )
     return points
 
 

@@ -105,63 +105,103 @@ def _group(job: Job) -> str:
     return job.figure if isinstance(job, GenJob) else job.study  # type: ignore[attr-defined]
 
 
+class _Tasks:
+    """The run's tasks in the order they are added (``simulate`` breaks ties by that order), each
+    step's seconds from its family's calibrated time (``Calibration.seconds``)."""
+
+    def __init__(self, calibration: Calibration) -> None:
+        self.calibration = calibration
+        self.tasks: list[Task] = []
+
+    def add(self, name: str, group: str, family: str, after: Sequence[str] = (), extra: float = 0.0, **kw: int) -> str:
+        """Add a step of ``family`` (plus ``extra`` seconds: a download) after the named tasks (empty
+        names: steps this run has not); returns its name, for the tasks that wait for it."""
+        seconds = self.calibration.seconds(family) + extra
+        self.tasks.append(Task(name, group, seconds, after=tuple(a for a in after if a), **kw))
+        return name
+
+
 def run_tasks(config: dict, grid: Grid) -> list[Task]:
     """Every task of the run of ``config`` (the jobs of ``grid`` that fit, and the steps around them),
     with calibrated seconds (``grid.calibration``)."""
-    cal = grid.calibration
-    tasks: list[Task] = []
-
-    def add(name: str, group: str, family: str, after: Sequence[str] = (), extra: float = 0.0, **kw: int) -> str:
-        tasks.append(Task(name, group, cal.seconds(family) + extra, after=tuple(a for a in after if a), **kw))
-        return name
-
-    model = config["model"]["name"]
-    hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
-    stores = {job.store for job in grid.fit}
+    run = _Tasks(grid.calibration)
+    trained = any(isinstance(job, TrainedJob) for job in grid.fit)
+    model_task, trained_task = _model_tasks(run, config, trained)
     probes = config["probes"]
     pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
-    trained = any(isinstance(job, TrainedJob) for job in grid.fit)
+    pool, stores = "", {job.store for job in grid.fit}
+    embeds = {"main": "", "long": ""}
+    if "main" in stores or "long" in stores or pool_for_probes or trained:
+        pool, embeds = _data_tasks(run, config, grid, model_task, stores)
+    chunks = _job_tasks(run, config, grid, embeds, (pool, trained_task))
+    _figure_tasks(run, grid, chunks, trained)
+    _probe_tasks(run, config, grid, model_task, pool if pool_for_probes else "")
+    return run.tasks
+
+
+def _model_tasks(run: _Tasks, config: dict, trained: bool) -> tuple[str, str]:
+    """The encoder's task (``model.name``: the demo model built, a packaged one unpacked; empty for a
+    local folder or a Hub model, which the pool's task downloads) and that of the trained study's
+    encoder where it is another one (built, unpacked or downloaded first)."""
+    model = config["model"]["name"]
     model_task = ""
     if model == DEMO_MODEL:
-        model_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+        model_task = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
     elif model in PACKAGED_MODELS:
-        model_task = add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
+        model_task = run.add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
     # the trained study's encoder, where it is not model.name: unpacked, built or downloaded first
     trained_task = model_task
     measured = trained_model(config) if trained else model
     if measured == DEMO_MODEL and measured != model:
-        trained_task = add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+        trained_task = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
     elif measured in PACKAGED_MODELS and measured != model:
-        trained_task = add(f"packaged_model {measured}", "data", "packaged_model", priority=DATA_PRIORITY)
+        trained_task = run.add(f"packaged_model {measured}", "data", "packaged_model", priority=DATA_PRIORITY)
     elif measured != model and not Path(measured).expanduser().exists():  # a Hub name: its download
-        trained_task = add(f"download {measured}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
-    pool = embed = embed_long = ""
-    if "main" in stores or "long" in stores or pool_for_probes or trained:
-        corpus = (
-            add("demo_corpus", "data", "demo_corpus", priority=DATA_PRIORITY)
-            if config["data"]["source"] == "demo"
-            else ""
+        trained_task = run.add(f"download {measured}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
+    return model_task, trained_task
+
+
+def _data_tasks(
+    run: _Tasks, config: dict, grid: Grid, model_task: str, stores: set[str | None]
+) -> tuple[str, dict[str, str]]:
+    """The data steps: the corpus (demo) or the reviews' download (Hub), the pool (with the encoder's
+    download for a Hub model) and the embedding stores the jobs read. Returns the pool's task and the
+    embedding task of each store (``main``, ``long``; empty where no job reads it)."""
+    model = config["model"]["name"]
+    hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
+    source = config["data"]["source"]
+    corpus = run.add("demo_corpus", "data", "demo_corpus", priority=DATA_PRIORITY) if source == "demo" else ""
+    hub = DOWNLOAD_SECONDS["reviews"] if source == "hub" else 0.0
+    reviews = run.add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
+    download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
+    step = embed_step(config, grid.limits)
+    pool = run.add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
+    embeds = {"main": "", "long": ""}
+    if "main" in stores:
+        embeds["main"] = run.add(
+            "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=step.gpu_mem_mb
         )
-        hub = DOWNLOAD_SECONDS["reviews"] if config["data"]["source"] == "hub" else 0.0
-        reviews = add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
-        download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
-        step = embed_step(config, grid.limits)
-        pool = add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
-        if "main" in stores:
-            embed = add(
-                "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=step.gpu_mem_mb
-            )
-        if "long" in stores:
-            pool_long = add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
-            on_gpu = embed_step(config, grid.limits, long=True).gpu_mem_mb
-            embed_long = add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
+    if "long" in stores:
+        pool_long = run.add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
+        on_gpu = embed_step(config, grid.limits, long=True).gpu_mem_mb
+        embeds["long"] = run.add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
+    return pool, embeds
+
+
+def _job_tasks(
+    run: _Tasks, config: dict, grid: Grid, embeds: dict[str, str], trained_needs: tuple[str, str]
+) -> dict[str, list[str]]:
+    """The jobs that fit, each after the embedding store it reads (the trained study: after the pool
+    and its encoder, ``trained_needs``), with its estimated seconds. Returns the keys of the jobs of
+    each table (``ws_table MAP``, ``study_table STUDY``, ``gen_table FIGURE DATA``, ``trained_table``),
+    in the order the jobs come."""
     chunks: dict[str, list[str]] = {}
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
-        store = {"main": embed, "long": embed_long}.get(job.store or "", "")
+        store = embeds.get(job.store or "", "")
         # the trained study reads the pool and its encoder itself
-        needs = (pool, trained_task) if isinstance(job, TrainedJob) else (store,)
-        tasks.append(
+        needs = trained_needs if isinstance(job, TrainedJob) else (store,)
+        run.tasks.append(
             Task(
                 job.key,
                 _group(job),
@@ -179,10 +219,16 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
             assert isinstance(job, GenJob)
             table = f"gen_table {job.figure} {job.data}"
         chunks.setdefault(table, []).append(job.key)
+    return chunks
+
+
+def _figure_tasks(run: _Tasks, grid: Grid, chunks: dict[str, list[str]], trained: bool) -> None:
+    """The tables (each after its jobs), the figures (each after its tables) and the claims (after
+    the tables they check)."""
     for table, keys in chunks.items():
-        add(table, "figures", table.split()[0], keys)
+        run.add(table, "figures", table.split()[0], keys)
     for stem in grid.ws_figures():
-        add(
+        run.add(
             f"ws_figure {stem}",
             "figures",
             "ws_figure",
@@ -190,38 +236,43 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
         )
     for figure, data in grid.gen_tables():
         stem = next(s for s, f in GEN_FIGURES.items() if f == figure)
-        add(f"gen_figure {stem} {data}", "figures", "gen_figure", [f"gen_table {figure} {data}"])
+        run.add(f"gen_figure {stem} {data}", "figures", "gen_figure", [f"gen_table {figure} {data}"])
     studies = grid.studies()
     for study, rule in (("variants", "variants_figure"), ("positions", "positions_figure")):
         if study in studies:
-            add(rule, "figures", rule, [f"study_table {study}"])
+            run.add(rule, "figures", rule, [f"study_table {study}"])
     if any(s.startswith("long_") for s in studies):
-        add(
+        run.add(
             "long_context_figure",
             "figures",
             "long_context_figure",
             [f"study_table {s}" for s in studies if s.startswith("long_")],
         )
     if trained:
-        add("trained_figure", "figures", "trained_figure", ["trained_table"])
+        run.add("trained_figure", "figures", "trained_figure", ["trained_table"])
     claim_inputs = [
         t for t in chunks if t.startswith(("ws_table", "gen_table")) or t in ("study_table variants", "trained_table")
     ]
     if claim_inputs:
-        add("claims", "figures", "claims", claim_inputs)
-    if probes["enabled"]:  # each probe's tables, then its figures (a rule of their own)
+        run.add("claims", "figures", "claims", claim_inputs)
+
+
+def _probe_tasks(run: _Tasks, config: dict, grid: Grid, model_task: str, pool: str) -> None:
+    """The probes' tables, then their figures (a rule of their own): the encoder's (Figure 1's
+    attention, Figure 3's probes: after the encoder and, where Figure 3 reads the pool, ``pool``)
+    and the language model's (Figure 1's answers)."""
+    probes = config["probes"]
+    if probes["enabled"]:
         encoder = probe_step(config, grid.limits, "encoder").gpu_mem_mb
-        fig1 = add("fig1_attention", "probes", "fig1_attention", [model_task], gpu_mem_mb=encoder)
-        add("fig1_attention_figure", "figures", "fig1_attention_figure", [fig1])
-        fig3 = add(
-            "fig3_probes", "probes", "fig3_probes", [model_task, pool if pool_for_probes else ""], gpu_mem_mb=encoder
-        )
-        add("fig3_figures", "figures", "fig3_figures", [fig3])
+        fig1 = run.add("fig1_attention", "probes", "fig1_attention", [model_task], gpu_mem_mb=encoder)
+        run.add("fig1_attention_figure", "figures", "fig1_attention_figure", [fig1])
+        fig3 = run.add("fig3_probes", "probes", "fig3_probes", [model_task, pool], gpu_mem_mb=encoder)
+        run.add("fig3_figures", "figures", "fig3_figures", [fig3])
     if probes["lm"]["enabled"]:
-        lm = add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
-        answers = add("fig1_lm", "probes", "fig1_lm", [lm], gpu_mem_mb=probe_step(config, grid.limits, "lm").gpu_mem_mb)
-        add("fig1_lm_figure", "figures", "fig1_lm_figure", [answers])
-    return tasks
+        lm = run.add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
+        lm_mem = probe_step(config, grid.limits, "lm").gpu_mem_mb
+        answers = run.add("fig1_lm", "probes", "fig1_lm", [lm], gpu_mem_mb=lm_mem)
+        run.add("fig1_lm_figure", "figures", "fig1_lm_figure", [answers])
 
 
 def _gpu_words(tasks: Sequence[Task], limits: Limits, budget: int) -> str:

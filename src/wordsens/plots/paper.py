@@ -145,12 +145,7 @@ def gen_figure(
     the (saved, closed) figure.
     """
     settings = settings or {}
-    if table.empty:
-        raise ValueError("no generalisation results to plot")
-    if y not in GEN_Y:
-        raise ValueError(f"y must be one of {sorted(GEN_Y)}, got {y!r}")
-    if y not in table:
-        raise ValueError(f"the table has no column {y!r}: re-run the generalisation jobs (wordsens.NUMERICS_VERSIONS)")
+    _check_gen_table(table, y)
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     cols = [_gen_panel(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
     trainings = [TRAINING_TITLES[t] for t in TRAINING_TITLES if t in set(table["training"])]
@@ -177,6 +172,45 @@ def gen_figure(
     grid.set_titles("{col_name}, {row_name}")
     label, reference = GEN_Y[y]
     grid.set_axis_labels(r"$\gamma_{\min}$", label)
+    off_scale = _gen_panels(grid, frame, trainings, cols, y=y, hue=hue, palette=palette)
+    handles = {f"{hue} = {level:g}": _handle("o", palette[level]) for level in levels}
+    handles |= {f"{loss} loss": _handle(LOSS_MARKERS[loss], "dimgray") for loss in losses}
+    if off_scale:
+        handles["off scale (at the edge)"] = _handle("^", "dimgray")
+    grid.add_legend(legend_data=handles, label_order=list(handles), title="")
+    _gen_captions(grid.figure, frame, reference)
+    grid.tight_layout()
+    if left_out:
+        note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
+        grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
+    save(grid.figure, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return grid.figure
+
+
+def _check_gen_table(table: pd.DataFrame, y: str) -> None:
+    """Refuse an empty table, an unknown ``y`` and a table without the column ``y`` (written before it)."""
+    if table.empty:
+        raise ValueError("no generalisation results to plot")
+    if y not in GEN_Y:
+        raise ValueError(f"y must be one of {sorted(GEN_Y)}, got {y!r}")
+    if y not in table:
+        raise ValueError(f"the table has no column {y!r}: re-run the generalisation jobs (wordsens.NUMERICS_VERSIONS)")
+
+
+def _gen_panels(
+    grid: sns.FacetGrid,
+    frame: pd.DataFrame,
+    trainings: list[str],
+    cols: list[str],
+    *,
+    y: str,
+    hue: str,
+    palette: dict[Any, Any],
+) -> int:
+    """Draw every panel of the grid (rows: ``trainings``, columns: ``cols``), each row's y axis fitted to its
+    rows, each panel's x axis to its own (``_axis_range``), with the reference line of ``y`` and the
+    panel's notes under it. Returns how many rows were drawn off scale."""
+    reference = GEN_Y[y][1]
     anchor = 0.0 if reference is None else None  # the error starts at 0; the ratio a has no floor
     off_scale = 0
     for training in trainings:
@@ -191,13 +225,14 @@ def gen_figure(
             notes, off = _gen_scatter(grid.figure, ax, part, y, hue, palette, y_range, x_range)
             note_under(ax, "\n".join(notes))
             off_scale += off
-    handles = {f"{hue} = {level:g}": _handle("o", palette[level]) for level in levels}
-    handles |= {f"{loss} loss": _handle(LOSS_MARKERS[loss], "dimgray") for loss in losses}
-    if off_scale:
-        handles["off scale (at the edge)"] = _handle("^", "dimgray")
-    grid.add_legend(legend_data=handles, label_order=list(handles), title="")
+    return off_scale
+
+
+def _gen_captions(fig: plt.Figure, frame: pd.DataFrame, reference: float | None) -> None:
+    """What the reference line means (where ``y`` has one) and how many rows are drawn hollow (their
+    first stage does not interpolate its training set)."""
     if reference is not None:
-        grid.figure.text(
+        fig.text(
             0.01,
             1.0,
             "dashed: a = 1 (one word cannot separate the two sentences)",
@@ -208,17 +243,11 @@ def gen_figure(
         )
     hollow = int(frame["hollow"].sum())
     if hollow:
-        grid.figure.suptitle(
+        fig.suptitle(
             f"hollow: {hollow} of {len(frame)} rows whose first stage does not interpolate its training set",
             fontsize="small",
             y=1.04,
         )
-    grid.tight_layout()
-    if left_out:
-        note = not_run_note(left_out, ["data", "map", "n", "N", "d"], most=8).replace("\n", "; ")
-        grid.figure.text(0.01, -0.02, note, fontsize="small", color="dimgray", va="top", ha="left", wrap=True)
-    save(grid.figure, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return grid.figure
 
 
 # How far apart coinciding points of different colours are drawn (points: a marker of s = 28 is

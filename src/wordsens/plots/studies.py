@@ -105,31 +105,11 @@ def long_context_figure(
     for map_name in maps_:
         for data, frame in present.items():
             part = frame[frame["map"] == map_name]
-            if part.empty:
-                continue
-            stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
-            slope, lo, hi = loglog_slope(part["n"], part["lower"])
-            interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
-            law = law_slope(part["n"])
-            ax.errorbar(
-                stats["n"],
-                stats["mean"],
-                yerr=stats["std"].fillna(0),
-                color=colours[map_name],
-                ls=DATA_STYLES.get(data, ":"),
-                marker="o",
-                ms=4,
-                capsize=2,
-                label=f"{labels[map_name]}, {data}: slope {slope:.2f}{interval} (RF law {law:.2f})",
-            )
-    for name in sorted({str(m) for t in present.values() for m in t["map"].unique()}):
-        known = map_law(name)
-        if known is None:
-            continue
-        law_of, label = known
-        ns = pd.concat([t.loc[t["map"] == name, "n"] for t in present.values()])
-        grid = np.geomspace(ns.min(), ns.max(), 100)
-        ax.plot(grid, law_of(grid), color="black", ls=":", lw=1.5, label=label)
+            if not part.empty:
+                _slope_curve(
+                    ax, part, f"{labels[map_name]}, {data}", colour=colours[map_name], ls=DATA_STYLES.get(data, ":")
+                )
+    _law_curves(ax, present)
     if imdb_limit is not None and "imdb" in present:
         ax.axvline(imdb_limit, color="dimgray", ls="-.", lw=1)
         ax.annotate(
@@ -162,6 +142,38 @@ def long_context_figure(
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
+
+
+def _slope_curve(ax: plt.Axes, part: pd.DataFrame, name: str, *, colour: Any, ls: str) -> None:
+    """One curve of the long-context figure: mean and 1-sd error bars of ``part``'s trials against n,
+    labelled with the fitted log-log slope, its 95% t-interval and the RF law's slope over the same n."""
+    stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
+    slope, lo, hi = loglog_slope(part["n"], part["lower"])
+    interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
+    law = law_slope(part["n"])
+    ax.errorbar(
+        stats["n"],
+        stats["mean"],
+        yerr=stats["std"].fillna(0),
+        color=colour,
+        ls=ls,
+        marker="o",
+        ms=4,
+        capsize=2,
+        label=f"{name}: slope {slope:.2f}{interval} (RF law {law:.2f})",
+    )
+
+
+def _law_curves(ax: plt.Axes, present: Mapping[str, pd.DataFrame]) -> None:
+    """The law of every map with one (``map_law``: RF's) that ran, dotted, over the n it ran at."""
+    for name in sorted({str(m) for t in present.values() for m in t["map"].unique()}):
+        known = map_law(name)
+        if known is None:
+            continue
+        law_of, label = known
+        ns = pd.concat([t.loc[t["map"] == name, "n"] for t in present.values()])
+        grid = np.geomspace(ns.min(), ns.max(), 100)
+        ax.plot(grid, law_of(grid), color="black", ls=":", lw=1.5, label=label)
 
 
 TOKEN_STYLES = {
@@ -203,37 +215,8 @@ def positions_figure(
             if part.empty:
                 ax.set_axis_off()
                 continue
-            ax.plot(part["position"], part["lower"], color=colours[map_name], lw=1, zorder=1)
-            for kind, (marker, colour, size) in TOKEN_STYLES.items():
-                rows = part[part["token"] == kind]
-                if len(rows):
-                    ax.scatter(
-                        rows["position"],
-                        rows["lower"],
-                        marker=marker,
-                        s=size,
-                        zorder=2,
-                        color=colour or colours[map_name],
-                        label=kind,
-                    )
-            pads = part[part["token"] == "[PAD]"]
-            if len(pads):
-                ax.axvspan(
-                    pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12, lw=0, zorder=0
-                )
-            first = part.iloc[0]
-            ax.set_title(
-                f"{labels[map_name]}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
-                fontsize="small",
-            )
             top = float(table.loc[table["map"] == map_name, "lower"].max())
-            known = map_law(map_name)
-            if known is not None:
-                n = int(first["n"]) if "n" in part else int(part["position"].max()) + 1
-                law = float(known[0](float(n)))
-                ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"{known[1]} at n = {n}")
-                top = max(top, law)
-            ax.set_ylim(0, 1.08 * top)  # the row's scale
+            _profile_panel(ax, part, map_name, labels[map_name], colour=colours[map_name], top=top)
             if r == len(maps_) - 1:
                 ax.set_xlabel("position i ([CLS] = 0)")
             if c == 0:
@@ -269,3 +252,37 @@ def positions_figure(
     fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
+
+
+def _profile_panel(ax: plt.Axes, part: pd.DataFrame, map_name: str, label: str, *, colour: Any, top: float) -> None:
+    """One review's profile (``part``: its rows by position): the WS at every position, a marker per
+    token kind (``TOKEN_STYLES``), the [PAD] rows shaded, the map's law at the profile's n where it has
+    one; the y axis up to ``top`` (the largest WS of the map's row of panels) or the law."""
+    ax.plot(part["position"], part["lower"], color=colour, lw=1, zorder=1)
+    for kind, (marker, style_colour, size) in TOKEN_STYLES.items():
+        rows = part[part["token"] == kind]
+        if len(rows):
+            ax.scatter(
+                rows["position"],
+                rows["lower"],
+                marker=marker,
+                s=size,
+                zorder=2,
+                color=style_colour or colour,
+                label=kind,
+            )
+    pads = part[part["token"] == "[PAD]"]
+    if len(pads):
+        ax.axvspan(pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12, lw=0, zorder=0)
+    first = part.iloc[0]
+    ax.set_title(
+        f"{label}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
+        fontsize="small",
+    )
+    known = map_law(map_name)
+    if known is not None:
+        n = int(first["n"]) if "n" in part else int(part["position"].max()) + 1
+        law = float(known[0](float(n)))
+        ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"{known[1]} at n = {n}")
+        top = max(top, law)
+    ax.set_ylim(0, 1.08 * top)  # the row's scale
