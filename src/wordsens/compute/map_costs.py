@@ -397,6 +397,27 @@ class ScreenedCost(DenseCost):
     ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step costs one step of the
     full map (``reference_seconds``)."""
 
+    def ws_memory(
+        self,
+        spec: MapSpec,
+        n: int,
+        d: int,
+        options: dict[str, Any],
+        *,
+        method: str = "default",
+        sampler: str = "dense",
+        dtype: Any = "float32",
+        restarts: int | None = None,
+        budget: int | None = None,
+    ) -> MemoryEstimate:
+        """``DenseCost.ws_memory`` with every restart of the screening (None: the map's
+        ``spec.settings.restarts``): measured at d = 768, n = 250 (48 restarts), the estimate grew the
+        peak resident memory by 0.67 GB, against 2.0 GB here (8 restarts: 0.44 GB)."""
+        restarts = spec.settings.restarts if restarts is None else restarts
+        return super().ws_memory(
+            spec, n, d, options, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget
+        )
+
     def search_seconds(
         self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
     ) -> float:
