@@ -18,13 +18,13 @@ The samplers are in ``wordsens.maps.sampling``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from .api import check_matrix
+from .attention import RELU, SOFTMAX
 
 Tensor = torch.Tensor
 
@@ -54,22 +54,14 @@ def drf_forward(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
     return h
 
 
-def _scores(X: Tensor, W: Tensor) -> Tensor:
-    d = X.shape[-1]
-    return (X @ W) @ X.transpose(-1, -2) / math.sqrt(d)
-
-
 def raf_forward(X: Tensor, W: Tensor) -> Tensor:
-    """``raf`` without input checks."""
-    return torch.softmax(_scores(X, W), dim=-1) @ X  # torch's softmax subtracts the row maximum
+    """``raf`` without input checks: softmax attention (``wordsens.maps.attention.SOFTMAX``)."""
+    return SOFTMAX.attend(X, W)
 
 
 def relu_raf_forward(X: Tensor, W: Tensor) -> Tensor:
-    """``relu_raf`` without input checks."""
-    A = torch.relu(_scores(X, W))
-    total = A.sum(dim=-1, keepdim=True)
-    safe = torch.where(total > 0, total, torch.ones_like(total))
-    return (A / safe) @ X
+    """``relu_raf`` without input checks: ReLU attention, each row divided by its sum (``RELU``)."""
+    return RELU.attend(X, W)
 
 
 def check_rf(V: Any, n: int, d: int) -> None:
