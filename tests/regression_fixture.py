@@ -67,7 +67,7 @@ TABLES: dict[str, tuple[list[str], str]] = {
         for data in ("imdb", "synthetic")
     },
     # the trained study on the demo's tiny BERT: one row per search
-    "trained": (["layer", "n", "normalise", "review", "map", "head"], "trained"),
+    "trained": (["layer", "n", "convention", "review", "map", "head", "draw", "position"], "trained"),
     "claims": (["claim", "map", "data", "scope"], "claims"),
 }
 # measured per run, not results: timings, memory, where and from which commit it ran
@@ -90,6 +90,7 @@ GEN_SEARCH = {"D0", "D1", "gamma_min", "alignment", "d0_shift", "delta_norm"}  #
 CLAIM_NUMBERS = {"value", "ci_low", "ci_high"}
 NOT_COMPARED = {"steps", "verdict", "straddles", "note"}
 FLOAT32_SEARCH = {"rf", "drf", "mh_raf", "block", "trained_attention", "trained_layer"}
+FLOAT32_SEARCH |= {"matched_attention", "matched_layer", "ln_block"}
 KINKED = {"relu_raf"}  # ReLU attention: rounding can end a search at another local optimum
 FIRST_STAGE = (1e-5, 1e-6)  # (rtol, atol) of floats that no search decides
 SMOOTH_SEARCH = (1e-5, 1e-9)

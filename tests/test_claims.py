@@ -21,7 +21,6 @@ import pytest
 from wordsens.claims import (
     CLAIMS,
     COLUMNS,
-    TRAINED_PAIRS,
     VERDICTS,
     check_identity,
     claims_from_results,
@@ -487,75 +486,110 @@ def test_renderings_show_every_claim_and_one_verdict_each():
 
 # ----------------------------------------------------------------------------- trained encoder (report only)
 
-TRAINED_COLUMNS = ["model", "review", "layer", "n", "d", "normalise", "map", "kind", "head", "ws", "phi_norm"]
-TRAINED_COLUMNS += ["row_norm", "radius", "steps", "seconds", "seed"]
+TRAINED_COLUMNS = ["model", "review", "layer", "n", "d", "convention", "map", "kind", "head", "draw", "position"]
+TRAINED_COLUMNS += ["token", "ws", "phi_norm", "row_norm", "radius", "entropy", "steps", "seconds", "seed"]
+COUNTERPARTS = {
+    ("trained_attention", "paper"): ["mh_raf"],
+    ("trained_attention", "model"): ["matched_attention"],
+    ("trained_layer", "paper"): ["block", "ln_block"],
+    ("trained_layer", "model"): ["matched_layer"],
+}
 
 
-def trained_table(ratios, *, layers=(1, 2), n=128, d=384, normalise=True, random_ws=0.5, model="minilm"):
-    """Rows of the trained study: per layer and review, each trained map of ``ratios`` (map -> one
-    ratio per review) at ``ratio * random_ws`` beside its random counterpart at ``random_ws`` (None:
-    no random rows, the trained maps at ``ratio``), whole maps (head 0)."""
-    row_norm = math.sqrt(d) if normalise else 3.0 * math.sqrt(d)
+def trained_table(
+    ratios, *, layers=(1, 2), n=128, d=384, conventions=("paper",), random_ws=0.5, draws=2, model="minilm", token="word"
+):
+    """Rows of the trained study: per layer, convention and review, each trained map of ``ratios`` (map ->
+    one ratio per review) at ``ratio * random_ws`` beside each of its counterparts in that convention,
+    whose ``draws`` draws are at ``random_ws * (1 -+ 0.1)`` (mean ``random_ws``; None: no random rows, the
+    trained maps at ``ratio``), whole maps (head 0), one moved row of kind ``token``; entropy 1.5 (trained)
+    and 4.0 (random)."""
     rows = []
     for layer in layers:
-        for trained, per_review in ratios.items():
-            for review, ratio in enumerate(per_review):
-                runs = [(trained, "trained", ratio * (1.0 if random_ws is None else random_ws))]
-                if random_ws is not None:
-                    runs.append((TRAINED_PAIRS[trained], "random", random_ws))
-                for name, kind, ws in runs:
-                    rows.append(
-                        {
-                            **{"model": model, "review": review, "layer": layer, "n": n, "d": d},
-                            **{"normalise": normalise, "map": name, "kind": kind, "head": 0, "ws": ws},
-                            **{"phi_norm": 1.0, "row_norm": row_norm, "radius": math.sqrt(d), "steps": 10},
-                            **{"seconds": 0.1, "seed": 7},
-                        }
-                    )
+        for convention in conventions:
+            row_norm = math.sqrt(d) if convention == "paper" else 10.0
+            for trained, per_review in ratios.items():
+                for review, ratio in enumerate(per_review):
+                    runs = [(trained, "trained", 0, ratio * (1.0 if random_ws is None else random_ws), 1.5)]
+                    if random_ws is not None:
+                        spread = np.linspace(-0.1, 0.1, draws) if draws > 1 else [0.0]
+                        for name in COUNTERPARTS[(trained, convention)]:
+                            runs += [(name, "random", k, random_ws * (1 + e), 4.0) for k, e in enumerate(spread)]
+                    for name, kind, draw, ws, entropy in runs:
+                        rows.append(
+                            {
+                                **{"model": model, "review": review, "layer": layer, "n": n, "d": d},
+                                **{"convention": convention, "map": name, "kind": kind, "head": 0, "draw": draw},
+                                **{"position": 5, "token": token, "ws": ws, "phi_norm": 1.0, "row_norm": row_norm},
+                                **{"radius": math.sqrt(d), "entropy": entropy, "steps": 10, "seconds": 0.1, "seed": 7},
+                            }
+                        )
     return pd.DataFrame(rows, columns=TRAINED_COLUMNS)
 
 
-def test_trained_ratio_is_the_mean_ratio_over_reviews_at_the_largest_n_without_a_verdict():
+def test_trained_ratio_per_convention_and_counterpart_at_the_largest_n_without_a_verdict():
     table = pd.concat(
         [
             trained_table({"trained_attention": [2.0, 4.0], "trained_layer": [1.0, 3.0]}),
             trained_table({"trained_attention": [10.0, 10.0], "trained_layer": [10.0, 10.0]}, n=64),  # smaller n
-            trained_table({"trained_attention": [0.5, 1.5], "trained_layer": [0.2, 0.4]}, normalise=False),
+            trained_table({"trained_attention": [0.5, 1.5], "trained_layer": [0.2, 0.4]}, conventions=("model",)),
         ],
         ignore_index=True,
     )
     heads = trained_table({"trained_attention": [50.0, 50.0]}, random_ws=None).assign(head=1)  # one head: left out
     out = compute_claims({"trained": pd.concat([table, heads], ignore_index=True)})
     rows = rows_of(out, "trained_ratio")
-    expected = {
-        ("trained_attention", "layer=1, n=128"): 3.0,
-        ("trained_attention", "layer=2, n=128"): 3.0,
-        ("trained_layer", "layer=1, n=128"): 2.0,
-        ("trained_layer", "layer=2, n=128"): 2.0,
-        ("trained_attention", "layer=1, n=128, model scale"): 1.0,
-        ("trained_attention", "layer=2, n=128, model scale"): 1.0,
-        ("trained_layer", "layer=1, n=128, model scale"): 0.3,
-        ("trained_layer", "layer=2, n=128, model scale"): 0.3,
-    }
-    assert {(r["map"], r["scope"]): r["value"] for _, r in rows.iterrows()} == pytest.approx(expected, rel=1e-12)
+    expected = {}
+    for layer in (1, 2):
+        paper, model = f"layer={layer}, n=128, convention=paper", f"layer={layer}, n=128, convention=model"
+        expected[("trained_attention", "mh_raf", paper)] = 3.0
+        expected[("trained_layer", "block", paper)] = 2.0
+        expected[("trained_layer", "ln_block", paper)] = 2.0
+        expected[("trained_attention", "matched_attention", model)] = 1.0
+        expected[("trained_layer", "matched_layer", model)] = 0.3
+    got = {(r["map"], r["statement"].split("(")[1].split(")")[0], r["scope"]): r["value"] for _, r in rows.iterrows()}
+    assert got == pytest.approx(expected, rel=1e-12)
     assert set(rows["verdict"]) == {"no claim"} and set(rows["units"]) == {2} and set(rows["data"]) == {"imdb"}
     assert set(rows["expectation"]) == {"none (reported)"}
     # two reviews: no interval (at least 5 needed), never the min-max of two numbers
     assert rows["ci_low"].isna().all() and rows["ci_high"].isna().all()
-    attention = one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128")
+    attention = one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128, convention=paper")
     assert attention["note"].startswith("not enough data (2 reviews; at least 5 needed)")
+    # each row holds its definitions: the convention, what the counterpart matches, the regime
+    assert "paper convention: rows rescaled to norm sqrt(d), a ball of radius sqrt(d)" in attention["note"]
+    assert "mh_raf: same d and heads; i.i.d. N(0, 1/d) weights" in attention["note"]
+    assert "mean attention entropy (nats) trained 1.5, random 4 (uniform: ln n = 4.85)" in attention["note"]
+    assert "per-review ratio 2 to 4" in attention["note"] and "2 draw(s) of mh_raf" in attention["note"]
+    model = one(out, "trained_ratio", map="trained_attention", scope="layer=2, n=128, convention=model")
+    assert "a ball of radius ||x_i|| around the moved row" in model["note"]
+    assert "matched_attention: the trained weights' singular values" in model["note"]
+    assert "matched_attention" in model["statement"] and "{" not in model["statement"]
     five = compute_claims({"trained": trained_table({"trained_attention": [2.0, 4.0, 3.0, 2.5, 3.5]}, layers=(1,))})
     row = one(five, "trained_ratio")
     assert row["value"] == pytest.approx(3.0) and row["units"] == 5 and row["verdict"] == "no claim"
     half = 2.776445 * np.std([2.0, 4.0, 3.0, 2.5, 3.5], ddof=1) / math.sqrt(5)  # t(4) quantile
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((3.0 - half, 3.0 + half), rel=1e-4)
-    assert "mh_raf" in attention["statement"] and "{" not in attention["statement"]
-    assert "block" in one(out, "trained_ratio", map="trained_layer", scope="layer=2, n=128")["statement"]
-    assert "ratio from 2 to 4" in attention["note"]
-    assert "radius sqrt(d) = 19.6" in one(out, "trained_ratio", map="trained_layer", scope="layer=1, n=128")["note"]
-    assert not out.duplicated(["claim", "map", "data", "scope"]).any()
+    four = compute_claims({"trained": trained_table({"trained_attention": [2.0, 4.0, 3.0, 2.5]}, layers=(1,))})
+    assert one(four, "trained_ratio")["note"].startswith("not enough data (4 reviews; at least 5 needed)")
+    assert not out.duplicated(["claim", "map", "data", "scope", "statement"]).any()
     assert CLAIMS["trained_ratio"].op is None and CLAIMS["trained_ratio"].source.startswith("derived")
     pd.testing.assert_frame_equal(out, compute_claims({"trained": table.iloc[::-1]}))
+
+
+def test_trained_ratio_averages_draws_and_moved_rows_per_review_and_reports_specials_apart():
+    """A review's WS is the mean over its moved rows (and a random map's draws): the ratio of the means,
+    not the mean of per-draw ratios; [CLS] rows are their own rows, never pooled with the words."""
+    table = trained_table({"trained_attention": [3.0] * 5}, layers=(4,), draws=4)
+    draws = table["map"] == "mh_raf"
+    table.loc[draws, "ws"] = np.tile([0.25, 0.25, 1.0, 0.5], 5)  # mean 0.5 per review; mean of 1/ws is not 2
+    table.loc[~draws, "ws"] = 1.0
+    cls = trained_table({"trained_attention": [8.0] * 5}, layers=(4,), token="[CLS]")
+    out = compute_claims({"trained": pd.concat([table, cls], ignore_index=True)})
+    words = one(out, "trained_ratio", scope="layer=4, n=128, convention=paper")
+    assert words["value"] == pytest.approx(2.0) and words["ci_low"] == pytest.approx(2.0)
+    assert "4 draw(s) of mh_raf" in words["note"]
+    at_cls = one(out, "trained_ratio", scope="layer=4, n=128, convention=paper, at [CLS]")
+    assert at_cls["value"] == pytest.approx(8.0)
 
 
 def test_trained_ratio_without_random_rows_is_not_run_and_says_what_is_absent():
@@ -563,14 +597,15 @@ def test_trained_ratio_without_random_rows_is_not_run_and_says_what_is_absent():
     out = compute_claims({"trained": only_trained})
     rows = rows_of(out, "trained_ratio")
     assert set(rows["verdict"]) == {"not run"} and rows["value"].isna().all()
-    assert len(rows) == 4  # one per (trained map, layer)
-    assert "no mh_raf rows" in one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128")["note"]
-    assert "no block rows" in one(out, "trained_ratio", map="trained_layer", scope="layer=2, n=128")["note"]
+    assert len(rows) == 6  # per layer: trained_attention beside mh_raf, trained_layer beside block and ln_block
+    note = one(out, "trained_ratio", map="trained_attention", scope="layer=1, n=128, convention=paper")["note"]
+    assert "no mh_raf rows" in note
     # one map with its pair, one review of it without: the pair is reported, the lone review noted
     mixed = trained_table({"trained_attention": [2.0, 4.0]}, layers=(3,))
     mixed = mixed[~((mixed["map"] == "mh_raf") & (mixed["review"] == 1))]
     row = one(compute_claims({"trained": mixed}), "trained_ratio")
-    assert (row["verdict"], row["value"], row["units"], row["scope"]) == ("no claim", 2.0, 1, "layer=3, n=128")
+    assert (row["verdict"], row["value"], row["units"]) == ("no claim", 2.0, 1)
+    assert row["scope"] == "layer=3, n=128, convention=paper"
     assert "1 review(s) with one map only left out" in row["note"]
     # no table, an empty one, or single heads only: one row, not run, no error
     for tables in ({}, {"trained": only_trained.iloc[:0]}):
@@ -582,16 +617,23 @@ def test_trained_ratio_without_random_rows_is_not_run_and_says_what_is_absent():
 
 def test_trained_table_without_a_required_column_is_an_error():
     table = trained_table({"trained_attention": [2.0]})
-    for column in ("ws", "normalise", "model"):
+    for column in ("ws", "convention", "token", "draw", "model"):
         with pytest.raises(ValueError, match=rf"table 'trained' lacks the column\(s\) \['{column}'\]"):
             compute_claims({"trained": table.drop(columns=column)})
-    compute_claims({"trained": table.drop(columns=["kind", "phi_norm", "steps"])})  # not needed
+    compute_claims({"trained": table.drop(columns=["kind", "phi_norm", "steps", "entropy"])})  # not needed
 
 
-def test_trained_pairs_are_the_experiments_random_counterparts():
-    from wordsens.experiments.trained import RANDOM_COUNTERPARTS
+def test_trained_pairs_are_the_registry_counterparts():
+    from wordsens.maps import CONVENTIONS, registry
 
-    assert TRAINED_PAIRS == RANDOM_COUNTERPARTS
+    declared = {
+        (name, c.convention): [] for name in registry.names() for c in registry.get(name).counterparts
+    }
+    for name in registry.names():
+        for c in registry.get(name).counterparts:
+            declared[(name, c.convention)].append(c.map)
+            assert c.convention in CONVENTIONS and c.map in registry.names() and c.matches
+    assert declared == COUNTERPARTS
 
 
 def test_trained_table_is_read_from_the_results_folder(tmp_path):
@@ -600,7 +642,7 @@ def test_trained_table_is_read_from_the_results_folder(tmp_path):
     trained_table({"trained_attention": [2.0, 4.0]}).to_parquet(tables / "trained.parquet")
     assert set(read_tables(tmp_path)) == {"trained"}
     assert set(claims_inputs(read_tables(tmp_path))) == {"trained"}
-    row = one(claims_from_results(tmp_path), "trained_ratio", scope="layer=2, n=128")
+    row = one(claims_from_results(tmp_path), "trained_ratio", scope="layer=2, n=128, convention=paper")
     assert (row["value"], row["verdict"]) == (3.0, "no claim")
 
 

@@ -77,12 +77,12 @@ def test_snakemake_names_the_three_in_one_message(tmp_path):
 def test_validate_names_the_schemas_and_the_cross_key_problems_together():
     """``validate`` (no plugins, no machine) also runs the cross-key checks where the schema refuses
     a key: a cross-key problem of a key the schema accepted is named beside the schema's."""
-    changes = {"limits": {"unfit": "maybe"}, "trained": {"head_reviews": 3}}
+    changes = {"limits": {"unfit": "maybe"}, "trained": {"head_reviews": 6}}
     with pytest.raises(pipeline.ConfigError) as info:
         pipeline.validate(_demo(changes))
     problems = info.value.problems
     assert len(problems) == 2 and problems[0].startswith("limits.unfit: 'maybe' is not one of ['skip', 'fail']")
-    assert problems[1].startswith("trained.head_reviews = 3 > trained.reviews = 2")
+    assert problems[1].startswith("trained.head_reviews = 6 > trained.reviews = 5")
 
 
 def test_a_refused_key_is_not_named_again_by_the_other_checks(monkeypatch):

@@ -69,7 +69,9 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
         ({"gen": {"fig5": {"penalties": []}}}, "gen.fig5.penalties"),
         ({"gen": {"fig4": {"losses": ["hinge"]}}}, "gen.fig4.losses"),
         ({"long_context": {"max_length": 2}}, "long_context.max_length"),
-        ({"trained": {"normalise": []}}, "trained.normalise"),
+        ({"trained": {"conventions": []}}, "trained.conventions"),
+        ({"trained": {"positions": 0}}, "trained.positions"),
+        ({"trained": {"normalise": [True]}}, "trained.normalise"),
         ({"trained": {"maps": ["rf"]}}, "trained.maps"),
         ({"trained": {"layers": "first"}}, "trained.layers"),
     ],
@@ -108,8 +110,8 @@ def test_schema_refuses_with_the_key(changes, key):
             ["model.max_length = 513 > the 512 positions of minilm"],
         ),
         ({"trained": {"layers": [1, 3]}}, ["trained.layers has [3] beyond the 2 layers of demo-tiny-bert"]),
-        ({"trained": {"head_n": 12}}, ["trained.head_n = 12 is not one of trained.n = [8, 16]"]),
-        ({"trained": {"head_reviews": 3}}, ["trained.head_reviews = 3 > trained.reviews = 2"]),
+        ({"trained": {"head_n": 12}}, ["trained.head_n = 12 is not one of trained.n = [16]"]),
+        ({"trained": {"head_reviews": 6}}, ["trained.head_reviews = 6 > trained.reviews = 5"]),
         ({"trained": {"reviews": 42}}, ["trained.reviews = 42 > data.pool_size = 40"]),
         (
             {"trained": {"model": "no-such-org/no-such-bert"}},
@@ -118,7 +120,7 @@ def test_schema_refuses_with_the_key(changes, key):
                 "huggingface-cli download no-such-org/no-such-bert config.json",
             ],
         ),
-        ({"trained": {"normalise": [False]}}, ["trained.normalise has no true", "add true"]),
+        ({"trained": {"positions": 15}}, ["trained.positions = 15 > the 14 word rows of a sample at n = 16"]),
         (
             {"trained": {"n": [8, 130]}},
             ["trained.n = 130 needs reviews of at least 128 words", "data.max_tokens = 120"],
@@ -542,15 +544,16 @@ def test_the_trained_study_plans_one_job_per_encoder_layer(tmp_path):
     job = grid.job({"layer": "2"})
     assert job is jobs[1] and job.key == "trained/layer2" and job.store is None and job.family == "ws:trained"
     trained = config["trained"]
-    # 2 maps x (trained, random) x 2 reviews x 2 n x 2 normalisations, and 4 heads on 1 review
-    assert job.rows == 2 * 2 * 2 * 2 * 2 + models.TINY_BERT_HEADS * 1 == 36
+    # per review (5) and moved row (1): paper (1 + 2 draws of mh_raf) + (1 + 2 x 2 of block, ln_block), model
+    # (1 + 2 of matched_attention) + (1 + 2 of matched_layer); 4 heads on 1 review
+    assert job.rows == 14 * 5 * 1 + models.TINY_BERT_HEADS * 1 == 74
     assert job.params["model"] == "demo-tiny-bert" and job.params["heads"] == models.TINY_BERT_HEADS
     assert job.params["n"] == trained["n"] and job.params["numerics_version"] == NUMERICS_VERSIONS["trained"]
     # two float32 copies of the encoder (tests/test_trained_memory.py), its processes and the searches
     held = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * 4 * pipeline.trained.encoder_size("demo-tiny-bert")
     assert job.memory_bytes >= held + job.arrays and job.seconds > 0
     more = pipeline.Grid(_demo({"trained": {"n": [8, 16, 24]}}), limits=SMALL).job({"layer": "2"})
-    assert more.params != job.params and more.rows == 2 * 2 * 2 * 3 * 2 + 4
+    assert more.params != job.params and more.rows == 14 * 5 * 3 + 4
     # listed layers, and an encoder known from its local config.json (layers and heads)
     folder = tmp_path / "my-bert"
     folder.mkdir()

@@ -393,42 +393,47 @@ def test_not_run_notes_are_drawn_below_the_axis_labels(tmp_path, scaled):
 
 
 def _trained_rows(layers=(1, 2), heads=2) -> pd.DataFrame:
+    base = {"d": 64, "convention": "paper", "token": "word", "head": 0, "position": 3, "entropy": 2.0}
     rows = [
-        {"review": r, "layer": layer, "n": n, "d": 64, "normalise": True, "map": m, "head": 0, "ws": layer / n + r}
+        {**base, "review": r, "layer": layer, "n": n, "map": m, "kind": kind, "draw": 0, "ws": layer / n + r + 1}
         for layer in layers
         for n in (8, 32)
-        for r in (0, 1)
-        for m in ("trained_attention", "mh_raf", "trained_layer", "block")
+        for r in range(5)
+        for m, kind in (
+            ("trained_attention", "trained"),
+            ("mh_raf", "random"),
+            ("trained_layer", "trained"),
+            ("block", "random"),
+        )
     ]
     rows += [
-        {**rows[0], "layer": layer, "n": 32, "map": "trained_attention", "head": h, "ws": h}
+        {**rows[0], "layer": layer, "n": 32, "map": "trained_attention", "kind": "trained", "head": h, "ws": h}
         for layer in layers
         for h in range(1, heads + 1)
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(model="tiny")
 
 
 def test_trained_figure_marks_the_layers_left_out(tmp_path):
-    """Layers 3 and 4 left out by the limits: named under every panel, in the legend, and as blank rows
-    of the heat map; nothing drawn over an axis label."""
+    """Layers 3 and 4 left out by the limits: named under every panel and as blank rows of the heat map;
+    nothing drawn over an axis label."""
     left_out = [
         {"point": f"trained layer{layer}", "map": "trained", "study": "trained", "layer": layer, "needs_gb": 9.5}
         for layer in (3, 4)
     ]
     fig = plots.trained_figure(_trained_rows(), [tmp_path / "t.png"], left_out=left_out)
-    attention, layer_ax, heat = fig.axes[:3]
-    for ax in (attention, layer_ax, heat):
-        (note,) = [t.get_text() for t in ax.texts if t.get_text().startswith("not run:")]
+    panels = fig.axes[:4]
+    heat = panels[-1]
+    for ax in panels:
+        (note,) = [t.get_text() for t in ax.texts if "not run:" in t.get_text()]
         assert "layer=3 (needs 9.5 GB); layer=4 (needs 9.5 GB)" in note, ax.get_title()
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[:4] == ["layer 1", "layer 2", "layer 3: not run", "layer 4: not run"]
     assert [t.get_text() for t in heat.get_yticklabels()] == ["1", "2", "3 (not run)", "4 (not run)"]
     values = heat.collections[0].get_array()
     assert values.shape == (4, 2) and np.ma.getmaskarray(values)[2:].all() and not np.ma.getmaskarray(values)[:2].any()
     assert not _covered(fig)
     # every layer left out: the panels say so, no table needed
     fig = plots.trained_figure(None, [tmp_path / "u.png"], left_out=left_out)
-    assert all(any("layer=3" in t.get_text() for t in ax.texts) for ax in fig.axes[:3])
+    assert all(any("layer=3" in t.get_text() for t in ax.texts) for ax in fig.axes[:4])
     with pytest.raises(ValueError, match="no rows of whole maps"):
         plots.trained_figure(_trained_rows().iloc[:0], [tmp_path / "v.png"])
 

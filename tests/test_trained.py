@@ -143,9 +143,11 @@ def test_registry_entries_and_studies_of_every_map(tiny_bert):
         X = synthetic_sample(3, 64, seed=1).float()
         weights = maps.sample_weights(name, 0, 3, 64, model=tiny_bert, layer=2)
         assert torch.equal(getattr(maps, name)(X, weights), maps.apply(name, X, weights))
-    assert registry.get("trained_attention").fast is not None and registry.get("trained_layer").fast is None
+    assert registry.get("trained_attention").fast is not None and registry.get("trained_layer").fast is not None
     every = variant_maps({"maps": "all"})  # the random maps' study leaves the checkpoint's maps out
-    assert "mh_raf" in every and not {"trained_attention", "trained_layer"} & set(every)
+    built = {"trained_attention", "trained_layer", "matched_attention", "matched_layer", "ln_block"}
+    assert "mh_raf" in every and not built & set(every)
+    assert all(registry.get(name).checkpoint for name in built)
 
 
 def test_a_grid_naming_a_trained_map_is_refused_before_any_job():
@@ -179,7 +181,7 @@ def test_fast_value_and_gradient_against_the_full_map(tiny_bert, head):
     }
     spec = registry.get("trained_attention")
     options = spec.option_values({"model": tiny_bert, "layer": 2, "head": head})
-    ctx = SearchContext(map_name="trained_attention", dtype=torch.float64, device=torch.device("cpu"), options=options)
+    ctx = SearchContext(spec=registry.get("trained_attention"), dtype=torch.float64, device=torch.device("cpu"), options=options)
     prepare = registry.resolve(spec.fast)(X, 0, W, ctx)
     gen = torch.Generator().manual_seed(4)
     for position in (0, n - 1):
@@ -274,106 +276,174 @@ def test_layer_inputs_are_the_hidden_states_entering_the_layer(tiny_bert):
         layer_inputs(tokenizer, encoder, texts, layer=1, n=40, normalise=True)
 
 
-def test_trained_rows_put_each_map_beside_its_random_model_on_the_same_sample(tiny_bert):
+def test_trained_rows_put_each_map_beside_its_counterparts_on_the_same_sample(tiny_bert):
     from wordsens.experiments.trained import trained_rows
 
-    X = synthetic_sample(5, 64, seed=7)
-    rows = trained_rows(
-        X, model=tiny_bert, layer=2, heads=4, seed=3, review=1, normalise=True, per_head=True, max_steps=20
-    )
-    assert [(r["map"], r["kind"], r["head"]) for r in rows] == [
-        ("trained_attention", "trained", 0),
-        ("mh_raf", "random", 0),
-        ("trained_layer", "trained", 0),
-        ("block", "random", 0),
-        *[("trained_attention", "trained", h) for h in (1, 2, 3, 4)],
+    X = synthetic_sample(6, 64, seed=7) * 0.5  # rows of norm 4: the model's own scale differs from the paper's
+    common = {"model": tiny_bert, "layer": 2, "heads": 4, "seed": 3, "review": 1, "max_steps": 20}
+    rows = trained_rows(X, positions=1, specials=True, draws=2, **common)
+    per_row = [
+        ("paper", "trained_attention", 0),
+        ("paper", "mh_raf", 0),
+        ("paper", "mh_raf", 1),
+        ("paper", "trained_layer", 0),
+        ("paper", "block", 0),
+        ("paper", "block", 1),
+        ("paper", "ln_block", 0),
+        ("paper", "ln_block", 1),
+        ("model", "trained_attention", 0),
+        ("model", "matched_attention", 0),
+        ("model", "matched_attention", 1),
+        ("model", "trained_layer", 0),
+        ("model", "matched_layer", 0),
+        ("model", "matched_layer", 1),
     ]
+    assert [(r["convention"], r["map"], r["draw"]) for r in rows] == [run for run in per_row for _ in range(3)]
+    assert [r["token"] for r in rows[:3]] == ["word", "[CLS]", "[SEP]"] and rows[1]["position"] == 0
+    assert {r["kind"] for r in rows if r["map"].startswith("trained")} == {"trained"}
+    assert {r["n"] for r in rows} == {6} and {r["head"] for r in rows} == {0}
     # each row is the search of its map on this very sample, with the seed the rows record
+    paper = X * (8.0 / X.norm(dim=-1, keepdim=True))
     for row, options in ((rows[0], {"model": tiny_bert, "layer": 2}), (rows[3], {"heads": 4})):
-        again = search.estimate(row["map"], X, seed=row["seed"], options=options, device="cpu", max_steps=20)
-        assert again.lower == pytest.approx(row["ws"], rel=1e-9)
-    assert {r["n"] for r in rows} == {5} and rows[0]["row_norm"] == pytest.approx(8.0)
+        assert row["convention"] == "paper" and row["map"] in ("trained_attention", "mh_raf")
+        again = search.estimate(
+            row["map"], paper, seed=row["seed"], position=row["position"], options=options, device="cpu", max_steps=20
+        )
+        assert again.lower == pytest.approx(row["ws"], rel=1e-6)
+        assert row["radius"] == pytest.approx(8.0) and row["row_norm"] == pytest.approx(8.0)
+    # the model's convention: the raw rows, the ball of the moved row's norm
+    model = rows[24]
+    assert (model["convention"], model["map"]) == ("model", "trained_attention")
+    assert model["radius"] == pytest.approx(float(X[model["position"]].norm()))
+    assert model["row_norm"] == pytest.approx(float(X.norm(dim=-1).mean()))
+    again = search.estimate(
+        "trained_attention",
+        X,
+        seed=model["seed"],
+        position=model["position"],
+        options={"model": tiny_bert, "layer": 2},
+        device="cpu",
+        max_steps=20,
+        radius=model["radius"],
+    )
+    assert again.lower == pytest.approx(model["ws"], rel=1e-6)
+    # draws differ, every counterpart shares a draw's seed (block and ln_block: the same random weights)
+    blocks = [r for r in rows if r["map"] in ("block", "ln_block") and r["token"] == "word"]
+    assert blocks[0]["seed"] == blocks[2]["seed"] != blocks[1]["seed"]
     with pytest.raises(ValueError, match="unknown trained maps"):
-        trained_rows(X, model=tiny_bert, layer=1, heads=4, seed=0, review=0, normalise=True, maps=("mh_raf",))
+        trained_rows(X, maps_=("mh_raf",), **common)
+    with pytest.raises(ValueError, match="unknown conventions"):
+        trained_rows(X, conventions=("raw",), **common)
+    heads = trained_rows(X, positions=1, per_head=True, **common)
+    assert [r["head"] for r in heads] == [1, 2, 3, 4] and {r["convention"] for r in heads} == {"paper"}
+    together = math.sqrt(sum(r["phi_norm"] ** 2 for r in heads))
+    assert [r["ws_heads"] for r in heads] == pytest.approx([r["ws"] * r["phi_norm"] / together for r in heads])
 
 
-def _trained_table(pairs=(("trained_attention", "mh_raf"), ("trained_layer", "block")), heads=4):
-    """A synthetic table of the trained study: 2 layers, n in [8, 16, 32], 2 reviews, the maps of ``pairs``
-    (WS (layer + k) / sqrt(n) + review / 10, k the map's place), ``heads`` per-head rows at n = 32 (WS
-    layer + head / 10) and one raw-scale row far above the rest."""
+def _trained_table(counterparts=None, heads=4):
+    """A synthetic table of the trained study: 2 layers, n = 32 (and a few rows at n = 16), 5 reviews, word
+    rows: each trained map at WS 2 (layer 1) or 3 (layer 2) plus review / 10, each counterpart of
+    ``counterparts`` ((trained, random, convention); default all) at WS 1 over 2 draws; [CLS] rows far
+    above; ``heads`` per-head rows at n = 32 (WS layer + head / 10)."""
     import pandas as pd
 
-    names = [name for pair in pairs for name in pair]
-    rows = [
-        {
-            "model": "/models/tiny",
-            "review": review,
-            "layer": layer,
-            "n": n,
-            "d": 64,
-            "normalise": True,
-            "map": name,
-            "kind": "random" if name in ("mh_raf", "block") else "trained",
-            "head": 0,
-            "ws": (layer + k) / math.sqrt(n) + review / 10,
-        }
-        for layer in (1, 2)
-        for n in (8, 16, 32)
-        for review in (0, 1)
-        for k, name in enumerate(names)
-    ]
+    from wordsens.maps import registry
+
+    if counterparts is None:
+        counterparts = [
+            (name, c.map, c.convention)
+            for name in ("trained_attention", "trained_layer")
+            for c in registry.get(name).counterparts
+        ]
+    rows = []
+    base = {"model": "/models/tiny", "d": 64, "head": 0, "position": 3, "entropy": 2.0}
+    for layer in (1, 2):
+        for review in range(5):
+            for n, token in ((32, "word"), (32, "[CLS]"), (16, "word")):
+                scale = 10.0 if token == "[CLS]" else 1.0
+                for trained, random, convention in counterparts:
+                    common = {
+                        **base,
+                        "review": review,
+                        "layer": layer,
+                        "n": n,
+                        "convention": convention,
+                        "token": token,
+                    }
+                    rows.append(
+                        {
+                            **common,
+                            "map": trained,
+                            "kind": "trained",
+                            "draw": 0,
+                            "ws": scale * (layer + 1 + review / 10),
+                        }
+                    )
+                    rows += [
+                        {**common, "map": random, "kind": "random", "draw": k, "ws": scale * (1 + (k - 0.5) / 10)}
+                        for k in (0, 1)
+                    ]
     rows += [
         {
-            **rows[0],
+            **base,
+            "review": 0,
             "layer": layer,
             "n": 32,
+            "convention": "paper",
+            "token": "word",
             "map": "trained_attention",
             "kind": "trained",
+            "draw": 0,
             "head": h,
             "ws": layer + h / 10,
+            "ws_heads": (layer + h / 10) / 4,
         }
         for layer in (1, 2)
         for h in range(1, heads + 1)
     ]
-    rows.append({**rows[-1], "normalise": False, "map": names[-1], "head": 0, "ws": 99.0})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).drop_duplicates(["review", "layer", "n", "convention", "token", "map", "draw", "head"])
+    return frame.reset_index(drop=True)
 
 
 def _styles(ax) -> dict[str, int]:
-    """How many lines of each style a panel has ("-": trained, "--": random)."""
-    styles = [line.get_linestyle() for line in ax.get_lines()]
+    """How many series of each style a panel has ("-": paper convention, "--": model scale): its labelled
+    lines (not the error bars' caps, not the reference line)."""
+    styles = [line.get_linestyle() for line in ax.get_lines() if not line.get_label().startswith("_")]
     return {style: styles.count(style) for style in sorted(set(styles))}
 
 
-def test_trained_figure_draws_layers_and_heads(tmp_path):
+def test_trained_figure_draws_the_ratios_per_counterpart_and_convention_the_entropies_and_heads(tmp_path):
     from matplotlib.colors import to_rgb
 
+    from wordsens.claims import trained_ratios
     from wordsens.plots import trained_figure
 
     table = _trained_table()
     paths = [tmp_path / "fig_trained.png", tmp_path / "fig_trained.pdf"]
     fig = trained_figure(table, paths)
     assert all(p.stat().st_size > 0 for p in paths)
-    attention, layer, heat = fig.axes[:3]
-    for ax in (attention, layer):  # per layer: the trained map solid, its random model dashed, each with a band
-        assert _styles(ax) == {"-": 2, "--": 2}
-        assert len(ax.collections) == 4
-        assert ax.get_xscale() == "log"  # 32 / 8 >= 4
-        assert [float(x) for x in ax.get_lines()[0].get_xdata()] == [8, 16, 32]
-    assert "trained attention" in attention.get_title() and "multi-head attention" in attention.get_title()
-    assert "trained encoder layer" in layer.get_title()
-    # layer 1 of the trained attention: the mean over the two reviews (0 and 0.1 above)
-    first = attention.get_lines()[0]
-    assert first.get_ydata() == pytest.approx([1 / math.sqrt(n) + 0.05 for n in (8, 16, 32)])
-    # one colour per layer, the same for a map and its random model
-    colours = [to_rgb(line.get_color()) for line in attention.get_lines()]
-    assert colours[0] == colours[2] and colours[1] == colours[3] and colours[0] != colours[1]
-    assert max(max(line.get_ydata()) for line in layer.get_lines()) < 99  # the raw-scale row is not drawn
-    assert "1 raw-scale rows: in the table only" in fig.get_suptitle()
+    attention, layer, entropy, heat = fig.axes[:4]
+    # per counterpart one series over the layers (paper solid, model dashed), at the word rows of the largest n
+    assert _styles(attention) == {"-": 1, "--": 1} and _styles(layer) == {"-": 2, "--": 1}
+    expected = trained_ratios(table[(table["head"] == 0) & (table["token"] == "word")])
+    first = next(line for line in attention.get_lines() if line.get_label() == "mh_raf, paper")
+    mh = expected[(expected["random"] == "mh_raf")].sort_values("layer")
+    assert list(first.get_ydata()) == pytest.approx(list(mh["value"]))
+    assert list(mh["value"]) == pytest.approx([2.2, 3.2])  # (layer + 1 + mean review / 10) / 1
+    assert [round(float(x)) for x in first.get_xdata()] == [1, 2]
+    # the intervals over the 5 reviews: one error bar per point
+    assert len(attention.collections) == 2
+    assert "trained attention" in attention.get_title() and "trained encoder layer" in layer.get_title()
+    colours = {to_rgb(line.get_color()) for line in layer.get_lines() if not line.get_label().startswith("_")}
+    assert len(colours) == 3  # block, ln_block, matched_layer
+    assert max(max(line.get_ydata()) for line in attention.get_lines()) < 5  # the [CLS] rows (10x) are not drawn
+    assert "rows at [CLS]/[SEP]: in the table and claims" in fig.get_suptitle()
+    assert "5 reviews, word rows, 2 draws per counterpart" in fig.get_suptitle()
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert labels[:2] == ["layer 1", "layer 2"] and "trained" in labels
+    assert any("mh_raf" in label for label in labels) and any("model scale" in label for label in labels)
+    assert len(entropy.get_lines()) >= 4  # trained and counterpart per convention, and ln n
     assert heat.collections[0].get_array().shape == (2, 4)  # 2 layers x 4 heads
-    assert "n = 32" in heat.get_title()
+    assert "n = 32" in heat.get_title() and "all heads" in heat.collections[0].colorbar.ax.get_ylabel()
     with pytest.raises(ValueError, match="no rows of whole maps"):
         trained_figure(table[table["head"] > 0], paths)
 
@@ -381,14 +451,15 @@ def test_trained_figure_draws_layers_and_heads(tmp_path):
 def test_trained_figure_marks_a_missing_pair_and_missing_heads_not_run(tmp_path):
     from wordsens.plots import trained_figure
 
-    table = _trained_table(pairs=(("trained_attention", "mh_raf"),), heads=0)
-    table = table[table["n"] == 16]  # one n: linear x
+    table = _trained_table(counterparts=[("trained_attention", "mh_raf", "paper")], heads=0)
     path = tmp_path / "fig_trained.png"
-    fig = trained_figure(table, [path], settings={"palette": "rocket", "dpi": 60, "stamp": "toy demo: tiny"})
+    left_out = [{"layer": 3, "needs_gb": 40.0}]
+    fig = trained_figure(table, [path], left_out=left_out, settings={"palette": "rocket", "dpi": 60, "stamp": "toy"})
     assert path.stat().st_size > 0
-    attention, layer, heat = fig.axes[:3]
-    assert _styles(attention) == {"-": 2, "--": 2} and attention.get_xscale() == "linear"
+    attention, layer, entropy, heat = fig.axes[:4]
+    assert _styles(attention) == {"-": 1} and entropy.get_lines()
     for ax in (layer, heat):
         assert not ax.axison and not ax.get_lines() and not ax.collections
         assert any(text.get_text().startswith("not run") for text in ax.texts)
-    assert [t.get_text() for t in fig.texts if t.get_label() == "stamp"] == ["toy demo: tiny"]
+    assert any("layer=3 (needs 40 GB)" in text.get_text() for text in attention.texts)
+    assert [t.get_text() for t in fig.texts if t.get_label() == "stamp"] == ["toy"]

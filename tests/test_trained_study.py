@@ -44,7 +44,17 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
 
     tokenizer, encoder = embed.load_encoder(tiny_bert, "cpu")
     texts = [LONG, "the worst movie, bad acting and a dull plot " * 3]
-    settings = {"n": [6, 10], "reviews": 2, "normalise": [True, False], "head_n": 10, "head_reviews": 1}
+    settings = {
+        "n": [6, 10],
+        "reviews": 2,
+        "conventions": ["paper", "model"],
+        "maps": ["trained_attention", "trained_layer"],
+        "positions": 1,
+        "specials": False,
+        "draws": 1,
+        "head_n": 10,
+        "head_reviews": 1,
+    }
     rows = layer_rows(
         tokenizer,
         encoder,
@@ -52,7 +62,10 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
         model=tiny_bert,
         layer=2,
         ns=settings["n"],
-        normalise=settings["normalise"],
+        conventions=settings["conventions"],
+        positions=settings["positions"],
+        specials=settings["specials"],
+        draws=settings["draws"],
         head_n=settings["head_n"],
         head_reviews=settings["head_reviews"],
         seed=5,
@@ -67,24 +80,33 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
         )
     )
     (job, _) = pipeline.trained_jobs(config)
-    assert len(rows) == job.rows == 2 * 2 * 2 * 2 * 2 + models.TINY_BERT_HEADS
+    # per sample: (1 + 1 draw) attention + (1 + 2 x 1) layer in the paper's, (1 + 1) + (1 + 1) at the model's scale,
+    # at 1 moved row; 2 reviews, 2 n; and one row per head
+    assert len(rows) == job.rows == 9 * 2 * 2 + models.TINY_BERT_HEADS
     # each sample's rows are those of trained_rows on the hidden states entering layer 2
     X = layer_inputs(tokenizer, encoder, texts, layer=2, n=6, normalise=False)
-    expected = trained_rows(X[1], model=tiny_bert, layer=2, heads=4, seed=5, review=1, normalise=False, max_steps=10)
-    got = [r for r in rows if r["n"] == 6 and not r["normalise"] and r["review"] == 1]
-    assert (
-        [r["map"] for r in got]
-        == [r["map"] for r in expected]
-        == [
-            "trained_attention",
-            "mh_raf",
-            "trained_layer",
-            "block",
-        ]
+    expected = trained_rows(
+        X[1], model=tiny_bert, layer=2, heads=4, seed=5, review=1, positions=1, specials=False, draws=1, max_steps=10
     )
+    got = [r for r in rows if r["n"] == 6 and r["review"] == 1]
+    assert [(r["convention"], r["map"], r["position"]) for r in got] == [
+        (r["convention"], r["map"], r["position"]) for r in expected
+    ]
     assert [r["ws"] for r in got] == pytest.approx([r["ws"] for r in expected], rel=1e-9)
-    # every head alone at head_n, row-normalised, on the first review only
-    heads = [(r["head"], r["n"], r["review"], r["normalise"]) for r in rows if r["head"] > 0]
-    assert heads == [(h, 10, 0, True) for h in range(1, models.TINY_BERT_HEADS + 1)]
-    normalised = [r for r in rows if r["normalise"]]
-    assert all(r["row_norm"] == pytest.approx(8.0) and r["radius"] == pytest.approx(8.0) for r in normalised)
+    # every head alone at head_n, paper convention, on the first review only, at its first word row
+    heads = [(r["head"], r["n"], r["review"], r["convention"], r["token"]) for r in rows if r["head"] > 0]
+    assert heads == [(h, 10, 0, "paper", "word") for h in range(1, models.TINY_BERT_HEADS + 1)]
+    paper = [r for r in rows if r["convention"] == "paper"]
+    assert all(r["row_norm"] == pytest.approx(8.0) and r["radius"] == pytest.approx(8.0) for r in paper)
+
+
+def test_the_plan_refuses_more_word_rows_than_the_smallest_sample_has():
+    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
+    demo_config = pipeline.merge(
+        base, yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())
+    )
+    pipeline.validate(pipeline.merge(demo_config, {"trained": {"n": [8, 16], "positions": 6}}))  # 6 words at n = 8
+    with pytest.raises(pipeline.ConfigError, match=r"trained.positions = 7 > the 6 word rows of a sample at n = 8"):
+        pipeline.validate(pipeline.merge(demo_config, {"trained": {"n": [8, 16], "positions": 7}}))
+    with pytest.raises(pipeline.ConfigError, match=r"trained\.normalise"):
+        pipeline.validate(pipeline.merge(demo_config, {"trained": {"normalise": [True]}}))

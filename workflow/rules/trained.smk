@@ -1,8 +1,10 @@
 # The trained study (config key trained; wordsens.pipeline.trained): a pre-trained encoder's own
-# layers against their random models. One job per layer reads the review pool and the encoder
-# (the hidden states entering the layer are computed in the job: nothing else needs them), then a
-# table, its figure and report-only rows of the claims table (claims.smk). The figure names the
-# layers the limits left out (marked not run) and carries the run's stamp, both as params.
+# layers against their random counterparts, in each convention. One job per layer reads the review
+# pool and the encoder (the hidden states entering the layer are computed in the job: nothing else
+# needs them), checks the encoder's tokenizer on its reviews (data.max_unk_share, read from the
+# configuration as the pool step does: a gate, not a param), then a table, its figure and
+# report-only rows of the claims table (claims.smk). The figure names the layers the limits left
+# out (marked not run) and carries the run's stamp, both as params.
 from wordsens.plots import run_stamp
 
 TRAINED = config["trained"]

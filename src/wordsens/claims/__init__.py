@@ -17,14 +17,14 @@ from .files import claims_inputs, write_claims
 from .gen_checks import check_identity
 from .render import claims_html, claims_markdown, format_claims
 from .slope import law_slope, loglog_slope
-from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, TRAINED_PAIRS, VERDICTS, Claim, err_lower_bound
+from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, VERDICTS, Claim, err_lower_bound
 from .table import claims_from_results, compute_claims, read_tables
+from .trained_checks import trained_ratios
 
 __all__ = [
     "CLAIMS",
     "COLUMNS",
     "KNOWN_MAPS",
-    "TRAINED_PAIRS",
     "VERDICTS",
     "Claim",
     "check_identity",
@@ -38,5 +38,6 @@ __all__ = [
     "law_slope",
     "loglog_slope",
     "read_tables",
+    "trained_ratios",
     "write_claims",
 ]

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..maps import registry
 from ..theory import rf_finite_factor
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "RF_LEVEL_TOL",
     "RF_SLOPE_TOL",
     "TRAINED_DATA",
-    "TRAINED_PAIRS",
     "VERDICTS",
     "ZERO_LOSS_TOL",
     "Claim",
@@ -54,8 +52,6 @@ __all__ = [
 DERIVED = "derived (not in the paper)"
 KNOWN_MAPS = ("rf", "drf", "raf", "relu_raf")
 VERDICTS = ("holds", "fails", "inconclusive", "not run", "no claim")
-# the random model of each trained map of the ``trained`` study, at the same d and heads (the registry's table)
-TRAINED_PAIRS: dict[str, str] = registry.TRAINED_RANDOM_MODELS
 TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 
 # --- thresholds (docs/claims.md derives each one and states the smallest effect it fails on)
@@ -362,15 +358,46 @@ CLAIMS: dict[str, Claim] = {
         ),
         Claim(
             "trained_ratio",
-            "word sensitivity of a pre-trained encoder's {map} against its random model ({random}) on the same "
-            "samples (the paper makes no claim)",
-            "mean over reviews of WS(trained) / WS(random) on the same sample",
+            "word sensitivity of a pre-trained encoder's {map} against a random counterpart ({random}) on the same "
+            "samples, in one convention (the paper makes no claim)",
+            "mean over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows (the random "
+            "map's over its draws too)",
             None,
             None,
             DERIVED,
             "the trained study: a pre-trained encoder's layers on IMDb reviews (the paper has no trained encoder)",
             kind=REPORT,
             defaults=(("map", "trained map"), ("random", "random counterpart")),
+        ),
+        Claim(
+            "swaps_ratio",
+            "the best real word against the continuous search at the radius it moves (the paper makes no claim)",
+            "mean over reviews of S_words / continuous WS at r = ||x_i(w*) - x_i||, each review's positions averaged",
+            None,
+            None,
+            DERIVED,
+            "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+            kind=REPORT,
+        ),
+        Claim(
+            "swaps_mean_ratio",
+            "the average substitution against the worst one (the paper makes no claim)",
+            "mean over reviews of (mean S over the vocabulary) / S_words, each review's positions averaged",
+            None,
+            None,
+            DERIVED,
+            "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+            kind=REPORT,
+        ),
+        Claim(
+            "continuous_covers_words",
+            "the continuous search at a radius reaches at least what the best real word moving that far reaches",
+            "rows whose S_words exceeds the continuous WS at the same radius (a search miss)",
+            "<=",
+            0.0,
+            DERIVED,
+            "the swaps study: the continuous supremum at radius r bounds every move of norm r",
+            kind=UNIVERSAL,
         ),
         Claim(
             "map_slope",

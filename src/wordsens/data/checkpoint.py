@@ -2,12 +2,14 @@
 (``wordsens.maps.trained``): the loader (``layer_weights``) and the maps' weight providers.
 
 The providers take the place of a sampler in the registry: they have a sampler's signature, ignore
-the seed (the weights are the checkpoint's) and read the map's options ``model`` (a packaged
-encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as ``"minilm"``, a local folder saved with
-``save_pretrained``, or a Hub name in reach) and ``layer`` (1-based: the encoder layer whose input
-is ``hidden_states[layer - 1]``). A packaged encoder is unpacked into a temporary folder, read and
-removed; the weights of a (model, layer) are kept for the process, so that every search of a job
-reads the checkpoint once. Torch and transformers are imported by the functions that need them.
+the seed (the weights are the checkpoint's; the random counterparts built from a layer,
+``matched_attention``, ``matched_layer`` and ``ln_block``, draw theirs from it) and read the map's
+options ``model`` (a packaged encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as
+``"minilm"``, a local folder saved with ``save_pretrained``, or a Hub name in reach) and ``layer``
+(1-based: the encoder layer whose input is ``hidden_states[layer - 1]``). A packaged encoder is
+unpacked into a temporary folder, read and removed; the weights of a (model, layer) are kept for
+the process, so that every search of a job reads the checkpoint once. Torch and transformers are
+imported by the functions that need them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from .models import PACKAGED_MODELS, bert_family_problem
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["encoder_layer", "layer_weights", "load_checkpoint", "trained_attention_weights", "trained_layer_weights"]
+__all__ = [
+    "encoder_layer",
+    "layer_weights",
+    "ln_block_weights",
+    "load_checkpoint",
+    "matched_attention_weights",
+    "matched_layer_weights",
+    "trained_attention_weights",
+    "trained_layer_weights",
+]
 
 _SETTING = "the map option model"
 
@@ -162,3 +173,89 @@ def trained_layer_weights(
     from ..maps.trained import LAYER_KEYS
 
     return _provide("trained_layer", LAYER_KEYS, d, model, layer, dtype or torch.float32, device)
+
+
+def _matched(
+    map_name: str, keys: tuple[str, ...], seed: Any, d: int, model: str, layer: int, dtype: Any, device: Any
+) -> dict[str, torch.Tensor]:
+    import torch
+
+    from ..maps.sampling import base_seed
+    from ..maps.trained import matched_weights
+    from ..seeds import derive_seed, generator
+
+    weights = _provide(map_name, keys, d, model, layer, torch.float64, "cpu")
+    draws = generator(derive_seed(base_seed(seed), map_name))
+    return {
+        key: value.to(dtype=dtype or torch.float32, device=device)
+        for key, value in matched_weights(weights, draws).items()
+    }
+
+
+def matched_attention_weights(
+    seed: Any,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = "cpu",
+    draw_on: str = "device",
+    model: str = "minilm",
+    layer: int = 1,
+) -> dict[str, torch.Tensor]:
+    """``matched_attention``'s weights, drawn from ``seed`` (on the CPU, float64, then cast): the
+    attention of layer ``layer`` of ``model`` with every matrix's singular vectors replaced by
+    Haar-random ones (its singular values kept) and every bias by a random vector of its norm
+    (``wordsens.maps.trained.matched_weights``)."""
+    from ..maps.trained import ATTENTION_KEYS
+
+    return _matched("matched_attention", ATTENTION_KEYS, seed, d, model, layer, dtype, device)
+
+
+def matched_layer_weights(
+    seed: Any,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = "cpu",
+    draw_on: str = "device",
+    model: str = "minilm",
+    layer: int = 1,
+) -> dict[str, torch.Tensor]:
+    """``matched_layer``'s weights, drawn from ``seed``: every matrix and bias of layer ``layer`` of
+    ``model`` randomised as in ``matched_attention_weights``, its LayerNorms and eps kept."""
+    from ..maps.trained import LAYER_KEYS
+
+    return _matched("matched_layer", LAYER_KEYS, seed, d, model, layer, dtype, device)
+
+
+def ln_block_weights(
+    seed: Any,
+    n: int,
+    d: int,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = "cpu",
+    draw_on: str = "device",
+    model: str = "minilm",
+    layer: int = 1,
+) -> dict[str, torch.Tensor]:
+    """``ln_block``'s weights: those of ``block`` drawn from ``seed`` with the layer's number of heads
+    (the very weights of ``block`` of the same seed: ``wordsens.maps.variants.block_sample``), zero
+    biases, and the LayerNorms (``ln1_w``, ``ln1_b``, ``ln2_w``, ``ln2_b``) and ``eps`` of layer
+    ``layer`` of ``model``: ``trained_layer``'s formula (GELU) on a random block."""
+    import torch
+
+    from ..maps.trained import LAYER_KEYS
+    from ..maps.variants import block_sample
+
+    dtype = dtype or torch.float32
+    trained = _provide("ln_block", LAYER_KEYS, d, model, layer, dtype, device)
+    h = int(trained["Wq"].shape[0])
+    weights = block_sample(seed, n, d, dtype=dtype, device=device, heads=h)
+    f = int(weights["W1"].shape[1])
+    zeros = {"bq": (h, d // h), "bk": (h, d // h), "bv": (h, d // h), "bo": (d,), "b1": (f,), "b2": (d,)}
+    weights.update({key: torch.zeros(shape, dtype=dtype, device=device) for key, shape in zeros.items()})
+    weights.update({key: trained[key] for key in ("ln1_w", "ln1_b", "ln2_w", "ln2_b", "eps")})
+    return {key: weights[key] for key in LAYER_KEYS}

@@ -13,6 +13,10 @@ samples. Torch-free and pandas-free: the planner (``wordsens plan``) reads the s
   stored rows are identical give the same sample. The count of distinct samples can only grow with
   n (a longer sample holds the shorter one), so the smallest n decides; [PAD] rows past a review's
   end are expected, identical reviews are not.
+* **The trained study** (``wordsens.experiments.trained``): its own tokenizer (``trained.model``'s) on
+  the reviews it reads, review by review (``check_review_unk``, the limit ``data.max_unk_share``), and
+  its samples at every n it reads: no two reviews' samples may have a cosine similarity of at least
+  ``NEAR_DUPLICATE`` (``check_near_duplicates``: bitwise equality misses near-copies).
 * **Tasks** (generalisation): ``duplicates`` counts the training samples that equal another one or
   the new sample (``wordsens.generalisation`` refuses a drawn task that has any, and names them when
   the new sample's features lie in the span of the training features).
@@ -28,9 +32,12 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "NEAR_DUPLICATE",
     "Duplicates",
     "InputError",
     "check_finite",
+    "check_near_duplicates",
+    "check_review_unk",
     "check_store",
     "check_unk_share",
     "check_vocabulary",
@@ -55,6 +62,10 @@ _TOKENIZER_FIX = (
 
 class InputError(ValueError):
     """Input data that cannot carry the experiments; the message names the cause and the fix."""
+
+
+# two samples at least this similar (cosine of the flattened samples) are near-duplicates
+NEAR_DUPLICATE = 0.9999
 
 
 # ----------------------------------------------------------------------------- the tokenizer
@@ -123,6 +134,57 @@ def check_unk_share(
             "are expected"
         )
     return f"{unk_token} share {share:.2%} ({unknown} of {total} tokens of {len(tokens)} reviews)"
+
+
+def check_review_unk(
+    tokens: Sequence[int],
+    unk: Sequence[int],
+    *,
+    reviews: Sequence[Any],
+    limit: float,
+    tokenizer: str,
+    unk_token: str | None,
+) -> str:
+    """``check_unk_share`` review by review: one line for the log, or ``InputError`` naming every review
+    (``reviews``: their names, in the order of the counts) with more than ``limit`` of its tokens
+    mapped to the unknown token."""
+    if unk_token is None:
+        return f"[UNK] share 0: the tokenizer {tokenizer} has no unknown token"
+    shares = [unk_share([t], [u]) for t, u in zip(tokens, unk, strict=True)]
+    above = [f"{name} ({share:.1%})" for name, share in zip(reviews, shares, strict=True) if share > limit]
+    if above:
+        raise InputError(
+            f"the tokenizer of {tokenizer} maps more than data.max_unk_share = {limit:.0%} of the tokens of "
+            f"{len(above)} of {len(shares)} reviews to its unknown token {unk_token}: {', '.join(above)}. It does not "
+            f"know the reviews' words, so their samples would differ little more than by their length. Likely fix: "
+            f"{_TOKENIZER_FIX}"
+        )
+    worst = max(shares, default=0.0)
+    return f"{unk_token} share at most {worst:.2%} per review ({len(shares)} reviews, {int(np.sum(unk))} of them)"
+
+
+def check_near_duplicates(
+    samples: np.ndarray, reviews: Sequence[Any], *, what: str, threshold: float = NEAR_DUPLICATE
+) -> None:
+    """``InputError`` naming every pair of reviews (``reviews``: the names of the samples along the
+    leading axis) whose samples (flattened) have a cosine similarity of at least ``threshold``; ``what``
+    says where (a layer, an n)."""
+    flat = np.asarray(samples, dtype=np.float64).reshape(len(reviews), -1)
+    norms = np.linalg.norm(flat, axis=1)
+    unit = flat / np.where(norms > 0, norms, 1.0)[:, None]
+    cosine = unit @ unit.T
+    pairs = [
+        f"{reviews[i]} and {reviews[j]} ({cosine[i, j]:.6f})"
+        for i in range(len(reviews))
+        for j in range(i + 1, len(reviews))
+        if cosine[i, j] >= threshold
+    ]
+    if pairs:
+        raise InputError(
+            f"near-duplicate samples ({what}, cosine similarity >= {threshold}): {'; '.join(pairs)}. Reviews that "
+            "give (almost) the same sample are one unit counted twice: check the tokenizer (trained.model: does it "
+            "know the words?) and drop repeated reviews from the data"
+        )
 
 
 # ----------------------------------------------------------------------------- the store

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from .registry import (
     PAPER_MAPS,
     PLUGINS_ENV,
-    TRAINED_RANDOM_MODELS,
     get,
     isolated,
     load_plugins,
@@ -28,7 +27,7 @@ from .registry import (
     register,
     resolve,
 )
-from .spec import MapSpec, SearchSettings
+from .spec import CONVENTIONS, Counterpart, MapSpec, SearchSettings
 
 if TYPE_CHECKING:
     from .api import (
@@ -63,10 +62,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONVENTIONS",
     "DRAW_ON",
     "PAPER_MAPS",
     "PLUGINS_ENV",
-    "TRAINED_RANDOM_MODELS",
+    "Counterpart",
     "MapSpec",
     "SearchSettings",
     "apply",

@@ -33,7 +33,6 @@ from .spec import MapSpec
 __all__ = [
     "PAPER_MAPS",
     "PLUGINS_ENV",
-    "TRAINED_RANDOM_MODELS",
     "get",
     "isolated",
     "load_plugins",
@@ -44,10 +43,6 @@ __all__ = [
 ]
 
 PAPER_MAPS = ("rf", "drf", "raf", "relu_raf")
-# The random model of each map of a pre-trained checkpoint (``checkpoint`` specs), at the same d and
-# number of heads: the trained study searches both on the same samples (wordsens.experiments.trained),
-# the claims table reports their ratio, the figure draws them side by side.
-TRAINED_RANDOM_MODELS = {"trained_attention": "mh_raf", "trained_layer": "block"}
 PLUGINS_ENV = "WORDSENS_PLUGINS"
 
 _REGISTRY: dict[str, MapSpec] = {}

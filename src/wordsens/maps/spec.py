@@ -21,7 +21,7 @@ from typing import Any
 
 from ..compute.costs import CostModel, DenseCost, MemoryEstimate
 
-__all__ = ["MapSpec", "SearchSettings"]
+__all__ = ["CONVENTIONS", "Counterpart", "MapSpec", "SearchSettings"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,29 @@ class SearchSettings:
     least_squares: bool = False
 
 
+# How a checkpoint map and its random counterparts are compared (wordsens.experiments.trained): the
+# samples and the perturbation ball, per convention
+CONVENTIONS = {
+    "paper": "rows rescaled to norm sqrt(d), a ball of radius sqrt(d) (the paper's setting)",
+    "model": "the model's own rows, a ball of radius ||x_i|| around the moved row (the paper's relative radius)",
+}
+
+
+@dataclass(frozen=True)
+class Counterpart:
+    """A random map that a checkpoint map is compared with on the same samples, in one of the
+    ``CONVENTIONS``; ``matches``: what it shares with the trained map (the tables' notes say it)."""
+
+    map: str
+    convention: str
+    matches: str
+
+    def __post_init__(self) -> None:
+        if self.convention not in CONVENTIONS:
+            known = ", ".join(CONVENTIONS)
+            raise ValueError(f"counterpart {self.map!r}: unknown convention {self.convention!r} (known: {known})")
+
+
 @dataclass(frozen=True)
 class MapSpec:
     """One registered feature map.
@@ -66,7 +89,9 @@ class MapSpec:
     number of steps (an int, or ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound
     on the relative change from dense weights (RF), for the authors' method (the fast search's problems
     give their own, ``Problem.upper``). ``checkpoint``: the weights come from a pre-trained
-    checkpoint named by the options (``sample`` loads them), not from a random law. ``sweep``: the
+    checkpoint named by the options (``sample`` loads them, or draws them to match it), not from a random
+    law. ``counterparts``: for a checkpoint map, the random maps it is compared with, each in the
+    convention it serves (``Counterpart``). ``sweep``: the
     options a grid may sweep (integer options: DRF's depth ``L``; a plugin's own), in the order of the
     job names (``d768_n50_L2``), each a column of the tables and the first the hue of the figures; a
     grid that does not list one runs its default. ``law``: ``law(n)``, the word sensitivity the map is
@@ -92,9 +117,10 @@ class MapSpec:
     gen: str | Callable[..., Any] | None = None
     gen_reference: tuple[float, int | str] = (1.0, "50n")
     upper: str | Callable[..., float] | None = None
-    # weights read from a pre-trained checkpoint (``sample`` loads them; the seed is unused): the map has
-    # no random weights of its own, and ``maps: all`` of the studies leaves it out
+    # weights read from a pre-trained checkpoint (``sample`` loads them; the seed is unused), or drawn to
+    # match one (the trained study's counterparts): ``maps: all`` of the studies leaves the map out
     checkpoint: bool = False
+    counterparts: tuple[Counterpart, ...] = ()
     sweep: tuple[str, ...] = ()
     law: str | Callable[..., Any] | None = None
     law_label: str = ""  # the law's legend text (default: "<label> law")

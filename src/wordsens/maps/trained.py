@@ -19,10 +19,16 @@ Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``
 or a 0-d tensor). Linear layers act on rows (``x W + b``, the
 transpose of ``torch.nn.Linear``'s weight). ``tests/test_trained.py`` checks both maps against the
 transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
+
+The trained study (``wordsens.experiments.trained``) also needs, on these weight dicts:
+``matched_weights`` (the random counterparts of the model's convention: every matrix with random
+singular vectors and the trained singular values, every bias a random direction of its norm) and
+``attention_entropy`` (the regime the softmax works in).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +43,9 @@ Tensor = torch.Tensor
 __all__ = [
     "ATTENTION_KEYS",
     "LAYER_KEYS",
+    "attention_entropy",
+    "matched_weights",
+    "random_singular_vectors",
     "trained_attention_check",
     "trained_layer_check",
     "trained_layer_forward",
@@ -54,6 +63,68 @@ def trained_layer_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
     Y = F.layer_norm(X + mh_raf_forward(X, weights), (d,), weights["ln1_w"], weights["ln1_b"], eps)
     Z = Y + F.gelu(Y @ weights["W1"] + weights["b1"]) @ weights["W2"] + weights["b2"]
     return F.layer_norm(Z, (d,), weights["ln2_w"], weights["ln2_b"], eps)
+
+
+# --------------------------------------------------------------------------- what the trained study derives
+
+
+def random_singular_vectors(W: Tensor, generator: torch.Generator) -> Tensor:
+    """A matrix with the singular values of ``W`` (p, q) and Haar-random singular vectors:
+    ``U diag(s) V^T`` with ``U`` (p, r), ``V`` (q, r) the orthonormal factors of Gaussian matrices
+    (QR, signs fixed by R's diagonal), ``r = min(p, q)``; computed in float64 on the CPU, returned in
+    ``W``'s dtype and device."""
+    s = torch.linalg.svdvals(W.detach().to(device="cpu", dtype=torch.float64))
+    p, q = W.shape
+    factors = []
+    for rows in (p, q):
+        Q, R = torch.linalg.qr(torch.randn((rows, s.numel()), generator=generator, dtype=torch.float64))
+        factors.append(Q * torch.sign(torch.diagonal(R)))
+    U, V = factors
+    return ((U * s) @ V.T).to(dtype=W.dtype, device=W.device)
+
+
+def _random_direction(b: Tensor, generator: torch.Generator) -> Tensor:
+    """A vector of ``b``'s norm in a uniformly random direction."""
+    g = torch.randn(b.shape, generator=generator, dtype=torch.float64)
+    norm = torch.linalg.vector_norm(b.detach().to(device="cpu", dtype=torch.float64))
+    return (g * (norm / torch.linalg.vector_norm(g))).to(dtype=b.dtype, device=b.device)
+
+
+# per-head tensors (h, d, d/h) and (h, d/h), whole matrices, vectors; everything else (the LayerNorms, eps) is kept
+_HEAD_MATRICES, _MATRICES = ("Wq", "Wk", "Wv"), ("Wo", "W1", "W2")
+_HEAD_BIASES, _BIASES = ("bq", "bk", "bv"), ("bo", "b1", "b2")
+
+
+def matched_weights(weights: Mapping[str, Any], generator: torch.Generator) -> dict[str, Any]:
+    """The random counterpart of a trained weight dict at the trained scale: each matrix (``Wq``,
+    ``Wk``, ``Wv`` head by head, ``Wo``, ``W1``, ``W2``) with its singular values and random singular
+    vectors (``random_singular_vectors``), each bias (head by head for ``bq``, ``bk``, ``bv``) a random
+    direction of its norm; the LayerNorms' ``ln*_w``, ``ln*_b`` and ``eps`` kept. Draws in the order of
+    the dict's keys from ``generator``."""
+    out: dict[str, Any] = {}
+    for key, W in weights.items():
+        if key in _HEAD_MATRICES:
+            out[key] = torch.stack([random_singular_vectors(head, generator) for head in W])
+        elif key in _MATRICES:
+            out[key] = random_singular_vectors(W, generator)
+        elif key in _HEAD_BIASES:
+            out[key] = torch.stack([_random_direction(head, generator) for head in W])
+        elif key in _BIASES:
+            out[key] = _random_direction(W, generator)
+        else:
+            out[key] = W
+    return out
+
+
+def attention_entropy(X: Tensor, weights: Mapping[str, Any]) -> Tensor:
+    """The entropy (nats) of every softmax row of the attention of ``weights`` (``Wq``, ``Wk`` of shape
+    (h, d, d/h), biases ``bq``, ``bk`` where the dict has them) on ``X`` (..., n, d): (..., h, n), at
+    most ln n (a uniform row), 0 for a one-hot row."""
+    Q, K = X.unsqueeze(-3) @ weights["Wq"], X.unsqueeze(-3) @ weights["Wk"]  # (..., h, n, d/h)
+    if "bq" in weights:
+        Q, K = Q + weights["bq"].unsqueeze(-2), K + weights["bk"].unsqueeze(-2)
+    logp = torch.log_softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
 
 
 # --------------------------------------------------------------------------- weight checks

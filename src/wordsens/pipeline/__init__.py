@@ -46,14 +46,13 @@ from .runs import LoggedJob, PathStep, RuleTime, benchmark_times, critical_path,
 from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
 from .steps import Step, embed_step, gpu_budget_problem, probe_step
-from .trained import RANDOM_MODELS, TrainedJob, trained_jobs, trained_layers, trained_model
+from .trained import TrainedJob, trained_jobs, trained_layers, trained_model
 
 __all__ = [
     "CUDA_CONTEXT_BYTES",
     "GEN_FIGURES",
     "LOCAL_MAX_JOB_HOURS",
     "PLANNED_LIMITS",
-    "RANDOM_MODELS",
     "SCHEMA",
     "STUDIES",
     "WS_FIGURES",

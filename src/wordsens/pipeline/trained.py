@@ -1,12 +1,15 @@
-"""The jobs of the ``trained`` study: a pre-trained encoder's own layers against their random models.
+"""The jobs of the ``trained`` study: a pre-trained encoder's own layers against their random counterparts.
 
 One job per encoder layer (``TrainedJob``, rule ``trained``): on the hidden states entering the
-layer for the first ``trained.reviews`` reviews of the pool that have at least max(n) tokens, the
-word sensitivity of each trained map of ``trained.maps`` and of its random model (at every n and
-every ``trained.normalise``), and of every head of the trained attention at ``trained.head_n``
-(``wordsens.experiments.trained`` computes them). The facts planning needs (layers, heads, width)
-come from ``wordsens.data.models`` without loading the model; the estimates from the maps' cost
-models and the encoder's size in its config.json (``wordsens.compute.costs``). Torch is not imported.
+layer for the first ``trained.reviews`` reviews of the pool that have at least max(n) tokens, at
+every n, the word sensitivity of each trained map of ``trained.maps`` and of the random maps its
+registry entry names for each convention of ``trained.conventions`` (``MapSpec.counterparts``:
+``trained.draws`` draws each), at the moved rows of each review (``trained.positions`` word rows,
+and ``[CLS]``, ``[SEP]`` with ``trained.specials``), and of every head of the trained attention at
+``trained.head_n`` (``wordsens.experiments.trained`` computes them). The facts planning needs
+(layers, heads, width) come from ``wordsens.data.models`` without loading the model; the estimates
+from the maps' cost models and the encoder's size in its config.json (``wordsens.compute.costs``).
+Torch is not imported.
 """
 
 from __future__ import annotations
@@ -30,17 +33,26 @@ from .jobs import Job
 
 __all__ = [
     "BERT_VOCAB",
-    "RANDOM_MODELS",
     "TrainedJob",
+    "counterparts",
     "encoder_size",
+    "moved_count",
     "trained_jobs",
     "trained_layers",
     "trained_model",
     "trained_problems",
 ]
 
-# The random model of each trained map, at the same d and number of heads (searched on the same samples)
-RANDOM_MODELS = registry.TRAINED_RANDOM_MODELS
+
+def counterparts(trained: str, convention: str) -> list[str]:
+    """The random maps ``trained`` is compared with in ``convention`` (its registry entry's)."""
+    return [c.map for c in registry.get(trained).counterparts if c.convention == convention]
+
+
+def moved_count(n: int, positions: int | str, specials: bool) -> int:
+    """How many rows of a review's sample of n tokens are searched (``wordsens.experiments.trained.moved_rows``):
+    ``positions`` word rows (``all``: the n - 2 of them), and ``[CLS]``, ``[SEP]`` with ``specials``."""
+    return (n - 2 if positions == "all" else int(positions)) + (2 if specials else 0)
 
 
 # The vocabulary counted where an encoder's config.json does not say (a demo or well-known Hub name):
@@ -116,12 +128,17 @@ def trained_problems(config: dict) -> list[str]:
     if layers is None or heads is None or width is None:
         return [f"{_key(config)}: its config.json lacks num_hidden_layers, num_attention_heads or hidden_size"]
     out = []
-    if True not in section["normalise"]:
+    shortest, longest = min(section["n"]), max(section["n"])
+    if shortest < 3:
+        out.append(f"trained.n has {shortest} < 3: a sample needs a word row between [CLS] and [SEP]: raise trained.n")
+    elif section["positions"] != "all" and section["positions"] > shortest - 2:
         out.append(
-            "trained.normalise has no true: fig_trained and the claims rows read the row-normalised samples "
-            "(the paper's scale): add true"
+            f"trained.positions = {section['positions']} > the {shortest - 2} word rows of a sample at n = {shortest} "
+            "([CLS] and [SEP] are not words): lower trained.positions, raise the smallest n, or set it to all"
         )
-    longest = max(section["n"])
+    paired = [(m, c) for m in section["maps"] for c in section["conventions"] if not counterparts(m, c)]
+    if len(paired) == len(section["maps"]) * len(section["conventions"]):
+        out.append(f"trained.maps {section['maps']} have no random counterpart in trained.conventions: add paper")
     positions = model_positions(name)
     if positions is not None and longest > positions:
         out.append(f"trained.n has {longest} > the {positions} positions of {name}: lower trained.n")
@@ -184,11 +201,30 @@ class TrainedJob(Job):
 
     @property
     def rows(self) -> int:
-        """Two rows (the trained map and its random model) per map, review, n and normalisation, and
-        one per head and per-head review."""
+        """Per review, n and moved row (``moved_count``): for each convention and each trained map with
+        counterparts in it, one row of the trained map and ``draws`` of each counterpart; and one row
+        per head and per-head review."""
         p = self.params
-        whole = 2 * len(p["maps"]) * p["reviews"] * len(p["n"]) * len(p["normalise"])
+        per_sample = sum(
+            1 + p["draws"] * len(counterparts(m, c)) for m in p["maps"] for c in p["conventions"] if counterparts(m, c)
+        )
+        whole = sum(per_sample * moved_count(n, p["positions"], p["specials"]) for n in p["n"]) * p["reviews"]
         return whole + (p["heads"] * p["head_reviews"] if p["head_n"] is not None else 0)
+
+
+def _searches(section: dict, heads: int) -> list[tuple[str, int, int]]:
+    """The searches of one layer job of the ``trained`` section, as (map, n, how many)."""
+    searches: list[tuple[str, int, int]] = []
+    for n in section["n"]:
+        runs = section["reviews"] * moved_count(n, section["positions"], section["specials"])
+        for trained in section["maps"]:
+            for convention in section["conventions"]:
+                random = counterparts(trained, convention)
+                if random:
+                    searches += [(trained, n, runs), *[(name, n, runs * section["draws"]) for name in random]]
+    if section["head_n"] is not None:
+        searches.append(("trained_attention", section["head_n"], heads * section["head_reviews"]))
+    return searches
 
 
 def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["trained"]) -> list[TrainedJob]:
@@ -205,16 +241,11 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["traine
     if heads is None or d is None:
         raise ValueError(_unknown(config))
     n_max = max(section["n"])
-    searches: list[tuple[str, int, int]] = []  # (map, n, count)
-    runs = section["reviews"] * len(section["normalise"])
-    for trained in section["maps"]:
-        for n in section["n"]:
-            searches += [(trained, n, runs), (RANDOM_MODELS[trained], n, runs)]
-    if section["head_n"] is not None:
-        searches.append(("trained_attention", section["head_n"], heads * section["head_reviews"]))
+    searches = _searches(section, heads)
 
     def options(map_name: str) -> dict:
-        return {"model": name, "layer": 1} if map_name in RANDOM_MODELS else {"heads": heads}
+        given = {"model": name, "layer": 1, "heads": heads}
+        return {key: value for key, value in given.items() if key in registry.get(map_name).options}
 
     arrays = max(registry.get(m).ws_memory(n_max, d, options(m)).bytes for m, _, _ in searches)
     seconds = sum(
@@ -241,8 +272,11 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["traine
                 "heads": heads,
                 "n": sorted(set(section["n"])),
                 "reviews": section["reviews"],
-                "normalise": list(section["normalise"]),
+                "conventions": list(section["conventions"]),
                 "maps": list(section["maps"]),
+                "positions": section["positions"],
+                "specials": section["specials"],
+                "draws": section["draws"],
                 "head_n": section["head_n"],
                 # without per-head searches, head_reviews changes nothing: not a param then
                 "head_reviews": section["head_reviews"] if section["head_n"] is not None else None,
