@@ -36,6 +36,7 @@ include: "workflow/rules/sensitivity.smk"
 include: "workflow/rules/generalisation.smk"
 include: "workflow/rules/probes.smk"
 include: "workflow/rules/trained.smk"
+include: "workflow/rules/swaps.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
 
@@ -58,6 +59,8 @@ localrules:
     positions_figure,
     trained_table,
     trained_figure,
+    swaps_table,
+    swaps_figure,
     fig1_attention_figure,
     fig3_figures,
     fig1_lm_figure,

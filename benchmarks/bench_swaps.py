@@ -164,7 +164,7 @@ def recall_worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     from wordsens import maps
-    from wordsens.search.swaps import _values, first_order_gram, prepare_problem, scan
+    from wordsens.search.swaps import first_order_gram, move_values, prepare_problem, scan
 
     tokenizer = _tokenizer(args.vocab)
     texts = _reviews(args.imdb, args.cases)
@@ -197,7 +197,7 @@ def recall_worker(args: argparse.Namespace) -> None:
             rows = vocabulary.at(i, d)
             problem, chunk, _ = prepare_problem(name, X, i, seed=c, vocab=BERT_VOCAB, weights=weights, options=options)
             moves = rows - X[i]
-            values = _values(problem, moves, chunk)
+            values = move_values(problem, moves, chunk)
             best = int(torch.argmax(values))
             G = first_order_gram(problem)
             first = ((moves @ G) * moves).sum(-1)

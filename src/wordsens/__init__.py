@@ -27,4 +27,6 @@ __version__ = "0.1.0"
 #        Gram matrix, no m x m eigendecomposition): the same law, other numbers
 #   trained: the trained study (wordsens.experiments.trained: the samples entering each encoder layer
 #        and the searches of its maps and their random models); trained-1: its first version
-NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-5", "trained": "trained-1"}
+#   swaps: the swaps study (wordsens.experiments.swaps: real words scored by wordsens.search.swaps
+#        beside the continuous search); swaps-1: its first version
+NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-5", "trained": "trained-1", "swaps": "swaps-1"}

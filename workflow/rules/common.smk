@@ -222,6 +222,16 @@ def get_trained_rows(wildcards):
     return [job.rows for job in GRID.trained()]
 
 
+def get_swap_chunks(wildcards):
+    """The per-job files of the swaps study (the maps and n that fit)."""
+    return _chunk_files(GRID.swaps())
+
+
+def get_swap_rows(wildcards):
+    """The rows of each file of get_swap_chunks (Job.rows), in the same order."""
+    return [job.rows for job in GRID.swaps()]
+
+
 def get_ws_tables(wildcards):
     """The tables of a WS figure's maps that have results (named by map)."""
     maps = wsplan.WS_FIGURES[wildcards.wsfig]
@@ -285,6 +295,9 @@ def get_claims_tables(wildcards):
     # the trained study: its trained / random ratios, reported without a verdict
     if GRID.trained():
         tables["trained"] = rules.trained_table.output.parquet
+    # the swaps study: its ratios (no verdict) and the check continuous_covers_words
+    if GRID.swaps():
+        tables["swaps"] = rules.swaps_table.output.parquet
     return tables
 
 
@@ -328,6 +341,7 @@ def targets():
         or GRID.gen_tables()
         or "variants" in GRID.studies()
         or GRID.trained()
+        or GRID.swaps()
     ):
         out += list(rules.claims.output)
     studies = GRID.studies()
@@ -341,6 +355,9 @@ def targets():
     if GRID.trained():
         out += list(rules.trained_table.output)
         out += list(rules.trained_figure.output)
+    if GRID.swaps():
+        out += list(rules.swaps_table.output)
+        out += list(rules.swaps_figure.output)
     if config["probes"]["enabled"]:
         out += list(rules.fig1_attention_figure.output)
         out += list(rules.fig3_figures.output)

@@ -52,6 +52,7 @@ from .files import claims_inputs
 from .gen_checks import gen_claims
 from .rows import Rows
 from .stats import table_kind
+from .swap_checks import SWAPS_REQUIRED, swap_claims
 from .trained_checks import TRAINED_REQUIRED, trained_claims
 
 __all__ = ["claims_from_results", "compute_claims", "read_tables"]
@@ -76,6 +77,7 @@ _GEN_REQUIRED = (
     "gamma_min",
 )
 TRAINED = "trained"  # the trained-encoder study's table (wordsens.experiments.trained)
+SWAPS = "swaps"  # the swaps study's table (wordsens.experiments.swaps)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -93,7 +95,7 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
         )
     tables = {}
     for path in sorted(folder.glob("*.parquet")):
-        if table_kind(path.stem) is not None or path.stem in ("variants", TRAINED):
+        if table_kind(path.stem) is not None or path.stem in ("variants", TRAINED, SWAPS):
             tables[path.stem] = pd.read_parquet(path)
     return tables
 
@@ -129,14 +131,21 @@ def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     ws: dict[str, pd.DataFrame] = {}
     gen: dict[str, pd.DataFrame] = {}
     trained: pd.DataFrame | None = None
+    swaps: pd.DataFrame | None = None
     for key, frame in tables.items():
         if key == TRAINED:
             _check_columns(key, frame, TRAINED_REQUIRED)
             trained = None if frame.empty else frame
             continue
+        if key == SWAPS:
+            _check_columns(key, frame, SWAPS_REQUIRED)
+            swaps = None if frame.empty else frame
+            continue
         kind = table_kind(key)
         if kind is None:
-            raise ValueError(f"unknown table {key!r}: expected ws_<map>, gen_fig4_<data>, gen_fig5_<data> or {TRAINED}")
+            raise ValueError(
+                f"unknown table {key!r}: expected ws_<map>, gen_fig4_<data>, gen_fig5_<data>, {TRAINED} or {SWAPS}"
+            )
         if kind[0] == "ws":
             _check_columns(key, frame, _WS_REQUIRED)
             if not frame.empty:
@@ -149,4 +158,5 @@ def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     ws_claims(rows, ws)
     gen_claims(rows, gen)
     trained_claims(rows, trained)
+    swap_claims(rows, swaps)
     return rows.frame()

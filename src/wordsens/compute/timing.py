@@ -156,6 +156,7 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
 # for maps of plugins, not measured here) are the largest of their kind: a new map is not planned cheap.
 FIXED_WS = 2.33
 FIXED_GEN = 2.19
+FIXED_SWAPS = 6.0  # a swaps job: torch, transformers and the encoder loaded, its vocabulary's rows (not yet fitted)
 BUILTIN: dict[str, Coefficients] = {
     "ws:*": Coefficients(FIXED_WS, 1.9),
     "ws:rf": Coefficients(FIXED_WS, 0.58),
@@ -167,6 +168,9 @@ BUILTIN: dict[str, Coefficients] = {
     "ws:mh_raf": Coefficients(FIXED_WS, 0.34),
     "ws:sigmoid_raf": Coefficients(FIXED_WS, 0.59),
     "ws:trained": Coefficients(FIXED_WS, 0.45),
+    # the swaps study (wordsens.compute.swap_costs and the maps' search models): start-up with the encoder loaded,
+    # not yet fitted on a run (1.0: the model's seconds as they are)
+    "swaps:*": Coefficients(FIXED_SWAPS, 1.0),
     "gen:*": Coefficients(FIXED_GEN, 0.78),
     "gen:rf": Coefficients(FIXED_GEN, 0.61),
     "gen:raf": Coefficients(FIXED_GEN, 0.78),
@@ -183,6 +187,7 @@ BUILTIN: dict[str, Coefficients] = {
     "gen_table": Coefficients(1.0, None),
     "study_table": Coefficients(1.0, None),
     "trained_table": Coefficients(1.0, None),
+    "swaps_table": Coefficients(1.0, None),
     "claims": Coefficients(1.3, None),
     "ws_figure": Coefficients(3.7, None),
     "gen_figure": Coefficients(7.0, None),
@@ -190,6 +195,7 @@ BUILTIN: dict[str, Coefficients] = {
     "long_context_figure": Coefficients(3.5, None),
     "positions_figure": Coefficients(4.3, None),
     "trained_figure": Coefficients(3.0, None),
+    "swaps_figure": Coefficients(4.0, None),
     "fig1_attention": Coefficients(7.7, None),
     "fig1_attention_figure": Coefficients(4.0, None),
     "fig3_probes": Coefficients(17.7, None),

@@ -21,6 +21,7 @@ from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_positions,
 from ..maps import registry
 from .points import capped_ns, stores, variant_maps
 from .schema import SCHEMA, ConfigError, apply_schema, coerce_text, schema_problems, without_problems
+from .swaps import swap_problems
 from .trained import trained_model, trained_problems
 
 __all__ = [
@@ -186,7 +187,7 @@ def problems(config: dict) -> list[str]:
     data, model, ws, gen = config["data"], config["model"], config["ws"], config["gen"]
     grids = {m: g for m, g in ws["maps"].items() if g}
     figures = {f: gen[f] for f in ("fig4", "fig5") if gen[f]}
-    studies = [key for key in ("variants", "long_context", "positions", "trained") if config.get(key)]
+    studies = [key for key in ("variants", "long_context", "positions", "trained", "swaps") if config.get(key)]
     if not grids and not figures and not studies:
         out.append(
             "ws.maps is empty and gen has no figure: give at least one map with its d and n lists "
@@ -194,6 +195,7 @@ def problems(config: dict) -> list[str]:
         )
     out += _study_problems(config)
     out += trained_problems(config)
+    out += swap_problems(config)
     out += _length_problems(config)
     width = model_width(model["name"]) if ws["data"] == "imdb" or "imdb" in gen["data"] else None
     for map_name, grid in grids.items():
@@ -265,8 +267,9 @@ def preflight(config: dict) -> list[str]:
     except ValueError:  # an unknown map or bad options: problems() names them
         reads_imdb = False
     trained = bool(config.get("trained"))  # reads the pool (tokenised by model.name) and its own encoder
-    uses_model = reads_imdb or probes["enabled"] or trained
-    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None) or trained
+    swaps = bool(config.get("swaps"))  # reads the pool and model.name's embedding layer
+    uses_model = reads_imdb or probes["enabled"] or trained or swaps
+    uses_data = reads_imdb or (probes["enabled"] and probes["fig3"]["text"] is None) or trained or swaps
     if uses_data and data["source"] not in ("hub", "demo"):
         from ..data.hub import LOCAL_DATA_EXAMPLE
 

@@ -23,6 +23,7 @@ from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
 from .limits import Limits
 from .paths import store_metas
 from .points import STUDIES
+from .swaps import SwapJob, swap_jobs
 from .trained import TrainedJob, trained_jobs
 
 __all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
@@ -56,6 +57,7 @@ class Grid:
             *ws_jobs(config, self.limits, numerics_versions["ws"]),
             *gen_jobs(config, self.limits, numerics_versions["gen"]),
             *trained_jobs(config, numerics_versions["trained"]),
+            *swap_jobs(config, self.limits, numerics_versions.get("swaps", NUMERICS_VERSIONS["swaps"])),
         ]
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
@@ -125,6 +127,12 @@ class Grid:
     def trained(self) -> list[TrainedJob]:
         """The trained study's jobs that fit (one per encoder layer), by layer."""
         return sorted((job for job in self.fit if isinstance(job, TrainedJob)), key=lambda job: job.layer)
+
+    def swaps(self) -> list[SwapJob]:
+        """The swaps study's jobs that fit (one per map and n), maps in registry order, then by n."""
+        order = {name: i for i, name in enumerate(registry.names())}
+        jobs = [job for job in self.fit if isinstance(job, SwapJob)]
+        return sorted(jobs, key=lambda job: (order.get(job.map, len(order)), job.map, job.n))
 
     def gen_tables(self) -> list[tuple[str, str]]:
         """(figure, data) pairs with at least one generalisation job that fits."""
@@ -217,6 +225,8 @@ def _over(hours: float, limit: float | None) -> str:
 
 
 def _values(job: Job) -> dict[str, Any]:
+    if isinstance(job, SwapJob):
+        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n}
     if isinstance(job, TrainedJob):
         return {"study": job.study, "data": job.data, "layer": job.layer}
     if isinstance(job, WSJob):

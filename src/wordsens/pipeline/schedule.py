@@ -27,6 +27,7 @@ from .grid import GEN_FIGURES, WS_FIGURES, Grid
 from .jobs import GenJob, Job, WSJob
 from .limits import Limits
 from .steps import embed_step, probe_step
+from .swaps import SwapJob
 from .trained import TrainedJob, trained_model
 
 __all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_text", "run_tasks", "simulate"]
@@ -126,14 +127,15 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     with calibrated seconds (``grid.calibration``)."""
     run = _Tasks(grid.calibration)
     trained = any(isinstance(job, TrainedJob) for job in grid.fit)
+    swaps = any(isinstance(job, SwapJob) for job in grid.fit)  # the swaps study reads the pool and model.name
     model_task, trained_task = _model_tasks(run, config, trained)
     probes = config["probes"]
     pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
     pool, stores = "", {job.store for job in grid.fit}
     embeds = {"main": "", "long": ""}
-    if "main" in stores or "long" in stores or pool_for_probes or trained:
+    if "main" in stores or "long" in stores or pool_for_probes or trained or swaps:
         pool, embeds = _data_tasks(run, config, grid, model_task, stores)
-    chunks = _job_tasks(run, config, grid, embeds, (pool, trained_task))
+    chunks = _job_tasks(run, config, grid, embeds, (pool, trained_task), (pool, model_task))
     _figure_tasks(run, grid, chunks, trained)
     _probe_tasks(run, config, grid, model_task, pool if pool_for_probes else "")
     return run.tasks
@@ -189,18 +191,24 @@ def _data_tasks(
 
 
 def _job_tasks(
-    run: _Tasks, config: dict, grid: Grid, embeds: dict[str, str], trained_needs: tuple[str, str]
+    run: _Tasks,
+    config: dict,
+    grid: Grid,
+    embeds: dict[str, str],
+    trained_needs: tuple[str, str],
+    swap_needs: tuple[str, str] = ("", ""),
 ) -> dict[str, list[str]]:
     """The jobs that fit, each after the embedding store it reads (the trained study: after the pool
-    and its encoder, ``trained_needs``), with its estimated seconds. Returns the keys of the jobs of
-    each table (``ws_table MAP``, ``study_table STUDY``, ``gen_table FIGURE DATA``, ``trained_table``),
-    in the order the jobs come."""
+    and its encoder, ``trained_needs``; the swaps study: after the pool and model.name, ``swap_needs``),
+    with its estimated seconds. Returns the keys of the jobs of each table (``ws_table MAP``,
+    ``study_table STUDY``, ``gen_table FIGURE DATA``, ``trained_table``, ``swaps_table``), in the order
+    the jobs come."""
     chunks: dict[str, list[str]] = {}
     for job in grid.fit:
         section = config["gen" if isinstance(job, GenJob) else "ws"]
         store = embeds.get(job.store or "", "")
         # the trained study reads the pool and its encoder itself
-        needs = trained_needs if isinstance(job, TrainedJob) else (store,)
+        needs = trained_needs if isinstance(job, TrainedJob) else swap_needs if isinstance(job, SwapJob) else (store,)
         run.tasks.append(
             Task(
                 job.key,
@@ -213,6 +221,8 @@ def _job_tasks(
         )
         if isinstance(job, TrainedJob):
             table = "trained_table"
+        elif isinstance(job, SwapJob):
+            table = "swaps_table"
         elif isinstance(job, WSJob):
             table = f"ws_table {job.map}" if job.study == "ws" else f"study_table {job.study}"
         else:
@@ -250,9 +260,10 @@ def _figure_tasks(run: _Tasks, grid: Grid, chunks: dict[str, list[str]], trained
         )
     if trained:
         run.add("trained_figure", "figures", "trained_figure", ["trained_table"])
-    claim_inputs = [
-        t for t in chunks if t.startswith(("ws_table", "gen_table")) or t in ("study_table variants", "trained_table")
-    ]
+    if "swaps_table" in chunks:
+        run.add("swaps_figure", "figures", "swaps_figure", ["swaps_table"])
+    tables = ("study_table variants", "trained_table", "swaps_table")
+    claim_inputs = [t for t in chunks if t.startswith(("ws_table", "gen_table")) or t in tables]
     if claim_inputs:
         run.add("claims", "figures", "claims", claim_inputs)
 

@@ -1,8 +1,8 @@
 """Seaborn figures from the aggregated result tables: the paper's (``wordsens.plots.paper``: Figures
 2-5), the studies beyond it (``wordsens.plots.studies``: variants, long contexts, positions;
-``wordsens.plots.trained``: the trained study) and the encoder probes (``wordsens.plots.probes``:
-Figures 1 and 3, panels 3-4), with what they share in ``wordsens.plots.common`` and
-``wordsens.plots.scatter`` (off-scale values, coinciding points).
+``wordsens.plots.trained``: the trained study; ``wordsens.plots.swaps``: the swaps study) and the
+encoder probes (``wordsens.plots.probes``: Figures 1 and 3, panels 3-4), with what they share in
+``wordsens.plots.common`` and ``wordsens.plots.scatter`` (off-scale values, coinciding points).
 
 The run's stamp (``wordsens.plots.stamp.run_stamp``) is imported eagerly and without matplotlib: the
 workflow computes it when it parses its rules. The figure functions (matplotlib, seaborn) are
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .paper import gen_figure, ws_figure
     from .probes import HeatMap, attention_maps, attention_pair, layer_changes_figure, text_table_figure
     from .studies import long_context_figure, positions_figure, variants_figure
+    from .swaps import swaps_figure, swaps_text
     from .trained import trained_figure
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "positions_figure",
     "run_stamp",
     "save",
+    "swaps_figure",
+    "swaps_text",
     "text_table_figure",
     "trained_figure",
     "variants_figure",
@@ -48,6 +51,7 @@ _LAZY = {
     f"{__name__}.paper": ("gen_figure", "ws_figure"),
     f"{__name__}.probes": ("HeatMap", "attention_maps", "attention_pair", "layer_changes_figure", "text_table_figure"),
     f"{__name__}.studies": ("long_context_figure", "positions_figure", "variants_figure"),
+    f"{__name__}.swaps": ("swaps_figure", "swaps_text"),
     f"{__name__}.trained": ("trained_figure",),
 }
 _SOURCE = {name: module for module, names in _LAZY.items() for name in names}

@@ -182,15 +182,7 @@ def estimate(
     )
     n, d = X.shape
     positions = list(range(n)) if position == "all" else [int(position)]
-    if radius is not None and not (isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0):
-        raise ValueError(f"radius must be a positive number (None: sqrt(d)), got {radius!r}")
-    if radius is not None and method == "reference" and radius != math.sqrt(d):
-        raise ValueError(
-            f"the reference method searches the ball of radius sqrt(d) = {math.sqrt(d):.6g}, got radius = {radius!r}: "
-            "use method='default' for another radius"
-        )
-    if radius is not None and float(radius) == math.sqrt(d):
-        radius = None  # the paper's ball: the default search as it is
+    radius = _radius(radius, d, method)
     values, sampler, dtype, dev = ctx.options, ctx.sampler, ctx.dtype, ctx.device
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
@@ -293,6 +285,23 @@ def search_context(
         options=values,
     )
     return spec, ctx
+
+
+def _radius(radius: float | None, d: int, method: str) -> float | None:
+    """The ball's radius of a search: None (the paper's ``sqrt(d)``, also where ``radius`` is it) or another
+    positive number, for the default method only (the authors' algorithm searches the ``sqrt(d)`` ball)."""
+    if radius is None:
+        return None
+    if isinstance(radius, bool) or not isinstance(radius, (int, float)) or not radius > 0:
+        raise ValueError(f"radius must be a positive number (None: sqrt(d)), got {radius!r}")
+    if float(radius) == math.sqrt(d):
+        return None  # the paper's ball: the default search as it is
+    if method == "reference":
+        raise ValueError(
+            f"the reference method searches the ball of radius sqrt(d) = {math.sqrt(d):.6g}, got radius = {radius!r}: "
+            "use method='default' for another radius"
+        )
+    return float(radius)
 
 
 def _authors_point(

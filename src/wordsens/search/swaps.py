@@ -53,6 +53,7 @@ __all__ = [
     "Scan",
     "SwapResult",
     "first_order_gram",
+    "move_values",
     "prepare_problem",
     "scan",
     "substitution",
@@ -129,9 +130,9 @@ def _relative(values: Tensor, phi_norm: float) -> Tensor:
     return values.clamp_min(0).sqrt().to(device="cpu", dtype=torch.float64) / (phi_norm if phi_norm > 0 else 1.0)
 
 
-def _values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
-    """``problem.value`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in the
-    problem's dtype and device; float64 on the CPU."""
+def move_values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
+    """``problem.value`` (the squared change) of every move (rows of ``moves``, float64 CPU), ``chunk`` at a
+    time in the problem's dtype and device (``working``); float64 on the CPU."""
     dtype, device = working(problem)
     out = torch.empty(moves.shape[0], dtype=torch.float64)
     with torch.no_grad():
@@ -187,7 +188,7 @@ def scan(
         keep[exclude] = False
     scores_out: np.ndarray | None = None
     if exhaustive:
-        fast = _relative(_values(problem, moves, chunk), phi_norm)
+        fast = _relative(move_values(problem, moves, chunk), phi_norm)
         pool = torch.argsort(fast, descending=True)[: max(top_k, RECHECK)]
         stats = fast[keep] if bool(keep.any()) else fast
         stats_words, screened = int(stats.numel()), None
@@ -200,13 +201,13 @@ def scan(
             first[start : start + part.shape[0]] = ((part @ G) * part).sum(-1)
         screened = min(screen, V)
         shortlist = torch.argsort(first, descending=True)[:screened]
-        fast_short = _relative(_values(problem, moves[shortlist], chunk), phi_norm)
+        fast_short = _relative(move_values(problem, moves[shortlist], chunk), phi_norm)
         pool = shortlist[torch.argsort(fast_short, descending=True)[: max(top_k, RECHECK)]]
         eligible = torch.nonzero(keep)[:, 0]
         if eligible.numel() > sample:
             gen = torch.Generator().manual_seed(int(seed) % 2**63)
             eligible = eligible[torch.randperm(eligible.numel(), generator=gen)[:sample]]
-        stats = _relative(_values(problem, moves[eligible], chunk), phi_norm)
+        stats = _relative(move_values(problem, moves[eligible], chunk), phi_norm)
         stats_words = int(stats.numel())
     exact = _exact(problem, moves[pool], chunk) / (phi_norm if phi_norm > 0 else 1.0)
     order = torch.argsort(exact, descending=True)[:top_k]
@@ -330,8 +331,7 @@ def substitution(
     if candidates.ndim != 2 or candidates.shape[1] != d:
         raise ValueError(f"candidates must have shape (V, d) = (V, {d}), got {tuple(candidates.shape)}")
     spec = registry.get(map_name)
-    if exhaustive is None:
-        exhaustive = swap_costs.exhaustive(spec)
+
     problem, chunk, facts = prepare_problem(
         map_name,
         X,
@@ -345,6 +345,8 @@ def substitution(
         chunk_mb=chunk_mb,
         max_memory_gb=max_memory_gb,
     )
+    if exhaustive is None:
+        exhaustive = swap_costs.exhaustive(spec, n, d, facts["options"], vocab=candidates.shape[0])
     found = scan(
         problem,
         candidates,
@@ -361,8 +363,7 @@ def substitution(
     common: dict[str, Any] = dict(
         seed=seed, position=position, weights=weights, options=options, device=device, max_steps=max_steps
     )
-    radius = found.best_radius
-    continuous = estimate(map_name, X, radius=radius, **common) if radius > 0 else None
+    continuous = estimate(map_name, X, radius=found.best_radius, **common) if found.best_radius > 0 else None
     at_sqrt_d = estimate(map_name, X, **common).lower if sqrt_d else None
     if continuous is not None and not math.isclose(continuous.phi_norm, found.phi_norm, rel_tol=1e-4):
         raise RuntimeError(  # the scan and the search must see one map: same seed, weights and options
@@ -374,7 +375,7 @@ def substitution(
         d=d,
         position=position,
         scan=found,
-        radius=radius,
+        radius=found.best_radius,
         continuous=continuous.lower if continuous is not None else 0.0,
         continuous_seconds=continuous.seconds if continuous is not None else 0.0,
         device=facts["device"],
