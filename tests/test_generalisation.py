@@ -12,6 +12,7 @@ from scipy import stats
 from wordsens import generalisation as G
 from wordsens import maps
 from wordsens.generalisation import functionals
+from wordsens.maps import registry
 from wordsens.seeds import derive_seed
 
 Z_ALPHA = stats.norm.ppf(1 - 0.01 / 2)
@@ -84,8 +85,9 @@ def test_the_full_map_setup_equals_the_attention_fast_path():
     Xt, yt, X, _ = G.synthetic_task(12, 6, 8, seed=4)
     args = dict(seed=2, position=1, weights=None, options={}, sampler="auto", dtype=torch.float64)
     Y = torch.as_tensor(yt, dtype=torch.float64)
-    fast = functionals.raf_setup("raf", Xt, X, Y, **args)
-    full = functionals.full_map_setup("raf", Xt, X, Y, **args)
+    spec = registry.get("raf")
+    fast = functionals.raf_setup(spec, Xt, X, Y, **args)
+    full = functionals.full_map_setup(spec, Xt, X, Y, **args)
     for a, b in ((fast.theta, full.theta), (fast.phi, full.phi), (fast.pphi, full.pphi)):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     D = torch.randn((5, 8), generator=torch.Generator().manual_seed(0), dtype=torch.float64)

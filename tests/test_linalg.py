@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from wordsens.linalg import add_lower_gram_, lower_gram
-from wordsens.search.rf import FirstLayer, SubspaceRF, image, orthonormal_images
+from wordsens.search.first_layer import FirstLayer, image
+from wordsens.search.rf import SubspaceRF, orthonormal_images
 
 
 @pytest.mark.parametrize("N,c,blocks", [(13, 40, 8), (5, 3, 8), (64, 7, 4), (1, 9, 8)])

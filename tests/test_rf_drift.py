@@ -13,7 +13,8 @@ from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import registry
 from wordsens.search.engine import SearchContext
-from wordsens.search.rf import image, image_and_gradient, orthonormal_images, rf_prepare
+from wordsens.search.first_layer import image
+from wordsens.search.rf import image_and_gradient, orthonormal_images, rf_prepare
 from wordsens.seeds import derive_seed, generator
 
 SIZES = [(16, 8), (32, 8), (32, 16), (64, 16)]  # (d, n), k = n d
@@ -76,7 +77,7 @@ def _audited_search(X: torch.Tensor, V: torch.Tensor, seed: int, dtype: torch.dt
     """The registry's RF search at position 0 (its starts, restarts and stopping rule, as ``estimate``
     runs it on explicit weights), with the image check of every accepted step."""
     settings = registry.get("rf").settings
-    ctx = SearchContext(map_name="rf", dtype=dtype, device=torch.device("cpu"), restarts=settings.restarts)
+    ctx = SearchContext(spec=registry.get("rf"), dtype=dtype, device=torch.device("cpu"), restarts=settings.restarts)
     problem = rf_prepare(X.to(torch.float64), seed, V, ctx)(0)
     starts = problem.starts(settings.restarts, generator(derive_seed(seed, "search", 0))).to(dtype)
     audit: list[float] = []

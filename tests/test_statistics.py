@@ -17,7 +17,7 @@ from wordsens import maps, search
 from wordsens.claims.stats import rf_level_band
 from wordsens.data.samples import synthetic_sample
 from wordsens.search.engine import matvec64
-from wordsens.search.rf import rest_gaussian
+from wordsens.search.first_layer import rest_gaussian
 from wordsens.seeds import derive_seed
 from wordsens.theory import rf_law_finite
 

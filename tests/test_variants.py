@@ -179,7 +179,7 @@ def test_block_shares_the_attention_weights_of_mh_raf():
 
 def _problem(name, X, W, position, options, dtype=torch.float64):
     spec = registry.get(name)
-    ctx = SearchContext(map_name=name, dtype=dtype, device=torch.device("cpu"), options=spec.option_values(options))
+    ctx = SearchContext(spec=spec, dtype=dtype, device=torch.device("cpu"), options=spec.option_values(options))
     return registry.resolve(spec.fast)(X, 0, W, ctx)(position)
 
 

@@ -12,6 +12,7 @@ import torch
 
 from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
+from wordsens.maps.attention import RELU, SOFTMAX
 from wordsens.search import Problem
 from wordsens.search.attention import AttentionProblem
 
@@ -26,12 +27,12 @@ def _direct_change(map_name, X, weights, position, delta):
     return float(torch.linalg.vector_norm(f(Xp, w) - base) / torch.linalg.vector_norm(base))
 
 
-@pytest.mark.parametrize("kind", ["softmax", "relu"])
+@pytest.mark.parametrize("norm", [SOFTMAX, RELU], ids=["softmax", "relu"])
 @pytest.mark.parametrize("n,d,i", [(7, 5, 3), (1, 4, 0), (12, 9, 11)])
-def test_attention_incremental_form_matches_full_map(kind, n, d, i):
+def test_attention_incremental_form_matches_full_map(norm, n, d, i):
     X = synthetic_sample(n, d, seed=1)
     W = maps.attention_weights(2, d, dtype=torch.float64)
-    problem = AttentionProblem(X, W, i, kind)
+    problem = AttentionProblem(X, W, i, norm)
     D = 2 * torch.randn(6, d, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     # value (one row and one column updated) against the plain map in float64
     torch.testing.assert_close(problem.value(D).sqrt(), problem.exact(D), rtol=1e-10, atol=1e-10)
@@ -46,7 +47,7 @@ def test_attention_incremental_form_on_zero_relu_rows():
     X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
     X = X / X.norm(dim=-1, keepdim=True) * math.sqrt(2)
     W = -torch.eye(2, dtype=torch.float64)
-    problem = AttentionProblem(X, W, 0, "relu")
+    problem = AttentionProblem(X, W, 0, RELU)
     D = torch.tensor([[0.0, 0.0], [-3.0, 0.5], [1.0, -2.0]], dtype=torch.float64)
     torch.testing.assert_close(problem.value(D).sqrt(), problem.exact(D), rtol=1e-10, atol=1e-10)
     value, grad = problem.value_and_grad(D)

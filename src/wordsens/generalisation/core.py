@@ -40,6 +40,7 @@ from .. import maps
 from ..compute.devices import resolve_device
 from ..data.inputs import duplicates
 from ..maps import registry
+from ..maps.spec import MapSpec
 from .first_stage import Fit
 from .functionals import full_map_setup
 from .tasks import check_task
@@ -165,13 +166,13 @@ def prepare(
     sample's features and the first stage's results are float64; the training set's features are float32
     where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
     """
-    spec = registry.get(map_name)
-    values = _option_values(map_name, options, k)
+    spec = registry.get(map_name)  # resolved once: the spec travels down from here
+    values = _option_values(spec, options, k)
     N, n, d = check_task(X_train, y_train, X, y)
     if not 0 <= position < n:
         raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
     if weights is not None:
-        maps.check_weights(map_name, weights, n, d, values)
+        maps.check_weights(spec, weights, n, d, values)
     dev = resolve_device(device)
     dtype = dtype or getattr(torch, spec.settings.dtype)
     started = time.perf_counter()
@@ -180,7 +181,7 @@ def prepare(
     Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
     setup = registry.resolve(spec.gen) if spec.gen is not None else full_map_setup
     parts = setup(
-        map_name,
+        spec,
         Xt64,
         X64,
         Y,
@@ -215,10 +216,9 @@ def prepare(
     )
 
 
-def _option_values(map_name: str, options: dict[str, Any] | None, k: int | None) -> dict[str, Any]:
+def _option_values(spec: MapSpec, options: dict[str, Any] | None, k: int | None) -> dict[str, Any]:
     """The map's option values (defaults filled in), ``k`` an alias of the option ``k`` where the map
     has one (an explicit ``options["k"]`` wins)."""
-    spec = registry.get(map_name)
     given = dict(options or {})
     if k is not None and "k" in spec.options:
         given.setdefault("k", k)

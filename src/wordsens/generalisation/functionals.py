@@ -26,9 +26,11 @@ from .. import maps
 from ..compute.map_costs import attention_features_flops
 from ..linalg import add_lower_gram_, mirror_lower
 from ..maps import registry
+from ..maps.attention import RELU, SOFTMAX, Normalisation
+from ..maps.spec import MapSpec
 from ..search.attention import AttentionProblem
 from ..search.full_map import FullMapProblem, cast_weights
-from ..search.rf import FirstLayer
+from ..search.first_layer import FirstLayer
 from ..seeds import derive_seed, generator
 from .first_stage import (
     Fit,
@@ -83,8 +85,8 @@ class AttentionFunctionals:
     and one column of the scores change: ``wordsens.search.attention.MovedRow``, shared with the
     word-sensitivity search, whose informed starts serve here too)."""
 
-    def __init__(self, X: Tensor, W: Tensor, position: int, kind: str, V3: Tensor) -> None:
-        self.problem = AttentionProblem(X, W, position, kind)
+    def __init__(self, X: Tensor, W: Tensor, position: int, norm: Normalisation, V3: Tensor) -> None:
+        self.problem = AttentionProblem(X, W, position, norm)
         row = self.row = self.problem.row
         n, d = X.shape
         V = V3.reshape(3, n, d).to(X.dtype)
@@ -117,36 +119,22 @@ class AttentionFunctionals:
         diff = xV - self.MV[None]
         others = (self.MV[None] + w[:, None, :] * diff) * row.mask
         # row i: its scores on the other tokens and its self score, as MovedRow.moved_row
-        u = xi @ row.Wsym
-        r = xi @ row.Q
-        r = r + row.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - r)
-        if row.kind == "softmax":
-            att = torch.softmax(r, dim=-1)
-            out_i = att @ row.X + att[:, i : i + 1] * D
-        else:
-            ra = torch.relu(r)
-            rden = ra.sum(-1, keepdim=True)
-            rsafe = torch.where(rden > 0, rden, torch.ones_like(rden))
-            out_i = torch.where(rden > 0, (ra @ row.X + ra[:, i : i + 1] * D) / rsafe, torch.zeros_like(D))
+        r, u = row.self_scores(D)
+        out_i, state = row.norm.moved_output(r, row.X, D, i)
         f = others.sum(-1) + out_i @ self.V_i
         value, g = outer(f)  # (R,), (R, 3)
         c = (g[:, :, None] * diff).sum(1) * row.mask  # (R, n)
         grad = (c * dw) @ row.P + (g[:, :, None] * w[:, None, :]).reshape(-1, 3 * n) @ self.V_rows.T
         g_out = g @ self.V_i.T  # (R, d)
         g_att = g_out @ row.X.T + row.onehot * (g_out * D).sum(-1, keepdim=True)
-        if row.kind == "softmax":
-            g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
-            grad = grad + att[:, i : i + 1] * g_out
-        else:
-            g_r = (g_att - (g_out * out_i).sum(-1, keepdim=True)) / rsafe
-            g_row = torch.where((rden > 0) & (r > 0), g_r, torch.zeros_like(g_r))
-            grad = grad + torch.where(rden > 0, ra[:, i : i + 1] / rsafe, torch.zeros_like(rden)) * g_out
+        g_row, own = row.norm.moved_backward(state, r, out_i, g_out, g_att)
+        grad = grad + own * g_out
         grad = grad + (g_row * row.mask) @ row.Q.T + g_row[:, i : i + 1] * u
         return value, grad
 
     def exact(self, deltas: Tensor) -> Tensor:
         X = self.row.moved_samples(deltas)
-        return maps.apply(self.row.map_name, X, self.row.W64).flatten(1) @ self.V3_64.T
+        return self.row.norm.attend(X, self.row.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.problem.starts(restarts, gen)
@@ -227,7 +215,7 @@ def first_stage_of(
 
 
 def rf_setup(
-    map_name: str,
+    spec: MapSpec,
     Xt64: Tensor,
     X64: Tensor,
     Y: Tensor,
@@ -294,9 +282,9 @@ def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | Non
     return Phi
 
 
-def _attention_setup(kind: str) -> Any:
+def _attention_setup(norm: Normalisation, label: str) -> Any:
     def setup(
-        map_name: str,
+        spec: MapSpec,
         Xt64: Tensor,
         X64: Tensor,
         Y: Tensor,
@@ -311,7 +299,7 @@ def _attention_setup(kind: str) -> Any:
         n, d = X64.shape
         W = weights if weights is not None else maps.attention_weights(seed, d)
         W64 = W.to(device=X64.device, dtype=torch.float64)
-        forward = registry.resolve(registry.get(map_name).forward)
+        forward = norm.attend  # the map's forward (wordsens.maps.paper), its rule known: no lookup
         phi = forward(X64, W64).reshape(-1)
 
         N = Xt64.shape[0]
@@ -324,11 +312,11 @@ def _attention_setup(kind: str) -> Any:
             phi,
         )
         return Parts(
-            theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, kind, V3), "dense"
+            theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, norm, V3), "dense"
         )
 
     setup.__doc__ = (
-        f"{'RAF' if kind == 'softmax' else 'ReLU-RAF'}: the training set's features in float32 where "
+        f"{label}: the training set's features in float32 where "
         "they pay and a float64 check accepts them, else in float64 (``first_stage_of``); the new "
         "sample's features in float64; the functionals from the moved row and column of the scores "
         "(``AttentionFunctionals``)."
@@ -336,12 +324,12 @@ def _attention_setup(kind: str) -> Any:
     return setup
 
 
-raf_setup = _attention_setup("softmax")
-relu_raf_setup = _attention_setup("relu")
+raf_setup = _attention_setup(SOFTMAX, "RAF")
+relu_raf_setup = _attention_setup(RELU, "ReLU-RAF")
 
 
 def full_map_setup(
-    map_name: str,
+    spec: MapSpec,
     Xt64: Tensor,
     X64: Tensor,
     Y: Tensor,
@@ -357,9 +345,9 @@ def full_map_setup(
     from its forward in float64, and functionals that evaluate the whole map (``FullMapFunctionals``)."""
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, device=X64.device, **options)
+        weights = maps.sample_weights(spec, seed, n, d, dtype=torch.float64, device=X64.device, **options)
     W64 = cast_weights(weights, torch.float64, X64.device)
-    forward = registry.resolve(registry.get(map_name).forward)
+    forward = registry.resolve(spec.forward)
     phi = forward(X64, W64).reshape(-1)
     Phi = _features(forward, Xt64, W64, phi.numel())
     theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)

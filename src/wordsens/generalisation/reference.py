@@ -18,6 +18,7 @@ import torch
 
 from .. import maps
 from ..maps import registry
+from ..maps.spec import MapSpec
 from ..search.engine import project
 from ..search.full_map import cast_weights
 from .core import LOSSES, TRAININGS
@@ -78,11 +79,11 @@ def gen_search(
     Xt = X_train.to(torch.float64)
     X64 = X.to(torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64)
-    spec = registry.get(map_name)
+    spec = registry.get(map_name)  # resolved once: the simulation carries the spec
     if weights is None:
-        weights = maps.sample_weights(map_name, seed, n, d, dtype=torch.float64, **spec.option_values(options))
+        weights = maps.sample_weights(spec, seed, n, d, dtype=torch.float64, **spec.option_values(options))
     weights = cast_weights(weights, torch.float64, torch.device("cpu"))
-    sim = _simulation(map_name, Xt, X64, Y, weights)
+    sim = _simulation(spec, Xt, X64, Y, weights)
     lr, steps = spec.gen_reference[0], spec.gen_reference_steps(n)
     onehot = torch.zeros((n, 1), dtype=torch.float64)
     onehot[position] = 1.0
@@ -131,7 +132,7 @@ class _Simulation:
     ``phi``, ``P phi`` with the projector ``P = I - pinv(Phi) Phi`` formed explicitly, and
     ``t0 = phi . theta*``."""
 
-    map_name: str
+    spec: MapSpec
     weights: Any
     Phi: Tensor
     theta: Tensor
@@ -140,15 +141,15 @@ class _Simulation:
     t0: float
 
 
-def _simulation(map_name: str, Xt: Tensor, X: Tensor, Y: Tensor, weights: Any) -> _Simulation:
+def _simulation(spec: MapSpec, Xt: Tensor, X: Tensor, Y: Tensor, weights: Any) -> _Simulation:
     """The first stage of the training set ``Xt`` (labels ``Y``) and the new sample ``X``, all float64."""
-    Phi = maps.apply(map_name, Xt, weights).reshape(Xt.shape[0], -1)
+    Phi = maps.apply(spec, Xt, weights).reshape(Xt.shape[0], -1)
     pinv = torch.linalg.pinv(Phi)
     theta = pinv @ Y
     P = torch.eye(Phi.shape[1], dtype=torch.float64) - pinv @ Phi
-    phi = maps.apply(map_name, X, weights).reshape(-1)
+    phi = maps.apply(spec, X, weights).reshape(-1)
     t0 = float(phi @ theta)
-    return _Simulation(map_name, weights, Phi, theta, phi, P @ phi, t0)
+    return _Simulation(spec, weights, Phi, theta, phi, P @ phi, t0)
 
 
 def _objective(
@@ -156,7 +157,7 @@ def _objective(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """``(loss value, D0, D1, alignment ratio)`` of the moved sample ``X_moved``, the full map recomputed."""
     phi, pphi, t0 = sim.phi, sim.pphi, sim.t0
-    phi_p = maps.apply(sim.map_name, X_moved, sim.weights).reshape(-1)
+    phi_p = maps.apply(sim.spec, X_moved, sim.weights).reshape(-1)
     D0 = phi_p @ sim.theta
     if training == "fine_tune":
         D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from . import registry
+from .spec import MapSpec
 
 Tensor = torch.Tensor
 
@@ -36,6 +37,7 @@ __all__ = [
     "rf",
     "sample_weights",
     "scalars_as_tensors",
+    "spec_of",
 ]
 
 # --------------------------------------------------------------------------- validation
@@ -155,9 +157,17 @@ def map_names() -> tuple[str, ...]:
     return registry.names()
 
 
-def check_weights(name: str, weights: Any, n: int, d: int, options: Mapping[str, Any] | None = None) -> None:
-    """Raise ``ValueError`` unless ``weights`` have the format and shapes map ``name`` takes at (n, d)."""
-    spec = registry.get(name)
+def spec_of(map_: str | MapSpec) -> MapSpec:
+    """A map's spec from its name (a registry lookup) or the spec itself: the functions below take
+    either, so that code holding a spec resolved once never looks the name up again."""
+    return map_ if isinstance(map_, MapSpec) else registry.get(map_)
+
+
+def check_weights(map_: str | MapSpec, weights: Any, n: int, d: int, options: Mapping[str, Any] | None = None) -> None:
+    """Raise ``ValueError`` unless ``weights`` have the format and shapes the map (its name or spec)
+    takes at (n, d)."""
+    spec = spec_of(map_)
+    name = spec.name
     if spec.check is not None:
         registry.resolve(spec.check)(weights, n, d)
         return
@@ -177,23 +187,23 @@ def feature_map(name: str) -> Callable[..., Tensor]:
     return lambda X, weights: apply(name, X, weights, check=True)
 
 
-def apply(name: str, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
-    """``phi(X)`` of map ``name`` with ``weights`` in its format, for ``X`` (..., n, d).
+def apply(map_: str | MapSpec, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
+    """``phi(X)`` of the map (its name or spec) with ``weights`` in its format, for ``X`` (..., n, d).
 
     ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
     default skips the checks, for inner loops whose inputs were validated once. A scalar weight
     given as a Python number reaches the forward as a 0-d tensor of ``X``'s dtype
     (``scalars_as_tensors``).
     """
-    spec = registry.get(name)
+    spec = spec_of(map_)
     if check:
         n, d = check_sample(X)
-        check_weights(name, weights, n, d)
+        check_weights(spec, weights, n, d)
     return registry.resolve(spec.forward)(X, scalars_as_tensors(weights, X))
 
 
 def sample_weights(
-    map_name: str,
+    map_: str | MapSpec,
     seed: int | torch.Generator,
     n: int,
     d: int,
@@ -203,11 +213,11 @@ def sample_weights(
     draw_on: str = "device",
     **options: Any,
 ) -> Any:
-    """Weights of ``map_name`` in the format its map takes (RF: V, DRF: list, RAF maps: W, the
+    """Weights of the map (its name or spec) in the format it takes (RF: V, DRF: list, RAF maps: W, the
     other maps: a dict of named tensors), drawn from ``seed``. ``options``: the map's options
     (RF ``k``, DRF ``L``, multi-head maps ``heads``; ``wordsens maps`` lists them). ``L`` and ``k``
     are accepted for every map and ignored by those without them, as before the registry."""
-    spec = registry.get(map_name)
+    spec = spec_of(map_)
     check_positive(n=n, d=d)
     values = spec.option_values(
         {

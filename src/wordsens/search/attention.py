@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from .. import maps
+from ..maps.attention import RELU, SOFTMAX, Normalisation
 from .engine import Problem, SearchContext, project, sphere
 
 Tensor = torch.Tensor
@@ -32,47 +33,40 @@ class MovedRow:
 
     For a query row ``j != i`` the new output is ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is the
     output of row ``j`` with column ``i`` left out and ``w_j`` the new weight of column ``i``
-    (``column_weights``; softmax: ``sigmoid(s_ji' - logsumexp_{k != i} s_jk)``; ReLU: ``a / (z_j + a)``
-    with ``a = relu(s_ji')``, ``z_j`` the row sum without column ``i``, and 0 when both vanish); row
-    ``i`` itself is recomputed (``moved_row``). Public fields: ``X`` (n, d), ``xi`` (the moved row before
-    the move), ``i``, ``n``, ``d``, ``kind``, ``map_name``, ``radius``, ``P`` (column scores of a new
-    ``x_i'``: ``x_i' @ P.T``), ``M`` (rows without column ``i``; 0 at row ``i``), ``mask`` (1 but at row
-    ``i``), ``onehot``, ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact
+    (``column_weights``: the rule ``norm``'s, ``wordsens.maps.attention``: softmax for RAF, ReLU divided
+    by the row's sum for ReLU-RAF); row ``i`` itself is recomputed (``moved_row``). Public fields: ``X``
+    (n, d), ``xi`` (the moved row before the move), ``i``, ``n``, ``d``, ``norm`` (the
+    ``Normalisation``), ``radius``, ``P`` (column scores of a new ``x_i'``: ``x_i' @ P.T``), ``M`` (rows
+    without column ``i``; 0 at row ``i``), ``logz`` and ``z`` (those rows' statistics), ``mask`` (1 but
+    at row ``i``), ``onehot``, ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact
     evaluations: the given float64 sample and weights, else ``X`` and ``W`` converted, which in float32
     are the map's numbers rounded).
     """
 
     def __init__(
-        self, X: Tensor, W: Tensor, position: int, kind: str, *, X64: Tensor | None = None, W64: Tensor | None = None
+        self,
+        X: Tensor,
+        W: Tensor,
+        position: int,
+        norm: Normalisation,
+        *,
+        X64: Tensor | None = None,
+        W64: Tensor | None = None,
     ) -> None:
         n, d = X.shape
-        if kind not in ("softmax", "relu"):
-            raise ValueError(f"kind must be 'softmax' (RAF) or 'relu' (ReLU-RAF), got {kind!r}")
-        self.d, self.n, self.i, self.kind = d, n, position, kind
-        self.map_name = "raf" if kind == "softmax" else "relu_raf"
+        self.d, self.n, self.i, self.norm = d, n, position, norm
         self.radius = math.sqrt(d)
         c = 1.0 / math.sqrt(d)
         self.X, self.xi = X, X[position]
         self.Wc = W * c
         self.P = (X @ W) * c  # column scores of a new x_i': x_i' @ P.T
         S = self.P @ X.T
-        self.out0 = maps.apply(self.map_name, X, W)
+        self.out0 = norm.attend(X, W)
         others = torch.ones(n, dtype=torch.bool, device=X.device)
         others[position] = False
         self.mask = others.to(X.dtype)
-        if kind == "softmax":
-            # statistics of every query row without column i (row i itself is recomputed per step)
-            S_wo = S.masked_fill(~others[None, :], float("-inf"))
-            if n > 1:
-                logz, M = torch.logsumexp(S_wo, dim=-1), torch.softmax(S_wo, dim=-1) @ X
-            else:
-                logz, M = torch.zeros(n, dtype=X.dtype, device=X.device), torch.zeros_like(X)
-            self.logz, self.z = logz.masked_fill(~others, 0.0), torch.zeros_like(logz)  # z: ReLU only
-        else:
-            Z = torch.relu(S) * others[None, :]
-            self.z = Z.sum(-1)
-            self.logz = torch.zeros_like(self.z)  # softmax only
-            M = torch.where((self.z > 0)[:, None], (Z @ X) / torch.where(self.z > 0, self.z, 1.0)[:, None], 0.0)
+        # statistics of every query row without column i (row i itself is recomputed per step)
+        self.logz, self.z, M = norm.without_column(S, others, X)
         self.M = M * others[:, None]
         self.W64 = W.to(torch.float64) if W64 is None else W64.to(device=W.device, dtype=torch.float64)
         self.X64 = X.to(torch.float64) if X64 is None else X64.to(device=X.device, dtype=torch.float64)
@@ -82,39 +76,28 @@ class MovedRow:
 
     def column_weights(self, col: Tensor) -> Tensor:
         """New attention weight ``w_j`` of column ``i`` in every query row ``j`` from its new scores ``col``."""
-        if self.kind == "softmax":
-            return torch.sigmoid(col - self.logz)
-        a = torch.relu(col)
-        den = self.z + a
-        return torch.where(den > 0, a / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+        return self.norm.column_weights(col, self.logz, self.z)
 
     def column_weights_and_slopes(self, col: Tensor) -> tuple[Tensor, Tensor]:
         """``column_weights`` and their derivatives with respect to ``col``, both 0 at row ``i`` (the
         hand-written gradients of the search and of the generalisation functionals)."""
-        if self.kind == "softmax":
-            s = torch.sigmoid(col - self.logz)
-            return s * self.mask, s * (1 - s) * self.mask
-        a = torch.relu(col)
-        den = self.z + a
-        safe = torch.where(den > 0, den, torch.ones_like(den))
-        w = torch.where(den > 0, a / safe, torch.zeros_like(den)) * self.mask
-        dw = torch.where((den > 0) & (col > 0), self.z / (safe * safe), torch.zeros_like(den)) * self.mask
-        return w, dw
+        return self.norm.column_weights_and_slopes(col, self.logz, self.z, self.mask)
+
+    def self_scores(self, D: Tensor) -> tuple[Tensor, Tensor]:
+        """The moved token's new score row ``x_i' W X'^T / sqrt(d)`` (R, n), self score included, and
+        ``x_i' W_sym`` (R, d), the self score's gradient (the score row of ``moved_row``)."""
+        xi = self.xi + D
+        u = xi @ self.Wsym
+        row = xi @ self.Q
+        return row + self.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - row), u
 
     def moved_row(self, D: Tensor) -> Tensor:
         """Output row ``i`` after the move (R, d), differentiable: a full new score row
         ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
-        i = self.i
         xi = self.xi + D
         row = xi @ self.Q
         row = row + self.onehot * (0.5 * ((xi @ self.Wsym) * xi).sum(-1, keepdim=True) - row)
-        if self.kind == "softmax":
-            a = torch.softmax(row, dim=-1)
-            return a @ self.X + a[:, i : i + 1] * D
-        a = torch.relu(row)
-        den = a.sum(-1, keepdim=True)
-        num = a @ self.X + a[:, i : i + 1] * D
-        return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+        return self.norm.moved_output(row, self.X, D, self.i)[0]
 
     def moved_samples(self, deltas: Tensor) -> Tensor:
         """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
@@ -131,11 +114,18 @@ class AttentionProblem(Problem):
     """
 
     def __init__(
-        self, X: Tensor, W: Tensor, position: int, kind: str, *, X64: Tensor | None = None, W64: Tensor | None = None
+        self,
+        X: Tensor,
+        W: Tensor,
+        position: int,
+        norm: Normalisation,
+        *,
+        X64: Tensor | None = None,
+        W64: Tensor | None = None,
     ) -> None:
-        r = self.row = MovedRow(X, W, position, kind, X64=X64, W64=W64)
+        r = self.row = MovedRow(X, W, position, norm, X64=X64, W64=W64)
         # the search's own names for the row's fields (read here and in the gradient below)
-        self.d, self.n, self.i, self.kind, self.map_name, self.radius = r.d, r.n, r.i, r.kind, r.map_name, r.radius
+        self.d, self.n, self.i, self.norm, self.radius = r.d, r.n, r.i, r.norm, r.radius
         self.X, self.xi, self.Wc, self.P, self.M, self.mask, self.onehot = r.X, r.xi, r.Wc, r.P, r.M, r.mask, r.onehot
         self.logz, self.z, self.W64, self.X64 = r.logz, r.z, r.W64, r.X64
         out0 = r.out0
@@ -173,14 +163,7 @@ class AttentionProblem(Problem):
         others = self.A2 + 2 * w * (xA - self.AM) + w * w * (x2 - 2 * xM + self.M2)
         # row i: its scores on the other tokens, and the self score x_i' Wc x_i'^T
         row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
-        if self.kind == "softmax":
-            a = torch.softmax(row, dim=-1)
-            out_i = a @ self.X + a[:, i : i + 1] * D
-        else:
-            a = torch.relu(row)
-            den = a.sum(-1, keepdim=True)
-            num = a @ self.X + a[:, i : i + 1] * D
-            out_i = torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+        out_i = self.norm.moved_output(row, self.X, D, i)[0]
         diff_i = out_i - self.out0_i
         return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
 
@@ -206,31 +189,13 @@ class AttentionProblem(Problem):
         value = ((self.A2 + 2 * w * t1 + w2 * t2) * self.mask).sum(-1)
         coef = torch.cat([(2 * t1 + 2 * w * t2) * dw, 2 * w, -2 * w2], dim=1)
         grad = coef @ self._PAM + 2 * w2.sum(-1, keepdim=True) * xi
-        # row i: scores on the other tokens x_i' Wc X^T, and the self score x_i' Wc x_i'^T
-        u = xi @ self._Wsym  # gradient of the self score
-        row = xi @ self._Q
-        row = row + self.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - row)
-        if self.kind == "softmax":
-            att = torch.softmax(row, dim=-1)
-            out_i = att @ self.X + att[:, i : i + 1] * D
-            g_out = 2 * (out_i - self.out0_i)
-            g_att = g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
-            g_row = att * (g_att - (att * g_att).sum(-1, keepdim=True))
-            grad = grad + att[:, i : i + 1] * g_out
-        else:
-            r = torch.relu(row)
-            den = r.sum(-1, keepdim=True)
-            safe = torch.where(den > 0, den, torch.ones_like(den))
-            num = r @ self.X + r[:, i : i + 1] * D
-            out_i = torch.where(den > 0, num / safe, torch.zeros_like(num))
-            g_out = 2 * (out_i - self.out0_i)
-            g_r = (
-                g_out @ self._XT
-                + self.onehot * (g_out * D).sum(-1, keepdim=True)
-                - (g_out * out_i).sum(-1, keepdim=True)
-            ) / safe
-            g_row = torch.where((den > 0) & (row > 0), g_r, torch.zeros_like(g_r))
-            grad = grad + torch.where(den > 0, r[:, i : i + 1] / safe, torch.zeros_like(den)) * g_out
+        # row i: scores on the other tokens x_i' Wc X^T, and the self score x_i' Wc x_i'^T (u: its gradient)
+        row, u = self.row.self_scores(D)
+        out_i, state = self.norm.moved_output(row, self.X, D, i)
+        g_out = 2 * (out_i - self.out0_i)
+        g_att = g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
+        g_row, own = self.norm.moved_backward(state, row, out_i, g_out, g_att)
+        grad = grad + own * g_out
         grad = grad + (g_row * self.mask) @ self._QT + g_row[:, i : i + 1] * u
         return value + 0.25 * (g_out * g_out).sum(-1), grad
 
@@ -238,14 +203,14 @@ class AttentionProblem(Problem):
         """Change norms with the plain map in float64: one moved sample alone, several in batches of
         ``_EXACT_BYTES`` (each holds a few (n, n) arrays: 134 MB apiece at n = 4096)."""
         if self._base64 is None:
-            self._base64 = maps.apply(self.map_name, self.X64, self.W64)
+            self._base64 = self.norm.attend(self.X64, self.W64)
         if deltas.shape[0] == 1:
             (X,) = self.moved_samples(deltas)
-            return torch.linalg.vector_norm(maps.apply(self.map_name, X, self.W64) - self._base64)[None]
+            return torch.linalg.vector_norm(self.norm.attend(X, self.W64) - self._base64)[None]
         step = max(1, _EXACT_BYTES // (8 * self.n * (3 * self.n + 2 * self.d)))
         out = []
         for start in range(0, deltas.shape[0], step):
-            moved = maps.apply(self.map_name, self.moved_samples(deltas[start : start + step]), self.W64)
+            moved = self.norm.attend(self.moved_samples(deltas[start : start + step]), self.W64)
             out.append(torch.linalg.vector_norm((moved - self._base64).flatten(1), dim=-1))
         return torch.cat(out)
 
@@ -343,7 +308,7 @@ class AttentionProblem(Problem):
         return torch.cat([fixed, M, uniform]).to(self.X.device)
 
 
-def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
+def _prepare(norm: Normalisation) -> Callable[..., Callable[[int], AttentionProblem]]:
     def prepare(
         X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext
     ) -> Callable[[int], AttentionProblem]:
@@ -352,10 +317,10 @@ def _prepare(kind: str) -> Callable[..., Callable[[int], AttentionProblem]]:
         exact: dict[str, Tensor] = {}
         if ctx.dtype != torch.float64:  # exact evaluations of the map itself, not of its rounded copy
             exact = {"X64": X64.to(ctx.device), "W64": W64.to(device=ctx.device, dtype=torch.float64)}
-        return lambda position: AttentionProblem(X, W, position, kind, **exact)
+        return lambda position: AttentionProblem(X, W, position, norm, **exact)
 
     return prepare
 
 
-raf_prepare = _prepare("softmax")  # the registry's fast paths (wordsens.maps.catalog)
-relu_raf_prepare = _prepare("relu")
+raf_prepare = _prepare(SOFTMAX)  # the registry's fast paths (wordsens.maps.catalog)
+relu_raf_prepare = _prepare(RELU)

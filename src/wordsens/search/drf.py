@@ -29,7 +29,7 @@ import torch
 from .. import maps
 from ..compute.map_costs import drf_layout
 from .engine import Problem, SearchContext, chunked_rows64, matvec64
-from .rf import FirstLayer, blockwise_u, exact_u
+from .first_layer import FirstLayer, blockwise_u, exact_u
 
 Tensor = torch.Tensor
 
@@ -338,11 +338,11 @@ def drf_prepare(
     then per position ``drf_problem``."""
     n, d = X64.shape
     L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
-    u_all = (
-        blockwise_u("drf", X64, seed, n * d, weight_dtype(ctx.dtype), ctx.device, ctx.draw_on)
-        if ctx.sampler == "blockwise" and weights is None
-        else None
-    )
+
+    def first_block(j: int) -> Tensor:  # token j's block of the first layer
+        return maps.drf_block(seed, 1, j, n, d, dtype=weight_dtype(ctx.dtype), device=ctx.device, draw_on=ctx.draw_on)
+
+    u_all = blockwise_u(first_block, X64, n * d, ctx.device) if ctx.sampler == "blockwise" and weights is None else None
     tail = drf_tail(
         seed,
         n,

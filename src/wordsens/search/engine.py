@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..maps.spec import MapSpec
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -64,10 +65,11 @@ class Search:
 @dataclass(frozen=True)
 class SearchContext:
     """What a map's ``prepare`` (``wordsens.maps.MapSpec.fast``) needs besides the sample, seed and weights:
-    the working dtype and device, the RF/DRF sampler, where weight blocks are drawn, the memory budget
-    (bytes; None: no limit), the batch of restarts and the map's options."""
+    the map's spec (resolved once, by the entry point), the working dtype and device, the RF/DRF sampler,
+    where weight blocks are drawn, the memory budget (bytes; None: no limit), the batch of restarts and
+    the map's options."""
 
-    map_name: str
+    spec: MapSpec
     dtype: torch.dtype
     device: torch.device
     sampler: str = "dense"
@@ -75,6 +77,10 @@ class SearchContext:
     budget: int | None = None
     restarts: int = 1
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def map_name(self) -> str:
+        return self.spec.name
 
 
 class Problem(abc.ABC):

@@ -36,6 +36,7 @@ import torch
 from .. import maps
 from ..compute.devices import check_fits, memory_budget, resolve_device
 from ..maps import registry
+from ..maps.api import spec_of
 from ..maps.spec import MapSpec
 from ..seeds import derive_seed, generator
 from . import full_map, reference
@@ -153,7 +154,8 @@ def estimate(
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
         InsufficientResources: the job cannot fit the device's memory.
     """
-    settings = registry.get(map_name).settings
+    spec = registry.get(map_name)  # resolved once: the spec travels down from here
+    settings = spec.settings
     patience = settings.patience if patience is None else patience
     tol = settings.tol if tol is None else tol
     if not (isinstance(tol, (int, float)) and tol >= 0):
@@ -164,8 +166,8 @@ def estimate(
     if not seed == int(seed):
         raise ValueError(f"seed must be an int, got {seed!r}")
     seed = int(seed)
-    spec, ctx = search_context(
-        map_name,
+    _, ctx = search_context(
+        spec,
         X,
         position=position,
         weights=weights,
@@ -187,7 +189,7 @@ def estimate(
     X64 = X.detach().to(torch.float64)
     started = time.perf_counter()
     if method == "reference":
-        result = reference.ws_estimate(map_name, X64, seed, positions, weights, ctx)
+        result = reference.ws_estimate(spec, X64, seed, positions, weights, ctx)
     else:
         result = _run_default(
             spec, X64, seed, positions, weights, ctx, max_steps=max_steps, tol=tol, patience=patience, radius=radius
@@ -218,7 +220,7 @@ def estimate(
 
 
 def search_context(
-    map_name: str,
+    map_: str | MapSpec,
     X: Tensor,
     *,
     position: int | str = 0,
@@ -234,13 +236,14 @@ def search_context(
     max_memory_gb: float | None = None,
     draw_on: str = "device",
 ) -> tuple[MapSpec, SearchContext]:
-    """The map's spec and the ``SearchContext`` of a search of ``map_name`` at ``X`` (n, d), after the
+    """The map's spec (from its name, or the spec itself) and the ``SearchContext`` of a search at ``X``
+    (n, d), after the
     checks of ``estimate`` (its arguments, same meaning): the sample, the method, ``restarts``, the
     position, the map's options (and what explicit ``weights`` imply), the device, the working dtype
     (the map's default unless given), the sampler, ``draw_on``, and the memory of the search
     (``restarts`` candidates at once) against the device's. ``MapSpec.fast``'s ``prepare`` takes the
     context; ``wordsens.search.swaps`` scores the vocabulary with the same problems."""
-    spec = registry.get(map_name)
+    spec = spec_of(map_)
     n, d = maps.check_sample(X)
     if X.ndim != 2:
         raise ValueError(f"X must be one sample of shape (n, d), got {tuple(X.shape)}")
@@ -258,7 +261,7 @@ def search_context(
             given.setdefault(alias, alias_value)
     values = spec.option_values(given)
     if weights is not None:
-        maps.check_weights(map_name, weights, n, d, values)
+        maps.check_weights(spec, weights, n, d, values)
         if spec.infer_options is not None:
             values.update(registry.resolve(spec.infer_options)(weights))
     dev = resolve_device(device)
@@ -271,11 +274,11 @@ def search_context(
         raise ValueError(f"draw_on must be one of {', '.join(maps.DRAW_ON)}, got {draw_on!r}")
     budget = memory_budget(dev, max_memory_gb)
     shown = ", ".join(f"{key} = {value}" for key, value in values.items() if value is not None)
-    what = f"word sensitivity of {map_name} at n = {n}, d = {d}" + (f" ({shown})" if shown else "")
+    what = f"word sensitivity of {spec.name} at n = {n}, d = {d}" + (f" ({shown})" if shown else "")
     need = spec.ws_memory(n, d, values, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget)
     check_fits(need, dev, what, limit=budget)
     ctx = SearchContext(
-        map_name=map_name,
+        spec=spec,
         dtype=dtype,
         device=dev,
         sampler=sampler,
@@ -311,9 +314,9 @@ def _authors_point(
     very numbers of ``method="reference"`` on the same instance), and its steps."""
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(spec.name, seed, n, d, dtype=torch.float64, **ctx.options)
+        weights = maps.sample_weights(spec, seed, n, d, dtype=torch.float64, **ctx.options)
     delta, _, taken = reference.ws_search(
-        spec.name, X64, full_map.cast_weights(weights, torch.float64, X64.device), position, seed
+        spec, X64, full_map.cast_weights(weights, torch.float64, X64.device), position, seed
     )
     return delta[None].to(device=ctx.device), taken
 

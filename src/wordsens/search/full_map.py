@@ -88,6 +88,6 @@ def prepare(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> Callabl
     per position, the full-map problem."""
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(ctx.map_name, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
-    forward = registry.resolve(registry.get(ctx.map_name).forward)
+        weights = maps.sample_weights(ctx.spec, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
+    forward = registry.resolve(ctx.spec.forward)
     return lambda position: FullMapProblem(forward, X64, weights, position, dtype=ctx.dtype, device=ctx.device)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..compute.map_costs import BLOCK_SCREEN_STEPS
-from ..maps import registry
+from ..maps.spec import MapSpec
 from ..maps.variants import layer_norm
 from .engine import ascend
 from .variants import MovedTokenProblem, fast_prepare, unit_rows
@@ -53,7 +53,7 @@ class _HeadsProblem(MovedTokenProblem):
 
     def __init__(
         self,
-        map_name: str,
+        spec: MapSpec,
         X: Tensor,
         weights: Mapping[str, Tensor],
         position: int,
@@ -62,7 +62,7 @@ class _HeadsProblem(MovedTokenProblem):
     ) -> None:
         Wq, Wk, Wv = (weights[key] for key in ("Wq", "Wk", "Wv"))
         h, d, dh = Wq.shape
-        super().__init__(map_name, X, X64, W64, position, heads=h)
+        super().__init__(spec, X, X64, W64, position, heads=h)
         n, i = self.n, position
         self.h, self.dh = h, dh
         # without an output projection (one head of a trained layer) the heads are the output: Wo = I
@@ -136,12 +136,16 @@ class MultiHeadProblem(_HeadsProblem):
     (``O(n d + d^2)``).
     """
 
-    MAP = "mh_raf"
-
     def __init__(
-        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+        self,
+        spec: MapSpec,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
     ) -> None:
-        super().__init__(self.MAP, X, weights, position, X64, W64)
+        super().__init__(spec, X, weights, position, X64, W64)
         n, h, dh, M = self.n, self.h, self.dh, self.M
         a = self.concat(self.A)
         G = self.Wo @ self.Wo.T
@@ -183,9 +187,15 @@ class BlockProblem(_HeadsProblem):
     restart has after a few steps says little about the one it ends at."""
 
     def __init__(
-        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+        self,
+        spec: MapSpec,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
     ) -> None:
-        super().__init__("block", X, weights, position, X64, W64)
+        super().__init__(spec, X, weights, position, X64, W64)
         # the float64 twin of the polish runs the feed-forward layer in float64 on every row: a short polish
         self.polish_steps = 30
         h, dh, d = self.h, self.dh, self.d
@@ -195,7 +205,7 @@ class BlockProblem(_HeadsProblem):
         self.MWo = (self.M @ Wo_h).transpose(0, 1).contiguous()  # (n, h, d): M_hj Wo_h
         self._Wo_h = Wo_h.contiguous()
         self.W1, self.W2 = weights["W1"], weights["W2"]
-        self.base = registry.resolve(registry.get("block").forward)(X, weights)
+        self.base = self.forward(X, weights)  # the block's own forward, in the working dtype
 
     def value(self, D: Tensor) -> Tensor:
         w, vp, out_i = self.moved(D)
@@ -259,8 +269,6 @@ def attention_directions(
 class TrainedAttentionProblem(MultiHeadProblem):
     """``trained_attention`` with row ``i`` moved: ``MultiHeadProblem`` with the biases of the
     queries, keys and values (``bo`` cancels in every change), or one head without ``Wo``."""
-
-    MAP = "trained_attention"
 
 
 mh_raf_prepare = fast_prepare(MultiHeadProblem)

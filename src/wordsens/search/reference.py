@@ -17,6 +17,7 @@ import torch
 
 from .. import maps
 from ..maps import registry
+from ..maps.spec import MapSpec
 from .engine import Search, SearchContext, authors_start, feasible, project
 from .full_map import cast_weights
 
@@ -25,20 +26,19 @@ Tensor = torch.Tensor
 __all__ = ["ws_estimate", "ws_search"]
 
 
-def ws_search(map_name: str, X: Tensor, weights: Any, position: int, seed: int) -> tuple[Tensor, float, int]:
-    """The authors' algorithm on the full map in float64; returns (best delta, its change, steps)."""
+def ws_search(spec: MapSpec, X: Tensor, weights: Any, position: int, seed: int) -> tuple[Tensor, float, int]:
+    """The authors' algorithm on the full map (its spec) in float64; returns (best delta, its change, steps)."""
     n, d = X.shape
     r = math.sqrt(d)
-    spec = registry.get(map_name)
     lr, steps = spec.reference[0], spec.reference_steps(n)
-    phi0 = maps.apply(map_name, X, weights, check=True)
+    phi0 = maps.apply(spec, X, weights, check=True)
     onehot = torch.zeros((n, 1), dtype=X.dtype, device=X.device)
     onehot[position] = 1.0
     delta = authors_start(seed, position, d).to(X.device)
     best_delta, best_change = delta.clone(), -1.0
     for _ in range(steps):
         delta.requires_grad_(True)
-        phi = maps.apply(map_name, X + onehot * delta, weights)
+        phi = maps.apply(spec, X + onehot * delta, weights)
         diff = phi - phi0
         rmse = torch.sqrt(torch.mean(diff * diff))
         (grad,) = torch.autograd.grad(rmse, delta)
@@ -48,14 +48,14 @@ def ws_search(map_name: str, X: Tensor, weights: Any, position: int, seed: int) 
         with torch.no_grad():
             delta = project(delta.detach() + lr * grad, r)
     with torch.no_grad():
-        change = float(torch.linalg.vector_norm(maps.apply(map_name, X + onehot * delta, weights) - phi0))
+        change = float(torch.linalg.vector_norm(maps.apply(spec, X + onehot * delta, weights) - phi0))
     if change > best_change:
         best_change, best_delta = change, delta.detach().clone()
     return best_delta, best_change, steps
 
 
 def ws_estimate(
-    map_name: str, X64: Tensor, seed: int, positions: list[int], weights: Any, ctx: SearchContext
+    spec: MapSpec, X64: Tensor, seed: int, positions: list[int], weights: Any, ctx: SearchContext
 ) -> Search:
     """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
     each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
@@ -63,23 +63,22 @@ def ws_estimate(
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(
-            map_name, seed, n, d, dtype=torch.float64, device=ctx.device, draw_on=ctx.draw_on, **ctx.options
+            spec, seed, n, d, dtype=torch.float64, device=ctx.device, draw_on=ctx.draw_on, **ctx.options
         )
     else:
         weights = cast_weights(weights, torch.float64, ctx.device)
     X = X64.to(ctx.device)
-    phi_norm = float(torch.linalg.vector_norm(maps.apply(map_name, X, weights, check=True)))
+    phi_norm = float(torch.linalg.vector_norm(maps.apply(spec, X, weights, check=True)))
     best: Search | None = None
     profile, total = [], 0
     for pos in positions:
-        delta, change, steps = ws_search(map_name, X, weights, pos, seed)
+        delta, change, steps = ws_search(spec, X, weights, pos, seed)
         total += steps
         if best is None or change > best.change:
             best = Search(pos, feasible(delta, math.sqrt(d)), change, phi_norm)
         profile.append(change / phi_norm if phi_norm > 0 else 0.0)
     assert best is not None
     best.steps, best.profile = total, profile
-    spec = registry.get(map_name)
     if spec.upper is not None:
         certificate = registry.resolve(spec.upper)
         best.upper = max(certificate(X, weights, p) for p in positions)

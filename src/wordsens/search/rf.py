@@ -1,10 +1,8 @@
-"""The first ReLU layer of RF and DRF, reduced to the block that the moved token multiplies.
-
-Moving token ``i`` changes ``V flat(X)`` by ``B Delta`` with ``B = V[:, i*d:(i+1)*d]`` (k x d):
-the search only needs ``B`` and the pre-activation ``u = V flat(X)``. With ``sampler="exact"``
-only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn from its exact law
-``N(0, ||X_rest||^2 / D)`` per row: the same law as the dense model without the k x D matrix
-(section 2 of the paper gives the maps; ``README.md`` the numerical ideas).
+"""RF's word-sensitivity search: its first (and only) ReLU layer reduced to the block that the moved
+token multiplies (``wordsens.search.first_layer``, shared with DRF), searched by subspace ascent
+(``RFProblem.search``), with its certificate (``RFProblem.upper``). With ``sampler="exact"`` only the
+block is drawn, and the rest of ``V flat(X)`` from its exact law: the same law as the dense model
+without the k x D matrix (section 2 of the paper gives the maps; ``README.md`` the numerical ideas).
 """
 
 from __future__ import annotations
@@ -15,89 +13,21 @@ from collections.abc import Callable
 import torch
 
 from .. import maps
-from ..linalg import add_lower_gram_, mirror_lower
-from ..seeds import derive_seed, generator
-from .engine import Problem, SearchContext, ascend, chunked_rows64, matvec64, project, sphere
+from .engine import Problem, SearchContext, ascend, matvec64, project, sphere
+from .first_layer import FirstLayer, blockwise_u, exact_u, image
 
 Tensor = torch.Tensor
 
 __all__ = [
-    "FirstLayer",
     "RFProblem",
     "SubspaceRF",
-    "blockwise_u",
-    "exact_u",
-    "image",
     "image_and_gradient",
     "orthonormal_images",
-    "rest_gaussian",
+    "rf_blockwise_u",
     "rf_prepare",
     "rf_problem",
     "rf_upper",
 ]
-
-
-class FirstLayer:
-    """A ReLU layer ``relu(u + B Delta)`` with ``B`` (rows, d) and the float64 pre-activation ``u``."""
-
-    def __init__(self, B: Tensor, u64: Tensor, with_gram: bool) -> None:
-        self.B = B
-        self.u64 = u64
-        self.u = u64.to(B.dtype)
-        active = u64 > 0
-        d = B.shape[1]
-        dev = B.device
-        self.gram_active = torch.zeros((d, d), dtype=torch.float64, device=dev)
-        inactive = torch.zeros((d, d), dtype=torch.float64, device=dev) if with_gram else None
-
-        def accumulate(rows: slice, chunk: Tensor) -> None:
-            # every row enters one product only: the Gram matrix of B is the active part plus the rest
-            on = active[rows]
-            add_lower_gram_(self.gram_active, chunk[on].T)
-            if inactive is not None:
-                add_lower_gram_(inactive, chunk[~on].T)
-
-        chunked_rows64(B, accumulate)
-        self.gram_active = mirror_lower(self.gram_active)
-        self.gram = self.gram_active + mirror_lower(inactive) if inactive is not None else None
-        self._vecs: Tensor | None = None
-
-    def forward(self, D: Tensor) -> Tensor:
-        # autograd's backward of ``image`` is D's gradient G B, also a pass in B's own layout
-        return torch.relu(self.u + image(self.B, D))
-
-    def forward64(self, deltas: Tensor) -> Tensor:  # (R, d) -> (R, rows)
-        out = torch.empty((deltas.shape[0], self.B.shape[0]), dtype=torch.float64, device=deltas.device)
-
-        def fill(rows: slice, chunk: Tensor) -> None:
-            out[:, rows] = torch.relu(self.u64[rows] + deltas @ chunk.T)
-
-        chunked_rows64(self.B, fill)
-        return out
-
-    def _eigenvectors(self) -> Tensor:
-        """The eigenvectors of ``gram_active`` (ascending eigenvalues), computed once."""
-        if self._vecs is None:
-            self._vecs = torch.linalg.eigh(self.gram_active)[1]
-        return self._vecs
-
-    def top_directions(self, m: int) -> Tensor:
-        """The top ``m`` right singular vectors of the active block (rows, float64)."""
-        return self._eigenvectors()[:, -m:].flip(-1).T.contiguous()
-
-    def singular_starts(self, restarts: int, radius: float, gen: torch.Generator) -> Tensor:
-        """The reference's jittered start ``0.1 N(0, I)``, ``+-`` the top right singular vectors of
-        the active block, then random sphere points."""
-        vecs = self._eigenvectors()
-        d = vecs.shape[0]
-        m = min(restarts // 2, d)
-        top = vecs[:, -m:].flip(-1).T * radius
-        jitter = 0.1 * torch.randn((1, d), generator=gen, dtype=torch.float64).to(top.device)
-        starts = torch.cat([jitter, torch.stack([top, -top], dim=1).reshape(2 * m, d)])[:restarts]
-        if starts.shape[0] < restarts:
-            extra = sphere(restarts - starts.shape[0], d, radius, gen).to(starts.device)
-            starts = torch.cat([starts, extra])
-        return starts
 
 
 class SubspaceRF(Problem):
@@ -282,12 +212,6 @@ _FUSED_CHUNK_BYTES = 3 * 2**19
 _VALUE_CHUNK_BYTES = 32 * 2**20
 
 
-def image(B: Tensor, M: Tensor) -> Tensor:
-    """``M B^T`` (rows of ``M`` through ``B``), as ``(B M^T)^T``: one pass over ``B`` in its own layout
-    (twice as fast as ``M @ B.T`` on a CPU for a few rows)."""
-    return (B @ M.T).T.contiguous()
-
-
 def image_and_gradient(B: Tensor, D: Tensor, u: Tensor, base: Tensor) -> tuple[Tensor, Tensor]:
     """``B Delta`` for each row of ``D`` (R, d), computed afresh, and the gradient at ``Delta`` of
     ``||relu(u + B Delta) - base||^2`` (R, d). On a CPU both come from one pass over ``B``: each chunk
@@ -351,24 +275,6 @@ def orthonormal_images(
 # --------------------------------------------------------------------------- building problems
 
 
-def rest_gaussian(seed: int, tag: str, position: int, k: int, std: float, device: torch.device) -> Tensor:
-    """``k`` i.i.d. ``N(0, std^2)`` numbers (float64) of the exact sampler's ``V_rest flat(X_rest)``:
-    a small draw, always on the CPU (float32 numbers, as every weight draw), then moved to ``device``."""
-    gen = generator(derive_seed(seed, tag, position))
-    draw = torch.randn(k, generator=gen, dtype=torch.float32).to(torch.float64)
-    return (draw * std).to(device)
-
-
-def exact_u(B: Tensor, X64: Tensor, position: int, seed: int, tag: str, gain: float) -> Tensor:
-    """The first-layer pre-activation ``V flat(X) = B x_i + V_rest flat(X_rest)`` with the second term
-    drawn from its exact law ``N(0, gain ||X_rest||^2 / D)`` per row, independently of ``B`` (the
-    weights' variance is ``gain / D``: 1 for RF, 2 for DRF)."""
-    n, d = X64.shape
-    rest_norm2 = float((X64 * X64).sum() - (X64[position] * X64[position]).sum())
-    std = math.sqrt(gain * rest_norm2 / (n * d))
-    return matvec64(B, X64[position].to(B.device)) + rest_gaussian(seed, tag, position, B.shape[0], std, B.device)
-
-
 def rf_problem(
     X64: Tensor,
     position: int,
@@ -393,26 +299,20 @@ def rf_problem(
     if sampler == "exact":
         u = exact_u(B, X64, position, seed, "rf-rest", 1)
     else:
-        u = u_all if u_all is not None else blockwise_u("rf", X64, seed, k, dtype, device, draw_on)
+        u = u_all if u_all is not None else rf_blockwise_u(X64, seed, k, dtype, device, draw_on)
     return RFProblem(B, u)
 
 
-def blockwise_u(
-    map_name: str, X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device, draw_on: str = "device"
+def rf_blockwise_u(
+    X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device, draw_on: str = "device"
 ) -> Tensor:
-    """First-layer pre-activation ``V flat(X)`` accumulated one column block at a time (the dense
-    matrix's blocks: the same numbers as ``sampler="dense"``, never the whole matrix)."""
+    """RF's ``V flat(X)`` from its blocks (``blockwise_u``)."""
     n, d = X64.shape
-    rows = k if map_name == "rf" else n * d
-    u = torch.zeros(rows, dtype=torch.float64, device=device)
-    for j in range(n):
-        if map_name == "rf":
-            block = maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
-        else:
-            block = maps.drf_block(seed, 1, j, n, d, dtype=dtype, device=device, draw_on=draw_on)
-        u += matvec64(block, X64[j].to(device))
-        del block
-    return u
+
+    def block(j: int) -> Tensor:
+        return maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
+
+    return blockwise_u(block, X64, k, device)
 
 
 def rf_upper(X64: Tensor, V: Tensor, position: int) -> float:
@@ -428,7 +328,7 @@ def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContex
     n, d = X64.shape
     k = ctx.options.get("k") or n * d
     u_all = (
-        blockwise_u("rf", X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on)
+        rf_blockwise_u(X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on)
         if ctx.sampler == "blockwise" and weights is None
         else None
     )

@@ -21,6 +21,7 @@ import torch
 
 from .. import maps
 from ..maps import registry
+from ..maps.spec import MapSpec
 from ..maps.variants import elu1
 from .engine import Problem, SearchContext, ascend, sphere
 from .full_map import cast_weights
@@ -99,14 +100,14 @@ class MovedTokenProblem(Problem):
     plain map formula (in chunks) and the starts from ``informed`` directions."""
 
     def __init__(
-        self, map_name: str, X: Tensor, X64: Tensor, W64: Mapping[str, Tensor], position: int, heads: int = 1
+        self, spec: MapSpec, X: Tensor, X64: Tensor, W64: Mapping[str, Tensor], position: int, heads: int = 1
     ) -> None:
         n, d = X.shape
-        self.map_name, self.n, self.d, self.i = map_name, n, d, position
+        self.spec, self.map_name, self.n, self.d, self.i = spec, spec.name, n, d, position
         self.radius = math.sqrt(d)
         self.X, self.xi = X, X[position]
         self.X64, self.W64 = X64, W64
-        self.forward = registry.resolve(registry.get(map_name).forward)
+        self.forward = registry.resolve(spec.forward)
         with torch.no_grad():
             self.base64 = self.forward(X64, W64)
         self.phi_norm = float(torch.linalg.vector_norm(self.base64))
@@ -130,8 +131,10 @@ class MovedTokenProblem(Problem):
     def polish(self, D: Tensor, *, max_steps: int, momentum: float) -> tuple[Tensor, int]:
         """The point ``D`` (1, d) converged to float64 precision by ``ascend`` on the float64 problem
         along the sphere (``OnSphere``), which never lowers its value."""
-        make: Callable[..., MovedTokenProblem] = type(self)  # the problems take (X, weights, position, X64, W64)
-        twin = self if self.X.dtype == torch.float64 else make(self.X64, self.W64, self.i, self.X64, self.W64)
+        make: Callable[..., MovedTokenProblem] = type(self)  # (spec, X, weights, position, X64, W64)
+        twin = (
+            self if self.X.dtype == torch.float64 else make(self.spec, self.X64, self.W64, self.i, self.X64, self.W64)
+        )
         twin.radius = self.radius  # a search of another ball (``estimate(..., radius=...)``) polishes on it
         return ascend(
             OnSphere(twin),
@@ -166,9 +169,15 @@ class SigmoidProblem(MovedTokenProblem):
     """
 
     def __init__(
-        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+        self,
+        spec: MapSpec,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
     ) -> None:
-        super().__init__("sigmoid_raf", X, X64, W64, position)
+        super().__init__(spec, X, X64, W64, position)
         n, d = X.shape
         self.b = math.log(n)
         self.Wc = weights["W"] / math.sqrt(d)
@@ -219,9 +228,15 @@ class LinearProblem(MovedTokenProblem):
     """
 
     def __init__(
-        self, X: Tensor, weights: Mapping[str, Tensor], position: int, X64: Tensor, W64: Mapping[str, Tensor]
+        self,
+        spec: MapSpec,
+        X: Tensor,
+        weights: Mapping[str, Tensor],
+        position: int,
+        X64: Tensor,
+        W64: Mapping[str, Tensor],
     ) -> None:
-        super().__init__("linear_raf", X, X64, W64, position)
+        super().__init__(spec, X, X64, W64, position)
         Wq, Wk = weights["Wq"], weights["Wk"]
         self.Wk = Wk
         self.Qm, Km = elu1(X @ Wq), elu1(X @ Wk)
@@ -273,7 +288,7 @@ def search_weights(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> 
     multi-head weights must have the number of heads that the options say."""
     n, d = X64.shape
     if weights is None:
-        return maps.sample_weights(ctx.map_name, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
+        return maps.sample_weights(ctx.spec, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)
     heads = ctx.options.get("heads")
     if heads is not None and int(weights["Wq"].shape[0]) != heads:
         raise ValueError(
@@ -288,7 +303,7 @@ def fast_prepare(cls: Callable[..., MovedTokenProblem]) -> Callable[..., Callabl
         W = search_weights(X64, seed, weights, ctx)
         X, Wd = X64.to(device=ctx.device, dtype=ctx.dtype), cast_weights(W, ctx.dtype, ctx.device)
         X64d, W64 = X64.to(ctx.device), cast_weights(W, torch.float64, ctx.device)
-        return lambda position: cls(X, Wd, position, X64d, W64)
+        return lambda position: cls(ctx.spec, X, Wd, position, X64d, W64)
 
     prepare.__doc__ = (
         f"The fast search ({getattr(cls, '__name__', cls)}): the weights (drawn from ``seed`` unless "
