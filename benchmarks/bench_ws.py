@@ -128,13 +128,16 @@ def worker(args: argparse.Namespace) -> None:
     from wordsens import maps, search
     from wordsens.compute.devices import peak_rss_bytes
     from wordsens.data.samples import synthetic_sample
+    from wordsens.maps import registry
     from wordsens.seeds import derive_seed
 
     X = synthetic_sample(args.n, args.d, derive_seed(args.seed, "bench-sample"))
-    options = json.loads(args.options) if args.options else None
+    options = json.loads(args.options) if args.options else {}
+    if args.L is not None and "L" in registry.get(args.map).options:  # --L: DRF's depth
+        options = {"L": args.L, **options}
     weights = None
     if args.method == "default-same-w":
-        weights = maps.sample_weights(args.map, args.seed, args.n, args.d, L=args.L, **(options or {}))
+        weights = maps.sample_weights(args.map, args.seed, args.n, args.d, **options)
     method = "reference" if args.method == "reference" else "default"
     memory = float(args.memory_gb) if args.memory_gb else None
     started = time.perf_counter()
@@ -144,7 +147,6 @@ def worker(args: argparse.Namespace) -> None:
         seed=args.seed,
         weights=weights,
         method=method,
-        L=args.L,
         device=args.device,
         max_memory_gb=memory,
         options=options,

@@ -80,13 +80,13 @@ def test_streamed_problem_equals_the_dense_map():
 
 def test_estimates_with_and_without_streaming_agree():
     X = synthetic_sample(N_, D_, seed=4)
-    full = search.estimate("drf", X, seed=3, L=L_, device="cpu")
+    full = search.estimate("drf", X, seed=3, options={"L": L_}, device="cpu")
     layer_bytes = (N_ * D_) ** 2 * 4
     stream_buffer = N_ * D_ * D_ * (4 + 8)  # one streamed block and its float64 copy
     budget = (
         drf_layout(N_, D_, L_, restarts=DRF_RESTARTS).bytes - 2 * layer_bytes + stream_buffer
     )  # one tail layer resident
-    small = search.estimate("drf", X, seed=3, L=L_, device="cpu", max_memory_gb=budget / 1024**3)
+    small = search.estimate("drf", X, seed=3, options={"L": L_}, device="cpu", max_memory_gb=budget / 1024**3)
     assert full.streamed_layers == 0 and small.streamed_layers == 2
     # the same problem up to float32 summation order: the searches end at the same maximum
     assert small.lower == pytest.approx(full.lower, rel=1e-4)
@@ -101,9 +101,9 @@ from wordsens.compute.devices import peak_rss_bytes
 torch.set_num_threads(1)
 budget_gb = float(sys.argv[1])
 X = synthetic_sample(40, 64, seed=0)
-search.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, L=2, device="cpu")  # warm up torch's kernels
+search.estimate("drf", synthetic_sample(4, 4, seed=0), seed=0, options={"L": 2}, device="cpu")  # warm up kernels
 before = peak_rss_bytes()
-res = search.estimate("drf", X, seed=0, L=6, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
+res = search.estimate("drf", X, seed=0, options={"L": 6}, device="cpu", max_memory_gb=budget_gb or None, max_steps=3)
 print(json.dumps({"before": before, "after": peak_rss_bytes(), "streamed": res.streamed_layers}))
 """
 
@@ -148,7 +148,7 @@ def test_cuda_draws_are_seeded_and_recorded():
     torch.testing.assert_close(
         maps.drf_block(3, 2, 1, 5, 4, device="cuda", draw_on="cpu").cpu(), maps.drf_block(3, 2, 1, 5, 4)
     )
-    res = search.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, L=3, device="cuda")
+    res = search.estimate("drf", synthetic_sample(N_, D_, seed=0), seed=0, options={"L": 3}, device="cuda")
     assert res.weights_drawn_on == "cuda"
 
 
@@ -166,7 +166,8 @@ def test_cpu_and_cuda_estimates_are_equal_in_law():
     values = {}
     for device in ("cpu", "cuda"):
         values[device] = [
-            search.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, L=3, device=device).lower
+            search.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, options={"L": 3}, device=device)
+            .lower
             for t in range(trials)
         ]
     assert stats.ks_2samp(values["cpu"], values["cuda"]).pvalue > 0.01

@@ -51,8 +51,8 @@ def test_bfloat16_search_with_drawn_weights_keeps_the_float32_map():
     """Weights drawn from the seed (the exact sampler): the reduced search holds bfloat16 copies of the
     resident layers, yet its estimate is the float32 search's map evaluated at its own Delta."""
     X = synthetic_sample(6, 8, seed=5)
-    full = search.estimate("drf", X, seed=9, L=3, device="cpu")
-    reduced = search.estimate("drf", X, seed=9, L=3, device="cpu", dtype=torch.bfloat16)
+    full = search.estimate("drf", X, seed=9, options={"L": 3}, device="cpu")
+    reduced = search.estimate("drf", X, seed=9, options={"L": 3}, device="cpu", dtype=torch.bfloat16)
     assert full.phi_norm == pytest.approx(reduced.phi_norm, rel=1e-12)  # the same map: same phi(X)
     assert abs(reduced.lower / full.lower - 1) <= 0.01
     # the float32 problem's exact change at the bfloat16 Delta is the reduced estimate

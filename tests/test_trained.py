@@ -181,7 +181,7 @@ def test_fast_value_and_gradient_against_the_full_map(tiny_bert, head):
     }
     spec = registry.get("trained_attention")
     options = spec.option_values({"model": tiny_bert, "layer": 2, "head": head})
-    ctx = SearchContext(spec=registry.get("trained_attention"), dtype=torch.float64, device=torch.device("cpu"), options=options)
+    ctx = SearchContext(spec=spec, dtype=torch.float64, device=torch.device("cpu"), options=options)
     prepare = registry.resolve(spec.fast)(X, 0, W, ctx)
     gen = torch.Generator().manual_seed(4)
     for position in (0, n - 1):

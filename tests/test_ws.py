@@ -180,9 +180,11 @@ def test_same_seed_same_numbers():
         (dict(position="first"), "token index"),
         (dict(method="adam"), "unknown method"),
         (dict(sampler="fast"), "unknown sampler"),
-        (dict(map_name="drf", L=0), "option L must be a positive integer"),
+        (dict(map_name="drf", options={"L": 0}), "option L must be a positive integer"),
         (dict(map_name="drf", options={"L": 1.5}), "option L must be a positive integer"),
-        (dict(k=0), "option k must be a positive integer"),
+        (dict(options={"k": 0}), "option k must be a positive integer"),
+        (dict(map_name="raf", dtype=torch.bfloat16), "raf search does not run in reduced precision"),
+        (dict(map_name="drf", dtype=torch.bfloat16, method="reference"), "the reference method is float64"),
         (dict(options={"heads": 2}), "has no option heads"),
         (dict(restarts=0), "restarts must be"),
         (dict(weights=torch.ones(3, 3)), "RF weights"),
@@ -207,7 +209,7 @@ def test_refuses_jobs_that_cannot_fit(monkeypatch):
     with pytest.raises(InsufficientResources, match="profiles/slurm"):  # the dense 9600 x 9600 RF matrix
         search.estimate("rf", X, seed=0, sampler="dense", device="cpu")
     with pytest.raises(InsufficientResources, match="max-memory-gb"):  # not even one streamed DRF block fits
-        search.estimate("drf", X, seed=0, L=2, device="cpu", max_memory_gb=0.005)
+        search.estimate("drf", X, seed=0, options={"L": 2}, device="cpu", max_memory_gb=0.005)
 
 
 def test_no_nan_for_extreme_inputs():

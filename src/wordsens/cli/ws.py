@@ -63,9 +63,10 @@ def _add_search_args(ws: argparse.ArgumentParser) -> None:
     ws.add_argument("--device", default="auto", help="'auto' (CUDA when available), 'cpu' or 'cuda'")
     ws.add_argument(
         "--dtype",
-        choices=["float32", "float64"],
+        choices=["float32", "float64", "bfloat16"],
         default=None,
-        help="working dtype of the default search (default float32 for RF/DRF, float64 for attention)",
+        help="working dtype of the default search (default float32 for RF/DRF, float64 for attention); bfloat16: "
+        "DRF's products in bfloat16 (for a GPU's tensor cores), its estimate re-evaluated on the float32 map",
     )
     ws.add_argument("--restarts", type=positive_int, default=None, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=positive_int, default=1000, help="cap on ascent steps (default 1000)")
@@ -110,14 +111,12 @@ def run(args: argparse.Namespace) -> str:
         seed=args.seed,
         position=args.position,
         method=args.method,
-        L=args.L,
-        k=args.k,
         dtype=dtype,
         device=args.device,
         sampler=args.sampler,
         restarts=args.restarts,
         max_steps=args.max_steps,
-        options=dict(args.options),
+        options=_options(args),
         max_memory_gb=args.max_memory_gb,
         draw_on=args.draw_on,
     )
@@ -133,3 +132,13 @@ def run(args: argparse.Namespace) -> str:
     if torch.cuda.is_available() and result.device.startswith("cuda"):
         out["peak_cuda_memory_mb"] = round(torch.cuda.max_memory_allocated() / 1024**2, 1)
     return json.dumps(out, sort_keys=True) + "\n"
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """The map's options: ``--option`` values, and ``--L`` / ``--k`` (the documented aliases of DRF's depth
+    and RF's width) for a map that has that option (ignored by the others, as always)."""
+    from ..maps import registry
+
+    spec = registry.get(args.map)
+    aliases = {key: value for key, value in (("L", args.L), ("k", args.k)) if value is not None and key in spec.options}
+    return {**aliases, **dict(args.options)}

@@ -29,8 +29,8 @@ from ..maps import registry
 from ..maps.attention import RELU, SOFTMAX, Normalisation
 from ..maps.spec import MapSpec
 from ..search.attention import AttentionProblem
-from ..search.full_map import FullMapProblem, cast_weights
 from ..search.first_layer import FirstLayer
+from ..search.full_map import FullMapProblem, cast_weights
 from ..seeds import derive_seed, generator
 from .first_stage import (
     Fit,

@@ -68,6 +68,7 @@ PAPER_SPECS = (
             momentum=0.0,
             polish=False,
             dtype="float32",
+            reduced=("bfloat16",),
         ),
         cost=DeepCost(),
         reference=(100.0, 300),

@@ -44,6 +44,9 @@ class SearchSettings:
     # which converge there where the ascent creeps (RAF at d = 768: measured). Kinked maps keep the
     # ascent: on ReLU-RAF (n = 120) those steps stopped at worse local minima than the ascent's.
     least_squares: bool = False
+    # reduced-precision working dtypes the search supports (products in them, the estimate re-evaluated on
+    # the float32 map): DRF's bfloat16 (wordsens.search.drf), for a GPU's tensor cores
+    reduced: tuple[str, ...] = ()
 
 
 # How a checkpoint map and its random counterparts are compared (wordsens.experiments.trained): the

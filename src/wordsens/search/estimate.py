@@ -94,8 +94,6 @@ def estimate(
     weights: Any = None,
     method: str = "default",
     options: dict[str, Any] | None = None,
-    L: int | None = None,
-    k: int | None = None,
     dtype: torch.dtype | None = None,
     device: str | torch.device | None = "auto",
     sampler: str = "auto",
@@ -123,7 +121,6 @@ def estimate(
         options: the map's options (``wordsens maps`` lists them, e.g. ``{"L": 4}`` for DRF's depth,
             ``{"k": 1000}`` for RF's width, ``{"heads": 12}``); explicit ``weights`` imply some
             (``MapSpec.infer_options``: RF's width, DRF's depth).
-        L, k: aliases of the options ``L`` and ``k``, for the maps that have them (ignored by the others).
         dtype: working dtype of the default search (the map's default: float32 for RF/DRF,
             float64 for attention).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
@@ -173,8 +170,6 @@ def estimate(
         weights=weights,
         method=method,
         options=options,
-        L=L,
-        k=k,
         dtype=dtype,
         device=device,
         sampler=sampler,
@@ -227,8 +222,6 @@ def search_context(
     weights: Any = None,
     method: str = "default",
     options: dict[str, Any] | None = None,
-    L: int | None = None,
-    k: int | None = None,
     dtype: torch.dtype | None = None,
     device: str | torch.device | None = "auto",
     sampler: str = "auto",
@@ -255,16 +248,20 @@ def search_context(
         raise ValueError(f"restarts must be a positive integer, got {restarts!r}")
     if not (position == "all" or (isinstance(position, int) and not isinstance(position, bool) and 0 <= position < n)):
         raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
-    given = dict(options or {})
-    for alias, alias_value in (("L", L), ("k", k)):
-        if alias_value is not None and alias in spec.options:
-            given.setdefault(alias, alias_value)
-    values = spec.option_values(given)
+    values = spec.option_values(options)
     if weights is not None:
         maps.check_weights(spec, weights, n, d, values)
         if spec.infer_options is not None:
             values.update(registry.resolve(spec.infer_options)(weights))
     dev = resolve_device(device)
+    if dtype is not None and dtype in (torch.bfloat16, torch.float16):
+        name = str(dtype).replace("torch.", "")
+        if name not in settings.reduced or method == "reference":
+            allowed = f"its search supports {', '.join(settings.reduced)}" if settings.reduced else "it has none"
+            raise ValueError(
+                f"dtype {name}: the {spec.name} search does not run in reduced precision ({allowed}; the reference "
+                "method is float64); use float32 or float64"
+            )
     if dtype is None:
         dtype = torch.float64 if method == "reference" else getattr(torch, settings.dtype)
     sampler = spec.choose_sampler(
