@@ -214,7 +214,6 @@ def swap_jobs(
                     "vocabulary": section["vocabulary"],
                     "screen": section["screen"],
                     "sample": section["sample"],
-                    "chunk_mb": section["chunk_mb"],
                     "sqrt_d": section["sqrt_d"],
                     "max_steps": section["max_steps"],
                     "device": device,

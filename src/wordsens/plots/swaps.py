@@ -23,8 +23,9 @@ from ..io import atomic_path
 from ..maps import registry
 from .common import map_label, mark_not_run, not_run_note, save
 
-__all__ = ["SERIES", "swaps_figure", "swaps_text"]
+__all__ = ["MAX_COLUMNS", "SERIES", "swaps_figure", "swaps_text"]
 
+MAX_COLUMNS = 3  # panels per row
 # what a panel draws: column -> (legend label, marker, line style)
 SERIES = {
     "continuous_sqrt_d": ("continuous WS, radius sqrt(d)", "s", ":"),
@@ -55,9 +56,14 @@ def swaps_figure(
     if not maps_:
         raise ValueError("the swaps table has no rows")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
-    fig, axes = plt.subplots(1, len(maps_), figsize=(4.2 * len(maps_), 3.8), squeeze=False)
+    cols = min(len(maps_), MAX_COLUMNS)
+    rows = math.ceil(len(maps_) / cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(maps_) :]:
+        ax.set_visible(False)
     colours = dict(zip(SERIES, sns.color_palette(settings.get("palette", "colorblind"), len(SERIES)), strict=True))
-    for ax, name in zip(axes[0], maps_, strict=True):
+    for ax, name in zip(axes, maps_, strict=False):
         part = table[table["map"] == name]
         for column, (label, marker, style) in SERIES.items():
             if column not in part or not part[column].notna().any():
@@ -86,10 +92,11 @@ def swaps_figure(
         mine = [p for p in left_out if p.get("map") == name]
         if mine:
             mark_not_run(ax, not_run_note(mine, ["d", "n"]).replace("\n", "; "))
-    axes[0][0].set_ylabel("relative change of the features")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    for row in range(rows):
+        grid[row][0].set_ylabel("relative change of the features")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.07 / rows, 1, 1))
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
 
