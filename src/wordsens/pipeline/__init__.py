@@ -3,7 +3,8 @@
 its schema: ``wordsens.pipeline.schema``),
 ``wordsens.pipeline.points`` and ``wordsens.pipeline.jobs`` turn it into jobs with their estimates
 (``wordsens.compute.costs``) and devices (``wordsens.compute.devices``), ``wordsens.pipeline.trained``
-the trained study's jobs (one per encoder layer), ``wordsens.pipeline.steps`` the requests of the
+the trained study's jobs (one per encoder layer), ``wordsens.pipeline.swaps`` the swaps study's (one per
+map and n), ``wordsens.pipeline.steps`` the requests of the
 steps that run a pre-trained model (embeddings, probes), and ``wordsens.pipeline.grid`` holds them
 (``Grid``) and describes them; ``wordsens.pipeline.paths`` says where a configuration's embedding stores
 live, ``wordsens.pipeline.runs`` reads what a finished run took (its Snakemake log and benchmark files)
@@ -46,6 +47,7 @@ from .runs import LoggedJob, PathStep, RuleTime, benchmark_times, critical_path,
 from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
 from .steps import Step, embed_step, gpu_budget_problem, probe_step
+from .swaps import SwapJob, swap_jobs
 from .trained import TrainedJob, trained_jobs, trained_layers, trained_model
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "Point",
     "RuleTime",
     "Step",
+    "SwapJob",
     "Task",
     "TrainedJob",
     "WSJob",
@@ -113,6 +116,7 @@ __all__ = [
     "stored_calibration",
     "stores",
     "study_hours",
+    "swap_jobs",
     "trained_jobs",
     "trained_layers",
     "trained_model",

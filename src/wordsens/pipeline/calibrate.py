@@ -134,7 +134,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 matched = next((tail for tail in tails if tail in by_key), None)
                 if matched is not None:
                     add(matched, None, seconds, str(source))
-                elif rule in ("ws", "gen", "trained"):  # a grid job of another configuration
+                elif rule in ("ws", "gen", "trained", "swaps"):  # a grid job of another configuration
                     out.unmatched += 1
                 else:
                     add(f"{rule}:{output}", rule, seconds, str(source))
