@@ -49,7 +49,7 @@ def _rules() -> dict[str, dict[str, str]]:
 
 RULES = _rules()
 # the rules whose jobs are the grid's (matched by their output path, wordsens.pipeline.Job.key)
-GRID_RULES = {"ws", "gen", "trained"}
+GRID_RULES = {"ws", "gen", "trained", "swaps"}
 
 
 def test_the_rule_files_are_read_whole():
@@ -89,7 +89,7 @@ def test_the_calibration_reads_every_steps_benchmark_file(tmp_path):
 
 def test_every_figure_rule_gets_the_stamp_as_a_param():
     figures = sorted(name for name, rule in RULES.items() if "scripts/plot_" in rule.get("script", ""))
-    assert len(figures) == 9, figures
+    assert len(figures) == 10, figures
     missing = [name for name in figures if not re.search(r"^\s+stamp=run_stamp\(", RULES[name]["params"], re.M)]
     assert not missing, f"figure rules without the stamp param: {missing}"
 
