@@ -135,8 +135,11 @@ class AttentionProblem(Problem):
         self.A2 = (A * A).sum(-1)
         self.AM = (A * self.M).sum(-1)
         self.M2 = (self.M * self.M).sum(-1)
-        self.phi_norm = float(torch.linalg.vector_norm(out0.to(torch.float64)))
         self._base64: Tensor | None = out0 if out0.dtype == torch.float64 and X64 is None and W64 is None else None
+        if X64 is not None or W64 is not None:  # the float64 map given: ||phi(X)|| of it, not of its rounded copy
+            self._base64 = self.norm.attend(r.X64, r.W64)
+        base = out0.to(torch.float64) if self._base64 is None else self._base64
+        self.phi_norm = float(torch.linalg.vector_norm(base))
         # contiguous operands of the hand-written gradient and of value: column scores, A, M and row scores
         self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
         self._PAM_T = self._PAM.T.contiguous()
