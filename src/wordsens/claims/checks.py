@@ -39,20 +39,22 @@ def _enough(pts: list[tuple[tuple, np.ndarray]]) -> tuple[list[tuple[tuple, np.n
 
 def _slope_groups(
     parts: list[pd.DataFrame], transform: str
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[int]]:
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[int], int]:
     """Per grid point of every part (a stratum each): y = log WS (``"log"``) or log(WS / law(n))
-    (``"law"``), with x = log n and the stratum index; and the n of every trial."""
-    groups, xs, ss, trial_ns = [], [], [], []
+    (``"law"``), with x = log n and the stratum index; the n of every trial; and how many points were
+    left out for having fewer than MIN_UNITS trials (none where no point has enough)."""
+    groups, xs, ss, trial_ns, left = [], [], [], [], 0
     for i, part in enumerate(parts):
         pts = grid_points(part, ["n"], "lower")
         kept, _ = _enough(pts)
+        left += len(pts) - len(kept) if kept else 0
         for (n,), vals in kept or pts:
             y = np.log(vals) - (np.log(rf_law(float(n))) if transform == "law" else 0.0)
             groups.append(y)
             xs.append(math.log(n))
             ss.append(i)
             trial_ns += [int(n)] * len(vals)
-    return groups, np.array(xs), np.array(ss), trial_ns
+    return groups, np.array(xs), np.array(ss), trial_ns, left
 
 
 def _positive(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -75,7 +77,7 @@ def _slope_row(
 ) -> None:
     """One slope row (the least-squares slope over every trial, an intercept per part; ``per_law``:
     divided by the RF law's slope over the same n); not run with one n."""
-    groups, xs, ss, trial_ns = _slope_groups(parts, transform)
+    groups, xs, ss, trial_ns, left = _slope_groups(parts, transform)
     if not any(len(set(xs[ss == s].tolist())) > 1 for s in set(ss.tolist())):
         ns = sorted({round(math.exp(x)) for x in xs})
         rows.not_run(claim, f"one n value only (n = {ns})", map_=map_, data=data, scope=scope)
@@ -84,8 +86,7 @@ def _slope_row(
     coefs = slope_coefficients(xs, ss, [len(g) for g in groups])
     interval = linear(groups, coefs / law if per_law else coefs)
     fitted = float(sum(c * g.mean() for c, g in zip(coefs, groups, strict=True))) + (law if transform == "law" else 0.0)
-    left = sum(1 for p in parts for _, v in grid_points(p, ["n"], "lower") if len(v) < MIN_UNITS)
-    extra = f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left and not interval.short else ""
+    extra = f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left else ""
     slopes = f"fitted slope of log WS {fitted:.3f}, the RF law's over the same n {law:.3f}"
     rows.estimate(
         claim, interval, map_=map_, data=data, scope=scope, note="; ".join(x for x in (slopes, note, extra) if x)
