@@ -626,9 +626,7 @@ def test_trained_table_without_a_required_column_is_an_error():
 def test_trained_pairs_are_the_registry_counterparts():
     from wordsens.maps import CONVENTIONS, registry
 
-    declared = {
-        (name, c.convention): [] for name in registry.names() for c in registry.get(name).counterparts
-    }
+    declared = {(name, c.convention): [] for name in registry.names() for c in registry.get(name).counterparts}
     for name in registry.names():
         for c in registry.get(name).counterparts:
             declared[(name, c.convention)].append(c.map)

@@ -166,8 +166,9 @@ def test_cpu_and_cuda_estimates_are_equal_in_law():
     values = {}
     for device in ("cpu", "cuda"):
         values[device] = [
-            search.estimate("drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, options={"L": 3}, device=device)
-            .lower
+            search.estimate(
+                "drf", synthetic_sample(12, 16, seed=1000 + t), seed=t, options={"L": 3}, device=device
+            ).lower
             for t in range(trials)
         ]
     assert stats.ks_2samp(values["cpu"], values["cuda"]).pvalue > 0.01

@@ -298,9 +298,7 @@ def test_the_layer_search_has_the_values_and_gradients_of_the_plain_map(shaped_b
     options = {"model": shaped_bert, "layer": 2}
     W = maps.sample_weights(name, 3, n, d, dtype=torch.float64, **options)
     spec = registry.get(name)
-    ctx = SearchContext(
-        spec=spec, dtype=torch.float64, device=torch.device("cpu"), options=spec.option_values(options)
-    )
+    ctx = SearchContext(spec=spec, dtype=torch.float64, device=torch.device("cpu"), options=spec.option_values(options))
     prepare = registry.resolve(spec.fast)(X, 0, W, ctx)
     gen = torch.Generator().manual_seed(4)
     base = maps.apply(name, X, W)

@@ -57,7 +57,11 @@ rule swaps_figure:
         table=rules.swaps_table.output.parquet,
     output:
         figures=report_figures("fig_swaps", "fig_swaps.rst", "Beyond the paper"),
-        text=report(f"{RES}/tables/swaps_top.md", caption="../report/swaps_top.rst", category="Beyond the paper"),
+        text=report(
+            f"{RES}/tables/swaps_top.md",
+            caption="../report/swaps_top.rst",
+            category="Beyond the paper",
+        ),
     log:
         f"{LOGS}/swaps_figure/fig_swaps.log",
     conda:
