@@ -29,4 +29,4 @@ __version__ = "0.1.0"
 #        and the searches of its maps and their random models); trained-1: its first version
 #   swaps: the swaps study (wordsens.experiments.swaps: real words scored by wordsens.search.swaps
 #        beside the continuous search); swaps-1: its first version
-NUMERICS_VERSIONS = {"ws": "ws-2", "gen": "gen-5", "trained": "trained-1", "swaps": "swaps-1"}
+NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-2", "swaps": "swaps-1"}

@@ -303,6 +303,12 @@ class SwapResult:
         return out
 
 
+def _check_one_map(scan_norm: float, search_norm: float | None) -> None:
+    """The scan and the continuous search must see one map (same seed, weights and options)."""
+    if search_norm is not None and not math.isclose(search_norm, scan_norm, rel_tol=1e-4):
+        raise RuntimeError(f"the scan's ||phi(X)|| = {scan_norm:.8g} differs from the search's {search_norm:.8g}")
+
+
 def substitution(
     map_name: str,
     X: Tensor,
@@ -369,10 +375,7 @@ def substitution(
     )
     continuous = estimate(map_name, X, radius=found.best_radius, **common) if found.best_radius > 0 else None
     at_sqrt_d = estimate(map_name, X, **common).lower if sqrt_d else None
-    if continuous is not None and not math.isclose(continuous.phi_norm, found.phi_norm, rel_tol=1e-4):
-        raise RuntimeError(  # the scan and the search must see one map: same seed, weights and options
-            f"the scan's ||phi(X)|| = {found.phi_norm:.8g} differs from the search's {continuous.phi_norm:.8g}"
-        )
+    _check_one_map(found.phi_norm, continuous.phi_norm if continuous is not None else None)
     return SwapResult(
         map=map_name,
         n=n,
