@@ -17,7 +17,9 @@ __version__ = "0.1.0"
 # so Snakemake re-runs exactly those jobs (it does not see edits to imported modules).
 #   ws:  word-sensitivity estimates (wordsens.search); ws-2: attention maps also
 #        run the authors' algorithm as a candidate where its schedule fits the step budget, and the
-#        variants polish their leader (the block too, 30 float64 steps)
+#        variants polish their leader (the block too, 30 float64 steps); ws-3: RF's search keeps its
+#        directions' images exact (no Gram-Schmidt drift), DRF runs 16 restarts to convergence and the
+#        block screens 48 starts (20 steps) and keeps 4
 #   gen: generalisation simulations (wordsens.generalisation); gen-2: the first stage solved by a
 #        pseudo-inverse through QR, with the alignment ratio and fit diagnostics per row; gen-3: RF's
 #        weights on the span of the samples drawn through the unique symmetric square root of their
@@ -26,7 +28,8 @@ __version__ = "0.1.0"
 #        RF's span draw splits the block from the rest of each sample (a Cholesky factor of the rests'
 #        Gram matrix, no m x m eigendecomposition): the same law, other numbers
 #   trained: the trained study (wordsens.experiments.trained: the samples entering each encoder layer
-#        and the searches of its maps and their random models); trained-1: its first version
+#        and the searches of its maps and their random models); trained-1: its first version; trained-2:
+#        drawn word rows, the paper's and the model's conventions, the counterparts and their draws
 #   swaps: the swaps study (wordsens.experiments.swaps: real words scored by wordsens.search.swaps
 #        beside the continuous search); swaps-1: its first version
 NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-2", "swaps": "swaps-1"}
