@@ -152,10 +152,13 @@ def test_demo_produces_every_table_and_figure(demo_run):
     assert not (demo_run / "resources" / "imdb").exists()
 
 
-def test_demo_trained_study_puts_each_trained_map_beside_its_random_model(demo_run):
+def test_demo_trained_study_puts_each_trained_map_beside_its_counterparts(demo_run):
     """The trained study on the demo's tiny random BERT: one job per layer, every row the job planned,
-    each trained map beside its random model on the same sample, every head at head_n, the figure, and
-    the claims table's trained / random ratios (no verdict) recomputed here from the table."""
+    each trained map beside its counterparts in each convention on the same sample and moved word row,
+    every head at head_n, the figure, and the claims table's trained / random ratios (no verdict)
+    recomputed here from the table."""
+    from wordsens.maps import registry
+
     config = _demo_config()
     trained = config["trained"]
     results = demo_run / config["results"]
@@ -167,35 +170,50 @@ def test_demo_trained_study_puts_each_trained_map_beside_its_random_model(demo_r
     ]
     heads = 4  # the tiny BERT's
     whole = table[table["head"] == 0]
-    per_sample = len(trained["maps"]) * 2
-    assert len(whole) == len(layers) * trained["reviews"] * len(trained["n"]) * len(trained["normalise"]) * per_sample
+    pairs = {
+        (name, c): [cp.map for cp in registry.get(name).counterparts if cp.convention == c]
+        for name in trained["maps"]
+        for c in trained["conventions"]
+    }
+    per_row = sum(1 + trained["draws"] * len(random) for random in pairs.values())
+    moved = trained["positions"] + (2 if trained["specials"] else 0)
+    assert len(whole) == len(layers) * trained["reviews"] * len(trained["n"]) * moved * per_row
     assert np.isfinite(table["ws"]).all() and (table["ws"] > 0).all()
-    # the same sample for a trained map and its random model: same review, layer, n, scale and row norm
-    keys = ["review", "layer", "n", "normalise"]
-    for _, sample in whole.groupby(keys):
-        assert sorted(sample["map"]) == ["block", "mh_raf", "trained_attention", "trained_layer"]
+    # the same sample and moved row for a trained map and its counterparts: review, layer, n, convention, row
+    for (_, _, _, convention, _), sample in whole.groupby(["review", "layer", "n", "convention", "position"]):
+        expected = sorted(m for (name, c), random in pairs.items() if c == convention for m in [name, *random])
+        assert sorted(sample.drop_duplicates("map")["map"]) == expected
         assert sample["row_norm"].nunique() == 1 and sample["review_id"].nunique() == 1
-    assert (whole.loc[whole["normalise"], "row_norm"] - 8.0).abs().max() < 1e-9  # sqrt(d), d = 64
-    # the same reviews at every layer, n and scale: the pool's first with at least max(n) tokens
-    assert whole.groupby(["layer", "n", "normalise"])["review_id"].apply(tuple).nunique() == 1
+    assert (whole.loc[whole["convention"] == "paper", "row_norm"] - 8.0).abs().max() < 1e-9  # sqrt(d), d = 64
+    # word rows only (the demo sets specials false): never [CLS] (0) nor [SEP] (n - 1)
+    assert set(whole["token"]) == {"word"} and whole["position"].between(1, max(trained["n"]) - 2).all()
+    # the same reviews at every layer, n and convention: the pool's first with at least max(n) tokens
+    assert (
+        whole.groupby(["layer", "n", "convention"])["review_id"].apply(lambda r: tuple(sorted(set(r)))).nunique() == 1
+    )
     per_head = table[table["head"] > 0]
     assert sorted(per_head["head"]) == sorted(list(range(1, heads + 1)) * len(layers))
-    assert (per_head["n"] == trained["head_n"]).all() and per_head["normalise"].all()
+    assert (per_head["n"] == trained["head_n"]).all() and (per_head["convention"] == "paper").all()
+    assert per_head["ws_heads"].notna().all()
     for ext in config["plots"]["formats"]:
         assert (results / "figures" / f"fig_trained.{ext}").stat().st_size > 5000
-    # claims: one report-only row per (trained map, layer) and scale, the mean of the per-review ratios
+    # claims: one report-only row per (layer, convention, trained map, counterpart), the mean of the per-review
+    # ratios of the mean WS (over the moved rows, and the draws of the random map)
     claims = pd.read_csv(results / "tables" / "claims.csv")
     ratios = claims[claims["claim"] == "trained_ratio"]
     assert set(ratios["verdict"]) == {"no claim"}
-    assert len(ratios) == len(trained["maps"]) * len(layers) * len(trained["normalise"])
+    assert len(ratios) == len(layers) * sum(len(random) for random in pairs.values())
     n = max(trained["n"])
-    for name, random in (("trained_attention", "mh_raf"), ("trained_layer", "block")):
-        for layer in layers:
-            at = whole[(whole["layer"] == layer) & (whole["n"] == n) & whole["normalise"]]
-            ws = at.pivot_table(index="review", columns="map", values="ws")
-            row = ratios[(ratios["map"] == name) & (ratios["scope"] == f"layer={layer}, n={n}")]
-            assert len(row) == 1, (name, layer)
-            assert row["value"].iloc[0] == pytest.approx((ws[name] / ws[random]).mean(), rel=1e-5)
+    for (name, convention), random in pairs.items():
+        for counterpart in random:
+            for layer in layers:
+                at = whole[(whole["layer"] == layer) & (whole["n"] == n) & (whole["convention"] == convention)]
+                ws = at.pivot_table(index="review", columns="map", values="ws", aggfunc="mean")
+                scope = f"layer={layer}, n={n}, convention={convention}"
+                row = ratios[(ratios["map"] == name) & (ratios["scope"] == scope)]
+                row = row[row["statement"].str.contains(f"({counterpart})", regex=False)]
+                assert len(row) == 1, (name, counterpart, layer)
+                assert row["value"].iloc[0] == pytest.approx((ws[name] / ws[counterpart]).mean(), rel=1e-5)
 
 
 def test_claims_table_of_the_demo(demo_run):
