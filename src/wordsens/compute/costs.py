@@ -151,6 +151,12 @@ class CostModel:
         """The number of coordinates of ``phi(X)`` (``n d`` unless the map says otherwise)."""
         return n * d
 
+    def forward_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float:
+        """Floating-point operations of one forward on a sample (n, d): ``2 n`` times the map's weights
+        (at least ``12 d^2``: a transformer layer) plus ``4 n^2 d`` for attention scores."""
+        weights = max(spec.weight_count(n, d, options), 12 * d * d)
+        return 2.0 * n * weights + 4.0 * n * n * d
+
     def ws_memory(
         self,
         spec: MapSpec,

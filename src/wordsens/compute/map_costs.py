@@ -321,6 +321,10 @@ class DeepCost(CostModel):
 
     choose_sampler = FirstLayerCost.choose_sampler
 
+    def forward_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float:
+        """``L`` dense layers on the flattened sample: ``2 L (n d)^2``."""
+        return 2.0 * int(options["L"]) * (n * d) ** 2
+
     def ws_memory(
         self,
         spec: MapSpec,

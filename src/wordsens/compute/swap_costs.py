@@ -77,8 +77,8 @@ def exhaustive(
 def candidate_flops(spec: MapSpec, n: int, d: int, options: Mapping[str, Any]) -> float:
     """Floating-point operations of the problem's value for one word: RF ``2 k d`` (the product with
     ``B``) plus its elementwise passes; attention ``2 (d^2 + 5 n d)`` times its ``time_scale``; any
-    other map one full forward: DRF ``2 L (n d)^2``, else ``2 n`` times its weights (at least
-    ``12 d^2``: a transformer layer) plus ``4 n^2 d`` for the scores."""
+    other map one full forward (its cost model's ``forward_flops``: DRF ``2 L (n d)^2``, else ``2 n``
+    times its weights, at least ``12 d^2``, plus ``4 n^2 d`` for the scores)."""
     cost = _cost(spec)
     values = dict(options)
     if isinstance(cost, FirstLayerCost):
@@ -86,10 +86,7 @@ def candidate_flops(spec: MapSpec, n: int, d: int, options: Mapping[str, Any]) -
         return 2.0 * k * d + 8.0 * k
     if isinstance(cost, AttentionCost):
         return 2.0 * (d * d + 5 * n * d) * max(1.0, cost.time_scale)
-    if "L" in values and values.get("L"):
-        return 2.0 * int(values["L"]) * (n * d) ** 2
-    weights = max(spec.weight_count(n, d, values), 12 * d * d)
-    return 2.0 * n * weights + 4.0 * n * n * d
+    return cost.forward_flops(spec, n, d, values)
 
 
 def candidate_bytes(spec: MapSpec, n: int, d: int, options: Mapping[str, Any], *, dtype: Any = "float32") -> int:

@@ -148,11 +148,14 @@ def _ratio_panel(ax: plt.Axes, ratios: pd.DataFrame, trained: str, colours: dict
 def _entropy_panel(ax: plt.Axes, ratios: pd.DataFrame, colours: dict[str, Any], *, not_run: str) -> None:
     """The mean attention entropy of the trained attention and of its counterparts, per layer and convention."""
     ax.set_title("attention entropy on the samples (regime)", fontsize="small")
-    part = ratios[ratios["map"] == "trained_attention"] if not ratios.empty else ratios
-    if part.empty or not np.isfinite(part["entropy_trained"].astype(float)).any():
+    # the first trained map with entropies (the trained maps of one layer share its attention)
+    known = ratios[np.isfinite(ratios["entropy_trained"].astype(float))] if not ratios.empty else ratios
+    if known.empty:
         ax.set_axis_off()
-        mark_not_run(ax, "\n".join(filter(None, ["not run: no trained_attention rows with entropies", not_run])))
+        mark_not_run(ax, "\n".join(filter(None, ["not run: no trained rows with attention entropies", not_run])))
         return
+    trained = str(known["map"].iloc[0])
+    part = known[known["map"] == trained]
     for convention, at in part.groupby("convention", sort=False):
         ls, marker = _STYLE.get(str(convention), ("-", "o"))
         first = at.drop_duplicates("layer").sort_values("layer")
@@ -174,7 +177,7 @@ def _entropy_panel(ax: plt.Axes, ratios: pd.DataFrame, colours: dict[str, Any], 
     ax.set_xticks(sorted({int(layer) for layer in part["layer"]}))
     ax.set_xlabel("encoder layer")
     ax.set_ylabel("mean entropy of a softmax row (nats)")
-    mark_not_run(ax, "\n".join(filter(None, ["black: trained attention", not_run])))
+    mark_not_run(ax, "\n".join(filter(None, [f"black: {trained}", not_run])))
 
 
 def _heads_panel(ax: plt.Axes, heads: pd.DataFrame, missing: Sequence[int], *, not_run: str = "") -> None:
