@@ -23,7 +23,7 @@ from wordsens.maps import registry
 from wordsens.maps.trained import ATTENTION_KEYS
 from wordsens.search import SearchContext
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 MINILM = models.PACKAGED_MODELS["minilm"]
 needs_minilm = pytest.mark.skipif(
     importlib.util.find_spec(MINILM.module) is None,

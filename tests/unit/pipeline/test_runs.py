@@ -13,7 +13,7 @@ import pytest
 from wordsens.pipeline import snakemake_log_jobs
 from wordsens.pipeline.runs import critical_path, rule_times
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _log(tmp_path: Path, b_ends: int) -> Path:

@@ -13,7 +13,7 @@ from workflow_utils import WS_ONLY, copy_workflow, snakemake, write_config
 from wordsens import pipeline
 from wordsens.pipeline.schema import coerce_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 FIX = "point data.path at your copy (e.g. --config 'data={source: parquet, path: "
 

@@ -1,4 +1,4 @@
-"""The swaps study around the numerics (tests/test_swaps.py has those): its jobs and checks
+"""The swaps study around the numerics (tests/unit/search/test_swaps.py has those): its jobs and checks
 (wordsens.pipeline.swaps), the rows of a job (wordsens.experiments.swaps), the claims' rows
 (wordsens.claims.swap_checks: continuous_covers_words holds and fails), the figure and the text table
 (wordsens.plots.swaps), and ``wordsens swap``."""
@@ -20,7 +20,7 @@ from wordsens.compute import swap_costs
 from wordsens.data import models
 from wordsens.maps import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SMALL = pipeline.Limits(cpu=16 * 1024**3, gpu=None)
 
 

@@ -21,7 +21,7 @@ from wordsens.experiments import config_hash
 from wordsens.maps import registry
 from wordsens.seeds import canonical, canonical_json, derive_seed
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 GB = costs.GB
 SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
@@ -549,7 +549,7 @@ def test_the_trained_study_plans_one_job_per_encoder_layer(tmp_path):
     assert job.rows == 14 * 5 * 1 + models.TINY_BERT_HEADS * 1 == 74
     assert job.params["model"] == "demo-tiny-bert" and job.params["heads"] == models.TINY_BERT_HEADS
     assert job.params["n"] == trained["n"] and job.params["numerics_version"] == NUMERICS_VERSIONS["trained"]
-    # two float32 copies of the encoder (tests/test_trained_memory.py), its processes and the searches
+    # two float32 copies of the encoder (tests/unit/compute/test_trained_memory.py), its processes and the searches
     held = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * 4 * pipeline.trained.encoder_size("demo-tiny-bert")
     assert job.memory_bytes >= held + job.arrays and job.seconds > 0
     more = pipeline.Grid(_demo({"trained": {"n": [8, 16, 24]}}), limits=SMALL).job({"layer": "2"})

@@ -15,7 +15,7 @@ from wordsens.compute import costs
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 GB = 1024**3
 
 

@@ -25,7 +25,7 @@ from wordsens.data.store import EmbeddingStore, save_embeddings
 from wordsens.io import write_json
 from wordsens.pipeline import store_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MINILM = models.PACKAGED_MODELS["minilm"]

@@ -20,7 +20,7 @@ import pytest
 from wordsens import cli
 from wordsens.claims import COLUMNS, compute_claims
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(*argv: str) -> tuple[int, str, str]:

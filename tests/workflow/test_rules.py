@@ -13,7 +13,7 @@ import pytest
 from wordsens import pipeline
 from wordsens.pipeline.calibrate import SAME_AS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULE_FILES = sorted((ROOT / "workflow" / "rules").glob("*.smk"))
 HEADER = re.compile(r"^(\s*)(?:rule (\w+):|use rule (\w+) as (\w+) with:)\s*$")
 

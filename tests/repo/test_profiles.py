@@ -14,7 +14,7 @@ from wordsens import pipeline
 from wordsens.compute.costs import GB
 from wordsens.pipeline import limits as planning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _snakemake_args(monkeypatch, *argv: str):

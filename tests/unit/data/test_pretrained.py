@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec(SPEC.module) is None,
     reason=f'{SPEC.distribution} is not installed (pip install -e ".[pretrained]")',
 )
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb" / "train.parquet"
 BERT_VOCAB = SHARED / "bert-base-uncased" / "vocab.txt"

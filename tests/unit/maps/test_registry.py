@@ -16,7 +16,7 @@ from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import registry
 
-PLUGIN = Path(__file__).parent / "plugins" / "toy_map.py"
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "toy_map.py"
 
 
 @contextlib.contextmanager

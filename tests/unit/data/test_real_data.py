@@ -13,7 +13,7 @@ import pytest
 
 from wordsens.data import reviews as imdb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED = Path(os.environ.get("WORDSENS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 IMDB = SHARED / "imdb"
 BERT = SHARED / "bert-base-uncased"
