@@ -1,11 +1,10 @@
-"""Word-sensitivity search: equivalent forms, validity of bounds, the reference, errors, CLI."""
+"""Word-sensitivity search: equivalent forms, validity of bounds, the reference, errors (``wordsens ws``:
+tests/unit/cli/test_cli_commands.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -217,53 +216,3 @@ def test_no_nan_for_extreme_inputs():
     for map_name in ("raf", "relu_raf"):
         res = search.estimate(map_name, X, seed=0)
         assert math.isfinite(res.lower) and torch.isfinite(res.delta).all()
-
-
-def test_cli_prints_one_json_line():
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "raf", "--d", "8", "--n", "5", "--seed", "2"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    lines = out.stdout.strip().splitlines()
-    assert len(lines) == 1
-    row = json.loads(lines[0])
-    for key in ("lower", "upper", "steps", "seconds", "peak_memory_mb", "map", "n", "d", "seed", "method"):
-        assert key in row
-    assert row["map"] == "raf" and row["n"] == 5 and row["d"] == 8 and row["lower"] > 0
-
-
-@pytest.mark.slow  # CLI processes (torch start-up each)
-def test_cli_errors_are_clear():
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3", "--position", "7"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 2 and "position" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 2 and "positive integer" in out.stderr
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "ws",
-            "--map",
-            "rf",
-            "--d",
-            "4",
-            "--n",
-            "3",
-            "--data",
-            "/nonexistent/store",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 2 and "no embedding store" in out.stderr
