@@ -1,6 +1,7 @@
-"""The ``wordsens`` commands that run a search, each in a fresh process: ``wordsens ws`` prints one JSON line
-and refuses bad input clearly, ``wordsens gen`` prints one JSON line, and ``wordsens ws`` runs a trained map
-offline (on the demo's tiny BERT). ``wordsens claims``, ``maps`` and a plugin's map: test_cli.py."""
+"""The ``wordsens`` commands that run a search: ``wordsens ws`` prints one JSON line and refuses bad input
+clearly, ``wordsens gen`` prints one JSON line, ``wordsens ws`` runs a trained map offline (on the demo's tiny
+BERT), each in a fresh process; ``wordsens swap`` prints the top words as text and JSON.
+``wordsens claims``, ``maps`` and a plugin's map: test_cli.py."""
 
 from __future__ import annotations
 
@@ -171,3 +172,25 @@ def test_cli_runs_a_trained_map_offline(tiny_bert):
         env=env,
     )
     assert bad.returncode != 0 and "set d = 64" in bad.stderr
+
+
+TEXTS = [
+    "a great movie with a boring plot and superb acting , the best film i love and the worst waste of time",
+    "the music was dull and the story silly but the actors were charming and funny in every scene here",
+]
+
+
+def test_wordsens_swap_prints_the_top_words(tmp_path, one_thread, capsys):
+    from wordsens.cli import main
+
+    args = ["swap", "--map", "raf", "--d", "16", "--n", "12", "--model", "demo-tiny-bert", "--text", TEXTS[0]]
+    common = [*args, "--position", "3", "--top", "3", "--cache", str(tmp_path), "--device", "cpu", "--max-steps", "50"]
+    assert main(common) == 0
+    text = capsys.readouterr().out
+    assert "rank  word" in text and "continuous word sensitivity at the best word's radius" in text
+    assert main([*common, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["position"] == 3 and len(out["top_words"]) == 3 and out["exhaustive"] is True
+    assert out["ratio"] == pytest.approx(out["s_words"] / out["continuous"])
+    assert main([*args, "--position", "12", "--cache", str(tmp_path)]) == 2
+    assert "outside the n = 12 tokens" in capsys.readouterr().err
