@@ -18,7 +18,7 @@ export WORDSENS_CALIBRATION=none
     python3 -c "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.cuda.is_available())"
 } 2>&1 | tee "$out/machine.txt"
 # the tests with CUDA paths (and the rest of their files), on the GPU
-python3 -m pytest -q -p no:cacheprovider -n 0 tests/test_drf.py tests/test_trained.py 2>&1 \
+python3 -m pytest -q -p no:cacheprovider -n 0 tests/unit/search/test_drf.py tests/unit/maps/test_trained.py 2>&1 \
     | tail -25 | tee "$out/tests.txt"
 # the whole demo, every core, timed per rule with its critical path: as configured (WS on the CPU) ...
 python3 benchmarks/bench_pipeline.py --cores all --workdir /tmp/pipeline-demo 2>&1 | tee "$out/pipeline_demo.txt"

@@ -60,7 +60,7 @@ budget=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | hea
 budget=${budget:-80000}
 
 # the DRF ascent in reduced precision against float32, on the GPU
-python3 -m pytest -q -p no:cacheprovider -n 0 tests/test_drf_precision.py tests/test_drf.py 2>&1 | tail -15 \
+python3 -m pytest -q -p no:cacheprovider -n 0 tests/unit/search/test_drf_precision.py tests/unit/search/test_drf.py 2>&1 | tail -15 \
     | tee "$out/tests.txt"
 # the plan of the run on this node, its critical path included, before anything runs
 # (--probe scales the built-in time model to this machine's speed; --gpu: the node's GPU, its memory in GB)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# The test modules live in folders below tests/ (unit/<sub-package>/, statistical/, workflow/, repo/:
+# docs/testing.md) and import the shared helpers at this level (workflow_utils, regression_fixture).
+sys.path.insert(0, str(Path(__file__).parent))
 
 # No Hugging Face Hub in tests: without these, a Hub call retries for ~25 s before failing.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,4 +1,4 @@
-"""The demo's recorded tables: what tests/test_regression.py compares a fresh demo run with.
+"""The demo's recorded tables: what tests/workflow/test_regression.py compares a fresh demo run with.
 
 Every table of the demo's ``tables/`` folder that holds results (word sensitivity, generalisation,
 variants, long contexts, positions, claims) is recorded in ``tests/data/regression`` with every column
@@ -15,7 +15,7 @@ differences between the two runs, and the tolerances set from them:
   at most 3e-7 relative (1e-6 absolute near 0): compared at 1e-5;
 * word-sensitivity estimates (``lower``, ``sup_lower``, ``delta_norm``) of float64 searches over
   smooth maps (RAF, sigmoid, linear attention): at most 3e-7: compared at 1e-5, so that a change of
-  1e-3 in one estimate fails (tests/test_regression.py checks it); of float32 searches (RF, DRF,
+  1e-3 in one estimate fails (tests/workflow/test_regression.py checks it); of float32 searches (RF, DRF,
   mh_raf, the block): at most 4e-4: compared at 2e-3; of ReLU attention, whose value jumps where a
   score changes sign so that rounding can end a search at another local maximum: 1e-3: compared at
   2e-2;
@@ -27,7 +27,7 @@ differences between the two runs, and the tolerances set from them:
 * the claims table: its definitions (``statistic``, ``expectation``, ``source``, ``units``) equal,
   its numbers (``value``, ``ci_low``, ``ci_high``) at 5e-2 relative plus 1e-3 (they summarise the
   rows above: the Bonferroni bound of relu_raf_below_raf moved by 2.4e-2 with ReLU-RAF's rows); the
-  verdicts are not compared (a statistic at its threshold may flip with rounding; tests/test_claims.py
+  verdicts are not compared (a statistic at its threshold may flip with rounding; tests/unit/claims/
   tests each verdict);
 * the swaps study: the scan's numbers (``s_words``, the vocabulary's ``mean``, ``median``, ``p99``,
   ``mean_over_best``, ``radius``: float32 scores, the best re-evaluated in float64) moved by at most

@@ -1,4 +1,4 @@
-"""A toy map registered as a plugin (tests/test_registry.py, the workflow test): phi = tanh(X W) / sqrt(d),
+"""A toy map registered as a plugin (tests/unit/maps/test_registry.py, the workflow test): phi = tanh(X W) / sqrt(d),
 with ``depth`` tanh layers (phi = tanh(... tanh(X W_1) ... W_depth) / sqrt(d)), weights {"W": (depth, d, d)}
 i.i.d. N(0, scale^2/d), no fast path (the full-map search).
 Its depth is an option a grid may sweep (``sweep``), as DRF's L: the workflow test sweeps it."""

@@ -1,0 +1,124 @@
+"""The Snakemake workflow where something is wrong (slow: ``pytest -m "not slow"`` skips it): a bad
+configuration refused before any job, no network (the reviews fail first, naming the local sources), a
+failed job listed with its log at the end of a run that kept going."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from workflow_utils import copy_workflow, env, snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+DEMO = "config/demo.yaml"
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"colour": "blue"}, "colour"),
+        ({"ws": {"trials": "ten"}}, "trials"),
+        ({"ws": {"maps": {"raf": {"d": [16], "n": [64]}}}}, "max_length"),
+        ({"ws": {"maps": {"raf": {"d": [128], "n": [8]}}}}, "model width"),
+        (
+            {
+                "ws": {"maps": {"rf": None, "drf": None, "raf": None, "relu_raf": None}},
+                "gen": {"fig4": None, "fig5": None},
+                "variants": None,
+                "long_context": None,
+                "positions": None,
+                "trained": None,
+            },
+            "ws.maps is empty",
+        ),
+        ({"ws": {"maps": {"toy": {"d": [8], "n": [4]}}}}, "unknown map 'toy'"),
+        ({"variants": {"options": {"mh_raf": {"heads": 3}}}}, "heads = 3"),
+        ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, "data.pool_size"),
+        ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, "max_length"),
+        ({"gen": {"d": 128}}, "model width"),
+        ({"probes": {"fig3": {"token": 99}}}, "probes.fig3.token"),
+        ({"probes": {"lm": {"model": "no-such-org/no-such-lm"}}}, "probes.lm"),
+        ({"ws": {"position": 9}}, "ws.position"),
+        ({"data": {"pool_size": 41}}, "pool_size"),
+        ({"data": {"source": "parquet", "path": None}}, "data.path"),
+        ({"ws": {"position": "middle"}}, "ws.position"),
+        ({"data": {"source": "aclimdb"}}, "data.path"),
+        ({"limits": {"memory_gb": 0.1, "unfit": "fail"}}, "cannot fit"),
+    ],
+)
+def test_bad_config_is_refused_before_any_job(demo_run, changes, message):
+    cf = write_config(demo_run, "bad.yaml", DEMO, changes)
+    out = snakemake(demo_run, "-n", "--configfile", cf, check=False)
+    assert out.returncode != 0
+    assert message in out.stdout + out.stderr
+
+
+def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_path):
+    """snakemake --cores 1 with the shipped configuration and no network: the data steps have
+    priority, so the first job is `reviews`, and it fails, naming data.source and data.path, before
+    any compute job starts (checked by order, not by time)."""
+    workdir = copy_workflow(tmp_path / "wf")
+    small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        cwd=workdir,
+        env=small,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    started, lines = [], []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(("rule ", "localrule ")):
+                started.append(line.split()[1].rstrip(":"))
+                if started[-1] in ("ws", "gen"):
+                    break  # keep-going: the jobs that need no data go on after the failure
+    finally:
+        if proc.poll() is None:  # the run (in a temporary copy) is not needed any further
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # drains the pipe, reaps the process
+    text = "".join(lines)
+    assert started[0] == "reviews", (started, text[-3000:])
+    failure = text.index("Error in rule reviews")
+    first_compute = min([text.find(f"rule {r}:") for r in ("ws", "gen") if f"rule {r}:" in text] or [len(text)])
+    assert failure < first_compute, text[-3000:]
+    assert "data.source" in text and "data.path" in text, text[-3000:]
+
+
+def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
+    """The default profile keeps going past a failed job (the synthetic variants study, which needs
+    no reviews, still completes); the end of the run lists the failed jobs (their outputs are
+    missing) with their logs."""
+    workdir = copy_workflow(tmp_path / "wf")
+    empty = tmp_path / "empty-aclImdb"  # there (planning checks that), but holds no reviews: the job fails
+    empty.mkdir()
+    cf = write_config(
+        workdir,
+        "missing.yaml",
+        DEMO,
+        {
+            "results": "results/missing",
+            "resources": "resources/missing",
+            "data": {"source": "aclimdb", "path": str(empty)},
+            "gen": {"fig4": None, "fig5": None},
+            "probes": {"enabled": False, "lm": {"enabled": False}},
+            "variants": {"maps": ["raf"], "n": [4]},
+            "long_context": None,
+            "positions": None,
+            "trained": None,
+        },
+    )
+    out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert (workdir / "results" / "missing" / "tables" / "variants.parquet").exists()  # kept going
+    block = text[text.index("1 job(s) failed") :]
+    assert "reviews: resources/missing/imdb/reviews.parquet  log: results/missing/logs/reviews/reviews.log" in block
+    assert "empty-aclImdb" in (workdir / "results" / "missing" / "logs" / "reviews" / "reviews.log").read_text()
