@@ -21,7 +21,7 @@ The methods, one per kind of statistic (docs/claims.md says which claim uses whi
 Below :data:`MIN_UNITS` units per grid point (:data:`MIN_REVIEWS` reviews, or the 6 units a 95% median
 interval needs) there is no interval: the row says "not enough data" (:class:`Interval` ``short``).
 Each method's coverage at the nominal 95% is measured on simulated tables with a known truth in
-``tests/test_claim_coverage.py``.
+``tests/statistical/test_claim_coverage.py``.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def attention_features_flops(N: int, n: int, d: int) -> float:
 
 # DRF's default search: 16 restarts run to convergence side by side (no halving; the map's SearchSettings in
 # wordsens.maps.catalog). Measured against a 256-start ascent on 240 trials at d 8-16, n 4-12, L 2-3: within
-# 0.93% on every trial, where 5 restarts ended up to 6.1% below (docs/methods.md, tests/test_restarts.py).
+# 0.93% on every trial, where 5 restarts ended up to 6.1% below (docs/methods.md, tests/statistical/test_restarts.py).
 DRF_RESTARTS = 16
 # The restarts share every pass over a layer. On a CPU their products outgrow the reads at a few
 # restarts: measured at D = 9,600 (d = 192, n = 50, L = 2, one thread), a step takes 145 ms with 5

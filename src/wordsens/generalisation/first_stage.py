@@ -104,7 +104,7 @@ def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fi
     on ill-conditioned training sets (RAF on BERT-like rows with N > d, repeated reviews) the two can
     differ along directions with singular values between the two cutoffs. Such sets get the min-norm
     least-squares solution instead of an error, and ``Fit`` records how well it fits.
-    ``tests/test_generalisation.py`` checks the result against ``numpy.linalg.pinv`` and the two
+    ``tests/unit/generalisation/`` checks the result against ``numpy.linalg.pinv`` and the two
     paths against each other.
     """
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)

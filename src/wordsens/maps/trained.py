@@ -17,7 +17,7 @@ Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``
 (d,); the layer adds ``ln1_w``, ``ln1_b`` (d,), ``W1`` (d, f), ``b1`` (f,), ``W2`` (f, d), ``b2``,
 ``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a Python number, such as transformers' ``config.layer_norm_eps``,
 or a 0-d tensor). Linear layers act on rows (``x W + b``, the
-transpose of ``torch.nn.Linear``'s weight). ``tests/test_trained.py`` checks both maps against the
+transpose of ``torch.nn.Linear``'s weight). ``tests/unit/maps/test_trained.py`` checks both maps against the
 transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
 
 The trained study (``wordsens.experiments.trained``) also needs, on these weight dicts:

@@ -108,7 +108,7 @@ def not_run_note(points: Sequence[dict[str, Any]], keys: Sequence[str], *, most:
     return "not run: " + "\n".join(lines) if lines else ""
 
 
-# the notes of a figure: small grey text (tests/test_plots.py finds them by this colour)
+# the notes of a figure: small grey text (tests/unit/plots/test_plots_legible.py finds them by this colour)
 NOTE_STYLE: dict[str, Any] = {"fontsize": "x-small", "color": "dimgray"}
 
 

@@ -2,7 +2,7 @@
 
 Moving token ``i`` changes one row and one column of the score matrix ``X W X^T / sqrt(d)``;
 everything about the other rows is computed once, so a search step costs ``O(d^2 + n d)`` per
-restart instead of ``O(n^2 d)``, with the gradient written out (``tests/test_ws.py`` checks it
+restart instead of ``O(n^2 d)``, with the gradient written out (``tests/unit/search/test_ws.py`` checks it
 against autograd). The generalisation functionals reuse the same moved-row formula.
 """
 
@@ -178,7 +178,7 @@ class AttentionProblem(Problem):
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
         """``value`` with its gradient written out: seven matrix products with contiguous,
         stacked operands, one of them (R, d) x (d, d), and no autograd graph.
-        ``tests/test_ws.py`` checks it against autograd.
+        ``tests/unit/search/test_ws.py`` checks it against autograd.
         """
         n, i = self.n, self.i
         xi = self.xi + D

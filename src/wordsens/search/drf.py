@@ -204,7 +204,7 @@ class DRFProblem(Problem):
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
         """One forward and one backward pass over the tail for the whole batch of restarts (each
-        streamed block is generated once per pass); ``tests/test_drf.py`` checks it against autograd."""
+        streamed block is generated once per pass); ``tests/unit/search/test_drf.py`` checks it against autograd."""
         pre = self.layer.u + D @ self.layer.B.T
         h, masks = self.tail.forward(torch.relu(pre), keep=True)
         diff = h - self.base

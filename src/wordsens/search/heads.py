@@ -11,7 +11,7 @@ and the shared search).
 ``block`` has no such form for its norm: its feed-forward layer acts on every row that attention
 changes, i.e. on all of them. Its search takes the attention output of every row from the closed
 form of ``mh_raf`` (``O(n d h)`` per restart instead of a multi-head pass) and runs the residual,
-LayerNorm and feed-forward layers in full. ``tests/test_variants.py`` checks every value against
+LayerNorm and feed-forward layers in full. ``tests/unit/search/test_variant_searches.py`` checks every value against
 the plain map and every gradient against autograd on the plain map.
 """
 

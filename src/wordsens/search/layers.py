@@ -9,7 +9,7 @@ included); the residual, both LayerNorms (their gamma, beta and eps) and the fee
 (exact GELU, biases) then run on every row, since attention changes all of them. The full-map
 search with autograd (4 restarts halved to 2) stopped up to 30% below a 16-restart search on MiniLM's
 layer 6 (measured: 1.318 against 1.884); this one screens many starts (``search``).
-``tests/test_trained_conventions.py`` checks values and gradients against the plain map.
+``tests/unit/experiments/test_trained_conventions.py`` checks values and gradients against the plain map.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ row ``i`` of the values): the output of a query row ``j != i`` changes by a clos
 inner products of ``x'`` with per-row quantities computed once per position, and row ``i`` is
 recomputed. A search step then costs ``O(n d + d^2)`` per restart for ``sigmoid_raf`` and
 ``linear_raf``, and ``O(n d h + d^2)`` for ``mh_raf`` (``h`` heads), instead of a full forward pass;
-gradients come from autograd on these formulas. ``tests/test_variants.py`` checks every value
+gradients come from autograd on these formulas. ``tests/unit/search/test_variant_searches.py`` checks every value
 against the plain map and every gradient against autograd on the plain map.
 
 The multi-head problems (``mh_raf`` and ``block``) are in ``wordsens.search.heads``.
