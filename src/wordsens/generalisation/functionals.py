@@ -109,8 +109,8 @@ class AttentionFunctionals:
     def value_and_grad(self, D: Tensor, outer: Any) -> tuple[Tensor, Tensor]:
         """``outer(f)`` at ``f = self(D)`` and its gradient with respect to ``D`` (R, d), written out
         (no autograd graph): ``outer(f)`` returns the values (R,) and their derivatives ``g`` (R, 3)
-        with respect to ``f``, and the gradient is ``sum_k g_k grad f_k``. ``tests/unit/generalisation/test_gen_searches.py``
-        checks it against autograd."""
+        with respect to ``f``, and the gradient is ``sum_k g_k grad f_k``.
+        ``tests/unit/generalisation/test_gen_searches.py`` checks it against autograd."""
         row, n, i = self.row, self.n, self.i
         xi = row.xi + D
         col = xi @ row.P.T
