@@ -173,7 +173,7 @@ def _entropy_panel(ax: plt.Axes, ratios: pd.DataFrame, colours: dict[str, Any], 
         fontsize="x-small",
         color="gray",
     )
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max(ax.get_ylim()[1], 1.12 * np.log(n)))  # the uniform line and its label inside the panel
     ax.set_xticks(sorted({int(layer) for layer in part["layer"]}))
     ax.set_xlabel("encoder layer")
     ax.set_ylabel("mean entropy of a softmax row (nats)")
