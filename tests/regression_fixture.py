@@ -76,7 +76,7 @@ TABLES: dict[str, tuple[list[str], str]] = {
     "trained": (["layer", "n", "convention", "review", "map", "head", "draw", "position"], "trained"),
     # the swaps study on the demo's tiny BERT: one row per (map, n, review, word position)
     "swaps": (["map", "d", "n", "review", "position"], "swaps"),
-    "claims": (["claim", "map", "data", "scope"], "claims"),
+    "claims": (["claim", "map", "data", "scope", "statement"], "claims"),  # the statement names a counterpart
 }
 # measured per run, not results: timings, memory, where and from which commit it ran
 VOLATILE = {

@@ -64,6 +64,7 @@ UNUSED = {
     "long_context": {"data": ["synthetic"]},
     "positions": None,  # IMDb reviews only
     "trained": None,  # the encoder's own layers
+    "swaps": None,  # the encoder's vocabulary
 }
 
 
@@ -143,7 +144,9 @@ def _expected_jobs(config: dict) -> dict[str, int]:
     )
     trained = config.get("trained")
     layers = SPEC.layers if trained and trained["layers"] == "all" else len(trained["layers"]) if trained else 0
-    return {"ws": ws_jobs, "gen": gen_jobs, "trained": layers}  # one trained job per encoder layer
+    swaps = config.get("swaps")
+    swap_jobs = len(swaps["maps"]) * len(swaps["n"]) if swaps else 0  # one swaps job per map and n
+    return {"ws": ws_jobs, "gen": gen_jobs, "trained": layers, "swaps": swap_jobs}  # one trained job per layer
 
 
 @pytest.mark.slow  # a Snakemake dry run: a workflow test
@@ -170,6 +173,7 @@ def test_pretrained_config_plans(tmp_path):
         jobs = planned_jobs(workdir, PRETRAINED, extra=extra)
         assert jobs["ws"] == expected["ws"] and jobs["gen"] == expected["gen"]
         assert jobs["trained"] == expected["trained"] == SPEC.layers and jobs["trained_figure"] == 1
+        assert jobs["swaps"] == expected["swaps"] == 10  # config/pretrained.yaml: 5 maps x 2 n
         for rule in ("packaged_model", "reviews", "pool", "embed", "fig1_attention", "fig3_probes"):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs
@@ -187,7 +191,7 @@ def test_pretrained_config_plans(tmp_path):
         check=True,
     ).stdout
     total = re.search(r"^\s+total\s+(\d+) jobs\s+([\d.]+) hours", out, re.M)
-    assert total and int(total.group(1)) == expected["ws"] + expected["gen"] + expected["trained"], out
+    assert total and int(total.group(1)) == sum(expected.values()), out
     assert float(total.group(2)) > 0
     assert "every job fits" in out or "left out" in out
 

@@ -222,7 +222,8 @@ def test_claims_table_of_the_demo(demo_run):
     assert list(claims.columns) == COLUMNS
     assert set(claims["verdict"]) <= set(VERDICTS)
     assert set(claims["claim"]) == set(CLAIMS)
-    assert not claims.duplicated(["claim", "map", "data", "scope"]).any()
+    # one row per claim, map, data and scope; a trained map's counterparts share a scope, named by the statement
+    assert not claims.duplicated(["claim", "map", "data", "scope", "statement"]).any()
     # the variant maps (from the variants table): their slopes, without a verdict
     slopes = claims[claims["claim"] == "map_slope"]
     assert {"sigmoid_raf", "linear_raf", "mh_raf", "block"} <= set(slopes["map"])

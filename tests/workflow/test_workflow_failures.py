@@ -32,6 +32,7 @@ DEMO = "config/demo.yaml"
                 "long_context": None,
                 "positions": None,
                 "trained": None,
+                "swaps": None,
             },
             "ws.maps is empty",
         ),

@@ -164,7 +164,7 @@ def test_the_gpu_memory_check_reads_what_ran_side_by_side_from_the_log():
 
 def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
     """limits.gpu_memory_gb declares a GPU (none is visible here): every WS job is planned for it and
-    declares its gpu_mem_mb (1,037 MB for each RF chunk, 1,047 MB for the DRF job: arrays + CUDA
+    declares its gpu_mem_mb (1,037 MB for each RF chunk, 1,048 MB for the DRF job: arrays + CUDA
     context). Under --resources gpu_mem_mb=2083 two RF jobs fit side by side, the DRF job with no
     other: Snakemake's log shows RF jobs running together and the DRF job always alone. The jobs run
     on the CPU, each saying so in its log, and the rows record it."""
@@ -197,7 +197,7 @@ def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
     out = snakemake(workdir, *small, big, "--cores", "2", "--configfile", cf, "--resources", "gpu_mem_mb=2083")
     states = gpu_memory_in_use(out.stdout + out.stderr)
     declared = {path: mb for state in states for path, mb in state.items()}
-    assert declared == {**dict.fromkeys(small, 1037), big: 1047}, states
+    assert declared == {**dict.fromkeys(small, 1037), big: 1048}, states
     assert max(sum(state.values()) for state in states) <= 2083, states
     assert all(set(state) == {big} for state in states if big in state), states  # the DRF job alone
     assert any(len(state) == 2 for state in states), states  # two RF jobs side by side
@@ -206,5 +206,5 @@ def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
     assert "planned for a GPU (device cuda)" in (results / "logs" / "ws" / "rf" / "d8_n4" / "chunk0.log").read_text()
     # a budget too small for one job is named before anything runs, with the ways out
     again = snakemake(workdir, "--cores", "2", "--configfile", cf, "--resources", "gpu_mem_mb=1040", "-n", check=False)
-    assert again.returncode != 0 and "drf d32_n48_L2: 1047 MB" in again.stdout + again.stderr
+    assert again.returncode != 0 and "drf d32_n48_L2: 1048 MB" in again.stdout + again.stderr
     assert "limits.gpu_memory_gb to at most 1.0" in again.stdout + again.stderr

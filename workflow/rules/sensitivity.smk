@@ -8,7 +8,8 @@ wildcard_constraints:
     study="|".join(("ws", *wsplan.STUDIES)),
     # every registered map, plugins included (wordsens.maps.registry, loaded by the validation)
     map="|".join(registry.names()),
-    setting=r"d\d+_n\d+(_L\d+)?",
+    # d, n and the values of the swept options (MapSpec.sweep: DRF's L, a plugin's own), as setting_name writes them
+    setting=r"d\d+_n\d+" + "(_(" + "|".join(registry.swept_options()) + r")\d+)*",
     chunk=r"\d+",
 
 
