@@ -36,7 +36,9 @@ def env() -> dict[str, str]:
     return out
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 3600, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, timeout: int = 3600, check: bool = True, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     cmd = [
         sys.executable,
         "-m",
@@ -47,7 +49,7 @@ def snakemake(workdir: Path, *args: str, timeout: int = 3600, check: bool = True
         str(workdir / "Snakefile"),
         *args,
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=workdir)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=environ or env(), timeout=timeout, cwd=workdir)
     if check and out.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-6000:]}"

@@ -87,21 +87,9 @@ def _hide_package(tmp_path: Path) -> dict[str, str]:
 
 
 def _dry_run(workdir: Path, *configfiles: str, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--directory",
-        str(workdir),
-        "--snakefile",
-        str(workdir / "Snakefile"),
-        "-n",
-        "--quiet",
-        "rules",
-        "--configfile",
-        *configfiles,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, env=environ or env(), timeout=1200, cwd=workdir)
+    return snakemake(
+        workdir, "-n", "--quiet", "rules", "--configfile", *configfiles, timeout=1200, check=False, environ=environ
+    )
 
 
 # ----------------------------------------------------------------------------- planning

@@ -135,9 +135,14 @@ class AttentionProblem(Problem):
         self.A2 = (A * A).sum(-1)
         self.AM = (A * self.M).sum(-1)
         self.M2 = (self.M * self.M).sum(-1)
-        self._base64: Tensor | None = out0 if out0.dtype == torch.float64 and X64 is None and W64 is None else None
-        if X64 is not None or W64 is not None:  # the float64 map given: ||phi(X)|| of it, not of its rounded copy
-            self._base64 = self.norm.attend(r.X64, r.W64)
+        # phi(X) in float64: of the float64 map where one is given (not of its rounded copy), else out0's own
+        self._base64: Tensor | None = (
+            self.norm.attend(r.X64, r.W64)
+            if X64 is not None or W64 is not None
+            else out0
+            if out0.dtype == torch.float64
+            else None
+        )
         base = out0.to(torch.float64) if self._base64 is None else self._base64
         self.phi_norm = float(torch.linalg.vector_norm(base))
         # contiguous operands of the hand-written gradient and of value: column scores, A, M and row scores
