@@ -11,11 +11,30 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
-running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# running PIDFILE NAME: the pid file names a live process called NAME. The name check matters: pid
+# files outlive the daemons on a machine restored from a snapshot, and a new daemon (munged, say)
+# can get the very pid a stale file names, which made this script skip slurmctld and fail in CI.
+running() {
+    local pid
+    [ -s "$1" ] || return 1
+    pid="$(cat "$1")"
+    [ -r "/proc/${pid}/comm" ] && [ "$(cat "/proc/${pid}/comm")" = "$2" ]
+}
+# on any failure, say where and show the daemons' last log lines (set -e alone exits silently)
+diagnose() {
+    local rc=$?
+    echo "local-slurm.sh: failed (exit ${rc}) at line ${BASH_LINENO[0]}: ${BASH_COMMAND}" >&2
+    for f in /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log; do
+        [ -r "$f" ] && { echo "--- last lines of $f" >&2; tail -n 15 "$f" >&2; }
+    done
+    exit "$rc"
+}
+trap diagnose ERR
 
 if [ "${1:-}" = "stop" ]; then
-    for p in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do
-        if running "$p"; then
+    for pn in /run/slurmd.pid:slurmd /run/slurmctld.pid:slurmctld /run/munge/munged.pid:munged; do
+        p="${pn%%:*}"
+        if running "$p" "${pn##*:}"; then
             pid="$(cat "$p")"; kill "$pid"
             for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
         fi
@@ -104,24 +123,24 @@ chmod 0644 /etc/slurm/slurm.conf
 
 # 4. daemons --------------------------------------------------------------------
 if [ "$CHANGED" = 1 ]; then
-    for p in /run/slurmd.pid /run/slurmctld.pid; do
-        if running "$p"; then kill "$(cat "$p")"; sleep 1; fi
+    for pn in /run/slurmd.pid:slurmd /run/slurmctld.pid:slurmctld; do
+        if running "${pn%%:*}" "${pn##*:}"; then kill "$(cat "${pn%%:*}")"; sleep 1; fi
     done
 fi
-running /run/slurmctld.pid || slurmctld
+running /run/slurmctld.pid slurmctld || { rm -f /run/slurmctld.pid; slurmctld; }
 for _ in $(seq 1 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
-running /run/slurmd.pid || slurmd
+running /run/slurmd.pid slurmd || { rm -f /run/slurmd.pid; slurmd; }
 
 # 5. wait for the node to be idle ---------------------------------------------------
 for _ in $(seq 1 60); do
-    state="$(sinfo -h -n "$NODE" -o '%t' 2>/dev/null | head -1)"
+    state="$(sinfo -h -n "$NODE" -o '%t' 2>/dev/null | head -1)" || state="(no answer)"
     case "$state" in
         idle|mix|alloc) break ;;
         drain*|down*|fail*) scontrol update NodeName="$NODE" State=RESUME >/dev/null 2>&1 || true ;;
     esac
     sleep 1
 done
-sinfo
-state="$(sinfo -h -n "$NODE" -o '%t' | head -1)"
+sinfo || true
+state="$(sinfo -h -n "$NODE" -o '%t' 2>/dev/null | head -1)" || state="(slurmctld does not answer)"
 case "$state" in idle|mix|alloc) echo "SLURM ready: node $NODE is $state, partition $PARTITION";;
-    *) echo "SLURM node $NODE not ready (state: $state)" >&2; scontrol show node "$NODE" >&2; exit 1;; esac
+    *) echo "SLURM node $NODE not ready (state: $state)" >&2; scontrol show node "$NODE" >&2 || true; false;; esac
