@@ -22,15 +22,18 @@ position, <= 2 minutes; the naive side is not run: its dense matrix (k, n d) = (
 side on N words and projects the vocabulary (0: every word).
 
 ``--recall`` (the screened maps): on 100 (review, position) cases (the IMDb Parquet's first reviews,
-two seeded positions each, specials excluded), the rate at which the first-order screen's top K
-holds the exhaustive best word (every word scored by the problem's value), at K = 64, 256, 1024:
-DRF (L = 2) and ``block`` (4 heads) at d = 16, n = 16 on the BERT-Base-shaped layer's first 16
-coordinates, and ``trained_layer`` (layer 1) of a tiny random BERT with BERT-Base's vocabulary
-(width 64, 2 layers, 4 heads, as the demo's encoder), d = 64, n = 16.
+one seeded position each, specials excluded), the rate at which a screen's top K holds the exhaustive
+best word (every word scored by the problem's value), at K = 16, 64, 256, 1024, for the library's
+screen (``screen_scores``: what a screened scan ranks by) and the first-order score ``D^T G D`` (the
+baseline) side by side, with the seconds per case of each and of the exhaustive scoring: DRF (L = 2)
+and ``block`` (4 heads) at d = 16, n = 16 on the BERT-Base-shaped layer's first 16 coordinates,
+``block`` at d = 128, n = 32, and ``trained_layer`` (layer 1) of a tiny random BERT with BERT-Base's
+vocabulary (width 64, 2 layers, 4 heads, as the demo's encoder), d = 64, n = 16; with ``--model
+FOLDER`` also that encoder's layer 1 at its width, n = 32.
 
     python benchmarks/bench_swaps.py                        # the table, 2 threads
     python benchmarks/bench_swaps.py --jobs raf-768-128 --threads 1
-    python benchmarks/bench_swaps.py --recall               # the screened maps' recall at K = 64, 256, 1024
+    python benchmarks/bench_swaps.py --recall               # the screened maps' recall at K = 16, 64, 256, 1024
     python benchmarks/bench_swaps.py --quick                # small sizes, a minute
 """
 
@@ -63,7 +66,7 @@ QUICK = {
     "rf-64-40": ("rf", 40, 64, "one", "quick"),
 }
 POSITION = 17  # the position of the one-position jobs (a word of the review)
-RECALL_K = (64, 256, 1024)
+RECALL_K = (16, 64, 256, 1024)
 
 
 def _layer(width: int, vocab: int = BERT_VOCAB, seed: int = 0):
@@ -158,68 +161,89 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def recall_worker(args: argparse.Namespace) -> None:
-    """The screened maps' recall on ``args.cases`` cases: one JSON line per map."""
+    """The screened maps' recall on ``args.cases`` cases: one JSON line, per map the rank of the
+    exhaustive best word under the library's screen (``screen_scores``, what a screened scan ranks by)
+    and under the first-order score (the baseline, ``first_order_gram``), and their seconds."""
     import numpy as np
     import torch
 
     torch.set_num_threads(args.threads)
     from wordsens import maps
-    from wordsens.search.swaps import first_order_gram, move_values, prepare_problem, scan
+    from wordsens.search.swaps import first_order_gram, move_values, prepare_problem, scan, screen_scores
 
     tokenizer = _tokenizer(args.vocab)
     texts = _reviews(args.imdb, args.cases)
-    n, rng = 16, np.random.default_rng(0)
+    rng = np.random.default_rng(0)
     cases = []
     for c in range(args.cases):
-        ids = _review_ids(args, n, c % max(len(texts), 1)) if texts else _review_ids(args, n, c)
-        words = [p for p in range(1, n) if ids[p] not in (0, 100, 101, 102, 103)]
-        cases.append((ids, int(rng.choice(words))))
+        ids = _review_ids(args, 32, c % max(len(texts), 1)) if texts else _review_ids(args, 32, c)
+        cases.append(ids)
     folder = _tiny_bert_vocab(args)
-    setups = {
-        "drf": (16, {}, _layer(64, seed=1)),
-        "block": (16, {"heads": 4}, _layer(64, seed=1)),
-        "trained_layer": (64, {"model": folder, "layer": 1}, None),
+    # label -> (map, d, n, options, embedding layer or an encoder's folder)
+    setups: dict[str, tuple] = {
+        "drf": ("drf", 16, 16, {}, _layer(64, seed=1)),
+        "block": ("block", 16, 16, {"heads": 4}, _layer(64, seed=1)),
+        "block-128": ("block", 128, 32, {"heads": 4}, _layer(128, seed=1)),
+        "trained_layer": ("trained_layer", 64, 16, {"model": folder, "layer": 1}, folder),
     }
+    if args.model:
+        setups["trained_layer-model"] = ("trained_layer", 0, 32, {"model": args.model, "layer": 1}, args.model)
     if tokenizer is None:
         setups.pop("trained_layer")
     results = []
-    for name, (d, options, layer) in setups.items():
-        if layer is None:
+    for label, (name, d, n, options, layer) in setups.items():
+        if isinstance(layer, str):
             from wordsens.data.embed import load_encoder
             from wordsens.data.vocabulary import EmbeddingLayer
 
-            layer = EmbeddingLayer.of(load_encoder(folder, "cpu")[1])
-        ranks, agree, started = [], 0, time.perf_counter()
+            layer = EmbeddingLayer.of(load_encoder(layer, "cpu")[1])
+            d = d or layer.width
+        ranks: dict[str, list[int]] = {"screen": [], "first-order": []}
+        seconds = {"screen": 0.0, "first-order": 0.0, "exhaustive": 0.0}
+        agree, started = 0, time.perf_counter()
         vocabulary = layer.words(np.arange(BERT_VOCAB))
-        for c, (ids, i) in enumerate(cases):
+        for c, full_ids in enumerate(cases):
+            ids = full_ids[:n]
+            words = [p for p in range(1, n) if ids[p] not in (0, 100, 101, 102, 103)]
+            i = int(rng.choice(words))
             X = layer.sample(ids, d)
             weights = maps.sample_weights(name, c, n, d, dtype=torch.float64, **options)
             rows = vocabulary.at(i, d)
             problem, chunk, _ = prepare_problem(name, X, i, seed=c, vocab=BERT_VOCAB, weights=weights, options=options)
             moves = rows - X[i]
+            t0 = time.perf_counter()
             values = move_values(problem, moves, chunk)
+            seconds["exhaustive"] += time.perf_counter() - t0
             best = int(torch.argmax(values))
+            t0 = time.perf_counter()
+            screened = screen_scores(problem, moves, chunk, seed=c)
+            seconds["screen"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
             G = first_order_gram(problem)
             first = ((moves @ G) * moves).sum(-1)
-            ranks.append(int((first > first[best]).sum()))
+            seconds["first-order"] += time.perf_counter() - t0
+            ranks["screen"].append(int((screened > screened[best]).sum()))
+            ranks["first-order"].append(int((first > first[best]).sum()))
             if c < 10:  # the library's screened scan at K = 256 finds the same best where the rank says so
-                found = scan(problem, rows, X[i], exhaustive=False, screen=256, sample=64)
-                agree += (found.top[0] == best) == (ranks[-1] < 256)
-        rates = {k: sum(r < k for r in ranks) / len(ranks) for k in RECALL_K}
-        results.append(
-            {
-                "map": name,
-                "d": d,
-                "n": n,
-                "cases": len(cases),
-                "rates": rates,
-                "median_rank": float(np.median(ranks)),
-                "max_rank": max(ranks),
-                "scan_agrees": agree,
-                "seconds": time.perf_counter() - started,
-            }
-        )
-        print(f"{name}: {rates}", file=sys.stderr, flush=True)
+                found = scan(problem, rows, X[i], exhaustive=False, screen=256, sample=64, seed=c)
+                agree += (found.top[0] == best) == (ranks["screen"][-1] < 256)
+        for method, r in ranks.items():
+            results.append(
+                {
+                    "map": label,
+                    "screen": method,
+                    "d": d,
+                    "n": n,
+                    "cases": len(cases),
+                    "rates": {k: sum(x < k for x in r) / len(r) for k in RECALL_K},
+                    "median_rank": float(np.median(r)),
+                    "max_rank": max(r),
+                    "scan_agrees": agree if method == "screen" else None,
+                    "seconds": seconds[method] / len(cases),
+                    "exhaustive_seconds": seconds["exhaustive"] / len(cases),
+                }
+            )
+        print(f"{label}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     print(json.dumps({"maps": results}))
 
 
@@ -263,6 +287,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100, help="(review, position) cases of --recall")
     parser.add_argument("--imdb", default=str(IMDB) if IMDB.exists() else "", help="IMDb Parquet file")
     parser.add_argument("--vocab", default=str(VOCAB) if VOCAB.exists() else "", help="BERT-Base vocab.txt")
+    parser.add_argument(
+        "--model", default="", help="--recall: also a real encoder's layer 1 (a folder, BERT-Base's vocabulary; n = 32)"
+    )
     add_worker_flags(parser, ("--map", "--where", "--side"), ("--n", "--d"))
     args = parser.parse_args()
     if args.worker:
@@ -270,18 +297,23 @@ def main() -> None:
         return
     common = ["--threads", str(args.threads), "--imdb", args.imdb, "--vocab", args.vocab]
     if args.recall:
-        print(f"recall of the first-order screen, {args.cases} cases, load before: {_load()}")
-        found = run_worker(__file__, [*common, "--recall", "--cases", str(args.cases)])
+        print(f"recall of the vocabulary screens, {args.cases} cases, load before: {_load()}")
+        extra = ["--model", args.model] if args.model else []
+        found = run_worker(__file__, [*common, "--recall", "--cases", str(args.cases), *extra])
         if "error" in found:
             print(f"error: {found['error']}")
             return
-        print("| map | d | n | cases | K = 64 | K = 256 | K = 1024 | median rank | max rank | scan agrees | seconds |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        ks = " | ".join(f"K = {k}" for k in RECALL_K)
+        head = "median rank | max rank | scan agrees | s per case (exhaustive)"
+        print(f"| map | screen | d | n | cases | {ks} | {head} |")
+        print("|---|---|---|---|---|" + "---|" * len(RECALL_K) + "---|---|---|---|")
         for r in found["maps"]:
             rates = " | ".join(f"{100 * r['rates'][str(k)]:.0f}%" for k in RECALL_K)
+            agrees = "-" if r["scan_agrees"] is None else f"{r['scan_agrees']}/10"
             print(
-                f"| {r['map']} | {r['d']} | {r['n']} | {r['cases']} | {rates} | {r['median_rank']:.0f} | "
-                f"{r['max_rank']} | {r['scan_agrees']}/10 | {r['seconds']:.0f} |"
+                f"| {r['map']} | {r['screen']} | {r['d']} | {r['n']} | {r['cases']} | {rates} | "
+                f"{r['median_rank']:.0f} | {r['max_rank']} | {agrees} | "
+                f"{r['seconds']:.2f} ({r['exhaustive_seconds']:.2f}) |"
             )
         print(f"load after: {_load()}")
         return

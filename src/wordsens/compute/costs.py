@@ -157,6 +157,12 @@ class CostModel:
         weights = max(spec.weight_count(n, d, options), 12 * d * d)
         return 2.0 * n * weights + 4.0 * n * n * d
 
+    def screen_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float | None:
+        """Floating-point operations of the map's structural vocabulary screen for one word (its
+        problem's ``screener``, ``wordsens.search.swaps.screen_scores``), or None: the map's problem
+        has none, and the screen is the first-order score of the map's value."""
+        return None
+
     def ws_memory(
         self,
         spec: MapSpec,

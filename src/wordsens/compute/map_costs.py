@@ -397,9 +397,10 @@ class _Screening(Protocol):
 
 @dataclass(frozen=True)
 class ScreenedCost(DenseCost):
-    """A full-map search that screens its starts (``block``): all ``restarts`` for the first
-    ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step costs one step of the
-    full map (``reference_seconds``)."""
+    """A full-map search that screens its starts (``block``, the post-LayerNorm layers): all
+    ``restarts`` for the first ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step
+    costs one step of the full map (``reference_seconds``). Their problems screen a vocabulary by
+    their first sublayer (``screen_flops``)."""
 
     def ws_memory(
         self,
@@ -421,6 +422,14 @@ class ScreenedCost(DenseCost):
         return super().ws_memory(
             spec, n, d, options, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget
         )
+
+    def screen_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float | None:
+        """The post-LayerNorm layers' screen (``wordsens.search.heads.PostLNProblem.screener``) per word:
+        the moved token's key, value, query and output rows and its feed-forward row (``12 d^2``), the
+        closed-form attention change of every row and both LayerNorms (``n d (2 h + 8)``, ``h`` heads:
+        the option, else 12)."""
+        heads = int(options.get("heads") or 12)
+        return 2.0 * (12 * d * d + n * d * (2 * heads + 8))
 
     def search_seconds(
         self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None

@@ -11,13 +11,14 @@ memory of a chunk of candidates and the time of one position are read here from 
   scores, ``2 (d^2 + 5 n d)`` flops per word, times the map's ``time_scale``).
 * Every other map (DRF's later layers, ``block``, ``trained_layer``, plugins) is scored exhaustively too
   while the vocabulary's full forwards cost at most ``EXHAUSTIVE_FLOPS`` (the tiny models, small d and
-  n), and screened beyond: the Hessian of the problem's value at 0 (``d`` rows, about three
-  evaluations each), the first-order score of every word (``2 d^2`` flops), and the map's value on the
-  shortlist and a sample of words (one full forward each). The first-order screen finds the best word
-  of DRF (measured: in the top 64 of BERT-Base's 30,522 words in 99 of 100 cases, d = 16, n = 16), not
-  that of maps ending in a LayerNorm, whose change saturates (``block``: in the top 256 in 28 of 100;
-  ``trained_layer``: 4 of 100; ``benchmarks/bench_swaps.py --recall``): their scans at larger sizes
-  are lower bounds of S_words, marked screened.
+  n), and screened beyond: a cheap score of every word, then the map's value on the shortlist and a
+  sample of words (one full forward each). The score is the map's structural screen where its cost
+  model has one (``CostModel.screen_flops``: the post-LayerNorm layers, exact up to their first
+  LayerNorm, ``O(d^2 + n d h)`` per word after ``SCREEN_PROBES`` probes of their second sublayer's
+  gains), else the first-order score of the problem's value (the Hessian at 0: ``d`` rows, about three
+  evaluations each; ``2 d^2`` flops per word). Which words the screen misses is measured by
+  ``benchmarks/bench_swaps.py --recall`` (docs/benchmarks.md): a screened scan is a lower bound of
+  S_words, marked screened.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "EXHAUSTIVE_FLOPS",
     "HESSIAN_ROWS",
     "SCAN_FLOPS",
+    "SCREEN_PROBES",
     "candidate_bytes",
     "candidate_flops",
     "chunk_size",
@@ -45,6 +47,10 @@ __all__ = [
 # that. The calibration of the swaps jobs (wordsens.compute.timing) scales the model to the machine.
 SCAN_FLOPS = 2 * GEMM_FLOPS
 HESSIAN_ROWS = 64  # zero moves per batch of the first-order Gram matrix (search.swaps.first_order_gram)
+# Rademacher probes of the post-LayerNorm layers' screen, which weighs each row's change by the second
+# sublayer's mean gain there (search.heads.PostLNProblem.screener): a ranking weight; 8 probes already ranked
+# as the exact Jacobian norms did (benchmarks/bench_swaps.py --recall)
+SCREEN_PROBES = 32
 # A map without a cheap move is scored exhaustively where its vocabulary's forwards cost at most this:
 # about a minute at SCAN_FLOPS (DRF at d = 16, n = 16: 8e9 for BERT-Base's words; block at d = 768, n = 128: 5e13)
 EXHAUSTIVE_FLOPS = 5e12
@@ -129,7 +135,9 @@ def scan_memory(
     per = candidate_bytes(spec, n, d, options, dtype=dtype)
     rows = 8 * vocab * (width + 2 * d + 4)
     work = chunk * per + (_RF_VALUE_CHUNK if isinstance(_cost(spec), FirstLayerCost) else 0)
-    hessian = 0 if exhaustive(spec, n, d, options, vocab=vocab) else 8 * d * d + 3 * HESSIAN_ROWS * per
+    structural = _cost(spec).screen_flops(spec, n, d, dict(options)) is not None
+    first_order = not exhaustive(spec, n, d, options, vocab=vocab) and not structural
+    hessian = 8 * d * d + 3 * HESSIAN_ROWS * per if first_order else 0  # a structural screen's chunk: the value's
     return MemoryEstimate(
         int(problem + rows + work + hessian + CHUNK),
         f"{spec.name} at n = {n}, d = {d}: {vocab} words, {chunk} per chunk",
@@ -148,11 +156,17 @@ def scan_seconds(
     device: str = "cpu",
 ) -> float:
     """Rough wall seconds of one position's scan on a 2-core CPU (a data-centre GPU: / 20): the
-    vocabulary's ``candidate_flops`` (exhaustive), or the Hessian (``3 d`` evaluations), the first-order
-    scores and ``screen + sample`` evaluations (screened), at ``SCAN_FLOPS``; plus the candidates' rows
-    (``vocab`` rows of the embedding layer)."""
+    vocabulary's ``candidate_flops`` (exhaustive), or the screen and ``screen + sample`` evaluations
+    (screened): the map's structural screen (``CostModel.screen_flops`` per word, after its gains'
+    probes) or the first-order one (the Hessian's ``3 d`` evaluations, ``2 d^2`` per word), at
+    ``SCAN_FLOPS``; plus the candidates' rows (``vocab`` rows of the embedding layer)."""
     per = candidate_flops(spec, n, d, options)
-    screened = 3 * d * per + vocab * 2.0 * d * d + min(vocab, screen + sample) * per
+    structural = _cost(spec).screen_flops(spec, n, d, dict(options))
+    if structural is None:  # the Hessian's 3 d evaluations, then D^T G D per word
+        setup, per_word = 3 * d * per, 2.0 * d * d
+    else:  # the gains' forward-mode products (about two forwards per probe), then the screen per word
+        setup, per_word = 2 * SCREEN_PROBES * per, structural
+    screened = setup + vocab * per_word + min(vocab, screen + sample) * per
     flops = vocab * per if exhaustive(spec, n, d, options, vocab=vocab) else screened
     seconds = flops / SCAN_FLOPS + vocab * d * 2e-8
     return seconds / 20 if device == "cuda" else seconds

@@ -138,6 +138,13 @@ class Problem(abc.ABC):
 
     streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
 
+    def screener(self, seed: int) -> Callable[[Tensor], Tensor] | None:
+        """A score of moves ``D`` (R, d), batched, that ranks them nearly as ``value`` does at a fraction
+        of its cost, for a vocabulary screen (``wordsens.search.swaps``); any random draw it needs is
+        seeded with ``seed``. None (the default): the screen falls back to the first-order score
+        ``D^T G D`` of ``value`` at 0 (``wordsens.search.swaps.first_order_gram``)."""
+        return None
+
 
 def chunked_rows64(M: Tensor, fn: Callable[[slice, Tensor], None]) -> None:
     """Call ``fn(rows, M[rows] as float64)`` over row chunks of at most ``CHUNK_BYTES``."""

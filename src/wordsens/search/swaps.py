@@ -16,9 +16,12 @@ Where a move changes one row of the map's input and the map's structure makes a 
 attention maps: one row and one column of the scores, ``O(d^2 + n d)`` per word; RF: one product
 with the moved token's block ``B``), every word is scored: the scan is *exhaustive*. Where it does not
 (DRF's layers after the first, ``block``, ``trained_layer`` and other full-map problems: every row
-changes after the first layer), the vocabulary is *screened*: a first-order score ``D^T G D`` with
-``G = J^T J`` (half the Hessian of the problem's value at ``Delta = 0``, where its gradient vanishes),
-then the top ``screen`` words scored exactly; the distribution over the vocabulary then comes from a
+changes after the first layer), the vocabulary is *screened*: every word gets a cheap score
+(``screen_scores``), then the top ``screen`` words are scored exactly. The score is the problem's own
+``screener`` where it has one (``block``, ``trained_layer`` and the layers built from it: exact up to
+their first LayerNorm, the second sublayer by its per-row gain, ``wordsens.search.heads.PostLNProblem``),
+else a first-order score ``D^T G D`` with ``G = J^T J`` (half the Hessian of the problem's value at
+``Delta = 0``, where its gradient vanishes: DRF); the distribution over the vocabulary then comes from a
 seeded sample of words. ``wordsens.compute.swap_costs.exhaustive`` decides which (from the map's cost
 model, as the planner does).
 
@@ -56,6 +59,7 @@ __all__ = [
     "move_values",
     "prepare_problem",
     "scan",
+    "screen_scores",
     "substitution",
     "working",
 ]
@@ -115,6 +119,27 @@ def first_order_gram(problem: Problem, *, rows: int = 64) -> Tensor:
     return 0.5 * (G + G.T)
 
 
+def screen_scores(problem: Problem, moves: Tensor, chunk: int, *, seed: int = 0) -> Tensor:
+    """The screen's score of every move (rows of ``moves``, float64 CPU; float64 CPU out): the
+    problem's own ``screener`` (the post-LayerNorm layers: exact up to their first LayerNorm), ``chunk``
+    moves at a time in its dtype and device, else the first-order score ``D^T G D``
+    (``first_order_gram``)."""
+    screener = problem.screener(seed)
+    out = torch.empty(moves.shape[0], dtype=torch.float64)
+    if screener is None:
+        G = first_order_gram(problem)
+        for start in range(0, moves.shape[0], 4096):
+            part = moves[start : start + 4096]
+            out[start : start + part.shape[0]] = ((part @ G) * part).sum(-1)
+        return out
+    dtype, device = working(problem)
+    with torch.no_grad():
+        for start in range(0, moves.shape[0], chunk):
+            part = moves[start : start + chunk].to(device=device, dtype=dtype)
+            out[start : start + part.shape[0]] = screener(part).to(device="cpu", dtype=torch.float64)
+    return out
+
+
 def working(problem: Problem) -> tuple[torch.dtype, torch.device]:
     """The dtype and device ``problem.value`` takes its moves in: its sample's (``X``) or, for the
     first-layer problems (RF, DRF), its pre-activation's (``layer.u``)."""
@@ -172,8 +197,8 @@ def scan(
     position (``xi``: the row they replace; float64).
 
     Exhaustive: every candidate's value, ``chunk`` at a time; the best ``max(top_k, RECHECK)`` by that
-    value re-evaluated with ``problem.exact`` and re-ranked. Screened: the first-order score of every
-    candidate (``first_order_gram``), its best ``screen`` scored by the value, then re-ranked the same
+    value re-evaluated with ``problem.exact`` and re-ranked. Screened: the screen's score of every
+    candidate (``screen_scores``), its best ``screen`` scored by the value, then re-ranked the same
     way; the statistics from ``sample`` candidates drawn with ``seed`` (all of them where there are
     fewer), scored by the value. ``exclude``: a candidate left out of the statistics (the original word)."""
     started = time.perf_counter()
@@ -196,11 +221,7 @@ def scan(
         stats_words, screened = int(stats.numel()), None
         scores_out = fast.numpy()
     else:
-        G = first_order_gram(problem)
-        first = torch.empty(V, dtype=torch.float64)
-        for start in range(0, V, 4096):
-            part = moves[start : start + 4096]
-            first[start : start + part.shape[0]] = ((part @ G) * part).sum(-1)
+        first = screen_scores(problem, moves, chunk, seed=seed)
         screened = min(screen, V)
         shortlist = torch.argsort(first, descending=True)[:screened]
         fast_short = _relative(move_values(problem, moves[shortlist], chunk), phi_norm)

@@ -85,3 +85,18 @@ def test_which_maps_are_scored_whole():
     per = swap_costs.candidate_flops(registry.get("rf"), 150, 768, {"k": None})
     assert per == pytest.approx(2 * 150 * 768 * 768 + 8 * 150 * 768)  # RF: 2 k d with k = n d
     assert swap_costs.chunk_size(registry.get("rf"), 150, 768, {}, chunk_mb=64, dtype="float32") >= 1024
+
+
+def test_screened_maps_are_planned_with_their_own_screen():
+    """The post-LayerNorm layers screen by their first sublayer (``screen_flops``: ``O(d^2 + n d h)`` a
+    word), DRF by the first-order score (None); a screened scan of ``block`` at BERT-Base's size is
+    planned at a small part of scoring every word, and above the first-order screen's per-word cost."""
+    drf, block = registry.get("drf"), registry.get("block")
+    options = {"heads": 12}
+    assert drf.cost.screen_flops(drf, 128, 768, {}) is None
+    per_word = block.cost.screen_flops(block, 128, 768, options)
+    assert per_word == pytest.approx(2 * (12 * 768**2 + 128 * 768 * (2 * 12 + 8)))
+    assert registry.get("trained_layer").cost.screen_flops(registry.get("trained_layer"), 64, 384, {}) is not None
+    whole = 30_522 * swap_costs.candidate_flops(block, 128, 768, options) / swap_costs.SCAN_FLOPS
+    screened = swap_costs.scan_seconds(block, 128, 768, options, vocab=30_522)
+    assert 30_522 * per_word / swap_costs.SCAN_FLOPS < screened < whole / 10
