@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> str:
 
 def _text(row: dict[str, Any]) -> str:
     words, scores = json.loads(row["top_words"]), json.loads(row["top_scores"])
-    kind = "every word scored" if row["exhaustive"] else f"screened: {row['screened']} words of a first-order shortlist"
+    kind = "every word scored" if row["exhaustive"] else f"screened: {row['screened']} words of a shortlist"
     lines = [
         f"{row['map']}, d = {row['d']}, n = {row['n']}, review {row['review_id']}, position {row['position']} "
         f"({row['original']}); {row['vocab']} words ({kind})",
