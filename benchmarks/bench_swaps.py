@@ -18,8 +18,9 @@ Jobs (``--jobs``): ``raf-768-128`` and ``relu_raf-768-128`` (one position, the w
 target <= 2 s on 2 cores), ``raf-768-128-all`` and ``relu_raf-768-128-all`` (every position of a
 128-token review, <= 3 minutes; the naive side projected from one position), ``rf-768-150`` (one
 position, <= 2 minutes; the naive side is not run: its dense matrix (k, n d) = (115,200, 115,200) is
-53 GB; the table states the scan's flop floor 2 V k d instead). ``--naive-words N`` times the naive
-side on N words and projects the vocabulary (0: every word).
+53 GB; the table states the scan's flop floor 2 V k d instead). ``block-768-128`` (one position,
+screened: its screen, then 256 words and 1,024 for the statistics scored exactly; no target).
+``--naive-words N`` times the naive side on N words and projects the vocabulary (0: every word).
 
 ``--recall`` (the screened maps): on 100 (review, position) cases (the IMDb Parquet's first reviews,
 one seeded position each, specials excluded), the rate at which a screen's top K holds the exhaustive
@@ -59,6 +60,7 @@ JOBS = {
     "raf-768-128-all": ("raf", 128, 768, "all", "<= 3 min for every position"),
     "relu_raf-768-128-all": ("relu_raf", 128, 768, "all", "<= 3 min for every position"),
     "rf-768-150": ("rf", 150, 768, "one", "<= 2 min on 2 cores"),
+    "block-768-128": ("block", 128, 768, "one", "screened (256 words scored exactly); no target"),
 }
 QUICK = {
     "raf-128-32": ("raf", 32, 128, "one", "quick"),
@@ -118,7 +120,9 @@ def worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     from wordsens import maps
+    from wordsens.compute import swap_costs
     from wordsens.compute.devices import peak_rss_bytes
+    from wordsens.maps import registry
     from wordsens.search.swaps import prepare_problem, scan
 
     name, n, d, where = args.map, args.n, args.d, args.where
@@ -133,12 +137,14 @@ def worker(args: argparse.Namespace) -> None:
         positions = list(range(n)) if where == "all" else [POSITION]
         best = []
         vocabulary = layer.words(words)
+        whole = swap_costs.exhaustive(registry.get(name), n, d, {}, vocab=len(words))
         for i in positions:
             rows = vocabulary.at(i, d)
             problem, _, _ = prepare_problem(name, X, i, seed=0, vocab=len(words), weights=weights, device="cpu")
-            found = scan(problem, rows, X[i], top_k=10, exhaustive=True)
+            found = scan(problem, rows, X[i], top_k=10, exhaustive=whole, screen=256, sample=1024)
             best.append((found.top[0], found.top_scores[0]))
         out.update(best=best[0][0] if where == "one" else None, value=best[0][1], positions=len(positions))
+        out.update(exhaustive=whole)
     else:  # one plain forward per word, batched, float64 (a sample of words, projected)
         i = POSITION
         rows = layer.rows(words, i, d)
@@ -343,6 +349,8 @@ def main() -> None:
         same = "yes" if naive["words"] == BERT_VOCAB and naive["best"] == fast["best"] else "-"
         if where == "one" and naive["words"] < BERT_VOCAB:
             same = "n/a (sample)"
+        if not fast.get("exhaustive", True):
+            same += ", scan screened"
         note = " projected" if naive["words"] < BERT_VOCAB or where == "all" else ""
         print(
             f"| {name} | {fast['seconds']:.2f} | {projected:.0f} ({naive['words']}{note}) "
