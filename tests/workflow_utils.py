@@ -17,6 +17,23 @@ WORKFLOW_FILES = ("Snakefile", "config.yaml", "workflow", "scripts", "config", "
 NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None, "swaps": None}
 # ... and with them the generalisation figures and the probes: word sensitivity alone
 WS_ONLY = {**NO_STUDIES, "gen": {"fig4": None, "fig5": None}, "probes": {"enabled": False, "lm": {"enabled": False}}}
+BASE_CONFIG, DEMO_CONFIG = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
+
+
+def demo_config(changes: dict | None = None, *, check: bool = True) -> dict:
+    """config.yaml with config/demo.yaml and ``changes`` merged over it, checked by ``pipeline.check``
+    (``check=False``: merged only, for tests of the checks themselves)."""
+    from wordsens import pipeline
+
+    config = pipeline.merge(yaml.safe_load(BASE_CONFIG.read_text()), yaml.safe_load(DEMO_CONFIG.read_text()))
+    config = pipeline.merge(config, changes or {})
+    return pipeline.check(config) if check else config
+
+
+def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """``python -m wordsens.cli ARGS`` in a fresh process, its output captured as text; not checked."""
+    command = [sys.executable, "-m", "wordsens.cli", *(str(a) for a in args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env())
 
 
 def copy_workflow(target: Path) -> Path:

@@ -17,6 +17,7 @@ the plain map and every gradient against autograd on the plain map.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -186,7 +187,7 @@ class PostLNProblem(_HeadsProblem):
     M_hj Wo_h)``, ``O(n d h)`` per restart instead of a multi-head pass; ``bo`` cancels), then
     ``Y = ln1(X + attention)`` (``sublayer``) and the feed-forward layer and second LayerNorm on every
     row (``second``): they act on all the rows that attention changes. Subclasses give ``ln1`` and
-    ``second``.
+    ``second`` (abstract: the class itself cannot be built).
 
     Its search screens many starts (``search``): the layer has many local maxima, and the value a
     restart has after a few steps says little about the one it ends at. Its vocabulary screen
@@ -218,13 +219,13 @@ class PostLNProblem(_HeadsProblem):
         out = heads @ self.Wo
         return out if self.bo is None else out + self.bo
 
+    @abc.abstractmethod
     def ln1(self, Z: Tensor) -> Tensor:
         """The LayerNorm after attention and residual (row-wise)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def second(self, Y: Tensor) -> Tensor:
         """The feed-forward sublayer, its residual and LayerNorm, on rows ``Y`` (..., d)."""
-        raise NotImplementedError
 
     def sublayer(self, D: Tensor) -> Tensor:
         """``Y = ln1(X + D e_i + attention)`` for moves ``D`` (R, d): (R, n, d), exact."""

@@ -6,25 +6,16 @@ BERT), each in a fresh process; ``wordsens swap`` prints the top words as text a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from workflow_utils import run_cli
 
 from wordsens.data import demo
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 def test_cli_prints_one_json_line():
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "raf", "--d", "8", "--n", "5", "--seed", "2"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_cli("ws", "--map", "raf", "--d", 8, "--n", 5, "--seed", 2)
+    assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1
     row = json.loads(lines[0])
@@ -35,100 +26,26 @@ def test_cli_prints_one_json_line():
 
 @pytest.mark.slow  # CLI processes (torch start-up each)
 def test_cli_errors_are_clear():
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "4", "--n", "3", "--position", "7"],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli("ws", "--map", "rf", "--d", 4, "--n", 3, "--position", 7)
     assert out.returncode == 2 and "position" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "rf", "--d", "0", "--n", "3"],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli("ws", "--map", "rf", "--d", 0, "--n", 3)
     assert out.returncode == 2 and "positive integer" in out.stderr
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "ws",
-            "--map",
-            "rf",
-            "--d",
-            "4",
-            "--n",
-            "3",
-            "--data",
-            "/nonexistent/store",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli("ws", "--map", "rf", "--d", 4, "--n", 3, "--data", "/nonexistent/store")
     assert out.returncode == 2 and "no embedding store" in out.stderr
 
 
 @pytest.mark.slow  # a CLI process
 def test_cli_gen_prints_one_json_line():
     import json
-    import subprocess
-    import sys
 
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "gen",
-            "--map",
-            "raf",
-            "--n",
-            "6",
-            "--N",
-            "10",
-            "--d",
-            "8",
-            "--training",
-            "retrain",
-            "--loss",
-            "penalised",
-            "--penalty",
-            "0.5",
-            "--seed",
-            "3",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    retrain = ("gen", "--map", "raf", "--n", 6, "--N", 10, "--d", 8, "--training", "retrain")
+    out = run_cli(*retrain, "--loss", "penalised", "--penalty", 0.5, "--seed", 3)
+    assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout)
     for key in ("t0", "t1", "D0", "D1", "err", "gamma_min", "steps", "seconds", "peak_memory_mb", "N", "penalty"):
         assert key in row
     assert row["err"] == pytest.approx((row["D1"] + row["y"]) ** 2)
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "gen",
-            "--map",
-            "raf",
-            "--n",
-            "6",
-            "--N",
-            "10",
-            "--d",
-            "8",
-            "--training",
-            "retrain",
-            "--loss",
-            "direct",
-            "--penalty",
-            "0.5",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    bad = run_cli(*retrain, "--loss", "direct", "--penalty", 0.5)
     assert bad.returncode == 2 and "penalised" in bad.stderr
 
 
@@ -140,37 +57,12 @@ def tiny_bert(tmp_path_factory) -> str:
 
 @pytest.mark.slow
 def test_cli_runs_a_trained_map_offline(tiny_bert):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     common = ["--n", "5", "--option", f"model={tiny_bert}", "--max-steps", "60", "--device", "cpu"]
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "ws",
-            "--map",
-            "trained_attention",
-            "--option",
-            "layer=2",
-            "--d",
-            "64",
-            *common,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    out = run_cli("ws", "--map", "trained_attention", "--option", "layer=2", "--d", "64", *common)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["map"] == "trained_attention" and result["options"]["layer"] == 2 and result["lower"] > 0
-    bad = subprocess.run(
-        [sys.executable, "-m", "wordsens.cli", "ws", "--map", "trained_layer", "--d", "32", *common],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    bad = run_cli("ws", "--map", "trained_layer", "--d", 32, *common)
     assert bad.returncode != 0 and "set d = 64" in bad.stderr
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
 import yaml
+from workflow_utils import run_cli
 
 from wordsens import pipeline
 from wordsens.compute import costs, devices
@@ -29,29 +28,8 @@ from wordsens.maps import registry
 def test_memory_estimate_covers_the_measured_peak(map_name, n, d, L):
     """A fresh process runs one estimate (what a workflow job's Python process does): its peak
     RSS is below the estimate, and the estimate stays within 2 x peak + 256 MB."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wordsens.cli",
-            "ws",
-            "--map",
-            map_name,
-            "--n",
-            str(n),
-            "--d",
-            str(d),
-            "--L",
-            str(L),
-            "--device",
-            "cpu",
-            "--max-steps",
-            "30",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_cli("ws", "--map", map_name, "--n", n, "--d", d, "--L", L, "--device", "cpu", "--max-steps", "30")
+    assert out.returncode == 0, out.stderr
     peak = json.loads(out.stdout)["peak_memory_mb"]
     estimate = (
         registry.get(map_name)

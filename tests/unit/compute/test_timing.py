@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_utils import demo_config
 
 from wordsens import cli, pipeline
 from wordsens.compute import costs
@@ -19,11 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 GB = 1024**3
 
 
-def _demo(changes: dict | None = None) -> dict:
-    config = pipeline.merge(
-        yaml.safe_load((ROOT / "config.yaml").read_text()), yaml.safe_load((ROOT / "config/demo.yaml").read_text())
-    )
-    return pipeline.check(pipeline.merge(config, changes or {}))
+_demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
 
 
 # ----------------------------------------------------------------------------- the scheduler

@@ -7,21 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
-from workflow_utils import WS_ONLY, copy_workflow, snakemake, write_config
+from workflow_utils import WS_ONLY, copy_workflow, demo_config, snakemake, write_config
 
 from wordsens import pipeline
 from wordsens.pipeline.schema import coerce_text
 
 ROOT = Path(__file__).resolve().parents[3]
-BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
+DEMO = ROOT / "config" / "demo.yaml"
 FIX = "point data.path at your copy (e.g. --config 'data={source: parquet, path: "
 
 
 def _demo(changes: dict | None = None) -> dict:
     """config.yaml with config/demo.yaml and ``changes`` merged over it, not yet checked."""
-    config = pipeline.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
-    return pipeline.merge(config, changes or {})
+    return demo_config(changes, check=False)
 
 
 def _problems(config: dict) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_utils import NO_STUDIES
+from workflow_utils import NO_STUDIES, demo_config
 
 from wordsens import pipeline
 from wordsens.data import models
@@ -17,9 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 
 
-def _demo(changes: dict | None = None) -> dict:
-    config = pipeline.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
-    return pipeline.check(pipeline.merge(config, changes or {}))
+_demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
 
 
 def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from workflow_utils import NO_STUDIES
+from workflow_utils import NO_STUDIES, demo_config
 
 from wordsens import NUMERICS_VERSIONS, pipeline
 from wordsens.compute import costs
@@ -22,14 +21,11 @@ from wordsens.data import models
 from wordsens.maps import registry
 
 ROOT = Path(__file__).resolve().parents[3]
-BASE, DEMO = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"
 GB = costs.GB
 SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
 
 
-def _demo(changes: dict | None = None) -> dict:
-    config = pipeline.merge(yaml.safe_load(BASE.read_text()), yaml.safe_load(DEMO.read_text()))
-    return pipeline.check(pipeline.merge(config, changes or {}))
+_demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
 
 
 # ----------------------------------------------------------------------------- studies beyond the paper

@@ -4,24 +4,18 @@ are scored over the whole vocabulary."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
+from workflow_utils import demo_config
 
 from wordsens import NUMERICS_VERSIONS, pipeline
 from wordsens.compute import swap_costs
 from wordsens.data import models
 from wordsens.maps import registry
 
-ROOT = Path(__file__).resolve().parents[3]
 SMALL = pipeline.Limits(cpu=16 * 1024**3, gpu=None)
 
 
-def _demo(changes: dict | None = None) -> dict:
-    base = yaml.safe_load((ROOT / "config.yaml").read_text())
-    config = pipeline.merge(base, yaml.safe_load((ROOT / "config" / "demo.yaml").read_text()))
-    return pipeline.check(pipeline.merge(config, changes or {}))
+_demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
 
 
 # ----------------------------------------------------------------------------- the plan
