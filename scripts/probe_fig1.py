@@ -1,7 +1,7 @@
 """Snakemake adapter: Figure 1 left, the table: first-layer attention of two sentences differing in
 one word (plot_fig1.py draws it)."""
 
-from wordsens.data.embed import load_encoder, model_source
+from wordsens.data.pretrained import load_encoder, model_source
 from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
 

@@ -3,7 +3,7 @@ tables (wordsens.experiments.probes.fig3_tables; plot_fig3.py draws them)."""
 
 import pandas as pd
 
-from wordsens.data.embed import load_encoder, model_source
+from wordsens.data.pretrained import load_encoder, model_source
 from wordsens.experiments import probes
 from wordsens.io import atomic_path, log_to
 

@@ -3,7 +3,7 @@ one word (plot_lm.py draws it)."""
 
 import pandas as pd
 
-from wordsens.data.embed import model_source
+from wordsens.data.pretrained import model_source
 from wordsens.experiments.probes import lm_answers
 from wordsens.io import atomic_path, log_to
 

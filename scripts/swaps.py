@@ -3,7 +3,7 @@
 import pandas as pd
 import torch
 
-from wordsens.data.embed import load_encoder, model_source
+from wordsens.data.pretrained import load_encoder, model_source
 from wordsens.experiments.swaps import swap_table
 from wordsens.io import log_to, write_table
 

@@ -5,7 +5,7 @@ nothing), as in the pool step."""
 import pandas as pd
 import torch
 
-from wordsens.data.embed import load_encoder, model_source
+from wordsens.data.pretrained import load_encoder, model_source
 from wordsens.experiments.trained import layer_table
 from wordsens.io import log_to, write_table
 

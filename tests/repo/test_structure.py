@@ -251,6 +251,59 @@ def test_every_implementation_string_of_every_registered_map_resolves():
     assert "toy" not in maps.names()
 
 
+_RESOLVE = re.compile(r"registry\.resolve\((?:\w+\.)*spec\.(\w+)\)")
+
+
+def _runtime_edges() -> set[tuple[str, str]]:
+    """The imports a map's ``"module:attribute"`` bindings add when they are used: from each module that
+    resolves a field of a spec (``registry.resolve(spec.<field>)``) to the module every registered map
+    (the toy plugin's too) names for that field."""
+    from wordsens import maps
+
+    resolvers: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        for field in _RESOLVE.findall(path.read_text()):
+            resolvers.setdefault(field, set()).add(name)
+    edges = set()
+    with maps.isolated():
+        maps.load_plugins([str(PLUGIN)])
+        for map_name in maps.names():
+            spec = maps.get(map_name)
+            for field, callers in resolvers.items():
+                ref = getattr(spec, field, None)
+                if isinstance(ref, str) and ref.startswith("wordsens."):
+                    edges |= {(caller, ref.partition(":")[0]) for caller in callers}
+    return edges
+
+
+def test_the_maps_bindings_add_no_import_cycle_and_run_down_the_layers():
+    """Every binding resolves (above); the imports its use adds at run time, counted from the module that
+    resolves it, close no cycle with the static imports and run down the layers or stay on their floor."""
+    edges = _runtime_edges()
+    assert ("wordsens.search.estimate", "wordsens.search.rf") in edges  # the check sees the bindings
+    graph = {name: set(_edges(name)) for name in MODULES}
+    for caller, target in edges:
+        parts, own = target.split("."), {".".join(caller.split(".")[:i]) for i in range(1, caller.count(".") + 1)}
+        graph[caller] |= ({target} | {".".join(parts[:i]) for i in range(2, len(parts))}) - own - {caller}
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                pytest.fail("import cycle at run time: " + " -> ".join([*path[path.index(target) :], target]))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in MODULES:
+        if name not in state:
+            visit(name, [name])
+    floors = _layers()
+    up = sorted(f"{c} resolves {t}" for c, t in edges if _floor(t, floors) > _floor(c, floors))
+    assert not up, up
+
+
 def test_every_registered_map_is_an_attribute_of_the_maps_face():
     import torch
 

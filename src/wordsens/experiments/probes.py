@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from ..compute.devices import resolve_device
-from ..data.embed import load_pretrained, truncated
+from ..data.embed import truncated
+from ..data.pretrained import load_pretrained
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
@@ -77,7 +78,7 @@ def _run(model, batch: dict[str, Tensor], *, attentions: bool):
     if attentions and (out.attentions is None or len(out.attentions) == 0 or out.attentions[0] is None):
         raise ValueError(
             f"{type(model).__name__} returns no attention probabilities; load it with "
-            "attn_implementation='eager' (wordsens.data.embed.load_encoder(..., attentions=True))"
+            "attn_implementation='eager' (wordsens.data.pretrained.load_encoder(..., attentions=True))"
         )
     return out
 

@@ -32,8 +32,6 @@ from .spec import CONVENTIONS, Counterpart, MapSpec, SearchSettings
 if TYPE_CHECKING:
     from .api import (
         apply,
-        check_matrix,
-        check_sample,
         check_weights,
         drf,
         feature_map,
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
         rf,
         sample_weights,
     )
+    from .checks import check_matrix, check_sample
     from .paper import check_attention, check_drf, check_rf, drf_forward, raf_forward, relu_raf_forward, rf_forward
     from .sampling import (
         DRAW_ON,
@@ -110,10 +109,9 @@ __all__ = [
 
 # the names imported on first use (they import torch), by the submodule that defines them
 _LAZY = {
+    "checks": ("check_matrix", "check_sample"),
     "api": (
         "apply",
-        "check_matrix",
-        "check_sample",
         "check_weights",
         "drf",
         "feature_map",

@@ -210,7 +210,7 @@ VARIANT_SPECS = (
 )
 
 # --------------------------------------------------------------------------- a pre-trained encoder's own layers
-# wordsens.maps.trained holds the forward and checks, wordsens.data.checkpoint the weight providers (the
+# wordsens.maps.trained holds the forward and checks, wordsens.maps.checkpoint the weight providers (the
 # checkpoint's weights stand where the samplers are), wordsens.search.heads the attention's fast search.
 # Options: model (a packaged encoder, a local folder or a Hub name), layer (1-based), head (one head, 1-based).
 
@@ -235,7 +235,7 @@ TRAINED_SPECS = (
         "one head without Wo (option head)",
         "a checkpoint's layer: the self-attention sublayer, without residual and LayerNorm",
         forward="wordsens.maps.variants:mh_raf_forward",
-        sample="wordsens.data.checkpoint:trained_attention_weights",
+        sample="wordsens.maps.checkpoint:trained_attention_weights",
         check="wordsens.maps.trained:trained_attention_check",
         fast="wordsens.search.heads:trained_attention_prepare",
         settings=_VARIANT_MH,
@@ -257,7 +257,7 @@ TRAINED_SPECS = (
         "Y = LN1(X + trained_attention(X)), phi = LN2(Y + GELU(Y W1 + b1) W2 + b2), the checkpoint's LayerNorms",
         "a checkpoint's layer: attention, LayerNorms and feed-forward layer (exact GELU)",
         forward="wordsens.maps.trained:trained_layer_forward",
-        sample="wordsens.data.checkpoint:trained_layer_weights",
+        sample="wordsens.maps.checkpoint:trained_layer_weights",
         check="wordsens.maps.trained:trained_layer_check",
         fast="wordsens.search.layers:layer_prepare",
         settings=_LAYER,
@@ -288,7 +288,7 @@ TRAINED_SPECS = (
         "a checkpoint layer's attention with random singular vectors: each matrix (Wq_h, Wk_h, Wv_h, Wo) keeps its "
         "singular values, each bias its norm",
         forward="wordsens.maps.variants:mh_raf_forward",
-        sample="wordsens.data.checkpoint:matched_attention_weights",
+        sample="wordsens.maps.checkpoint:matched_attention_weights",
         check="wordsens.maps.trained:trained_attention_check",
         fast="wordsens.search.heads:trained_attention_prepare",
         settings=_VARIANT_MH,
@@ -303,7 +303,7 @@ TRAINED_SPECS = (
         "a checkpoint's layer with random singular vectors: each matrix keeps its singular values, each bias its "
         "norm; its LayerNorms (gamma, beta, eps) as trained",
         forward="wordsens.maps.trained:trained_layer_forward",
-        sample="wordsens.data.checkpoint:matched_layer_weights",
+        sample="wordsens.maps.checkpoint:matched_layer_weights",
         check="wordsens.maps.trained:trained_layer_check",
         fast="wordsens.search.layers:layer_prepare",
         settings=_LAYER,
@@ -318,7 +318,7 @@ TRAINED_SPECS = (
         "LN1, LN2 with a checkpoint layer's gamma, beta and eps",
         "block's (the same seed gives block's very weights); a checkpoint layer's LayerNorms",
         forward="wordsens.maps.trained:trained_layer_forward",
-        sample="wordsens.data.checkpoint:ln_block_weights",
+        sample="wordsens.maps.checkpoint:ln_block_weights",
         check="wordsens.maps.trained:trained_layer_check",
         fast="wordsens.search.layers:layer_prepare",
         settings=_LAYER,

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from .api import check_matrix
 from .attention import RELU, SOFTMAX
+from .checks import check_matrix
 
 Tensor = torch.Tensor
 

@@ -16,7 +16,7 @@ import math
 import torch
 
 from ..seeds import derive_seed, generator
-from .api import check_positive
+from .spec import check_positive
 
 Tensor = torch.Tensor
 

@@ -21,7 +21,14 @@ from typing import Any
 
 from ..compute.costs import CostModel, DenseCost, MemoryEstimate
 
-__all__ = ["CONVENTIONS", "Counterpart", "MapSpec", "SearchSettings"]
+__all__ = ["CONVENTIONS", "Counterpart", "MapSpec", "SearchSettings", "check_positive"]
+
+
+def check_positive(**values: int) -> None:
+    """Raise ``ValueError`` unless every value is a positive integer (named by its keyword)."""
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
 @dataclass(frozen=True)

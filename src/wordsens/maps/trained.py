@@ -1,6 +1,6 @@
 """Maps whose weights come from a pre-trained checkpoint: a BERT-family encoder layer's attention
 sublayer (``trained_attention``) and the whole layer (``trained_layer``), as transformers computes
-them; the weights dicts are loaded by ``wordsens.data.checkpoint``.
+them; the weights dicts are loaded by ``wordsens.maps.checkpoint``.
 
 ===================  ===================================================================================
 map                  formula
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .api import check_weight, is_number
+from .checks import check_weight, is_number
 from .variants import mh_raf_forward
 
 Tensor = torch.Tensor
@@ -145,7 +145,7 @@ def _check_attention(map_name: str, weights: Any, d: int, keys: tuple[str, ...])
         got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
         raise ValueError(
             f"{map_name} weights must be a dict with the tensors {sorted(keys)}, got {got} "
-            "(wordsens.data.checkpoint.layer_weights loads them from a checkpoint)"
+            "(wordsens.maps.checkpoint.layer_weights loads them from a checkpoint)"
         )
     Wq = weights["Wq"]
     if not isinstance(Wq, Tensor) or Wq.ndim != 3 or Wq.shape[1] != d:

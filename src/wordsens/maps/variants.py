@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from ..seeds import derive_seed
 from . import registry
-from .api import check_weight
+from .checks import check_weight
 from .sampling import base_seed, draw_gaussian
 
 Tensor = torch.Tensor

@@ -231,7 +231,7 @@ def trained_jobs(config: dict, numerics_version: str = NUMERICS_VERSIONS["traine
     """One ``TrainedJob`` per layer of ``trained_layers`` (none without a ``trained`` section), with its
     params (what its rows depend on) and estimates: memory, the largest search's arrays beside two
     float32 copies of the encoder (``encoder_size``: the job loads it, and the trained maps load it
-    again for their layer's weights, ``wordsens.data.checkpoint.layer_weights``) and one batch of its
+    again for their layer's weights, ``wordsens.maps.checkpoint.layer_weights``) and one batch of its
     forward pass at the largest n (``costs.encoder_memory``); time, every search's cost-model seconds."""
     section = config.get("trained")
     if not section:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens.data import demo, embed, hub, models, samples
+from wordsens.data import demo, embed, hub, models, pretrained, samples
 from wordsens.data import reviews as imdb
 from wordsens.data.store import EmbeddingStore, load_embeddings, save_embeddings
 from wordsens.io import CorruptCache, atomic_path, concatenate, current_umask, write_json, write_table
@@ -189,7 +189,7 @@ def test_long_pool_keeps_long_reviews_only(corpus, tiny_bert):
 
 
 def test_hidden_states_of_a_local_model(tiny_bert):
-    tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
+    tokenizer, model = pretrained.load_encoder(str(tiny_bert), "cpu")
     texts = ["the movie was great", "i love her smile . really very much"]
     hidden, lengths = embed.hidden_states(
         tokenizer, model, texts, layer=0, max_length=12, batch_size=1, dtype=np.float32, progress=False
@@ -217,7 +217,7 @@ def _full(model, batch) -> tuple:
 def test_hidden_states_run_only_the_layers_they_need(tiny_bert):
     """Layer l runs the embedding module and l encoder layers; the result is the full forward
     pass's ``hidden_states[l]`` (padding and its attention mask included)."""
-    tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
+    tokenizer, model = pretrained.load_encoder(str(tiny_bert), "cpu")
     layers = model.encoder.layer
     full = _full(model, embed.encode(tokenizer, TEXTS, 12))
     calls: list[int] = []
@@ -273,7 +273,7 @@ def test_unknown_architectures_run_the_full_forward_pass(tmp_path):
     from transformers import AutoModel
 
     path = demo.make_tiny_causal_lm(tmp_path / "gpt2")
-    tokenizer = embed.load_tokenizer(str(path))
+    tokenizer = pretrained.load_tokenizer(str(path))
     model = AutoModel.from_pretrained(str(path)).eval()
     with embed.truncated(model, 1) as short:
         assert not short
@@ -289,11 +289,11 @@ def test_the_tokenizer_loads_without_the_weights(tiny_bert, tmp_path):
     shutil.copytree(tiny_bert, folder)
     for weights in folder.glob("*.safetensors"):
         weights.unlink()
-    tokenizer = embed.load_tokenizer(str(folder))
-    expected = embed.load_tokenizer(str(tiny_bert))("i love her smile")["input_ids"]
+    tokenizer = pretrained.load_tokenizer(str(folder))
+    expected = pretrained.load_tokenizer(str(tiny_bert))("i love her smile")["input_ids"]
     assert tokenizer("i love her smile")["input_ids"] == expected
     with pytest.raises(ValueError, match=r"model.name"):
-        embed.load_encoder(str(folder), "cpu")
+        pretrained.load_encoder(str(folder), "cpu")
 
 
 def test_a_missing_packaged_model_names_the_extra(monkeypatch, tmp_path):
@@ -303,10 +303,10 @@ def test_a_missing_packaged_model_names_the_extra(monkeypatch, tmp_path):
     ghost = replace(models.PACKAGED_MODELS["minilm"], module="wordsens_no_such_model", distribution="no-such-model")
     monkeypatch.setitem(models.PACKAGED_MODELS, "ghost", ghost)
     with pytest.raises(ImportError, match=r'pip install -e "\.\[pretrained\]"'):
-        embed.extract_packaged_model(tmp_path / "ghost", "ghost")
+        pretrained.extract_packaged_model(tmp_path / "ghost", "ghost")
     assert not (tmp_path / "ghost").exists()
     with pytest.raises(ValueError, match="unknown packaged model"):
-        embed.extract_packaged_model(tmp_path / "x", "bert-large")
+        pretrained.extract_packaged_model(tmp_path / "x", "bert-large")
     spec = models.PACKAGED_MODELS["minilm"]  # what configs may rely on
     assert (spec.width, spec.layers, spec.max_positions) == (384, 6, 512)
 
@@ -327,13 +327,13 @@ def test_missing_model_fails_clearly(monkeypatch, tmp_path):
     _offline(monkeypatch)
     _no_connections(monkeypatch)
     with pytest.raises(ValueError, match="local folder"):
-        embed.load_encoder("no-such-org/no-such-model", "cpu")
+        pretrained.load_encoder("no-such-org/no-such-model", "cpu")
     with pytest.raises(ValueError, match=r"probes.model"):
-        embed.load_tokenizer("no-such-org/no-such-model", setting="probes.model")
+        pretrained.load_tokenizer("no-such-org/no-such-model", setting="probes.model")
     with pytest.raises(ValueError, match="extract_packaged_model"):  # a packaged model's name, not extracted
-        embed.load_encoder("minilm", "cpu")
+        pretrained.load_encoder("minilm", "cpu")
     with pytest.raises(ValueError, match="kind must be"):
-        embed.load_pretrained(str(tmp_path), "seq2seq")
+        pretrained.load_pretrained(str(tmp_path), "seq2seq")
 
 
 def test_store_round_trip_and_samples(tmp_path):

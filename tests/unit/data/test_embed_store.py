@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.data import demo, embed
+from wordsens.data import demo, embed, pretrained
 from wordsens.data.inputs import InputError
 from wordsens.data.store import load_embeddings, save_embeddings
 
@@ -18,7 +18,7 @@ WORDS = TEXT.split(" ")
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     path = demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny", hidden=32, layers=2, heads=4)
-    return str(path), *embed.load_encoder(str(path), "cpu")
+    return str(path), *pretrained.load_encoder(str(path), "cpu")
 
 
 def _pool(texts: list[str]) -> pd.DataFrame:

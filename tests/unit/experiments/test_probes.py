@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from wordsens.data import demo, embed
+from wordsens.data import demo, pretrained
 from wordsens.experiments import probes
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
@@ -16,7 +16,7 @@ TEXT = "the movie was great and the actors were very good but the plot was too s
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
     path = demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny", hidden=32, layers=2, heads=4)
-    return embed.load_encoder(str(path), "cpu", attentions=True)
+    return pretrained.load_encoder(str(path), "cpu", attentions=True)
 
 
 def test_attracting_delta_captures_the_attention(bert):
@@ -85,7 +85,7 @@ def test_a_model_without_attention_probabilities_is_refused(tmp_path):
     from transformers import AutoModel
 
     path = demo.make_tiny_bert(tmp_path / "sdpa", hidden=32, layers=1, heads=2)
-    tokenizer, _ = embed.load_encoder(str(path), "cpu")
+    tokenizer, _ = pretrained.load_encoder(str(path), "cpu")
     model = AutoModel.from_pretrained(str(path), attn_implementation="sdpa")  # returns no attention probabilities
     with pytest.raises(ValueError, match="eager"):
         probes.attention_map(model, tokenizer, "I love her")

@@ -19,7 +19,7 @@ import pytest
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     from wordsens.data.demo import make_tiny_bert
-    from wordsens.data.embed import load_encoder
+    from wordsens.data.pretrained import load_encoder
 
     folder = make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert")
     tokenizer, encoder = load_encoder(str(folder), "cpu")

@@ -1,5 +1,5 @@
 """The trained study's conventions and inputs (``wordsens.experiments.trained``, ``wordsens.maps.trained``,
-the counterparts' weights in ``wordsens.data.checkpoint``, the checks in ``wordsens.data.inputs``): the
+the counterparts' weights in ``wordsens.maps.checkpoint``, the checks in ``wordsens.data.inputs``): the
 moved rows are words, the scale-matched counterparts keep the trained singular values, the LN-matched
 block is the formula it says, the model's convention is a ball of radius ||x_i||, the entropies are
 those of transformers' attention, and the study refuses a tokenizer that does not know the words and
@@ -17,8 +17,9 @@ import pytest
 import torch
 
 from wordsens import maps
-from wordsens.data import checkpoint, demo, embed, inputs, models
+from wordsens.data import demo, embed, inputs, models, pretrained
 from wordsens.experiments.trained import check_tokenizer, layer_rows, layer_table, moved_rows
+from wordsens.maps import checkpoint
 from wordsens.maps.trained import attention_entropy
 from wordsens.search import estimate
 
@@ -75,7 +76,7 @@ def test_word_rows_never_include_cls_or_sep():
 
 
 def test_the_rows_a_job_moves_hold_words_of_the_review(shaped_bert):
-    tokenizer, encoder = embed.load_encoder(shaped_bert, "cpu")
+    tokenizer, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     rows = layer_rows(
         tokenizer,
         encoder,
@@ -180,7 +181,7 @@ def test_the_model_convention_searches_a_ball_of_radius_the_moved_rows_norm(shap
     changes the map by the WS reported, and a move of the paper's radius sqrt(d) is a different search."""
     from wordsens.experiments.trained import layer_inputs, trained_rows
 
-    tokenizer, encoder = embed.load_encoder(shaped_bert, "cpu")
+    tokenizer, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     X = layer_inputs(tokenizer, encoder, [LONG], layer=2, n=10, normalise=False)[0] * 0.37  # rows far from sqrt(d)
     rows = trained_rows(
         X, model=shaped_bert, layer=2, heads=4, seed=1, review=0, conventions=["model"], draws=1, specials=False
@@ -206,7 +207,7 @@ def test_the_model_convention_searches_a_ball_of_radius_the_moved_rows_norm(shap
 
 
 def test_attention_entropy_is_that_of_transformers_attention(shaped_bert):
-    tokenizer, _ = embed.load_encoder(shaped_bert, "cpu")
+    tokenizer, _ = pretrained.load_encoder(shaped_bert, "cpu")
     encoder = checkpoint.load_checkpoint(shaped_bert, attentions=True)
     batch = embed.encode(tokenizer, [LONG, OTHER], 11)
     with torch.no_grad():
@@ -225,7 +226,7 @@ def test_attention_entropy_is_that_of_transformers_attention(shaped_bert):
 
 
 def test_the_tokenizer_check_refuses_a_review_with_too_many_unknown_words(shaped_bert):
-    tokenizer, _ = embed.load_encoder(shaped_bert, "cpu")
+    tokenizer, _ = pretrained.load_encoder(shaped_bert, "cpu")
     known = "a film with a great story and the worst movie plot"  # every word in the demo's vocabulary
     assert tokenizer.unk_token_id not in tokenizer(known, add_special_tokens=False)["input_ids"]
     words = len(tokenizer(known, add_special_tokens=False)["input_ids"])
@@ -252,7 +253,7 @@ def test_a_tokenizer_that_maps_every_word_to_unk_stops_the_job_naming_trained_mo
 
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
     broken = BertTokenizerFast(vocab=str(tmp_path / "vocab.txt"), do_lower_case=True)
-    _, encoder = embed.load_encoder(shaped_bert, "cpu")
+    _, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     pool = pd.DataFrame({"review_id": [10, 11, 12], "text": [LONG, OTHER, LONG + OTHER]})
     job = {"n": [8], "reviews": 3, "layer": 1, "model": "tiny"}
     with pytest.raises(inputs.InputError, match=r"^trained.model 'tiny': .* 3 of 3 reviews .* review_id 10 \(100.0%\)"):
@@ -271,7 +272,7 @@ def test_near_duplicate_samples_are_refused_with_the_reviews_named(shaped_bert):
         inputs.InputError, match=r"layer 1 at n = 10, cosine similarity >= 0.9999\): r1 and r3 \(0.99999"
     ):
         inputs.check_near_duplicates(np.stack([A, B, near]), ["r1", "r2", "r3"], what="layer 1 at n = 10")
-    tokenizer, encoder = embed.load_encoder(shaped_bert, "cpu")
+    tokenizer, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     with pytest.raises(inputs.InputError, match="review_id 4 and review_id 9"):
         layer_rows(
             tokenizer,

@@ -28,10 +28,10 @@ def tiny_bert(tmp_path_factory) -> str:
 
 
 def test_layer_inputs_are_the_hidden_states_entering_the_layer(tiny_bert):
-    from wordsens.data import embed
+    from wordsens.data import embed, pretrained
     from wordsens.experiments.trained import layer_inputs
 
-    tokenizer, encoder = embed.load_encoder(tiny_bert, "cpu")
+    tokenizer, encoder = pretrained.load_encoder(tiny_bert, "cpu")
     texts = ["a good film with a great cast and a sad story " * 3, "the worst movie i have seen, bad acting " * 3]
     batch = embed.encode(tokenizer, texts, 10)
     with torch.no_grad():

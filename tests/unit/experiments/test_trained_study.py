@@ -25,10 +25,10 @@ def tiny_bert(tmp_path_factory) -> str:
 
 
 def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_bert):
-    from wordsens.data import embed
+    from wordsens.data import pretrained
     from wordsens.experiments.trained import pick_reviews
 
-    tokenizer, _ = embed.load_encoder(tiny_bert, "cpu")
+    tokenizer, _ = pretrained.load_encoder(tiny_bert, "cpu")
     texts = [SHORT, LONG, SHORT, "the worst movie, bad acting and a dull plot " * 3, LONG]
     assert pick_reviews(tokenizer, texts, n=10, count=2) == [1, 3]
     # "[CLS] bad film [SEP]": 4 tokens, [CLS] and [SEP] included
@@ -39,10 +39,10 @@ def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_
 
 
 def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_says(tiny_bert, tmp_path):
-    from wordsens.data import embed
+    from wordsens.data import pretrained
     from wordsens.experiments.trained import layer_inputs, layer_rows, trained_rows
 
-    tokenizer, encoder = embed.load_encoder(tiny_bert, "cpu")
+    tokenizer, encoder = pretrained.load_encoder(tiny_bert, "cpu")
     texts = [LONG, "the worst movie, bad acting and a dull plot " * 3]
     settings = {
         "n": [6, 10],

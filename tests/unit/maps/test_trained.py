@@ -1,4 +1,4 @@
-"""The maps of a pre-trained checkpoint (wordsens.maps.trained, wordsens.data.checkpoint): both maps against
+"""The maps of a pre-trained checkpoint (wordsens.maps.trained, wordsens.maps.checkpoint): both maps against
 the transformers modules of every layer of the demo's tiny BERT and of one layer of the packaged MiniLM, the
 fast search of ``trained_attention`` against the plain map (value and gradient) and the estimate against the
 authors' algorithm, and bad input.
@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from wordsens import maps, search
-from wordsens.data import checkpoint, demo, models
+from wordsens.data import demo, models
 from wordsens.data.samples import synthetic_sample
-from wordsens.maps import registry
+from wordsens.maps import checkpoint, registry
 from wordsens.maps.trained import ATTENTION_KEYS
 from wordsens.search import SearchContext
 

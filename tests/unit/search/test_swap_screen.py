@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def tiny_layer1(tmp_path_factory):
     """The demo's tiny BERT: its embedding layer and its layer 1's weights (float64)."""
     from wordsens.data.demo import make_tiny_bert
-    from wordsens.data.embed import load_encoder
+    from wordsens.data.pretrained import load_encoder
 
     folder = str(make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert"))
     layer = EmbeddingLayer.of(load_encoder(folder, "cpu")[1])

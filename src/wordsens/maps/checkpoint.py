@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embed import extract_packaged_model, load_pretrained
-from .models import PACKAGED_MODELS, bert_family_problem
+from ..data.models import PACKAGED_MODELS, bert_family_problem
+from ..data.pretrained import extract_packaged_model, load_pretrained
 
 if TYPE_CHECKING:
     import torch
@@ -144,7 +144,7 @@ def trained_attention_weights(
     ``Wv`` (1, d, d/h) and biases only (no output projection)."""
     import torch
 
-    from ..maps.trained import ATTENTION_KEYS
+    from .trained import ATTENTION_KEYS
 
     weights = _provide("trained_attention", ATTENTION_KEYS, d, model, layer, dtype or torch.float32, device)
     if head is None:
@@ -170,7 +170,7 @@ def trained_layer_weights(
     weight of layer ``layer`` of ``model`` (``layer_weights``)."""
     import torch
 
-    from ..maps.trained import LAYER_KEYS
+    from .trained import LAYER_KEYS
 
     return _provide("trained_layer", LAYER_KEYS, d, model, layer, dtype or torch.float32, device)
 
@@ -180,9 +180,9 @@ def _matched(
 ) -> dict[str, torch.Tensor]:
     import torch
 
-    from ..maps.sampling import base_seed
-    from ..maps.trained import matched_weights
     from ..seeds import derive_seed, generator
+    from .sampling import base_seed
+    from .trained import matched_weights
 
     weights = _provide(map_name, keys, d, model, layer, torch.float64, "cpu")
     draws = generator(derive_seed(base_seed(seed), map_name))
@@ -207,7 +207,7 @@ def matched_attention_weights(
     attention of layer ``layer`` of ``model`` with every matrix's singular vectors replaced by
     Haar-random ones (its singular values kept) and every bias by a random vector of its norm
     (``wordsens.maps.trained.matched_weights``)."""
-    from ..maps.trained import ATTENTION_KEYS
+    from .trained import ATTENTION_KEYS
 
     return _matched("matched_attention", ATTENTION_KEYS, seed, d, model, layer, dtype, device)
 
@@ -225,7 +225,7 @@ def matched_layer_weights(
 ) -> dict[str, torch.Tensor]:
     """``matched_layer``'s weights, drawn from ``seed``: every matrix and bias of layer ``layer`` of
     ``model`` randomised as in ``matched_attention_weights``, its LayerNorms and eps kept."""
-    from ..maps.trained import LAYER_KEYS
+    from .trained import LAYER_KEYS
 
     return _matched("matched_layer", LAYER_KEYS, seed, d, model, layer, dtype, device)
 
@@ -247,8 +247,8 @@ def ln_block_weights(
     ``layer`` of ``model``: ``trained_layer``'s formula (GELU) on a random block."""
     import torch
 
-    from ..maps.trained import LAYER_KEYS
-    from ..maps.variants import block_sample
+    from .trained import LAYER_KEYS
+    from .variants import block_sample
 
     dtype = dtype or torch.float32
     trained = _provide("ln_block", LAYER_KEYS, d, model, layer, dtype, device)
