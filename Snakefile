@@ -26,44 +26,22 @@ from wordsens.io import prepend_pythonpath
 prepend_pythonpath(_SRC)
 
 
-# validates the configuration (workflow/schemas/config.schema.yaml) and plans the job grid
+# validates the configuration (workflow/schemas/config.schema.yaml with the studies' sections) and
+# plans the job grid of every registered study (wordsens.studies)
 include: "workflow/rules/common.smk"
 # the packaged pre-trained encoders (model.name: minilm), before the rules that load models
 include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/embed.smk"
-include: "workflow/rules/sensitivity.smk"
-include: "workflow/rules/generalisation.smk"
-include: "workflow/rules/probes.smk"
-include: "workflow/rules/trained.smk"
-include: "workflow/rules/swaps.smk"
-include: "workflow/rules/plots.smk"
+# every study's jobs, tables and figures, made from the study registry
+include: "workflow/rules/studies.smk"
 include: "workflow/rules/claims.smk"
 
 
-localrules:
-    all,
-    demo_corpus,
-    demo_model,
-    demo_lm,
-    packaged_model,
-    reviews,
-    ws_table,
-    gen_table,
-    ws_figure,
-    gen_figure,
-    claims,
-    study_table,
-    variants_figure,
-    long_context_figure,
-    positions_figure,
-    trained_table,
-    trained_figure,
-    swaps_table,
-    swaps_figure,
-    fig1_attention_figure,
-    fig3_figures,
-    fig1_lm_figure,
+# the rules a study keeps in a file of its own (StudySpec.rules_file: the probes'), found by the registry
+for _rules in [spec.rules_file for spec in RUNNING if spec.rules_file]:
+
+    include: _rules
 
 
 # The jobs left out (limits.unfit: skip) are listed when the grid is planned and again at the end,

@@ -1,6 +1,6 @@
 """Word sensitivity of a pre-trained encoder's layers against their random models, on real reviews.
 
-Runs ``wordsens.experiments.trained`` (its docstring has the definitions) for a few reviews of an
+Runs ``wordsens.studies.trained.run`` (its docstring has the definitions) for a few reviews of an
 IMDb Parquet copy and writes one CSV row per (review, layer, normalisation, map, head). Example (the
 run written up in docs/studies.md; two processes of one thread each, layers split between them):
 
@@ -23,8 +23,9 @@ import torch
 
 from wordsens.data import models, pretrained
 from wordsens.data import reviews as imdb
-from wordsens.experiments.trained import layer_rows, pick_reviews
+from wordsens.data.reviews import pick_reviews
 from wordsens.seeds import derive_seed
+from wordsens.studies.trained.run import layer_rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables (the
-variants table adds the maps that the paper's grids do not have)."""
+"""Snakemake adapter: the claims table (wordsens.claims) computed from the run's own tables (a study that
+lends its word-sensitivity rows adds the maps that the paper's grids do not have)."""
 
 import pandas as pd
 

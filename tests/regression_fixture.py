@@ -3,7 +3,7 @@
 Every table of the demo's ``tables/`` folder that holds results (word sensitivity, generalisation,
 variants, long contexts, positions, claims) is recorded in ``tests/data/regression`` with every column
 except the volatile ones (timings, memory, host, commit: ``VOLATILE``), together with the
-``NUMERICS_VERSIONS`` it was recorded under.
+numerics versions it was recorded under (``wordsens.studies.numerics_versions``).
 
 What is compared, and how closely (``tolerance``), follows from running the demo under the kernels
 that one CPU offers (``ATEN_CPU_CAPABILITY=default`` against AVX2, which changes rounding as another
@@ -37,7 +37,8 @@ differences between the two runs, and the tolerances set from them:
 * the step count of a search is recorded, never compared.
 
 A table recorded under another numerics version than the current one fails with the command that
-re-records it. A change that is meant to change results bumps ``wordsens.NUMERICS_VERSIONS`` and
+re-records it. A change that is meant to change results bumps its study's numerics version
+(``StudySpec.numerics``) and
 re-records; the recorder prints, per table and column, how many rows changed and the largest change.
 
 Re-record (after a demo run, e.g. ``snakemake --cores 2 --configfile config/demo.yaml``)::
@@ -56,7 +57,7 @@ import pandas as pd
 
 FIXTURE = Path(__file__).parent / "data" / "regression"
 
-# table -> (key columns, experiment of NUMERICS_VERSIONS)
+# table -> (key columns, the numerics family of its study)
 _WS_KEY = ["map", "data", "d", "n", "L", "trial", "position"]
 TABLES: dict[str, tuple[list[str], str]] = {
     "ws_rf": (_WS_KEY, "ws"),
@@ -132,9 +133,11 @@ def tolerance(table: str, column: str, map_name: str) -> tuple[float, float] | N
 
 
 def versions() -> dict[str, str]:
-    from wordsens import NUMERICS_VERSIONS
+    from wordsens.studies import numerics_versions
 
-    return {**NUMERICS_VERSIONS, "claims": "+".join(f"{k}={v}" for k, v in sorted(NUMERICS_VERSIONS.items()))}
+    versions = numerics_versions()
+
+    return {**versions, "claims": "+".join(f"{k}={v}" for k, v in sorted(versions.items()))}
 
 
 def read(tables: Path, name: str) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wordsens import pipeline
+from wordsens import compute, pipeline
 from wordsens.compute.costs import GB
 from wordsens.pipeline import limits as planning
 
@@ -70,7 +70,7 @@ def test_the_users_limits_stand_under_the_slurm_profile(monkeypatch, tmp_path, l
     config = _config(args)
     gpu = None if gpu_gb is None else gpu_gb * GB
     # each GPU job of a cluster is granted a GPU of its own (Limits.shared_gpu)
-    assert pipeline.Limits.of(config) == pipeline.Limits(int(cpu_gb * GB), gpu, hours, shared_gpu=False)
+    assert compute.Limits.of(config) == compute.Limits(int(cpu_gb * GB), gpu, hours, shared_gpu=False)
     assert config["limits"]["unfit"] == (limits or {}).get("unfit", "skip")
     assert config["results"] == "results/mine"
 
@@ -79,7 +79,7 @@ def test_without_a_cluster_profile_auto_is_this_machine(monkeypatch, tmp_path):
     monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
     monkeypatch.setattr(planning, "available_bytes", lambda device: 3 * GB)
     args = _snakemake_args(monkeypatch, "--cores", "1", "--configfile", _user_config(tmp_path, None))
-    assert pipeline.Limits.of(_config(args)) == pipeline.Limits(3 * GB, None, pipeline.LOCAL_MAX_JOB_HOURS)
+    assert compute.Limits.of(_config(args)) == compute.Limits(3 * GB, None, compute.LOCAL_MAX_JOB_HOURS)
 
 
 def test_the_gpu_node_profile_runs_here_on_every_core_with_a_gpu_memory_budget(monkeypatch, tmp_path):
@@ -94,7 +94,7 @@ def test_the_gpu_node_profile_runs_here_on_every_core_with_a_gpu_memory_budget(m
     assert isinstance(budget, int) and budget >= 40 * 1024  # a data-centre GPU's memory, in MB
     assert set(args.resources) == {"gpu_mem_mb"} and not args.config  # no other limit, the user's limits stand
     monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
-    assert pipeline.Limits.of(_config(args)).shared_gpu  # one machine: its GPU jobs share the GPU
+    assert compute.Limits.of(_config(args)).shared_gpu  # one machine: its GPU jobs share the GPU
     # the command line wins over the profile's budget
     smaller = _snakemake_args(monkeypatch, "--profile", "profiles/gpu-node", "--resources", "gpu_mem_mb=24000")
     assert smaller.resources["gpu_mem_mb"].value == 24000

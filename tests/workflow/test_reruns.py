@@ -17,6 +17,12 @@ pytestmark = pytest.mark.slow
 DEMO = "config/demo.yaml"
 
 
+# the demo's four generalisation figures (Figures 4 and 5, on IMDb and synthetic rows)
+GEN_FIGURES = {
+    f"{stem}_{data}": 1 for stem in ("fig4_generalisation", "fig5_penalised") for data in ("imdb", "synthetic")
+}
+
+
 def _demo_config() -> dict:
     return yaml.safe_load((ROOT / DEMO).read_text())
 
@@ -30,14 +36,14 @@ def test_adding_a_grid_value_runs_only_the_new_jobs(demo_run):
     raf = dict(config["ws"]["maps"]["raf"], n=config["ws"]["maps"]["raf"]["n"] + [12])
     cf = write_config(demo_run, "more_n.yaml", DEMO, {"ws": {"maps": {"raf": raf}}})
     jobs = planned_jobs(demo_run, cf)
-    assert jobs == {"ws": len(raf["d"]), "ws_table": 1, "ws_figure": 1, "claims": 1, "all": 1}
+    assert jobs == {"ws": len(raf["d"]), "table": 1, "fig3_raf_relu_raf": 1, "claims": 1, "all": 1}
 
 
 # every WS table and figure of the demo: the paper's (4 maps, 2 figures), the studies' (4 tables, 3 figures)
 WS_DEPENDENTS = {
-    "ws_table": 4,
-    "ws_figure": 2,
-    "study_table": 4,
+    "table": 8,
+    "fig2_rf_drf": 1,
+    "fig3_raf_relu_raf": 1,
     "variants_figure": 1,
     "long_context_figure": 1,
     "positions_figure": 1,
@@ -50,9 +56,10 @@ def _ws_jobs_of_the_demo() -> int:
     """The demo's WS jobs as the workflow plans them: in a fresh interpreter without plugins, since a
     map registered by an earlier test of this process would count in ``variants.maps: all``."""
     code = (
-        "from wordsens import pipeline; "
+        "from wordsens import compute, pipeline; "
         f"config = pipeline.load_config({str(ROOT / 'config.yaml')!r}, {str(ROOT / DEMO)!r}); "
-        "print(len(pipeline.ws_jobs(config, pipeline.Limits(cpu=2**40, gpu=None))))"
+        "grid = pipeline.Grid(config, limits=compute.Limits(cpu=2**40, gpu=None)); "
+        "print(len([job for job in grid.jobs if job.rule == 'ws']))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**env(), "WORDSENS_PLUGINS": ""}
@@ -78,8 +85,9 @@ def test_changing_threads_reruns_nothing(demo_run):
 def test_changing_a_plot_setting_reruns_only_plots(demo_run):
     cf = write_config(demo_run, "dpi.yaml", DEMO, {"plots": {"dpi": 100}})
     assert planned_jobs(demo_run, cf) == {
-        "ws_figure": 2,
-        "gen_figure": 4,
+        "fig2_rf_drf": 1,
+        "fig3_raf_relu_raf": 1,
+        **GEN_FIGURES,
         "fig1_attention_figure": 1,  # the probes draw again; their encoder and LM do not run
         "fig3_figures": 1,
         "fig1_lm_figure": 1,
@@ -101,7 +109,7 @@ def test_adding_a_variants_n_runs_only_its_jobs(demo_run):
     cf = write_config(demo_run, "variants_n.yaml", DEMO, {"variants": {"n": config["variants"]["n"] + [8]}})
     assert planned_jobs(demo_run, cf) == {
         "ws": len([name for name in registry.names() if not registry.get(name).checkpoint]),
-        "study_table": 1,
+        "table": 1,
         "variants_figure": 1,
         "claims": 1,
         "all": 1,
@@ -114,7 +122,8 @@ def test_adding_a_penalty_reruns_only_figure_5(demo_run):
     cf = write_config(demo_run, "penalty.yaml", DEMO, {"gen": {"fig5": fig5}})
     jobs = planned_jobs(demo_run, cf)
     points = sum(len(ns) for ns in fig5["maps"].values()) * len(fig5["N"]) * len(config["gen"]["data"])
-    assert jobs == {"gen": points, "gen_table": 2, "gen_figure": 2, "claims": 1, "all": 1}
+    fig5_figures = {"fig5_penalised_imdb": 1, "fig5_penalised_synthetic": 1}
+    assert jobs == {"gen": points, "table": 2, **fig5_figures, "claims": 1, "all": 1}
 
 
 def test_changing_the_layer_makes_new_embeddings(demo_run):
@@ -141,7 +150,7 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
         shutil.copy2(path, saved / str(i))
         path.unlink()
     try:
-        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "ws_table": 1, "ws_figure": 1, "claims": 1, "all": 1}
+        assert planned_jobs(demo_run, DEMO) == {"ws": 1, "table": 1, "fig2_rf_drf": 1, "claims": 1, "all": 1}
     finally:
         for i, path in enumerate(lost):
             shutil.copy2(saved / str(i), path)
@@ -149,15 +158,15 @@ def test_a_killed_run_resumes_without_recomputing_finished_jobs(demo_run, tmp_pa
 
 @pytest.mark.parametrize("experiment", ["ws", "gen", "trained"])
 def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
-    """Each experiment's numerics version (wordsens.NUMERICS_VERSIONS) is part of the params of its
-    jobs (the grid gets it from common.smk's import): a bump re-runs those jobs and what depends on
-    them, and nothing of the other experiment."""
+    """Each study's numerics version (StudySpec.numerics) is part of the params of its jobs (the grid of
+    common.smk takes every study's): a bump re-runs those jobs and what depends on them, and nothing of
+    the other experiments."""
     common = demo_run / "workflow" / "rules" / "common.smk"
     text = common.read_text()
-    line = "from wordsens import NUMERICS_VERSIONS"
+    line = "GRID = wsplan.Grid(config, limits=LIMITS)"
     assert line in text
     common.write_text(
-        text.replace(line, f"{line}\nNUMERICS_VERSIONS = {{**NUMERICS_VERSIONS, {experiment!r}: 'bumped-for-test'}}")
+        text.replace(line, f"GRID = wsplan.Grid(config, limits=LIMITS, numerics_versions={{{experiment!r}: 'bumped'}})")
     )
     try:
         jobs = planned_jobs(demo_run, DEMO)
@@ -166,6 +175,6 @@ def test_numerics_version_bump_reruns_its_experiment_only(demo_run, experiment):
     if experiment == "ws":
         assert jobs == {"ws": _ws_jobs_of_the_demo(), **WS_DEPENDENTS}
     elif experiment == "trained":
-        assert jobs == {"trained": 2, "trained_table": 1, "trained_figure": 1, "claims": 1, "all": 1}
+        assert jobs == {"trained": 2, "table": 1, "trained_figure": 1, "claims": 1, "all": 1}
     else:
-        assert jobs == {"gen": 24, "gen_table": 4, "gen_figure": 4, "claims": 1, "all": 1}
+        assert jobs == {"gen": 24, "table": 4, **GEN_FIGURES, "claims": 1, "all": 1}

@@ -34,7 +34,7 @@ DEMO = "config/demo.yaml"
                 "trained": None,
                 "swaps": None,
             },
-            "ws.maps is empty",
+            "no study runs a job",
         ),
         ({"ws": {"maps": {"toy": {"d": [8], "n": [4]}}}}, "unknown map 'toy'"),
         ({"variants": {"options": {"mh_raf": {"heads": 3}}}}, "heads = 3"),

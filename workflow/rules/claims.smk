@@ -15,7 +15,8 @@ rule claims:
         ),
     log:
         f"{LOGS}/claims/claims.log",
+    localrule: True
     conda:
-        "../envs/wordsens.yaml"
+        ENV
     script:
         "../../scripts/claims.py"

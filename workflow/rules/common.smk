@@ -1,31 +1,33 @@
 # Shared by the rules: the validated configuration, the job grid (wordsens.pipeline) and the input
-# functions (get_*). Everything that can be decided without Snakemake lives in wordsens.pipeline.
+# functions. Everything that can be decided without Snakemake lives in wordsens.pipeline; what a study
+# runs, writes and draws is its registration's (wordsens.studies): the rules of its jobs, tables and
+# figures are made from the registry (studies.smk), a study's own rules file is included (Snakefile).
 import os
+import re
 import sys
+from functools import partial
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 from wordsens import pipeline as wsplan
-from wordsens import NUMERICS_VERSIONS
-from wordsens.data.models import (
-    DEMO_LM,
-    DEMO_MODEL,
-    PACKAGED_MODELS,
-    model_tag,
-)
-from wordsens.data.reviews import tokens_to_fill
-from wordsens.pipeline import store_dir
+from wordsens.compute.limits import PLANNED_LIMITS, planned_limits
+from wordsens.data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_tag
 from wordsens.maps import registry
+from wordsens.pipeline import pool_file, store_dir
+from wordsens.plots import run_stamp
 from wordsens.seeds import canonical
+from wordsens.studies import main_store
+from wordsens.studies import registry as studies
 
 # The one loader (also behind `wordsens plan`), in one pass: the --config values Snakemake hands over
-# as text read as the schema wants them ('32' -> 32), then the schema with its defaults, the plugins
-# exported, the cross-key checks and what the run needs from this machine (wsplan.check).
+# as text read as the schema wants them ('32' -> 32), then the plugins (maps and studies) imported, the
+# schema with its defaults (the studies' sections joined), the cross-key checks and what the run needs
+# from this machine (wsplan.check).
 try:
     wsplan.check(
         config,
-        os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"),
+        Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
         command_line=workflow.config_settings.config,
     )
 except wsplan.ConfigError as err:
@@ -36,27 +38,30 @@ RSRC = config["resources"].rstrip("/")
 LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
 MODEL_TAG = model_tag(config["model"]["name"])
-EMB = store_dir(config)
-# long_context on IMDb: the same pool embedded again at long_context.max_length (a second store)
-LONG = config["long_context"]
-EMB_LONG = store_dir(config, long=True) if LONG else None
 FORMATS = config["plots"]["formats"]
 PLOTS = canonical(config["plots"])
+# the workflow's conda environment, for the rules of every file (a study's own too)
+ENV = os.path.join(workflow.basedir, "workflow", "envs", "wordsens.yaml")
 
 # ----------------------------------------------------------------------------- the job grid
 # A cluster job parses this file again on its node: it plans with the planner's limits (passed on
 # to it in WORDSENS_PLANNED_LIMITS), so that its params and device are the ones planned.
-LIMITS = wsplan.planned_limits(config, planner=workflow.is_main_process)
+LIMITS = planned_limits(config, planner=workflow.is_main_process)
 
 
 # The loader above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
-# every job, local or on a cluster, imports the same maps.
+# every job, local or on a cluster, imports the same maps and studies.
 envvars:
-    wsplan.PLANNED_LIMITS,
+    PLANNED_LIMITS,
     registry.PLUGINS_ENV,
 
 
-GRID = wsplan.Grid(config, limits=LIMITS, numerics_versions=NUMERICS_VERSIONS)
+GRID = wsplan.Grid(config, limits=LIMITS)
+RUNNING = [spec for spec in studies.specs() if spec.active(config)]
+# the embedding stores: the main one (its rules always exist: the pool is every study's) and those the
+# running studies declare
+STORES = {"main": main_store(config)}
+STORES |= {store.name: store for spec in RUNNING for store in spec.stores(config)}
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
 UNFIT_FAIL = config["limits"]["unfit"] == "fail"
@@ -100,9 +105,9 @@ def figure_files(stem):
 
 def report_figures(stem, caption, category):
     """The figure files of ``stem`` in every format of plots.formats, each an entry of the report
-    with its caption (a file of workflow/report) and category."""
-    entries = [(p, f"../report/{caption}") for p in figure_files(stem)]
-    return [report(p, caption=text, category=category) for p, text in entries]
+    with its caption (a path; a bare name is a file of workflow/report) and category."""
+    text = caption if os.path.isabs(caption) else f"../report/{caption}"
+    return [report(p, caption=text, category=category) for p in figure_files(stem)]
 
 
 def model_files(name):
@@ -119,22 +124,18 @@ def model_files(name):
     return [str(path / "config.json")] if (path / "config.json").exists() else []
 
 
-# The steps that run a pre-trained model: host memory, device and GPU memory (wsplan.steps)
-EMBED = wsplan.embed_step(config, LIMITS)
-EMBED_LONG = wsplan.embed_step(config, LIMITS, long=True) if LONG else None
-PROBE_ENCODER = wsplan.probe_step(config, LIMITS, "encoder")
-PROBE_LM = wsplan.probe_step(config, LIMITS, "lm")
-
 # A GPU budget (--resources gpu_mem_mb=..., profiles/gpu-node): Snakemake would refuse a job that
 # declares more in the middle of the run; name every such job before anything runs.
 GPU_BUDGET = workflow.global_resources.get("gpu_mem_mb").value
 if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
-    _stores = {job.store for job in GRID.fit}
     _steps = {
-        "embed": EMBED if "main" in _stores else None,
-        "embed_long": EMBED_LONG if "long" in _stores else None,
-        "probes": PROBE_ENCODER if config["probes"]["enabled"] else None,
-        "fig1_lm": PROBE_LM if config["probes"]["lm"]["enabled"] else None,
+        store.rule: wsplan.embed_step(config, LIMITS, store).gpu_mem_mb
+        for store in GRID.stores().values()
+    }
+    _steps |= {
+        step.name: step.gpu_mem_mb
+        for spec in RUNNING
+        for step in spec.steps(config, LIMITS)
     }
     _problem = wsplan.gpu_budget_problem(GRID.fit, _steps, GPU_BUDGET)
     if _problem:
@@ -152,215 +153,139 @@ def get_local_copy(wildcards):
     return {}
 
 
-def get_job_params(wildcards):
-    """The configuration slice one WS or generalisation job depends on: a change re-runs exactly it."""
-    return GRID.job(wildcards).params
+def job_inputs(job):
+    """What a job reads, by name: its embedding store's files (``Job.store``), the review ``pool`` and
+    an encoder's files (``model``), as ``Job.needs`` names them."""
+    out = {}
+    if job.store is not None:
+        out |= dict(getattr(rules, STORES[job.store].rule).output.items())
+    for need in job.needs:
+        if need == "pool":
+            out["pool"] = rules.pool.output.pool
+        elif need.startswith("model:"):
+            out["model"] = model_files(need.partition(":")[2])
+        else:
+            raise WorkflowError(
+                f"job {job.key} needs {need!r}: not a pool, a store or a model:<name>"
+            )
+    return out
 
 
-def get_mem_mb(wildcards):
-    return GRID.job(wildcards).mem_mb
-
-
-def get_runtime(wildcards):
-    """Minutes to request: 5 x the job's calibrated estimate + 5 (wsplan.Grid.runtime)."""
-    return GRID.runtime(GRID.job(wildcards))
-
-
-def get_gpu(wildcards):
-    """GPUs to request: 1 for a job the plan puts on a GPU (the SLURM plugin's --gpus=1)."""
-    return GRID.job(wildcards).gpu
-
-
-def get_gpu_mem_mb(wildcards):
-    """GPU memory (MB) the job takes from the budget of --resources gpu_mem_mb=... (0 on the CPU):
-    jobs share one GPU while their sum fits (profiles/gpu-node)."""
-    return GRID.job(wildcards).gpu_mem_mb
-
-
-def get_embeddings(wildcards):
-    """The embedding store a job on IMDb data reads: the main one, or the long-context one."""
-    store = GRID.job(wildcards).store
-    if store is None:
-        return {}
-    return dict((rules.embed_long if store == "long" else rules.embed).output.items())
-
-
-def _chunk_files(jobs):
-    return [
-        getattr(rules, job.kind).output.table.format(**job.wildcards) for job in jobs
-    ]
-
-
-def get_chunks(wildcards):
-    """The per-job files of one table: every chunk of a figure's data source (generalisation), or of
-    a WS study."""
-    return _chunk_files(GRID.select(**wildcards))
-
-
-def get_ws_chunks(wildcards):
-    """Every chunk of one map of the paper's WS grids (ws.maps)."""
-    return _chunk_files(GRID.select(study="ws", map=wildcards.map))
-
-
-def get_chunk_rows(wildcards):
-    """The rows each file of get_chunks holds when its job finished (Job.rows), in the same order."""
-    return [job.rows for job in GRID.select(**wildcards)]
-
-
-def get_ws_chunk_rows(wildcards):
-    """The rows of each file of get_ws_chunks (Job.rows), in the same order."""
-    return [job.rows for job in GRID.select(study="ws", map=wildcards.map)]
-
-
-def get_trained_chunks(wildcards):
-    """The per-layer files of the trained study (the layers that fit)."""
-    return _chunk_files(GRID.trained())
-
-
-def get_trained_rows(wildcards):
-    """The rows of each file of get_trained_chunks (Job.rows), in the same order."""
-    return [job.rows for job in GRID.trained()]
-
-
-def get_swap_chunks(wildcards):
-    """The per-job files of the swaps study (the maps and n that fit)."""
-    return _chunk_files(GRID.swaps())
-
-
-def get_swap_rows(wildcards):
-    """The rows of each file of get_swap_chunks (Job.rows), in the same order."""
-    return [job.rows for job in GRID.swaps()]
-
-
-def get_ws_tables(wildcards):
-    """The tables of a WS figure's maps that have results (named by map)."""
-    maps = wsplan.WS_FIGURES[wildcards.wsfig]
-    return {
-        m: rules.ws_table.output.parquet.format(map=m)
-        for m in maps
-        if m in GRID.ws_maps()
-    }
-
-
-def get_ws_figure_maps(wildcards):
-    return list(wsplan.WS_FIGURES[wildcards.wsfig])
-
-
-def get_ws_left_out(wildcards):
-    """Grid points of a WS figure's maps that were left out: the figure and the report mark them."""
-    return [
-        p
-        for m in wsplan.WS_FIGURES[wildcards.wsfig]
-        for p in GRID.left_out(study="ws", map=m)
-    ]
-
-
-def get_gen_table(wildcards):
-    figure = wsplan.GEN_FIGURES[wildcards.genfig]
-    return rules.gen_table.output.parquet.format(figure=figure, gdata=wildcards.gdata)
-
-
-def get_gen_columns(wildcards):
-    """Panel order of a generalisation figure: the registry's order (RF, RAF, ReLU-RAF, then the
-    other maps), each by increasing n (the paper's order, whatever the order of keys in the config
-    files)."""
-    maps_ = config["gen"][wsplan.GEN_FIGURES[wildcards.genfig]]["maps"]
-    return [[m, int(n)] for m in registry.names() for n in sorted(maps_.get(m) or [])]
-
-
-def get_gen_hue(wildcards):
-    return "penalty" if wsplan.GEN_FIGURES[wildcards.genfig] == "fig5" else "N"
-
-
-def get_gen_left_out(wildcards):
-    return GRID.left_out(
-        figure=wsplan.GEN_FIGURES[wildcards.genfig], gdata=wildcards.gdata
-    )
+def table_file(stem):
+    return f"{RES}/tables/{stem}.parquet"
 
 
 def get_claims_tables(wildcards):
-    """The run's own tables the claims are computed from, named by file stem (ws_<map>,
-    gen_<figure>_<data>, variants, trained), which wordsens.claims.claims_inputs turns into its inputs.
+    """The run's own tables the claims are computed from, named by file stem: those of the studies with
+    claims, and those of a study that lends its rows to the paper's claims (wordsens.claims).
     """
-    tables = {
-        f"ws_{m}": rules.ws_table.output.parquet.format(map=m) for m in GRID.ws_maps()
-    }
-    for figure, data in GRID.gen_tables():
-        tables[f"gen_{figure}_{data}"] = rules.gen_table.output.parquet.format(
-            figure=figure, gdata=data
-        )
-    # the variant maps without a table of their own: their slopes
-    if "variants" in GRID.studies():
-        tables["variants"] = rules.study_table.output.parquet.format(study="variants")
-    # the trained study: its trained / random ratios, reported without a verdict
-    if GRID.trained():
-        tables["trained"] = rules.trained_table.output.parquet
-    # the swaps study: its ratios (no verdict) and the check continuous_covers_words
-    if GRID.swaps():
-        tables["swaps"] = rules.swaps_table.output.parquet
-    return tables
-
-
-def get_report_category(wildcards):
-    """Figure stems (fig2_rf_drf, fig4_generalisation, ...) -> "Figure 2", ..."""
-    stem = wildcards.get("wsfig") or wildcards.get("genfig")
-    return f"Figure {stem[3]}"
-
-
-def get_long_context_tables(wildcards):
-    """The long-context tables with results, named by data source."""
-    return {
-        study.removeprefix("long_"): rules.study_table.output.parquet.format(
-            study=study
-        )
-        for study in GRID.studies()
-        if study.startswith("long_")
-    }
-
-
-def study_labels(*studies):
-    """Plot labels of a study's maps (wordsens.maps.registry), in registry order."""
-    return {name: registry.get(name).label for name in GRID.study_maps(*studies)}
-
-
-def study_left_out(*studies):
-    """Grid points of the studies left out (limits.unfit: skip): the figure and its caption name them."""
-    return [p for study in studies for p in GRID.left_out(study=study)]
+    out = {}
+    for stem in GRID.tables():
+        spec = studies.owner(stem)
+        if spec is not None and (spec.claims is not None or spec.lends_ws_rows):
+            out[stem] = table_file(stem)
+    return out
 
 
 # ----------------------------------------------------------------------------- targets
 def targets():
-    out = collect(rules.ws_table.output.parquet, map=GRID.ws_maps())
-    out += collect(rules.ws_figure.output, wsfig=GRID.ws_figures())
-    for figure, data in GRID.gen_tables():
-        out += collect(rules.gen_table.output, figure=figure, gdata=data)
-        genfig = next(stem for stem, f in wsplan.GEN_FIGURES.items() if f == figure)
-        out += collect(rules.gen_figure.output, genfig=genfig, gdata=data)
-    if (
-        GRID.ws_maps()
-        or GRID.gen_tables()
-        or "variants" in GRID.studies()
-        or GRID.trained()
-        or GRID.swaps()
-    ):
+    """Every table and figure of the run, the claims table, and the outputs of the rules a study's own
+    rules file names (StudySpec.targets)."""
+    out = [table_file(stem) for stem in GRID.tables()]
+    out += [f"{RES}/tables/{stem}.csv" for stem in GRID.tables()]
+    for figure in GRID.figures():
+        out += list(getattr(rules, figure.name).output)
+    if get_claims_tables(None):
         out += list(rules.claims.output)
-    studies = GRID.studies()
-    out += collect(rules.study_table.output, study=studies)
-    if "variants" in studies:
-        out += list(rules.variants_figure.output)
-    if any(s.startswith("long_") for s in studies):
-        out += list(rules.long_context_figure.output)
-    if "positions" in studies:
-        out += list(rules.positions_figure.output)
-    if GRID.trained():
-        out += list(rules.trained_table.output)
-        out += list(rules.trained_figure.output)
-    if GRID.swaps():
-        out += list(rules.swaps_table.output)
-        out += list(rules.swaps_figure.output)
-    if config["probes"]["enabled"]:
-        out += list(rules.fig1_attention_figure.output)
-        out += list(rules.fig3_figures.output)
-    if config["probes"]["lm"]["enabled"]:
-        out += list(rules.fig1_lm_figure.output)
+    for spec in RUNNING:
+        for name in spec.targets(config):
+            out += list(getattr(rules, name).output)
     return out
+
+
+# ----------------------------------------------------------------------------- the rules made from the registry
+# (workflow/rules/studies.smk, data.smk, embed.smk define them in loops; their functions are here)
+def constrained(pattern, constraints):
+    """``pattern`` with each wildcard's regular expression written into it ({map,rf|raf})."""
+
+    def one(match):
+        name = match.group(1)
+        return (
+            f"{{{name},{constraints[name]}}}" if name in constraints else match.group(0)
+        )
+
+    return re.sub(r"\{(\w+)\}", one, pattern)
+
+
+def job_output(kind):
+    """The output pattern of a kind of job (wordsens.studies.JobRule), below results/, with the regular
+    expression of each wildcard: the kind's own, else the values the grid's jobs of that rule take (one
+    that never matches where there are none)."""
+    constraints = dict(kind.constraints())
+    for wildcard in re.findall(r"\{(\w+)\}", kind.output):
+        if wildcard not in constraints:
+            values = sorted(
+                {job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.name}
+            )
+            constraints[wildcard] = "|".join(re.escape(v) for v in values) or "(?!)"
+    return constrained(kind.output, constraints)
+
+
+def job_value(rule, what, wildcards):
+    """An attribute of the job of ``rule`` with these wildcards (Grid.job): its threads, resources,
+    params; ``runtime``: 5 x its calibrated estimate + 5 minutes (Grid.runtime)."""
+    job = GRID.job(wildcards, rule)
+    return GRID.runtime(job) if what == "runtime" else getattr(job, what)
+
+
+def job_files(rule, wildcards):
+    """What the job of ``rule`` with these wildcards reads (job_inputs)."""
+    return job_inputs(GRID.job(wildcards, rule))
+
+
+def table_chunks(wildcards):
+    """The per-job files a table stacks, in the order of its jobs."""
+    return [f"{RES}/{job.key}.parquet" for job in GRID.tables()[wildcards.table]]
+
+
+def table_rows(wildcards):
+    """The rows each file of table_chunks holds when its job finished (Job.rows), in the same order."""
+    return [job.rows for job in GRID.tables()[wildcards.table]]
+
+
+def report_text(out):
+    """A text file below tables/ as an entry of the report (a figure rule's text output)."""
+    entry = [f"{RES}/tables/{out.stem}"]
+    return [report(p, caption=out.caption, category=out.category) for p in entry]
+
+
+def figure_outputs(figure):
+    """A figure's outputs (wordsens.studies.Figure: figures in every format of plots.formats, or a text
+    file below tables/), each an entry of the report, and their (name, count) in that order.
+    """
+    files, names = [], []
+    for name, out in figure.outputs.items():
+        if out.text:
+            made = report_text(out)
+        else:
+            made = report_figures(out.stem, out.caption, out.category)
+        files += made
+        names.append([name, len(made)])
+    return files, names
+
+
+def figure_tables(figure, wildcards):
+    """A figure's tables, by the names its drawing reads them by."""
+    return {name: table_file(stem) for name, stem in figure.tables.items()}
+
+
+def pool_tag(store):
+    """How a store's pool's log is named: the model (and the store's length, but for the main store)."""
+    return MODEL_TAG if store.name == "main" else f"{MODEL_TAG}_len{store.max_length}"
+
+
+def store_tag(store):
+    """How a store's logs and benchmark files are named: the model and layer (and length, but for the
+    main store)."""
+    tag = f"{MODEL_TAG}_layer{config['model']['layer']}"
+    return tag if store.name == "main" else f"{tag}_len{store.max_length}"

@@ -10,8 +10,9 @@ rule demo_corpus:
     log:
         f"{LOGS}/demo_corpus/demo_corpus.log",
     priority: 50
+    localrule: True
     conda:
-        "../envs/wordsens.yaml"
+        ENV
     params:
         seed=config["seed"],
     script:
@@ -24,8 +25,9 @@ rule demo_model:
     log:
         f"{LOGS}/demo_model/demo_model.log",
     priority: 50
+    localrule: True
     conda:
-        "../envs/wordsens.yaml"
+        ENV
     params:
         seed=config["seed"],
     script:
@@ -40,8 +42,9 @@ rule reviews:
     log:
         f"{LOGS}/reviews/reviews.log",
     priority: 50
+    localrule: True
     conda:
-        "../envs/wordsens.yaml"
+        ENV
     params:
         source=(
             "aclimdb"
@@ -58,23 +61,30 @@ rule reviews:
 # The pool step checks the tokenizer first (docs/inputs.md): its vocabulary against the model's
 # word-embedding rows, and its [UNK] share over the pool's tokens (data.max_unk_share, read by the
 # job from the configuration: a gate, not a param). A refused pool is not written.
-rule pool:
-    input:
-        reviews=rules.reviews.output.reviews,
-        model=model_files(config["model"]["name"]),
-    output:
-        pool=f"{RSRC}/pools/{MODEL_TAG}/pool.parquet",
-    log:
-        f"{LOGS}/pool/{MODEL_TAG}.log",
-    priority: 50
-    conda:
-        "../envs/wordsens.yaml"
-    params:
-        model_name=config["model"]["name"],
-        pool_size=config["data"]["pool_size"],
-        max_tokens=config["data"]["max_tokens"],
-        min_tokens=0,
-        section="data",
-        seed=config["seed"],
-    script:
-        "../../scripts/pool.py"
+# The review pool of each embedding store (the main store's: data.pool_size reviews of fewer than
+# data.max_tokens tokens; a study's own store, e.g. long_context's: its pool size, reviews of at least the
+# tokens that fill its length): one rule per store (pool, pool_<store>), for every store of the run.
+for _store in STORES.values():
+
+    rule:
+        name:
+            _store.pool_rule
+        input:
+            reviews=rules.reviews.output.reviews,
+            model=model_files(config["model"]["name"]),
+        output:
+            pool=pool_file(config, _store),
+        log:
+            f"{LOGS}/{_store.pool_rule}/{pool_tag(_store)}.log",
+        priority: 50
+        conda:
+            ENV
+        params:
+            model_name=config["model"]["name"],
+            pool_size=_store.pool_size,
+            max_tokens=config["data"]["max_tokens"] if _store.name == "main" else None,
+            min_tokens=_store.min_tokens or 0,
+            section="data" if _store.name == "main" else _store.section,
+            seed=config["seed"],
+        script:
+            "../../scripts/pool.py"

@@ -4,18 +4,9 @@
 # Included after common.smk (RSRC, LOGS, GRID) and before the rules that load models.
 from wordsens.data.models import packaged_archive
 
-# The packaged names this configuration loads: model.name when the review pool, its embeddings, the
-# probes or the trained study need it; probes.model when the probes run; trained.model.
-_probes = config["probes"]
-_loaded = []
-if any(job.store for job in GRID.fit) or (
-    _probes["enabled"] and (_probes["model"] is None or _probes["fig3"]["text"] is None)
-):
-    _loaded.append(config["model"]["name"])
-if _probes["enabled"] and _probes["model"]:
-    _loaded.append(_probes["model"])
-if config["trained"]:  # the pool (model.name's tokenizer) and the measured encoder
-    _loaded += [config["model"]["name"], wsplan.trained_model(config)]
+# The packaged names this configuration loads: model.name where the review pool or its embeddings are
+# read, and every encoder a running study names (StudySpec.needs).
+_loaded = list(wsplan.needs(config).encoders.values())
 PACKAGED_USED = sorted({name for name in _loaded if name in PACKAGED_MODELS})
 
 # A missing package stops the planning with the install command, before any job runs. Where the
@@ -38,7 +29,8 @@ rule packaged_model:
     wildcard_constraints:
         packaged="|".join(PACKAGED_MODELS),
     priority: 50
+    localrule: True
     conda:
-        "../envs/wordsens.yaml"
+        ENV
     script:
         "../../scripts/packaged_model.py"

@@ -9,20 +9,21 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import atomic_path
+from ..studies import registry as studies
 from .render import claims_html
 
 __all__ = ["claims_inputs", "write_claims"]
 
 
 def claims_inputs(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The tables the claims are computed from (``wordsens.claims.table.compute_claims``): the ``ws_<map>``
-    and ``gen_<figure>_<data>`` tables and the trained-encoder study's ``trained`` table as they are,
-    and the ``variants`` table split by map into ``ws_<map>`` for every map that has no table of the
-    paper's grids (a variant map gets its slope, reported without a verdict)."""
-    out = {key: frame for key, frame in tables.items() if key != "variants"}
-    variants = tables.get("variants")
-    if variants is not None:
-        for map_name, rows in variants.groupby("map", sort=False):
+    """The tables the claims are computed from (``wordsens.claims.table.compute_claims``): the tables of
+    the studies with claims as they are, and the table of a study that lends its word-sensitivity rows
+    (``StudySpec.lends_ws_rows``) split by map into ``ws_<map>`` for every map that has no table of the
+    paper's grids (a map the paper says nothing about gets its slope, reported without a verdict)."""
+    lenders = {stem for stem in tables if (spec := studies.owner(stem)) is not None and spec.lends_ws_rows}
+    out = {key: frame for key, frame in tables.items() if key not in lenders}
+    for stem in lenders:
+        for map_name, rows in tables[stem].groupby("map", sort=False):
             out.setdefault(f"ws_{map_name}", rows.reset_index(drop=True))
     return out
 

@@ -15,7 +15,17 @@ import pandas as pd
 from .intervals import Interval
 from .stats import CLAIMS, COLUMNS, Threshold, in_paper_setting
 
-__all__ = ["Rows"]
+__all__ = ["Rows", "check_columns"]
+
+
+def check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:
+    """Raise ``ValueError`` where the table ``key`` lacks a column its claims read."""
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"table {key!r} lacks the column(s) {missing}: it was not written by the workflow's "
+            "aggregation rules (re-run snakemake to rebuild it)"
+        )
 
 
 class Rows:

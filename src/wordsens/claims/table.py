@@ -33,60 +33,33 @@ effect it fails on) and the proof of the bound behind ``fig4_rf_err``
 Modules: this one holds the entry points (:func:`compute_claims`, :func:`claims_from_results`,
 :func:`read_tables`); :mod:`wordsens.claims.stats` the definitions, thresholds and rows;
 :mod:`wordsens.claims.intervals` the intervals; :mod:`wordsens.claims.units` the grid points;
-:mod:`wordsens.claims.slope` the log-log slope; :mod:`wordsens.claims.checks`,
-:mod:`wordsens.claims.gen_checks` and :mod:`wordsens.claims.trained_checks` the computation of each
-claim; :mod:`wordsens.claims.render` the text, Markdown and HTML renderings;
+:mod:`wordsens.claims.slope` the log-log slope; each study's ``claims`` module (``wordsens.studies``)
+the computation of its claims; :mod:`wordsens.claims.render` the text, Markdown and HTML renderings;
 :mod:`wordsens.claims.files` the tables it reads and the files it writes. None of them imports torch
 or the plotting libraries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from .checks import ws_claims
+from ..studies import registry as studies
 from .files import claims_inputs
-from .gen_checks import gen_claims
 from .rows import Rows
-from .stats import table_kind
-from .swap_checks import SWAPS_REQUIRED, swap_claims
-from .trained_checks import TRAINED_REQUIRED, trained_claims
 
 __all__ = ["claims_from_results", "compute_claims", "read_tables"]
-
-_WS_REQUIRED = ("map", "data", "d", "n", "trial", "lower")
-_GEN_REQUIRED = (
-    "figure",
-    "map",
-    "data",
-    "d",
-    "n",
-    "N",
-    "simulation",
-    "training",
-    "loss",
-    "penalty",
-    "y",
-    "t0",
-    "D0",
-    "D1",
-    "err",
-    "gamma_min",
-)
-TRAINED = "trained"  # the trained-encoder study's table (wordsens.experiments.trained)
-SWAPS = "swaps"  # the swaps study's table (wordsens.experiments.swaps)
 
 
 # ----------------------------------------------------------------------------- reading
 
 
 def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ``trained``, ...),
-    and the ``variants`` table when the run has one (``wordsens.claims.files.claims_inputs`` splits it
-    by map)."""
+    """The tables the claims need, keyed by file stem (``ws_rf``, ``gen_fig4_imdb``, ...): those of the
+    studies with claims, and those of a study that lends its word-sensitivity rows
+    (``wordsens.claims.files.claims_inputs`` splits them by map)."""
     folder = Path(results_dir) / "tables"
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -95,7 +68,8 @@ def read_tables(results_dir: str | Path) -> dict[str, pd.DataFrame]:
         )
     tables = {}
     for path in sorted(folder.glob("*.parquet")):
-        if table_kind(path.stem) is not None or path.stem in ("variants", TRAINED, SWAPS):
+        spec = studies.owner(path.stem)
+        if spec is not None and (spec.claims is not None or spec.lends_ws_rows):
             tables[path.stem] = pd.read_parquet(path)
     return tables
 
@@ -106,57 +80,24 @@ def claims_from_results(results_dir: str | Path) -> pd.DataFrame:
     return compute_claims(claims_inputs(read_tables(results_dir)))
 
 
-def _check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:
-    missing = [c for c in required if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"table {key!r} lacks the column(s) {missing}: it was not written by the workflow's "
-            "aggregation rules (re-run snakemake to rebuild it)"
-        )
-
-
 # ----------------------------------------------------------------------------- entry points
 
 
 def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """The claims table (columns :data:`COLUMNS`) of a run's tables.
 
-    ``tables`` maps file stems to frames: ``ws_<map>`` (any map; ``rf``, ``drf``, ``raf``,
-    ``relu_raf`` carry the paper's claims, any other gets ``map_slope``) and ``gen_fig4_<data>``,
-    ``gen_fig5_<data>``, and ``trained`` (the trained-encoder study, reported without a verdict:
-    ``wordsens.claims.trained_checks``). A claim whose rows are absent is reported "not run"; a
-    table lacking a column every row of its kind has, and generalisation rows that break
-    ``D1 - D0 = a (y - t0)`` (``wordsens.claims.gen_checks.check_identity``), are errors.
+    ``tables`` maps file stems to frames (``ws_<map>``, ``gen_fig4_<data>``, ...: each a table of a
+    registered study, ``wordsens.studies``); every study with claims adds its rows in the registry's
+    order (``StudySpec.claims``), reading its own tables among them. A claim whose rows are absent is
+    reported "not run"; a table no study owns, a table lacking a column every row of its kind has, and
+    generalisation rows that break ``D1 - D0 = a (y - t0)`` are errors.
     """
-    ws: dict[str, pd.DataFrame] = {}
-    gen: dict[str, pd.DataFrame] = {}
-    trained: pd.DataFrame | None = None
-    swaps: pd.DataFrame | None = None
-    for key, frame in tables.items():
-        if key == TRAINED:
-            _check_columns(key, frame, TRAINED_REQUIRED)
-            trained = None if frame.empty else frame
-            continue
-        if key == SWAPS:
-            _check_columns(key, frame, SWAPS_REQUIRED)
-            swaps = None if frame.empty else frame
-            continue
-        kind = table_kind(key)
-        if kind is None:
-            raise ValueError(
-                f"unknown table {key!r}: expected ws_<map>, gen_fig4_<data>, gen_fig5_<data>, {TRAINED} or {SWAPS}"
-            )
-        if kind[0] == "ws":
-            _check_columns(key, frame, _WS_REQUIRED)
-            if not frame.empty:
-                ws[kind[1]] = frame
-        else:
-            _check_columns(key, frame, _GEN_REQUIRED)
-            if not frame.empty:
-                gen[key] = frame
+    for key in tables:
+        if studies.owner(key) is None:
+            owned = ", ".join(f"{spec.name}: {spec.owns}" for spec in studies.specs() if spec.owns)
+            raise ValueError(f"unknown table {key!r}: no registered study writes it (its tables by study: {owned})")
     rows = Rows()
-    ws_claims(rows, ws)
-    gen_claims(rows, gen)
-    trained_claims(rows, trained)
-    swap_claims(rows, swaps)
+    for spec in studies.specs():
+        if spec.claims is not None:
+            spec.claims(rows, {key: frame for key, frame in tables.items() if spec.owns_table(key)})
     return rows.frame()

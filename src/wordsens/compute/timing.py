@@ -37,9 +37,12 @@ __all__ = [
     "Calibration",
     "Coefficients",
     "Sample",
+    "add_builtin",
+    "builtin_snapshot",
     "fit",
     "measured_speed",
     "pooled",
+    "restore_builtin",
     "speed_factor",
 ]
 
@@ -146,35 +149,12 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
     return dict(sorted(out.items()))
 
 
-# Fitted (``fit``) on three runs of this project's 2-core machine (AMD EPYC, 24 GB; 2026-11-27), all
-# at numerics gen-5: the demo (config/demo.yaml, 3:05, 120 measured jobs), a config/pretrained.yaml
-# run (local IMDb, MiniLM, limits.max_job_hours 0.1: 17:10, 108 jobs) and the default config.yaml
-# (local IMDb, a random BERT-Base: 51:48, 209 jobs), 437 jobs in one fit (docs/benchmarks.md, "The
-# built-in coefficients"). On a machine twice as fast or as slow they are 2x off: ``wordsens plan --probe``
-# scales them by that machine's speed (``Calibration.speed``), ``--calibrate RESULTS_DIR`` fits its
-# own on a finished run. The pooled scales (``ws:*``, ``gen:*``,
-# for maps of plugins, not measured here) are the largest of their kind: a new map is not planned cheap.
-FIXED_WS = 2.33
-FIXED_GEN = 2.19
-FIXED_SWAPS = 8.0  # a swaps job: torch, transformers and the encoder loaded, its vocabulary's rows (not yet fitted)
+# The built-in coefficients were fitted (``fit``) on three runs of this project's 2-core machine
+# (docs/benchmarks.md, "The built-in coefficients": the runs, the date and the fit). On a machine twice
+# as fast or as slow they are 2x off: ``wordsens plan --probe`` scales them by that machine's speed
+# (``Calibration.speed``), ``--calibrate RESULTS_DIR`` fits its own on a finished run. A kind's pooled
+# scale (``ws:*``, ``gen:*``: for maps of plugins) is the largest of the kind: a new map is not planned cheap.
 BUILTIN: dict[str, Coefficients] = {
-    "ws:*": Coefficients(FIXED_WS, 1.9),
-    "ws:rf": Coefficients(FIXED_WS, 0.58),
-    "ws:drf": Coefficients(FIXED_WS, 1.9),
-    "ws:raf": Coefficients(FIXED_WS, 0.73),
-    "ws:relu_raf": Coefficients(FIXED_WS, 1.14),
-    "ws:block": Coefficients(FIXED_WS, 0.45),
-    "ws:linear_raf": Coefficients(FIXED_WS, 0.28),
-    "ws:mh_raf": Coefficients(FIXED_WS, 0.34),
-    "ws:sigmoid_raf": Coefficients(FIXED_WS, 0.59),
-    "ws:trained": Coefficients(FIXED_WS, 0.45),
-    # the swaps study (wordsens.compute.swap_costs and the maps' search models): start-up with the encoder loaded,
-    # not yet fitted on a run (1.0: the model's seconds as they are)
-    "swaps:*": Coefficients(FIXED_SWAPS, 1.0),
-    "gen:*": Coefficients(FIXED_GEN, 0.78),
-    "gen:rf": Coefficients(FIXED_GEN, 0.61),
-    "gen:raf": Coefficients(FIXED_GEN, 0.78),
-    "gen:relu_raf": Coefficients(FIXED_GEN, 0.70),
     # the steps without a cost model: their mean wall seconds over the three runs (``rule:*``: of all)
     "rule:*": Coefficients(4.9, None),
     "reviews": Coefficients(1.7, None),
@@ -183,27 +163,30 @@ BUILTIN: dict[str, Coefficients] = {
     "packaged_model": Coefficients(2.0, None),
     "pool": Coefficients(5.0, None),
     "embed": Coefficients(11.8, None),
-    "ws_table": Coefficients(1.0, None),
-    "gen_table": Coefficients(1.0, None),
-    "study_table": Coefficients(1.0, None),
-    "trained_table": Coefficients(1.0, None),
-    "swaps_table": Coefficients(1.0, None),
+    "table": Coefficients(1.0, None),
     "claims": Coefficients(1.3, None),
-    "ws_figure": Coefficients(3.7, None),
-    "gen_figure": Coefficients(7.0, None),
-    "variants_figure": Coefficients(3.0, None),
-    "long_context_figure": Coefficients(3.5, None),
-    "positions_figure": Coefficients(4.3, None),
-    "trained_figure": Coefficients(3.0, None),
-    "swaps_figure": Coefficients(4.0, None),
-    "fig1_attention": Coefficients(7.7, None),
-    "fig1_attention_figure": Coefficients(4.0, None),
-    "fig3_probes": Coefficients(17.7, None),
-    "fig3_figures": Coefficients(3.7, None),
-    "demo_lm": Coefficients(6.0, None),
-    "fig1_lm": Coefficients(6.0, None),
-    "fig1_lm_figure": Coefficients(2.0, None),
 }
+# The studies' families (their jobs' kinds, their figures and steps) join BUILTIN when a study is
+# registered (``wordsens.studies.registry``: ``StudySpec.coefficients``, ``JobRule.coefficients``).
+
+
+def add_builtin(family: str, fixed: float, scale: float | None) -> None:
+    """Add a family's built-in coefficients (a registered study's); the same ones again are a no-op,
+    other ones for a known family an error."""
+    new = Coefficients(fixed, scale)
+    if BUILTIN.setdefault(family, new) != new:
+        raise ValueError(f"the built-in coefficients of {family!r} are {BUILTIN[family]}, not {new}")
+
+
+def builtin_snapshot() -> dict[str, Coefficients]:
+    """A copy of the built-in coefficients (``restore_builtin`` puts it back)."""
+    return dict(BUILTIN)
+
+
+def restore_builtin(saved: Mapping[str, Coefficients]) -> None:
+    BUILTIN.clear()
+    BUILTIN.update(saved)
+
 
 # Downloads from the Hugging Face Hub, not measured here (the development machine has no Hub):
 # at about 10 MB/s, IMDb (84 MB) and BERT-Base (440 MB), plus start-up.

@@ -14,7 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..compute import costs
+
 __all__ = [
+    "BERT_VOCAB",
     "DEMO_LM",
     "DEMO_MODEL",
     "PACKAGED_MODELS",
@@ -25,6 +28,7 @@ __all__ = [
     "TRUNCATABLE",
     "PackagedModel",
     "bert_family_problem",
+    "encoder_size",
     "model_config",
     "model_heads",
     "model_layers",
@@ -218,3 +222,27 @@ def model_heads(name: str) -> int | None:
     """Attention heads per layer (``num_attention_heads``) of the encoder ``name`` where it can be
     known without loading it, else None."""
     return _model_facts(name)[3]
+
+
+# The vocabulary counted where an encoder's config.json does not say (a demo or well-known Hub name):
+# BERT's uncased WordPiece, the largest of the encoders wordsens knows by name.
+BERT_VOCAB = 30_522
+
+
+def encoder_size(name: str) -> int:
+    """Parameters of the encoder ``name`` (``costs.encoder_parameters``) from what its config.json says
+    without loading it (``wordsens.data.models``): width, layers and positions, the vocabulary
+    (``BERT_VOCAB`` where unknown), ``intermediate_size`` and ``type_vocab_size`` (BERT's 4 x width
+    and 2 where unknown); ValueError where the width or layers are unknown."""
+    width, layers = model_width(name), model_layers(name)
+    if width is None or layers is None:
+        raise ValueError(f"the width and layers of {name!r} are not known without loading it")
+    facts = model_config(name) or {}
+    return costs.encoder_parameters(
+        width=width,
+        layers=layers,
+        vocab=model_vocab_size(name) or BERT_VOCAB,
+        positions=model_positions(name) or 512,
+        intermediate=facts.get("intermediate_size"),
+        type_vocab=facts.get("type_vocab_size") or 2,
+    )

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,7 @@ from .hub import LOCAL_DATA_EXAMPLE, NoNetwork, hub_reachable
 __all__ = [
     "SOURCES",
     "load_reviews",
+    "pick_reviews",
     "select_pool",
     "tokens_to_fill",
 ]
@@ -219,3 +222,20 @@ def select_pool(
             )
     rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
     return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "unk", "text"])
+
+
+def pick_reviews(tokenizer: Any, texts: Sequence[str], *, n: int, count: int, section: str) -> list[int]:
+    """The indices of the first ``count`` texts (in their order) that the tokenizer turns into at least
+    ``n`` tokens, ``[CLS]`` and ``[SEP]`` included; ValueError naming the fix (in the configuration
+    ``section`` that asked for them: its ``n`` and ``reviews``) where too few have."""
+    found: list[int] = []
+    for index, text in enumerate(texts):
+        if len(tokenizer(str(text), truncation=False)["input_ids"]) >= n:
+            found.append(index)
+            if len(found) == count:
+                return found
+    raise ValueError(
+        f"only {len(found)} of {len(texts)} reviews have at least n = {n} tokens, {count} needed: lower the "
+        f"largest n ({section}.n) or the number of reviews ({section}.reviews), or give the pool longer reviews "
+        "(data.max_tokens, data.pool_size)"
+    )

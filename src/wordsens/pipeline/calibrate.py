@@ -2,12 +2,11 @@
 (``wordsens.compute.timing``), where it is stored, and the predicted-against-measured table that
 ``wordsens plan --calibrate`` prints.
 
-A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the
-word-sensitivity, generalisation and trained-study jobs, the embeddings and the probes) or a Snakemake log
+A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the grid's
+jobs, the embeddings and the studies' own benchmarked steps) or a Snakemake log
 (``.snakemake/log/*.snakemake.log``: every job's start and finish, whole seconds, and the run's
-elapsed time). The grid's jobs (word sensitivity and its studies, generalisation, the trained
-study's layers) are matched by their output path (``Job.key``), so the configuration must be the one
-that made the results; other jobs count by rule. Torch-free.
+elapsed time). The grid's jobs (every study's) are matched by their output path (``Job.key``), so the
+configuration must be the one that made the results; other jobs count by rule. Torch-free.
 """
 
 from __future__ import annotations
@@ -20,24 +19,28 @@ from pathlib import Path
 
 from ..compute.timing import Calibration, Sample
 from ..io import atomic_path
-from .jobs import Job
+from ..studies import Job
+from ..studies import registry as studies
 from .runs import benchmark_times, snakemake_log_jobs
 
 __all__ = [
-    "BENCHMARKED_STEPS",
     "Measured",
     "calibration_file",
     "calibration_table",
     "measure",
     "save_calibration",
+    "step_family",
     "stored_calibration",
 ]
 
-# Rules that share a family: the long-context store's pool and embedding are the main store's steps.
-SAME_AS = {"embed_long": "embed", "pool_long": "pool"}
-# The steps outside the grid with a benchmark file (``benchmark:`` of every compute rule), each
-# under ``benchmarks/<rule>/``: the embeddings and the probes.
-BENCHMARKED_STEPS = ("embed", "embed_long", "fig1_attention", "fig3_probes", "fig1_lm")
+
+def step_family(rule: str) -> str:
+    """The calibration family of a step outside the grid: every store's pool and embedding are the main
+    store's steps (``pool_<store>``: ``pool``, ``embed_<store>``: ``embed``), any other its rule's."""
+    for family in ("pool", "embed"):
+        if rule.startswith(f"{family}_"):
+            return family
+    return rule
 
 
 def calibration_file() -> Path | None:
@@ -90,11 +93,15 @@ class Measured:
     unmatched: int = 0
 
 
-def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
+def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Iterable[str] = ()) -> Measured:
     """Samples of the measured jobs of ``sources`` (results folders or Snakemake logs) that match
-    ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and probe steps. A job
-    measured twice counts once (a benchmark file before a log's whole seconds, whatever the order of
-    ``sources``)."""
+    ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and study steps. A results
+    folder's benchmark files count for the grid's jobs, the embeddings (``embed``, ``embed_<store>``)
+    and the steps named in ``benchmarked`` (a study's own rules with a benchmark file:
+    ``wordsens.studies.Step.benchmarked``). A job measured twice counts once (a benchmark file before
+    a log's whole seconds, whatever the order of ``sources``)."""
+    steps = set(benchmarked)
+    grid_rules = set(studies.job_rules())
     by_key = {job.key: job for job in jobs}
     out = Measured()
     seen: set[str] = set()
@@ -108,7 +115,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
             if job.device == "cpu":
                 out.samples.append(Sample(job.family, job.seconds, seconds, source))
         elif family is not None:
-            out.samples.append(Sample(SAME_AS.get(family, family), 0.0, seconds, source))
+            out.samples.append(Sample(step_family(family), 0.0, seconds, source))
         else:
             out.unmatched += 1
 
@@ -119,7 +126,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 raise ValueError(f"{source} has no benchmarks/ folder: name a results folder of a finished run")
             for key, seconds in benchmark_times(source).items():
                 first = key.split("/", 1)[0]
-                add(key, first if first in BENCHMARKED_STEPS else None, seconds, str(source))
+                known = first in steps or step_family(first) == "embed"
+                add(key, first if known else None, seconds, str(source))
         elif source.is_file():
             log_jobs, run = snakemake_log_jobs(source)
             out.runs.append(run)
@@ -134,7 +142,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                 matched = next((tail for tail in tails if tail in by_key), None)
                 if matched is not None:
                     add(matched, None, seconds, str(source))
-                elif rule in ("ws", "gen", "trained", "swaps"):  # a grid job of another configuration
+                elif rule in grid_rules:  # a grid job of another configuration
                     out.unmatched += 1
                 else:
                     add(f"{rule}:{output}", rule, seconds, str(source))

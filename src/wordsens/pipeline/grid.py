@@ -1,10 +1,11 @@
-"""The plan of a configuration, before anything runs: which jobs its grid holds, which of them
-fit, and the messages naming what is left out.
+"""The plan of a configuration, before anything runs: which jobs its studies plan, which of them fit,
+and the messages naming what is left out.
 
-``Grid`` holds every word-sensitivity and generalisation job (``wordsens.pipeline.jobs``) of a
-configuration loaded and checked by ``wordsens.pipeline.configuration``, with its params, memory,
-runtime and device: the workflow looks jobs up by their wildcards. ``describe`` is what
-``wordsens plan`` prints. Torch is not imported, except to ask a visible GPU for its free memory.
+``Grid`` holds every job of a configuration loaded and checked by ``wordsens.pipeline.configuration``:
+the jobs of every registered study that the configuration runs (``wordsens.studies``: each study's
+``StudySpec.jobs``), each with its settings, memory, runtime and device; the workflow looks jobs up by
+their rule and wildcards, and asks it for the run's tables, figures and embedding stores. ``describe``
+is what ``wordsens plan`` prints. Torch is not imported, except to ask a visible GPU for its free memory.
 """
 
 from __future__ import annotations
@@ -13,25 +14,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .. import NUMERICS_VERSIONS
 from ..compute.costs import GB
+from ..compute.limits import Limits
 from ..compute.timing import Calibration
 from ..data.inputs import store_summary
-from ..maps import registry
+from ..studies import Figure, Job, Store, main_store
+from ..studies import registry as studies
 from .calibrate import stored_calibration
-from .jobs import GenJob, Job, WSJob, gen_jobs, ws_jobs
-from .limits import Limits
 from .paths import store_metas
-from .points import STUDIES
-from .swaps import SwapJob, swap_jobs
-from .trained import TrainedJob, trained_jobs
 
-__all__ = ["GEN_FIGURES", "WS_FIGURES", "Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
-
-
-# ----------------------------------------------------------------------------- the grid
-WS_FIGURES = {"fig2_rf_drf": ("rf", "drf"), "fig3_raf_relu_raf": ("raf", "relu_raf")}
-GEN_FIGURES = {"fig4_generalisation": "fig4", "fig5_penalised": "fig5"}
+__all__ = ["Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
 
 
 class Grid:
@@ -47,21 +39,22 @@ class Grid:
         config: dict,
         *,
         limits: Limits | None = None,
-        numerics_versions: Mapping[str, str] = NUMERICS_VERSIONS,
+        numerics_versions: Mapping[str, str] | None = None,
         calibration: Calibration | None = None,
     ):
+        self.config = config
         self.limits = Limits.of(config) if limits is None else limits
         # the time calibration (wordsens.pipeline.calibrate): the stored one, else the built-in one
         self.calibration = stored_calibration() if calibration is None else calibration
-        self.jobs: list[Job] = [
-            *ws_jobs(config, self.limits, numerics_versions["ws"]),
-            *gen_jobs(config, self.limits, numerics_versions["gen"]),
-            *trained_jobs(config, numerics_versions["trained"]),
-            *swap_jobs(config, self.limits, numerics_versions.get("swaps", NUMERICS_VERSIONS["swaps"])),
-        ]
+        # each study's numerics version (a test may bump one: numerics_versions)
+        versions = {**studies.numerics_versions(), **(numerics_versions or {})}
+        self.jobs: list[Job] = []
+        for spec in studies.specs():
+            if spec.jobs is not None and spec.numerics is not None and spec.active(config):
+                self.jobs += spec.jobs(config, self.limits, versions[spec.numerics[0]])
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
-        self._by_wildcards = {tuple(sorted(job.wildcards.items())): job for job in self.fit}
+        self._by_wildcards = {(job.rule, tuple(sorted(job.wildcards.items()))): job for job in self.fit}
 
     def limit(self, device: str) -> int | None:
         """Bytes one job may use on ``device``; None: unknown (a GPU that is not visible here)."""
@@ -93,63 +86,57 @@ class Grid:
     def fits(self, job: Job) -> bool:
         return self.fits_memory(job) and self.fits_time(job)
 
-    def job(self, wildcards: Mapping[str, Any]) -> Job:
-        """The job that writes the output with these wildcards (a Snakemake ``Wildcards`` object)."""
+    def job(self, wildcards: Mapping[str, Any], rule: str | None = None) -> Job:
+        """The job of rule ``rule`` that writes the output with these wildcards (a Snakemake ``Wildcards``
+        object); without ``rule``, the one job of any rule with them."""
         key = tuple(sorted((name, str(value)) for name, value in wildcards.items()))
-        try:
-            return self._by_wildcards[key]
-        except KeyError:
-            raise LookupError(f"no job with wildcards {dict(key)} in this configuration's grid") from None
+        found = [job for (r, k), job in self._by_wildcards.items() if k == key and rule in (None, r)]
+        if len(found) != 1:
+            what = f"{len(found)} jobs" if found else "no job"
+            raise LookupError(f"{what} with wildcards {dict(key)} (rule {rule}) in this configuration's grid")
+        return found[0]
 
     def select(self, **wildcards: Any) -> list[Job]:
-        """The jobs that fit and match ``wildcards`` (e.g. ``map="rf"``: every chunk of the RF table)."""
+        """The jobs that fit and match ``wildcards`` (e.g. ``map="rf"``)."""
         return [job for job in self.fit if job.matches(**wildcards)]
 
-    def ws_maps(self) -> list[str]:
-        """Maps of the paper's grids (ws.maps) with at least one WS job that fits (each gets a table)."""
-        return sorted({job.map for job in self.fit if isinstance(job, WSJob) and job.study == "ws"})
+    def tables(self) -> dict[str, list[Job]]:
+        """The tables of the run (a stem below ``tables/``: ``ws_rf``, ``variants``, ``gen_fig4_imdb``,
+        ...), each with the jobs that fit whose rows it stacks, in the order the studies planned them."""
+        out: dict[str, list[Job]] = {}
+        for job in self.fit:
+            out.setdefault(job.table, []).append(job)
+        return out
 
-    def ws_figures(self) -> list[str]:
-        """WS figures with at least one configured map, fitting or not (missing points are marked)."""
-        configured = {job.map for job in self.jobs if isinstance(job, WSJob) and job.study == "ws"}
-        return [stem for stem, maps in WS_FIGURES.items() if configured & set(maps)]
+    def figures(self) -> list[Figure]:
+        """The figure rules of the run: each registered study's (``StudySpec.figures``) that the
+        configuration runs."""
+        return [figure for spec in studies.specs() if spec.active(self.config) for figure in spec.figures(self)]
 
-    def studies(self) -> list[str]:
-        """The studies (``STUDIES``) with at least one job that fits (each gets a table)."""
-        found = {job.study for job in self.fit if isinstance(job, WSJob)}
-        return [study for study in STUDIES if study in found]
-
-    def study_maps(self, *studies: str) -> list[str]:
-        """The maps configured in ``studies`` (fitting or not), in registry order."""
-        found = {job.map for job in self.jobs if isinstance(job, WSJob) and job.study in studies}
-        return [name for name in registry.names() if name in found]
-
-    def trained(self) -> list[TrainedJob]:
-        """The trained study's jobs that fit (one per encoder layer), by layer."""
-        return sorted((job for job in self.fit if isinstance(job, TrainedJob)), key=lambda job: job.layer)
-
-    def swaps(self) -> list[SwapJob]:
-        """The swaps study's jobs that fit (one per map and n), maps in registry order, then by n."""
-        order = {name: i for i, name in enumerate(registry.names())}
-        jobs = [job for job in self.fit if isinstance(job, SwapJob)]
-        return sorted(jobs, key=lambda job: (order.get(job.map, len(order)), job.map, job.n))
-
-    def gen_tables(self) -> list[tuple[str, str]]:
-        """(figure, data) pairs with at least one generalisation job that fits."""
-        return sorted({(job.figure, job.data) for job in self.fit if isinstance(job, GenJob)})
+    def stores(self) -> dict[str, Store]:
+        """The embedding stores the jobs read (fitting or not), by name: the main one and those the
+        studies declare (``StudySpec.stores``)."""
+        known = {"main": main_store(self.config)}
+        for spec in studies.specs():
+            if spec.active(self.config):
+                known |= {store.name: store for store in spec.stores(self.config)}
+        used = {job.store for job in self.jobs if job.store is not None}
+        missing = used - set(known)
+        if missing:
+            raise ValueError(f"jobs read the embedding stores {sorted(missing)}, which no study declares")
+        return {name: known[name] for name in known if name in used}
 
     def store_ns(self, store: str) -> list[int]:
         """The context lengths n of the planned jobs (fitting or not) that read the embedding store
-        ``store`` (``main`` or ``long``), sorted: the store is checked at each
-        (``wordsens.data.inputs.store_problems``)."""
+        ``store``, sorted: the store is checked at each (``wordsens.data.inputs.store_problems``)."""
         return sorted({job.n for job in self.jobs if job.store == store})  # type: ignore[attr-defined]
 
-    def left_out(self, **wildcards: Any) -> list[dict[str, Any]]:
-        """The grid points left out (every chunk of them) among jobs matching ``wildcards``, with
-        the memory they need: what figures and the report mark as not run."""
+    def left_out(self, *, study: str | None = None, **wildcards: Any) -> list[dict[str, Any]]:
+        """The grid points left out (every chunk of them) among jobs of ``study`` matching ``wildcards``,
+        with the memory they need: what figures and the report mark as not run."""
         seen: dict[str, dict[str, Any]] = {}
         for job in self.unfit:
-            if job.matches(**wildcards):
+            if (study is None or job.study == study) and job.matches(**wildcards):
                 seen.setdefault(
                     job.point,
                     {
@@ -163,7 +150,7 @@ class Grid:
                             if self.fits_memory(job) and not self.fits_time(job)
                             else {}
                         ),
-                        **_values(job),
+                        **job.values(),
                     },
                 )
         return list(seen.values())
@@ -224,17 +211,6 @@ def _over(hours: float, limit: float | None) -> str:
     return text
 
 
-def _values(job: Job) -> dict[str, Any]:
-    if isinstance(job, SwapJob):
-        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n}
-    if isinstance(job, TrainedJob):
-        return {"study": job.study, "data": job.data, "layer": job.layer}
-    if isinstance(job, WSJob):
-        return {"study": job.study, "data": job.data, "d": job.d, "n": job.n, **job.swept}
-    assert isinstance(job, GenJob)
-    return {"figure": job.figure, "data": job.data, "n": job.n, "N": job.N, "d": job.d}
-
-
 def failed_jobs(log_text: str) -> list[dict[str, str]]:
     """The failed jobs of a Snakemake log (its ``Error in rule`` blocks): rule, output and log
     files, in order, one entry per job (a retried job appears once)."""
@@ -254,17 +230,12 @@ def failed_jobs(log_text: str) -> list[dict[str, str]]:
     return list(found.values())
 
 
-def _group(job: Job) -> str:
-    """The experiment of a job, as ``describe`` groups them: ``ws``, a study or a figure."""
-    return job.figure if isinstance(job, GenJob) else job.study  # type: ignore[attr-defined]
-
-
 def study_hours(grid: Grid) -> dict[str, float]:
-    """Expected wall hours of the jobs that fit, per experiment (``ws``, each study, ``fig4``,
-    ``fig5``, ``trained``): ``Grid.estimate`` (calibrated), added up; jobs left out not counted."""
+    """Expected wall hours of the jobs that fit, per experiment (``Job.group``: a study, or a part of one:
+    a figure, a results folder): ``Grid.estimate`` (calibrated), added up; jobs left out not counted."""
     hours: dict[str, float] = {}
     for job in grid.fit:
-        hours[_group(job)] = hours.get(_group(job), 0.0) + grid.estimate(job) / 3600
+        hours[job.group] = hours.get(job.group, 0.0) + grid.estimate(job) / 3600
     return hours
 
 
@@ -283,7 +254,7 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
     ]
     groups: dict[str, list[Job]] = {}
     for job in grid.jobs:
-        groups.setdefault(f"{_group(job)} {job.map} ({job.device})", []).append(job)
+        groups.setdefault(f"{job.group} {job.what} ({job.device})", []).append(job)
     for name in sorted(groups):
         mine = groups[name]
         hours = sum(grid.estimate(job) for job in mine) / 3600
@@ -297,12 +268,6 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
         "job-hours per experiment (calibrated; the jobs that fit): "
         + ", ".join(f"{key} {value:.2f}" for key, value in per.items())
     )
-    beyond = sum(per.get(key, 0.0) for key in ("variants", "long_synthetic", "long_imdb"))
-    if beyond:
-        lines.append(
-            f"variants + long_context: {beyond:.2f} job-hours "
-            "(the defaults are sized to stay within about 1.2 on a 2-core laptop)"
-        )
     lines.append(
         f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
         + (
@@ -312,6 +277,6 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
         )
     )
     lines.append(grid.left_out_message(fail=config["limits"]["unfit"] == "fail") or "every job fits")
-    for store, meta in store_metas(config).items():  # the inputs of the stores made already (docs/inputs.md)
+    for store, meta in store_metas(config, grid.stores().values()).items():  # the stores made already (docs/inputs.md)
         lines += store_summary(meta, grid.store_ns(store), config["data"]["min_distinct_share"], f"{store} store")
     return "\n".join(lines)

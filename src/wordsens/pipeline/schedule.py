@@ -2,8 +2,8 @@
 machine's cores, each with its calibrated wall time (``Grid.estimate``, ``wordsens.compute.timing``).
 
 ``run_tasks`` turns a ``Grid`` into the run's tasks: the data steps (downloads, the pool, the
-embeddings), the word-sensitivity and generalisation jobs that fit, the tables, figures, claims and
-probes, each with its rule's threads and the tasks it waits for (the rule chain of
+embeddings), every study's jobs that fit, their tables, figures and claims, and the steps of the
+studies' own rules, each with its threads and the tasks it waits for (the rule chain of
 docs/architecture.md). ``simulate`` schedules them the way Snakemake's local scheduler does on
 ``cores`` cores: at every finish, the ready tasks by priority (the data steps first), each started
 when its threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does);
@@ -21,14 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..compute.costs import GB, MB
+from ..compute.limits import Limits
 from ..compute.timing import DOWNLOAD_SECONDS, REFERENCE_SECONDS, Calibration, speed_factor
-from ..data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS
-from .grid import GEN_FIGURES, WS_FIGURES, Grid
-from .jobs import GenJob, Job, WSJob
-from .limits import Limits
-from .steps import embed_step, probe_step
-from .swaps import SwapJob
-from .trained import TrainedJob, trained_model
+from ..data.models import DEMO_MODEL, PACKAGED_MODELS
+from ..studies import Store
+from ..studies import registry as studies
+from .grid import Grid
+from .steps import embed_step
 
 __all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_text", "run_tasks", "simulate"]
 
@@ -37,7 +36,7 @@ DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.s
 
 @dataclass(frozen=True)
 class Task:
-    """One job of the run: ``group`` (``data``, ``ws``, a study, ``fig4``, ``fig5``, ``probes``,
+    """One job of the run: ``group`` (``data``, a study or a part of one: ``ws``, ``fig4``, ...,
     ``figures``), wall ``seconds`` with its ``threads``, the GPU memory it takes (``gpu_mem_mb``, 0:
     none), ``priority`` and the names of the tasks it waits for (``after``)."""
 
@@ -102,10 +101,6 @@ def simulate(tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0) -> dict[str
     return times
 
 
-def _group(job: Job) -> str:
-    return job.figure if isinstance(job, GenJob) else job.study  # type: ignore[attr-defined]
-
-
 class _Tasks:
     """The run's tasks in the order they are added (``simulate`` breaks ties by that order), each
     step's seconds from its family's calibrated time (``Calibration.seconds``)."""
@@ -123,52 +118,58 @@ class _Tasks:
 
 
 def run_tasks(config: dict, grid: Grid) -> list[Task]:
-    """Every task of the run of ``config`` (the jobs of ``grid`` that fit, and the steps around them),
-    with calibrated seconds (``grid.calibration``)."""
+    """Every task of the run of ``config`` (the jobs of ``grid`` that fit, the steps of the studies' own
+    rules, and the steps around them), with calibrated seconds (``grid.calibration``)."""
     run = _Tasks(grid.calibration)
-    trained = any(isinstance(job, TrainedJob) for job in grid.fit)
-    swaps = any(isinstance(job, SwapJob) for job in grid.fit)  # the swaps study reads the pool and model.name
-    model_task, trained_task = _model_tasks(run, config, trained)
-    probes = config["probes"]
-    pool_for_probes = probes["enabled"] and probes["fig3"]["text"] is None
-    pool, stores = "", {job.store for job in grid.fit}
-    embeds = {"main": "", "long": ""}
-    if "main" in stores or "long" in stores or pool_for_probes or trained or swaps:
-        pool, embeds = _data_tasks(run, config, grid, model_task, stores)
-    chunks = _job_tasks(run, config, grid, embeds, (pool, trained_task), (pool, model_task))
-    _figure_tasks(run, grid, chunks, trained)
-    _probe_tasks(run, config, grid, model_task, pool if pool_for_probes else "")
+    running = [spec for spec in studies.specs() if spec.active(config)]
+    steps = {spec.name: spec.steps(config, grid.limits) for spec in running}
+    stores = {name: store for name, store in grid.stores().items() if any(job.store == name for job in grid.fit)}
+    wanted = {need for job in grid.fit for need in job.needs}
+    wanted |= {need for mine in steps.values() for step in mine for need in step.after}
+    models = _model_tasks(run, config, {need.partition(":")[2] for need in wanted if need.startswith("model:")})
+    pool, embeds = "", dict[str, str]()
+    if stores or "pool" in wanted:
+        pool, embeds = _data_tasks(run, config, grid, models[config["model"]["name"]], stores)
+    names = {"pool": pool, **{f"model:{name}": task for name, task in models.items()}}
+    tables = _job_tasks(run, grid, embeds, names)
+    _figure_tasks(run, grid, tables)
+    for spec in running:
+        for step in steps[spec.name]:
+            after = [names.get(name, name) for name in step.after]
+            group = "figures" if step.figure else spec.name
+            run.add(step.name, group, step.family, after, gpu_mem_mb=step.gpu_mem_mb)
     return run.tasks
 
 
-def _model_tasks(run: _Tasks, config: dict, trained: bool) -> tuple[str, str]:
-    """The encoder's task (``model.name``: the demo model built, a packaged one unpacked; empty for a
-    local folder or a Hub model, which the pool's task downloads) and that of the trained study's
-    encoder where it is another one (built, unpacked or downloaded first)."""
+def _model_tasks(run: _Tasks, config: dict, others: set[str]) -> dict[str, str]:
+    """The task that provides each encoder of the run, by name (empty where none is needed): model.name
+    built (the demo model) or unpacked (a packaged one), a local folder or Hub model (which the pool's
+    task downloads) none; another encoder a study reads (``model:<name>`` of a job or step): built,
+    unpacked or downloaded first."""
     model = config["model"]["name"]
-    model_task = ""
+    tasks = {model: ""}
     if model == DEMO_MODEL:
-        model_task = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+        tasks[model] = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
     elif model in PACKAGED_MODELS:
-        model_task = run.add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
-    # the trained study's encoder, where it is not model.name: unpacked, built or downloaded first
-    trained_task = model_task
-    measured = trained_model(config) if trained else model
-    if measured == DEMO_MODEL and measured != model:
-        trained_task = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
-    elif measured in PACKAGED_MODELS and measured != model:
-        trained_task = run.add(f"packaged_model {measured}", "data", "packaged_model", priority=DATA_PRIORITY)
-    elif measured != model and not Path(measured).expanduser().exists():  # a Hub name: its download
-        trained_task = run.add(f"download {measured}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
-    return model_task, trained_task
+        tasks[model] = run.add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
+    for name in sorted(others - {model}):
+        if name == DEMO_MODEL:
+            tasks[name] = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
+        elif name in PACKAGED_MODELS:
+            tasks[name] = run.add(f"packaged_model {name}", "data", "packaged_model", priority=DATA_PRIORITY)
+        elif not Path(name).expanduser().exists():  # a Hub name: its download
+            tasks[name] = run.add(f"download {name}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
+        else:
+            tasks[name] = ""
+    return tasks
 
 
 def _data_tasks(
-    run: _Tasks, config: dict, grid: Grid, model_task: str, stores: set[str | None]
+    run: _Tasks, config: dict, grid: Grid, model_task: str, stores: dict[str, Store]
 ) -> tuple[str, dict[str, str]]:
     """The data steps: the corpus (demo) or the reviews' download (Hub), the pool (with the encoder's
-    download for a Hub model) and the embedding stores the jobs read. Returns the pool's task and the
-    embedding task of each store (``main``, ``long``; empty where no job reads it)."""
+    download for a Hub model) and the embedding stores the jobs read (another store's pool of its own
+    first). Returns the pool's task and the embedding task of each store, by name."""
     model = config["model"]["name"]
     hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
     source = config["data"]["source"]
@@ -176,114 +177,55 @@ def _data_tasks(
     hub = DOWNLOAD_SECONDS["reviews"] if source == "hub" else 0.0
     reviews = run.add("reviews", "data", "reviews", [corpus], hub, priority=DATA_PRIORITY)
     download = DOWNLOAD_SECONDS["model"] if hub_model else 0.0
-    step = embed_step(config, grid.limits)
     pool = run.add("pool", "data", "pool", [reviews, model_task], download, priority=DATA_PRIORITY)
-    embeds = {"main": "", "long": ""}
-    if "main" in stores:
-        embeds["main"] = run.add(
-            "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=step.gpu_mem_mb
-        )
-    if "long" in stores:
-        pool_long = run.add("pool_long", "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
-        on_gpu = embed_step(config, grid.limits, long=True).gpu_mem_mb
-        embeds["long"] = run.add("embed_long", "data", "embed", [pool_long], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
+    embeds = {}
+    for name, store in stores.items():
+        on_gpu = embed_step(config, grid.limits, store).gpu_mem_mb
+        if name == "main":
+            embeds[name] = run.add(
+                "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu
+            )
+            continue
+        own_pool = run.add(store.pool_rule, "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
+        embeds[name] = run.add(store.rule, "data", "embed", [own_pool], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
     return pool, embeds
 
 
-def _job_tasks(
-    run: _Tasks,
-    config: dict,
-    grid: Grid,
-    embeds: dict[str, str],
-    trained_needs: tuple[str, str],
-    swap_needs: tuple[str, str] = ("", ""),
-) -> dict[str, list[str]]:
-    """The jobs that fit, each after the embedding store it reads (the trained study: after the pool
-    and its encoder, ``trained_needs``; the swaps study: after the pool and model.name, ``swap_needs``),
-    with its estimated seconds. Returns the keys of the jobs of each table (``ws_table MAP``,
-    ``study_table STUDY``, ``gen_table FIGURE DATA``, ``trained_table``, ``swaps_table``), in the order
-    the jobs come."""
-    chunks: dict[str, list[str]] = {}
+def _job_tasks(run: _Tasks, grid: Grid, embeds: dict[str, str], names: dict[str, str]) -> dict[str, list[str]]:
+    """The jobs that fit, each after the embedding store it reads and what else it needs (``Job.needs``:
+    the pool, an encoder's task), with its estimated seconds. Returns the keys of the jobs of each
+    table, in the order the jobs come."""
     for job in grid.fit:
-        section = config["gen" if isinstance(job, GenJob) else "ws"]
-        store = embeds.get(job.store or "", "")
-        # the trained study reads the pool and its encoder itself
-        needs = trained_needs if isinstance(job, TrainedJob) else swap_needs if isinstance(job, SwapJob) else (store,)
+        after = [embeds.get(job.store or "", ""), *(names.get(need, "") for need in job.needs)]
         run.tasks.append(
             Task(
                 job.key,
-                _group(job),
+                job.group,
                 grid.estimate(job),
-                section["threads"],
+                job.threads,
                 job.gpu_mem_mb,
-                after=tuple(a for a in needs if a),
+                after=tuple(a for a in after if a),
             )
         )
-        if isinstance(job, TrainedJob):
-            table = "trained_table"
-        elif isinstance(job, SwapJob):
-            table = "swaps_table"
-        elif isinstance(job, WSJob):
-            table = f"ws_table {job.map}" if job.study == "ws" else f"study_table {job.study}"
-        else:
-            assert isinstance(job, GenJob)
-            table = f"gen_table {job.figure} {job.data}"
-        chunks.setdefault(table, []).append(job.key)
-    return chunks
+    return {stem: [job.key for job in jobs] for stem, jobs in grid.tables().items()}
 
 
-def _figure_tasks(run: _Tasks, grid: Grid, chunks: dict[str, list[str]], trained: bool) -> None:
+def _figure_tasks(run: _Tasks, grid: Grid, tables: dict[str, list[str]]) -> None:
     """The tables (each after its jobs), the figures (each after its tables) and the claims (after
     the tables they check)."""
-    for table, keys in chunks.items():
-        run.add(table, "figures", table.split()[0], keys)
-    for stem in grid.ws_figures():
-        run.add(
-            f"ws_figure {stem}",
-            "figures",
-            "ws_figure",
-            [f"ws_table {m}" for m in WS_FIGURES[stem] if m in grid.ws_maps()],
-        )
-    for figure, data in grid.gen_tables():
-        stem = next(s for s, f in GEN_FIGURES.items() if f == figure)
-        run.add(f"gen_figure {stem} {data}", "figures", "gen_figure", [f"gen_table {figure} {data}"])
-    studies = grid.studies()
-    for study, rule in (("variants", "variants_figure"), ("positions", "positions_figure")):
-        if study in studies:
-            run.add(rule, "figures", rule, [f"study_table {study}"])
-    if any(s.startswith("long_") for s in studies):
-        run.add(
-            "long_context_figure",
-            "figures",
-            "long_context_figure",
-            [f"study_table {s}" for s in studies if s.startswith("long_")],
-        )
-    if trained:
-        run.add("trained_figure", "figures", "trained_figure", ["trained_table"])
-    if "swaps_table" in chunks:
-        run.add("swaps_figure", "figures", "swaps_figure", ["swaps_table"])
-    tables = ("study_table variants", "trained_table", "swaps_table")
-    claim_inputs = [t for t in chunks if t.startswith(("ws_table", "gen_table")) or t in tables]
+    for stem, keys in tables.items():
+        run.add(f"table {stem}", "figures", "table", keys)
+    for figure in grid.figures():
+        run.add(figure.name, "figures", figure.family, [f"table {stem}" for stem in figure.tables.values()])
+    claim_inputs = [f"table {stem}" for stem in tables if _checked(stem)]
     if claim_inputs:
         run.add("claims", "figures", "claims", claim_inputs)
 
 
-def _probe_tasks(run: _Tasks, config: dict, grid: Grid, model_task: str, pool: str) -> None:
-    """The probes' tables, then their figures (a rule of their own): the encoder's (Figure 1's
-    attention, Figure 3's probes: after the encoder and, where Figure 3 reads the pool, ``pool``)
-    and the language model's (Figure 1's answers)."""
-    probes = config["probes"]
-    if probes["enabled"]:
-        encoder = probe_step(config, grid.limits, "encoder").gpu_mem_mb
-        fig1 = run.add("fig1_attention", "probes", "fig1_attention", [model_task], gpu_mem_mb=encoder)
-        run.add("fig1_attention_figure", "figures", "fig1_attention_figure", [fig1])
-        fig3 = run.add("fig3_probes", "probes", "fig3_probes", [model_task, pool], gpu_mem_mb=encoder)
-        run.add("fig3_figures", "figures", "fig3_figures", [fig3])
-    if probes["lm"]["enabled"]:
-        lm = run.add("demo_lm", "probes", "demo_lm") if probes["lm"]["model"] == DEMO_LM else ""
-        lm_mem = probe_step(config, grid.limits, "lm").gpu_mem_mb
-        answers = run.add("fig1_lm", "probes", "fig1_lm", [lm], gpu_mem_mb=lm_mem)
-        run.add("fig1_lm_figure", "figures", "fig1_lm_figure", [answers])
+def _checked(table: str) -> bool:
+    """Whether the claims read ``table`` (its study has claims, or lends its rows to the paper's)."""
+    spec = studies.owner(table)
+    return spec is not None and (spec.claims is not None or spec.lends_ws_rows)
 
 
 def _gpu_words(tasks: Sequence[Task], limits: Limits, budget: int) -> str:
@@ -385,7 +327,14 @@ def plan_text(
             f"machine: built-in times x {speed:.2f}"
         )
     if calibrate:
-        measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate)
+        benchmarked = [
+            step.name
+            for spec in studies.specs()
+            if spec.active(config)
+            for step in spec.steps(config, limits)
+            if step.benchmarked
+        ]
+        measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate, benchmarked)
         if not measured.samples:
             raise ValueError(f"no measured job of this configuration in {', '.join(calibrate)}")
         calibration = Calibration.from_samples(measured.samples, [str(Path(s).resolve()) for s in calibrate], speed)

@@ -1,9 +1,9 @@
 """The configuration against its JSON Schema (``SCHEMA``: workflow/schemas/config.schema.yaml, shipped in the
-package as wordsens/pipeline/config.schema.yaml): validated and
-filled with the schema's defaults the way Snakemake does it (``snakemake.utils.validate`` with
-``set_default=True``), every error named at once, one line each, an unknown key with the closest
-known one; the text Snakemake makes of ``--config`` values read as the schema wants them
-(``coerce_text``); and a copy of a configuration without the keys the schema refuses
+package as wordsens/pipeline/config.schema.yaml, with the sections of the registered studies joined to it:
+``assembled``, each study's ``StudySpec.schema``): validated and filled with the schema's defaults the way
+Snakemake does it (``snakemake.utils.validate`` with ``set_default=True``), every error named at once, one
+line each, an unknown key with the closest known one; the text Snakemake makes of ``--config`` values read as
+the schema wants them (``coerce_text``); and a copy of a configuration without the keys the schema refuses
 (``without_problems``), on which the checks beyond the schema still run. Torch is not imported.
 """
 
@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA", "ConfigError", "apply_schema", "coerce_text", "schema_problems", "without_problems"]
+__all__ = ["SCHEMA", "ConfigError", "apply_schema", "assembled", "coerce_text", "schema_problems", "without_problems"]
 
 # The schema, package data of wordsens.pipeline, so that an installed wheel validates a configuration
 # anywhere. In the repository the file lives at workflow/schemas/config.schema.yaml, where Snakemake's
@@ -83,7 +84,7 @@ def apply_schema(config: dict, schema: str | Path) -> None:
     from snakemake.utils import validate as snakemake_validate
 
     try:
-        snakemake_validate(config, str(schema), set_default=True)
+        snakemake_validate(config, str(_assembled_file(str(schema))), set_default=True)
     except WorkflowError as err:
         found = schema_problems(config, schema)
         cause = err.__context__
@@ -93,11 +94,63 @@ def apply_schema(config: dict, schema: str | Path) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _loaded(schema: str) -> dict:
+def _base(schema: str) -> dict:
     import yaml
 
     with open(schema) as fh:
         return yaml.safe_load(fh)
+
+
+def assembled(schema: str | Path = SCHEMA) -> dict:
+    """The schema of a configuration: the file ``schema`` (the keys every study shares) with the section
+    of every registered study (``StudySpec.schema``) among its properties, after ``model`` in the
+    registry's order, and each section's ``$defs`` among the schema's."""
+    from ..studies import registry as studies
+
+    base = copy.deepcopy(_base(str(schema)))
+    properties: dict[str, Any] = {}
+    for key, value in base["properties"].items():
+        properties[key] = value
+        if key != "model":
+            continue
+        for spec in studies.specs():
+            if spec.section is None or spec.schema is None:
+                continue
+            section = copy.deepcopy(dict(spec.schema))
+            for name, definition in section.pop("$defs", {}).items():
+                if base["$defs"].setdefault(name, definition) != definition:
+                    raise ValueError(f"study {spec.name!r}: its schema's $defs.{name} differs from the schema's")
+            properties[spec.section] = section
+    base["properties"] = properties
+    return base
+
+
+_ASSEMBLED: dict[str, Path] = {}
+
+
+def _assembled_file(schema: str) -> Path:
+    """``assembled(schema)`` as a file (Snakemake's validation reads a file), one per content."""
+    import hashlib
+    import tempfile
+
+    import yaml
+
+    text = yaml.safe_dump(assembled(schema), sort_keys=False)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    if digest not in _ASSEMBLED or not _ASSEMBLED[digest].is_file():
+        folder = Path(tempfile.gettempdir()) / f"wordsens-schema-{os.getuid() if hasattr(os, 'getuid') else 0}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"config.schema.{digest}.yaml"
+        if not path.is_file():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+        _ASSEMBLED[digest] = path
+    return _ASSEMBLED[digest]
+
+
+def _loaded(schema: str) -> dict:
+    return assembled(schema)
 
 
 def _validator(schema: str | Path, *, defaults: bool) -> Any:

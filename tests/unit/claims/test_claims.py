@@ -42,9 +42,9 @@ def test_one_slope_function_with_an_intercept_per_stratum():
     np.testing.assert_allclose(ls_slope(x, Y), [np.polyfit(x, y, 1)[0], 2 * np.polyfit(x, y, 1)[0]], rtol=1e-12)
     assert np.isnan(ls_slope(np.zeros(3), np.ones(3)))
     from wordsens import plots
-    from wordsens.plots import studies
+    from wordsens.studies.long_context import figure
 
-    assert studies.loglog_slope is loglog_slope and not hasattr(plots, "loglog_slope")  # one slope, the claims'
+    assert figure.loglog_slope is loglog_slope and not hasattr(plots, "loglog_slope")  # one slope, the claims'
 
 
 def test_the_laws_slope_depends_on_the_grid():

@@ -1,4 +1,4 @@
-"""The swaps study's rows of the claims table (wordsens.claims.swap_checks) on hand-made rows:
+"""The swaps study's rows of the claims table (wordsens.studies.swaps.claims) on hand-made rows:
 ``continuous_covers_words`` holds and fails, the ratios are reported without a verdict."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import torch
 import yaml
 from workflow_utils import run_cli
 
-from wordsens import pipeline
+from wordsens import compute, pipeline
 from wordsens.compute import costs, devices
 from wordsens.maps import registry
 
@@ -64,8 +64,8 @@ def test_plan_lists_unfit_jobs_with_the_ways_out(tmp_path):
         )
     )
     loaded = pipeline.load_config(config, schema=pipeline.SCHEMA)
-    limits = pipeline.Limits(cpu=16 * costs.GB, gpu=None)
-    jobs = pipeline.ws_jobs(loaded, limits)
+    limits = compute.Limits(cpu=16 * costs.GB, gpu=None)
+    jobs = [job for job in pipeline.Grid(loaded, limits=limits).jobs if job.rule == "ws"]
     assert len(jobs) == 4 and {job.chunk for job in jobs} == {0, 1}
     text = pipeline.describe(loaded, limits)
     assert "drf d768_n80_L8 (2 jobs)" in text and "profiles/slurm" in text and "limits.unfit: skip" in text

@@ -11,10 +11,11 @@ import pytest
 import yaml
 from workflow_utils import demo_config
 
-from wordsens import cli, pipeline
+from wordsens import cli, compute, pipeline
 from wordsens.compute import costs
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
+from wordsens.studies.jobs import CUDA_CONTEXT_BYTES
 
 ROOT = Path(__file__).resolve().parents[3]
 GB = 1024**3
@@ -57,7 +58,7 @@ def test_the_embedding_starts_as_soon_as_its_pool_exists():
 
 def test_the_demo_plan_ends_later_on_one_core_than_on_two():
     config = _demo()
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     tasks = pipeline.run_tasks(config, grid)
     assert {t.name for t in tasks} >= {"reviews", "pool", "embed", "claims", "fig1_attention", "fig1_lm"}
     assert len([t for t in tasks if t.group not in ("data", "figures", "probes")]) == len(grid.fit)
@@ -69,17 +70,17 @@ def test_the_demo_plan_ends_later_on_one_core_than_on_two():
 
 def test_the_trained_study_runs_after_the_pool_and_its_encoder_then_its_table_figure_and_claims():
     """The trained jobs wait for the pool and the encoder they measure (model.name's task, or a task of
-    their own for another trained.model), then trained_table, whose figure and the claims follow."""
+    their own for another trained.model), then its table, whose figure and the claims follow."""
     config = _demo()
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     by_name = {t.name: t for t in pipeline.run_tasks(config, grid)}
     assert (
         set(by_name["trained/layer1"].after) == {"pool", "demo_model"} and by_name["trained/layer2"].group == "trained"
     )
-    assert set(by_name["trained_table"].after) == {"trained/layer1", "trained/layer2"}
-    assert by_name["trained_figure"].after == ("trained_table",) and "trained_table" in by_name["claims"].after
+    assert set(by_name["table trained"].after) == {"trained/layer1", "trained/layer2"}
+    assert by_name["trained_figure"].after == ("table trained",) and "table trained" in by_name["claims"].after
     other = _demo({"trained": {"model": "minilm"}})
-    grid = pipeline.Grid(other, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(other, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     by_name = {t.name: t for t in pipeline.run_tasks(other, grid)}
     assert set(by_name["trained/layer6"].after) == {"pool", "packaged_model minilm"}
     assert "demo_model" in by_name["pool"].after  # the pool is still model.name's
@@ -138,7 +139,7 @@ def test_calibrate_from_benchmark_files_stores_and_prints(tmp_path, monkeypatch,
     # 6 simulations per job: the demo's RAF generalisation jobs cost more than MIN_MODEL_SECONDS (3: 0.9 s)
     gen = {"data": ["synthetic"], "simulations": 6, "simulations_per_job": 6}
     config = _demo({"results": str(tmp_path / "results"), "ws": {"data": "synthetic"}, "gen": gen})
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     _write_benchmarks(tmp_path / "results", grid, fixed=4.0, scale=50.0)
     measured = pipeline.measure(grid.jobs, [tmp_path / "results"])
     assert len(measured.samples) == len(grid.jobs) and measured.unmatched == 0
@@ -197,7 +198,7 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
     """Every grid job of a log (a trained layer, a study's WS job) is matched by its output path, so a
     trained layer with a benchmark file is one ``ws:trained`` sample, not a second one of a rule."""
     config = _demo()
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     bench = tmp_path / "res" / "benchmarks" / "trained" / "layer1.tsv"
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\tmax_rss\n30.5\t0:00:30\t300\n")
@@ -228,20 +229,20 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
 def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     config = _demo({"variants": None, "long_context": None, "positions": None})
     slow = Calibration({"ws:*": Coefficients(0.0, 1.0), "ws:rf": Coefficients(7200.0, 0.0)})
-    kept = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, None), calibration=slow)
-    limited = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, 1.0), calibration=slow)
+    kept = pipeline.Grid(config, limits=compute.Limits(16 * GB, None, None), calibration=slow)
+    limited = pipeline.Grid(config, limits=compute.Limits(16 * GB, None, 1.0), calibration=slow)
     assert not kept.unfit and {job.map for job in limited.unfit} == {"rf"}
     assert {job.map for job in limited.fit} >= {"raf", "drf"}
     text = limited.left_out_message()
     assert "rf d16_n8 (1 job): about 2 hours each, 1 allowed by limits.max_job_hours" in text
     assert "profiles/slurm" in text and "lifts limits.max_job_hours" in text
     assert limited.left_out(map="rf")[0]["needs_hours"] == 2.0
-    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
-    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == pipeline.LOCAL_MAX_JOB_HOURS == 0.2
-    assert pipeline.Limits.from_text(limited.limits.to_text()) == limited.limits
+    assert compute.Limits.of(_demo({"limits": {"memory_gb": 4, "max_job_hours": "null"}})).hours is None
+    assert compute.Limits.of(_demo({"limits": {"memory_gb": 4}})).hours == compute.LOCAL_MAX_JOB_HOURS == 0.2
+    assert compute.Limits.from_text(limited.limits.to_text()) == limited.limits
     # a job just over the limit is printed above it (0.504 h, not "0.5 hours each, 0.5 allowed")
     just_over = Calibration({"ws:*": Coefficients(0.0, 1.0), "ws:rf": Coefficients(0.504 * 3600, 0.0)})
-    near = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, 0.5), calibration=just_over)
+    near = pipeline.Grid(config, limits=compute.Limits(16 * GB, None, 0.5), calibration=just_over)
     assert "rf d16_n8 (1 job): about 0.504 hours each, 0.5 allowed by limits.max_job_hours" in near.left_out_message()
 
 
@@ -251,7 +252,7 @@ def test_config_values_are_merged_over_the_files_as_snakemake_passes_them():
     overrides = {"limits": {"memory_gb": "8", "max_job_hours": "null"}, "seed": 3}
     config = pipeline.load_config(ROOT / "config.yaml", ROOT / "config/demo.yaml", overrides=overrides)
     assert config["seed"] == 3 and config["data"]["source"] == "demo"
-    assert pipeline.Limits.of(config).cpu == 8 * GB and pipeline.Limits.of(config).hours is None
+    assert compute.Limits.of(config).cpu == 8 * GB and compute.Limits.of(config).hours is None
 
 
 @pytest.mark.slow  # importing snakemake.cli asks the SLURM plugin about the cluster: ~10 s here
@@ -299,11 +300,11 @@ def test_gpu_tasks_share_the_gpu_while_their_memory_fits():
 
 def test_the_plan_shares_the_planned_gpu_among_its_jobs():
     config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}, "variants": None, "long_context": None})
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 8 * GB), calibration=Calibration())
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, 8 * GB), calibration=Calibration())
     tasks = pipeline.run_tasks(config, grid)
     on_gpu = [t for t in tasks if t.gpu_mem_mb]
     assert {t.group for t in on_gpu} >= {"ws", "fig4", "fig5", "positions"}  # every job kind of the grid
-    assert all(t.gpu_mem_mb > pipeline.CUDA_CONTEXT_BYTES // costs.MB for t in on_gpu)
+    assert all(t.gpu_mem_mb > CUDA_CONTEXT_BYTES // costs.MB for t in on_gpu)
     budget = pipeline.gpu_budget_mb(tasks, grid.limits)
     assert budget == 8 * 1024
     times = simulate(tasks, 16, budget)
@@ -311,14 +312,14 @@ def test_the_plan_shares_the_planned_gpu_among_its_jobs():
     assert max(_gpu_memory_in_use(on_gpu, times)) > max(t.gpu_mem_mb for t in on_gpu)  # side by side
     assert "on 16 cores and a GPU (8 GB shared)" in pipeline.finish_lines(config, grid, 16)[0]
     # a cluster grants each GPU job a GPU of its own (only DRF there under auto)
-    cluster = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, 8 * GB, shared_gpu=False))
+    cluster = pipeline.Grid(config, limits=compute.Limits(16 * GB, 8 * GB, shared_gpu=False))
     assert "on 4 cores and a GPU per GPU job" in pipeline.finish_lines(config, cluster, 4)[0]
 
 
 def test_runtime_requests_cover_the_calibrated_estimate():
     config = _demo({"variants": None, "long_context": None, "positions": None})
     slow = Calibration({"ws:*": Coefficients(600.0, 1.0)})
-    grid = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=slow)
+    grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=slow)
     job = grid.select(map="raf")[0]
     assert job.runtime < 10 and grid.runtime(job) == int(5 + 5 * grid.estimate(job) / 60) >= 55
 
@@ -404,11 +405,11 @@ def test_a_slower_machine_leaves_out_the_job_that_fits_here():
     """limits.max_job_hours judges the probe-scaled times: the demo's longest job fits at 1.5 x its
     built-in estimate, and is left out on a machine twice as slow (with the jobs above half the limit)."""
     config = _demo({"variants": None, "long_context": None, "positions": None})
-    here = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    here = pipeline.Grid(config, limits=compute.Limits(16 * GB, None), calibration=Calibration())
     longest = max(here.fit, key=here.estimate)
     hours = 1.5 * here.estimate(longest) / 3600
-    fits = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration())
-    slow = pipeline.Grid(config, limits=pipeline.Limits(16 * GB, None, hours), calibration=Calibration(speed=2.0))
+    fits = pipeline.Grid(config, limits=compute.Limits(16 * GB, None, hours), calibration=Calibration())
+    slow = pipeline.Grid(config, limits=compute.Limits(16 * GB, None, hours), calibration=Calibration(speed=2.0))
     twice_over = {job.key for job in here.fit if 2.0 * here.estimate(job) > hours * 3600}
     assert not fits.unfit and longest in slow.unfit and {job.key for job in slow.unfit} == twice_over
 

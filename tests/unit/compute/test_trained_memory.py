@@ -1,5 +1,5 @@
 """The memory of the trained study's jobs from the encoder's size, read from its config.json without
-loading it (wordsens.compute.costs.encoder_parameters, wordsens.pipeline.trained.encoder_size)."""
+loading it (wordsens.compute.costs.encoder_parameters, wordsens.studies.trained.plan.encoder_size)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from transformers import BertConfig, BertModel
 from workflow_utils import ROOT
 
-from wordsens import pipeline
+from wordsens import compute, pipeline
 from wordsens.compute import costs
-from wordsens.pipeline.trained import BERT_VOCAB, encoder_size
+from wordsens.data.models import BERT_VOCAB, encoder_size
+from wordsens.studies.trained.plan import TrainedJob
 
 FACTS = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
 
@@ -46,11 +47,13 @@ def _encoder(tmp_path, name: str, **sizes) -> str:
     return str(folder)
 
 
-def _trained_job(model: str) -> pipeline.TrainedJob:
+def _trained_job(model: str) -> TrainedJob:
     config = pipeline.load_config(
         ROOT / "config.yaml", ROOT / "config" / "demo.yaml", overrides={"trained": {"model": model, "layers": [1]}}
     )
-    (job,) = pipeline.Grid(config, limits=pipeline.Limits(256 * costs.GB, None)).trained()
+    (job,) = [
+        job for job in pipeline.Grid(config, limits=compute.Limits(256 * costs.GB, None)).fit if job.rule == "trained"
+    ]
     return job
 
 

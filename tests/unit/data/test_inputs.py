@@ -17,8 +17,8 @@ import pytest
 import torch
 import yaml
 
+from wordsens import compute, pipeline
 from wordsens import generalisation as G
-from wordsens import pipeline
 from wordsens.data import demo, embed, inputs, models, pretrained
 from wordsens.data import reviews as imdb
 from wordsens.data.store import EmbeddingStore, save_embeddings
@@ -234,7 +234,7 @@ def test_the_grid_names_the_n_each_store_serves():
 
 def test_wordsens_plan_prints_the_inputs_of_an_existing_store(tmp_path):
     config = _demo_config({"resources": str(tmp_path / "resources")})
-    limits = pipeline.Limits(cpu=16 * 1024**3, gpu=None)
+    limits = compute.Limits(cpu=16 * 1024**3, gpu=None)
     assert "store:" not in pipeline.describe(config, limits)  # no store yet: nothing to say
     meta = {"max_length": 48, "reviews": 40, "distinct_steps": [[1, 1], [2, 29], [3, 39], [4, 40]]}
     write_json(Path(store_dir(config)) / "meta.json", {**meta, "unk_share": 0.0, "tokens": 2694})

@@ -1,6 +1,6 @@
 """The swaps study around the numerics (tests/unit/search/test_swaps.py has those): the rows of a job
-(wordsens.experiments.swaps) on a tiny BERT, and the figure and the text table made from them
-(wordsens.plots.swaps).
+(wordsens.studies.swaps.run) on a tiny BERT, and the figure and the text table made from them
+(wordsens.studies.swaps.figure).
 
 Its plan: tests/unit/pipeline/test_plan_swaps.py; its claims: tests/unit/claims/test_claims_swaps.py;
 ``wordsens swap``: tests/unit/cli/test_cli_commands.py."""
@@ -42,7 +42,7 @@ def _job(**changes):
 
 
 def test_a_jobs_rows(tiny, one_thread):
-    from wordsens.experiments.swaps import swap_positions, swap_table
+    from wordsens.studies.swaps.run import swap_positions, swap_table
 
     folder, tokenizer, encoder = tiny
     pool = pd.DataFrame({"text": TEXTS, "review_id": [11, 12], "label": [1, 0]})
@@ -74,8 +74,8 @@ def test_a_jobs_rows(tiny, one_thread):
 
 
 def test_the_figure_and_the_text(tmp_path, tiny, one_thread):
-    from wordsens.experiments.swaps import swap_table
-    from wordsens.plots import swaps_figure, swaps_text
+    from wordsens.studies.swaps.figure import swaps_figure, swaps_text
+    from wordsens.studies.swaps.run import swap_table
 
     folder, tokenizer, encoder = tiny
     pool = pd.DataFrame({"text": TEXTS, "review_id": [11, 12], "label": [1, 0]})

@@ -1,4 +1,4 @@
-"""The trained study's conventions and inputs (``wordsens.experiments.trained``, ``wordsens.maps.trained``,
+"""The trained study's conventions and inputs (``wordsens.studies.trained.run``, ``wordsens.maps.trained``,
 the counterparts' weights in ``wordsens.maps.checkpoint``, the checks in ``wordsens.data.inputs``): the
 moved rows are words, the scale-matched counterparts keep the trained singular values, the LN-matched
 block is the formula it says, the model's convention is a ball of radius ||x_i||, the entropies are
@@ -18,10 +18,10 @@ import torch
 
 from wordsens import maps
 from wordsens.data import demo, embed, inputs, models, pretrained
-from wordsens.experiments.trained import check_tokenizer, layer_rows, layer_table, moved_rows
 from wordsens.maps import checkpoint
 from wordsens.maps.trained import attention_entropy
 from wordsens.search import estimate
+from wordsens.studies.trained.run import check_tokenizer, layer_rows, layer_table, moved_rows
 
 LONG = "a good film with a great cast and a sad story " * 3
 OTHER = "the worst movie, bad acting and a dull plot " * 3
@@ -179,7 +179,7 @@ def test_the_ln_matched_block_is_block_with_the_trained_layernorms_and_gelu(shap
 def test_the_model_convention_searches_a_ball_of_radius_the_moved_rows_norm(shaped_bert):
     """At the model's own scale the ball has the moved row's norm as radius: the move found lies in it,
     changes the map by the WS reported, and a move of the paper's radius sqrt(d) is a different search."""
-    from wordsens.experiments.trained import layer_inputs, trained_rows
+    from wordsens.studies.trained.run import layer_inputs, trained_rows
 
     tokenizer, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     X = layer_inputs(tokenizer, encoder, [LONG], layer=2, n=10, normalise=False)[0] * 0.37  # rows far from sqrt(d)

@@ -1,4 +1,4 @@
-"""The trained study's rows (wordsens.experiments.trained) on the demo's tiny BERT: the inputs are the
+"""The trained study's rows (wordsens.studies.trained.run) on the demo's tiny BERT: the inputs are the
 hidden states entering the layer, and each trained map stands beside its counterparts on the same sample."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def tiny_bert(tmp_path_factory) -> str:
 
 def test_layer_inputs_are_the_hidden_states_entering_the_layer(tiny_bert):
     from wordsens.data import embed, pretrained
-    from wordsens.experiments.trained import layer_inputs
+    from wordsens.studies.trained.run import layer_inputs
 
     tokenizer, encoder = pretrained.load_encoder(tiny_bert, "cpu")
     texts = ["a good film with a great cast and a sad story " * 3, "the worst movie i have seen, bad acting " * 3]
@@ -47,7 +47,7 @@ def test_layer_inputs_are_the_hidden_states_entering_the_layer(tiny_bert):
 
 
 def test_trained_rows_put_each_map_beside_its_counterparts_on_the_same_sample(tiny_bert):
-    from wordsens.experiments.trained import trained_rows
+    from wordsens.studies.trained.run import trained_rows
 
     X = synthetic_sample(6, 64, seed=7) * 0.5  # rows of norm 4: the model's own scale differs from the paper's
     common = {"model": tiny_bert, "layer": 2, "heads": 4, "seed": 3, "review": 1, "max_steps": 20}

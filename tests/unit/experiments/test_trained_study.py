@@ -1,4 +1,4 @@
-"""The trained study's job (``wordsens.experiments.trained.layer_rows``, rule ``trained``): the reviews it
+"""The trained study's job (``wordsens.studies.trained.run.layer_rows``, rule ``trained``): the reviews it
 picks, the samples it searches and the rows it writes, against the planner's count
 (``wordsens.pipeline.TrainedJob.rows``), on the demo's tiny random BERT."""
 
@@ -26,7 +26,7 @@ def tiny_bert(tmp_path_factory) -> str:
 
 def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_bert):
     from wordsens.data import pretrained
-    from wordsens.experiments.trained import pick_reviews
+    from wordsens.data.reviews import pick_reviews
 
     tokenizer, _ = pretrained.load_encoder(tiny_bert, "cpu")
     texts = [SHORT, LONG, SHORT, "the worst movie, bad acting and a dull plot " * 3, LONG]
@@ -40,7 +40,7 @@ def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_
 
 def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_says(tiny_bert, tmp_path):
     from wordsens.data import pretrained
-    from wordsens.experiments.trained import layer_inputs, layer_rows, trained_rows
+    from wordsens.studies.trained.run import layer_inputs, layer_rows, trained_rows
 
     tokenizer, encoder = pretrained.load_encoder(tiny_bert, "cpu")
     texts = [LONG, "the worst movie, bad acting and a dull plot " * 3]

@@ -134,7 +134,7 @@ def test_eps_may_be_the_models_own_float(tiny_bert):
 
 
 def test_registry_entries_and_studies_of_every_map(tiny_bert):
-    from wordsens.pipeline.points import variant_maps
+    from wordsens.studies.variants import variant_maps
 
     for name in ("trained_attention", "trained_layer"):
         spec = registry.get(name)

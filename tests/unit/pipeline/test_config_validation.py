@@ -138,7 +138,7 @@ def test_config_text_is_read_as_the_schema_wants_it():
     assert config["probes"]["enabled"] is False and config["probes"]["fig3"]["text"] is None
     assert config["plots"]["palette"] == "123" and config["plots"]["dpi"] == 100 and config["variants"] is None
     checked = pipeline.check(config)
-    assert [j.params["n"] for j in pipeline.Grid(checked).jobs if isinstance(j, pipeline.TrainedJob)] == [[32], [32]]
+    assert [j.params["n"] for j in pipeline.Grid(checked).jobs if j.rule == "trained"] == [[32], [32]]
     # ws.position: an integer or the text "all"
     assert _given(_demo(), {"ws": {"position": "3"}})["ws"]["position"] == 3
     assert _given(_demo(), {"ws": {"position": "all"}})["ws"]["position"] == "all"

@@ -33,7 +33,7 @@ def test_shipped_configs_load_and_defaults_come_from_the_schema(tmp_path):
     # a file that sets almost nothing gets every default of the schema
     minimal = tmp_path / "config.yaml"
     minimal.write_text(yaml.safe_dump({"ws": {"maps": {"raf": {"d": [16], "n": [8]}}}}))
-    schema = yaml.safe_load(pipeline.SCHEMA.read_text())
+    schema = pipeline.assembled()
     loaded = pipeline.load_config(minimal, schema=pipeline.SCHEMA)
     assert loaded["ws"]["trials"] == schema["properties"]["ws"]["properties"]["trials"]["default"]
     assert loaded["limits"]["unfit"] == "skip" and loaded["data"]["source"] == "hub"
@@ -82,7 +82,7 @@ def test_schema_refuses_with_the_key(changes, key):
                 "gen": {"fig4": None, "fig5": None},
                 **NO_STUDIES,
             },
-            ["ws.maps is empty"],
+            ["no study runs a job", "ws, gen, variants"],
         ),
         ({"gen": {"fig5": {"maps": {"raf": [8]}, "N": [50], "penalties": [1]}}}, ["data.pool_size >= 51"]),
         ({"gen": {"fig4": {"maps": {"raf": [60]}, "N": [6]}}}, ["gen.fig4.maps.raf", "model.max_length"]),
@@ -218,7 +218,7 @@ def test_a_null_map_leaves_a_generalisation_figure_and_an_empty_figure_is_refuse
     config files is recursive, so leaving it out keeps it)."""
     config = _demo({"gen": {"fig4": {"maps": {"rf": None, "relu_raf": None}}}})
     assert set(config["gen"]["fig4"]["maps"]) == {"raf"}
-    jobs = [j for j in pipeline.Grid(config).jobs if isinstance(j, pipeline.GenJob) and j.figure == "fig4"]
+    jobs = [j for j in pipeline.Grid(config).jobs if j.rule == "gen" and j.figure == "fig4"]
     assert jobs and {j.map for j in jobs} == {"raf"}
     with pytest.raises(pipeline.ConfigError, match=r"gen.fig5.maps: every map is null; set gen.fig5: null"):
         _demo({"gen": {"fig5": {"maps": {"raf": None, "relu_raf": None}}}})

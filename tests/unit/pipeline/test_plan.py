@@ -13,15 +13,19 @@ from pathlib import Path
 import pytest
 from workflow_utils import demo_config
 
-from wordsens import NUMERICS_VERSIONS, pipeline
+from wordsens import compute, pipeline
 from wordsens.compute import costs, map_costs
 from wordsens.experiments import config_hash
 from wordsens.maps import registry
 from wordsens.seeds import canonical, canonical_json, derive_seed
+from wordsens.studies import Request, main_store, numerics_versions
+from wordsens.studies.gen import plan as gen_plan
+from wordsens.studies.jobs import CUDA_CONTEXT_BYTES
+from wordsens.studies.probes.plan import probe_request
 
 ROOT = Path(__file__).resolve().parents[3]
 GB = costs.GB
-SMALL = pipeline.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
+SMALL = compute.Limits(cpu=16 * GB, gpu=None)  # a machine like the CI one, whatever this one has
 
 
 _demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
@@ -31,7 +35,7 @@ def test_grid_looks_jobs_up_by_their_wildcards():
     config = _demo()
     grid = pipeline.Grid(config, limits=SMALL)
     points = sum(len(g["d"]) * len(g["n"]) * len(g.get("L", [1])) for g in config["ws"]["maps"].values())
-    paper = [j for j in grid.jobs if j.kind == "ws" and j.study == "ws"]
+    paper = [j for j in grid.jobs if j.rule == "ws" and j.study == "ws"]
     assert len(paper) == points  # trials_per_job = trials: one chunk each
     for job in grid.fit:
         assert grid.job(job.wildcards) is job
@@ -41,9 +45,14 @@ def test_grid_looks_jobs_up_by_their_wildcards():
     assert {(job.figure, job.data) for job in fig4} == {("fig4", "imdb")} and len(fig4) == 8
     with pytest.raises(LookupError, match="no job"):
         grid.job({"study": "ws", "map": "rf", "setting": "d99_n8", "chunk": "0"})
-    assert grid.ws_maps() == ["drf", "raf", "relu_raf", "rf"]
-    assert grid.ws_figures() == ["fig2_rf_drf", "fig3_raf_relu_raf"]
-    assert ("fig5", "synthetic") in grid.gen_tables()
+    assert sorted(stem for stem in grid.tables() if stem.startswith("ws_")) == [
+        "ws_drf",
+        "ws_raf",
+        "ws_relu_raf",
+        "ws_rf",
+    ]
+    assert [f.name for f in grid.figures() if f.study == "ws"] == ["fig2_rf_drf", "fig3_raf_relu_raf"]
+    assert "gen_fig5_synthetic" in grid.tables()
 
 
 def test_params_are_the_configuration_slice_without_threads():
@@ -51,12 +60,12 @@ def test_params_are_the_configuration_slice_without_threads():
     more_threads = pipeline.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
     assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
     ws = grid.job({"study": "ws", "map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
-    assert ws.params["numerics_version"] == NUMERICS_VERSIONS["ws"] and "threads" not in str(ws.params)
+    assert ws.params["numerics_version"] == numerics_versions()["ws"] and "threads" not in str(ws.params)
     assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
     assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
     # a search setting changes exactly the WS params
     steps = pipeline.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
-    changed = {job.kind for job, new in zip(grid.jobs, steps.jobs, strict=True) if job.params != new.params}
+    changed = {job.rule for job, new in zip(grid.jobs, steps.jobs, strict=True) if job.params != new.params}
     assert changed == {"ws"}
 
 
@@ -64,11 +73,11 @@ def test_each_experiment_has_its_numerics_version():
     """A bump of one experiment's numerics version changes the params of its jobs only (so
     Snakemake re-runs those), and every job carries its own experiment's version."""
     grid = pipeline.Grid(_demo(), limits=SMALL)
-    assert {job.kind: job.params["numerics_version"] for job in grid.jobs} == NUMERICS_VERSIONS
-    for bumped in NUMERICS_VERSIONS:
-        versions = {**NUMERICS_VERSIONS, bumped: "bumped"}
+    assert {job.rule: job.params["numerics_version"] for job in grid.jobs} == numerics_versions()
+    for bumped in numerics_versions():
+        versions = {**numerics_versions(), bumped: "bumped"}
         other = pipeline.Grid(_demo(), limits=SMALL, numerics_versions=versions)
-        changed = {job.kind for job, new in zip(grid.jobs, other.jobs, strict=True) if job.params != new.params}
+        changed = {job.rule for job, new in zip(grid.jobs, other.jobs, strict=True) if job.params != new.params}
         assert changed == {bumped}
 
 
@@ -115,7 +124,7 @@ def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
     config = _demo({"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}})
     grid = pipeline.Grid(config, limits=SMALL)
     assert [job.point for job in grid.unfit] == ["drf d768_n80_L8"]
-    assert "drf" not in grid.ws_maps() and "fig2_rf_drf" in grid.ws_figures()  # the figure marks the point
+    assert "ws_drf" not in grid.tables() and "fig2_rf_drf" in [f.name for f in grid.figures()]  # marks the point
     (point,) = grid.left_out(map="drf")
     assert point["L"] == 8 and point["n"] == 80 and point["needs_gb"] > 16
     skip, fail = grid.left_out_message(), grid.left_out_message(fail=True)
@@ -130,20 +139,20 @@ def test_unfit_jobs_are_left_out_and_named_with_the_ways_out():
 def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     config = _demo({"ws": {"data": "synthetic", "device": "auto", "maps": {"drf": {"d": [768], "n": [80], "L": [4]}}}})
     cpu_only = pipeline.Grid(config, limits=SMALL)
-    with_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
+    with_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
     drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
     arrays = registry.get("drf").ws_memory(80, 768, {"L": 4}).bytes
-    assert drf.device_bytes == arrays + pipeline.CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
+    assert drf.device_bytes == arrays + CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
     assert drf.gpu_mem_mb == -(-drf.device_bytes // costs.MB)
     assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
-    small_gpu = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=24 * GB))
+    small_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=24 * GB))
     assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
     # ws.device: cpu keeps DRF on CPU even with a GPU; cuda without a known GPU is not refused here
     assert pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
     explicit = pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cuda"}}), limits=SMALL)
-    assert not explicit.unfit and {job.device for job in explicit.jobs if job.kind == "ws"} == {"cuda"}
+    assert not explicit.unfit and {job.device for job in explicit.jobs if job.rule == "ws"} == {"cuda"}
 
 
 def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
@@ -151,13 +160,13 @@ def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
     generalisation job of every map there. A cluster grants each GPU job a GPU of its own: auto sends
     only the maps whose cost model prefers a GPU (DRF) there."""
     config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}})
-    shared = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB))
-    maps = {job.map for job in shared.jobs if job.kind in ("ws", "gen")}
+    shared = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
+    maps = {job.map for job in shared.jobs if job.rule in ("ws", "gen")}
     assert {"rf", "drf", "raf", "relu_raf", "mh_raf", "block"} <= maps  # the studies' maps included
-    assert {job.device for job in shared.jobs if job.kind in ("ws", "gen")} == {"cuda"}
-    on_shared = [job for job in shared.jobs if job.kind != "trained"]
+    assert {job.device for job in shared.jobs if job.rule in ("ws", "gen")} == {"cuda"}
+    on_shared = [job for job in shared.jobs if job.rule != "trained"]
     assert all(job.gpu == 1 and job.gpu_mem_mb * costs.MB >= job.device_bytes for job in on_shared)
-    cluster = pipeline.Grid(config, limits=pipeline.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False))
+    cluster = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False))
     on_gpu = {job.map for job in cluster.jobs if job.device == "cuda"}
     assert on_gpu == {m for m in maps if registry.get(m).cost.prefers_gpu} == {"drf"}
     assert {job.gpu_mem_mb for job in cluster.jobs if job.device == "cpu"} == {0}
@@ -166,25 +175,26 @@ def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
 
 def test_steps_that_run_a_model_declare_their_gpu_memory_where_the_plan_puts_them():
     config = _demo({"model": {"device": "auto"}, "probes": {"device": "auto", "lm": {"device": "auto"}}})
-    gpu = pipeline.Limits(cpu=16 * GB, gpu=80 * GB)
-    embed = pipeline.embed_step(config, gpu)
-    assert embed.device == "cuda" and embed.gpu == 1 and embed.gpu_mem_mb * costs.MB > pipeline.CUDA_CONTEXT_BYTES
-    assert embed.mem_mb == pipeline.embed_step(config, SMALL).mem_mb  # the host memory does not depend on it
-    assert pipeline.embed_step(config, SMALL) == pipeline.Step(embed.mem_mb, "cpu", 0)
-    cluster = pipeline.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False)
+    gpu = compute.Limits(cpu=16 * GB, gpu=80 * GB)
+    store = main_store(config)
+    embed = pipeline.embed_step(config, gpu, store)
+    assert embed.device == "cuda" and embed.gpu == 1 and embed.gpu_mem_mb * costs.MB > CUDA_CONTEXT_BYTES
+    assert embed.mem_mb == pipeline.embed_step(config, SMALL, store).mem_mb  # the host memory does not depend on it
+    assert pipeline.embed_step(config, SMALL, store) == Request(embed.mem_mb, "cpu", 0)
+    cluster = compute.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False)
     # on a cluster a GPU each: the embeddings and the LM, not the few forward passes of the encoder probes
-    assert [pipeline.embed_step(config, cluster).gpu, pipeline.probe_step(config, cluster, "lm").gpu] == [1, 1]
-    assert pipeline.probe_step(config, cluster, "encoder") == pipeline.probe_step(config, SMALL, "encoder")
-    assert pipeline.probe_step(config, gpu, "encoder").gpu_mem_mb > 0
+    assert [pipeline.embed_step(config, cluster, store).gpu, probe_request(config, cluster, "lm").gpu] == [1, 1]
+    assert probe_request(config, cluster, "encoder") == probe_request(config, SMALL, "encoder")
+    assert probe_request(config, gpu, "encoder").gpu_mem_mb > 0
     # a device set to cpu stays there whatever is known
-    assert pipeline.probe_step(pipeline.merge(config, {"probes": {"device": "cpu"}}), gpu, "encoder").gpu == 0
+    assert probe_request(pipeline.merge(config, {"probes": {"device": "cpu"}}), gpu, "encoder").gpu == 0
 
 
 def test_limits_of_a_configuration(monkeypatch):
     monkeypatch.setenv("WORDSENS_MAX_MEMORY_MB", "2048")
-    limits = pipeline.Limits.of(_demo({"limits": {"gpu_memory_gb": 40}}))
+    limits = compute.Limits.of(_demo({"limits": {"gpu_memory_gb": 40}}))
     assert limits.cpu <= 2048 * costs.MB and limits.gpu == 40 * GB
-    assert pipeline.Limits.of(_demo({"limits": {"memory_gb": 3}})).cpu == 3 * GB
+    assert compute.Limits.of(_demo({"limits": {"memory_gb": 3}})).cpu == 3 * GB
 
 
 def test_describe_lists_jobs_devices_and_what_is_left_out():
@@ -222,8 +232,8 @@ def test_failed_jobs_are_read_from_a_real_snakemake_log(tmp_path):
 
 
 def test_limits_travel_to_the_jobs_as_text():
-    for limits in (pipeline.Limits(cpu=3 * GB, gpu=None), pipeline.Limits(cpu=5, gpu=80 * GB)):
-        assert pipeline.Limits.from_text(limits.to_text()) == limits
+    for limits in (compute.Limits(cpu=3 * GB, gpu=None), compute.Limits(cpu=5, gpu=80 * GB)):
+        assert compute.Limits.from_text(limits.to_text()) == limits
 
 
 def test_planning_does_not_load_torch():
@@ -232,7 +242,7 @@ def test_planning_does_not_load_torch():
     code = (
         "import sys, wordsens.pipeline, wordsens.seeds, wordsens.io; "
         "config = wordsens.pipeline.load_config('config.yaml', 'config/demo.yaml'); "
-        "wordsens.pipeline.Grid(config, limits=wordsens.pipeline.Limits(cpu=2**34, gpu=None)); "
+        "wordsens.pipeline.Grid(config, limits=wordsens.compute.Limits(cpu=2**34, gpu=None)); "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
@@ -243,7 +253,7 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
     drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
     wildcards = {"study": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
-    big = pipeline.Limits(cpu=64 * GB, gpu=None)
+    big = compute.Limits(cpu=64 * GB, gpu=None)
     resident = pipeline.Grid(_demo(drf), limits=big)
     assert resident.unfit  # every layer resident: about 99 GB
     streamed = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
@@ -251,26 +261,26 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     layout = map_costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=registry.get("drf").settings.restarts)
     assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
     assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
-    assert job.seconds > pipeline.Grid(_demo(drf), limits=pipeline.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
+    assert job.seconds > pipeline.Grid(_demo(drf), limits=compute.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
     tiny = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
     assert [j.point for j in tiny.unfit] == ["drf d768_n80_L8"]
     assert "0.5 GB allowed by ws.max_memory_gb" in tiny.left_out_message()
 
 
 def test_cluster_jobs_plan_with_the_planners_limits(monkeypatch):
-    monkeypatch.setenv(pipeline.PLANNED_LIMITS, "")  # restored (removed) after the test
-    monkeypatch.delenv(pipeline.PLANNED_LIMITS)
+    monkeypatch.setenv(compute.PLANNED_LIMITS, "")  # restored (removed) after the test
+    monkeypatch.delenv(compute.PLANNED_LIMITS)
     config = _demo({"limits": {"memory_gb": 3, "gpu_memory_gb": 40}})
-    planned = pipeline.planned_limits(config, planner=True)
-    assert planned == pipeline.Limits(
-        cpu=3 * GB, gpu=40 * GB, hours=pipeline.LOCAL_MAX_JOB_HOURS
+    planned = compute.planned_limits(config, planner=True)
+    assert planned == compute.Limits(
+        cpu=3 * GB, gpu=40 * GB, hours=compute.LOCAL_MAX_JOB_HOURS
     )  # max_job_hours: auto, here
     # a job's process on another node, with other settings visible, takes the planner's limits
-    assert pipeline.planned_limits(_demo(), planner=False) == planned
-    assert pipeline.planned_limits(_demo(), planner=True) != planned  # the planner measures again
+    assert compute.planned_limits(_demo(), planner=False) == planned
+    assert compute.planned_limits(_demo(), planner=True) != planned  # the planner measures again
     # under a cluster profile each GPU job gets a GPU of its own: its jobs plan that way too
-    cluster = pipeline.planned_limits(_demo({"limits": {"cluster_memory_gb": 250, "gpu_memory_gb": 40}}), planner=True)
-    assert not cluster.shared_gpu and pipeline.planned_limits(_demo(), planner=False) == cluster
+    cluster = compute.planned_limits(_demo({"limits": {"cluster_memory_gb": 250, "gpu_memory_gb": 40}}), planner=True)
+    assert not cluster.shared_gpu and compute.planned_limits(_demo(), planner=False) == cluster
 
 
 def test_gpu_budget_problem_names_every_job_and_step_over_the_budget():
@@ -281,7 +291,7 @@ def test_gpu_budget_problem_names_every_job_and_step_over_the_budget():
         def __init__(self, point: str, mb: int) -> None:
             self.point, self.gpu_mem_mb = point, mb
 
-    steps = {"embed": pipeline.Step(100, "cuda", 3000), "probes": None}
+    steps = {"embed": 3000, "fig3_probes": 0}
     jobs = [_Job("rf d8_n4", 1037), _Job("drf d32_n48_L2", 2500)]
     text = pipeline.gpu_budget_problem(jobs, steps, 2083)
     assert text is not None and text.startswith("2 job(s) declare more GPU memory than --resources gpu_mem_mb=2083")
@@ -295,20 +305,20 @@ def test_penalised_searches_are_priced_at_the_step_cap_from_the_papers_widths():
     d = 384 and 768 (2.2-4.1 x a Figure 4 search), those by Levenberg-Marquardt steps (smooth maps:
     RAF) stop by their rule at 1.2-2.1 x, and both stopped like Figure 4's at the demo's d = 16: the
     plan prices them so."""
-    fig4 = pipeline.gen_searches("fig4", {"trainings": ["fine_tune", "retrain"], "losses": ["surrogate", "direct"]})
-    fig5 = pipeline.gen_searches("fig5", {"trainings": ["fine_tune", "retrain"], "penalties": [1, 0.1, 0.01]})
-    weight = pipeline.jobs.PENALISED_SEARCH_WEIGHT
-    lsq = pipeline.jobs.LEAST_SQUARES_SEARCH_WEIGHT
+    fig4 = gen_plan.gen_searches("fig4", {"trainings": ["fine_tune", "retrain"], "losses": ["surrogate", "direct"]})
+    fig5 = gen_plan.gen_searches("fig5", {"trainings": ["fine_tune", "retrain"], "penalties": [1, 0.1, 0.01]})
+    weight = gen_plan.PENALISED_SEARCH_WEIGHT
+    lsq = gen_plan.LEAST_SQUARES_SEARCH_WEIGHT
     assert 1 < lsq < weight
-    assert pipeline.search_load(fig4, 768, 500) == 4 == pipeline.search_load(fig4, 768, 500, True)
-    assert pipeline.search_load(fig5, 16, 500) == 6 == pipeline.search_load(fig5, 16, 500, True)
-    assert pipeline.search_load(fig5, 768, 500) == pytest.approx(6 * weight)
-    assert pipeline.search_load(fig5, 768, 1000) == pytest.approx(12 * weight)
-    assert pipeline.search_load(fig5, 768, None) == pipeline.search_load(fig5, 768, 500)
-    assert pipeline.search_load(fig5, 768, 500, True) == pipeline.search_load(fig5, 768, 1000, True) == 6 * lsq
+    assert gen_plan.search_load(fig4, 768, 500) == 4 == gen_plan.search_load(fig4, 768, 500, True)
+    assert gen_plan.search_load(fig5, 16, 500) == 6 == gen_plan.search_load(fig5, 16, 500, True)
+    assert gen_plan.search_load(fig5, 768, 500) == pytest.approx(6 * weight)
+    assert gen_plan.search_load(fig5, 768, 1000) == pytest.approx(12 * weight)
+    assert gen_plan.search_load(fig5, 768, None) == gen_plan.search_load(fig5, 768, 500)
+    assert gen_plan.search_load(fig5, 768, 500, True) == gen_plan.search_load(fig5, 768, 1000, True) == 6 * lsq
     wide = _demo({"gen": {"d": 128, "data": ["synthetic"]}})
     fig5_jobs = [
-        j for j in pipeline.Grid(wide, limits=SMALL).jobs if isinstance(j, pipeline.GenJob) and j.figure == "fig5"
+        j for j in pipeline.Grid(wide, limits=SMALL).jobs if isinstance(j, gen_plan.GenJob) and j.figure == "fig5"
     ]
     by_map = {j.map: j for j in fig5_jobs}
     assert {"raf", "relu_raf"} <= set(by_map)

@@ -1,4 +1,4 @@
-"""The swaps study in the plan (wordsens.pipeline.swaps, wordsens.compute.swap_costs): one job per map and
+"""The swaps study in the plan (wordsens.studies.swaps.plan, wordsens.compute.swap_costs): one job per map and
 n with its params, rows and schedule, the cross-key problems named with the key and the fix, which maps
 are scored over the whole vocabulary."""
 
@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from workflow_utils import demo_config
 
-from wordsens import NUMERICS_VERSIONS, pipeline
+from wordsens import compute, pipeline
 from wordsens.compute import swap_costs
 from wordsens.data import models
 from wordsens.maps import registry
+from wordsens.studies import numerics_versions
 
-SMALL = pipeline.Limits(cpu=16 * 1024**3, gpu=None)
+SMALL = compute.Limits(cpu=16 * 1024**3, gpu=None)
 
 
 _demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workflow_utils)
@@ -24,14 +25,14 @@ _demo = demo_config  # config.yaml + config/demo.yaml + changes, checked (workfl
 def test_the_study_plans_one_job_per_map_and_n():
     config = _demo()
     grid = pipeline.Grid(config, limits=SMALL)
-    jobs = grid.swaps()
+    jobs = grid.tables()["swaps"]
     section = config["swaps"]
     in_order = [m for m in registry.names() if m in section["maps"]]  # the registry's order, then n
     assert [(j.map, j.n) for j in jobs] == [(m, n) for m in in_order for n in sorted(section["n"])]
     job = grid.job({"map": "raf", "setting": "d16_n8"})
     assert job in jobs and job.key == "swaps/raf/d16_n8" and job.family == "swaps:raf" and job.store is None
     assert job.rows == section["reviews"] * section["positions"]
-    assert job.params["numerics_version"] == NUMERICS_VERSIONS["swaps"] and "chunk_mb" not in job.params
+    assert job.params["numerics_version"] == numerics_versions()["swaps"] and "chunk_mb" not in job.params
     # a checkpoint's map reads the encoder's first layer, its rows whole (d = the width)
     trained = grid.job({"map": "trained_attention", "setting": f"d{models.TINY_BERT_WIDTH}_n16"})
     assert trained.params["options"] == {"model": "demo-tiny-bert", "layer": 1}
@@ -46,7 +47,7 @@ def test_the_study_plans_one_job_per_map_and_n():
     # the schedule: after the pool and the model, a table, a figure, the claims
     tasks = {task.name: task for task in pipeline.run_tasks(config, grid)}
     assert set(tasks[job.key].after) == {"pool", "demo_model"}
-    assert set(tasks["swaps_figure"].after) == {"swaps_table"} and "swaps_table" in tasks["claims"].after
+    assert set(tasks["swaps_figure"].after) == {"table swaps"} and "table swaps" in tasks["claims"].after
 
 
 @pytest.mark.parametrize(

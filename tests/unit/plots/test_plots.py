@@ -120,7 +120,7 @@ def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
 def test_attention_maps_come_back_from_the_probes_table(tmp_path):
     """The probes write their maps as a table and the figure rules draw from it: the maps read back
     equal the ones written (through the CSV, tokens such as "null" kept as text), in label order."""
-    from wordsens.experiments.probes import AttentionMap, attention_table
+    from wordsens.studies.probes.run import AttentionMap, attention_table
 
     rng = np.random.default_rng(0)
     written = [

@@ -81,8 +81,8 @@ def _styles(ax) -> dict[str, int]:
 def test_trained_figure_draws_the_ratios_per_counterpart_and_convention_the_entropies_and_heads(tmp_path):
     from matplotlib.colors import to_rgb
 
-    from wordsens.claims import trained_ratios
-    from wordsens.plots import trained_figure
+    from wordsens.studies.trained.claims import trained_ratios
+    from wordsens.studies.trained.figure import trained_figure
 
     table = _trained_table()
     paths = [tmp_path / "fig_trained.png", tmp_path / "fig_trained.pdf"]
@@ -115,7 +115,7 @@ def test_trained_figure_draws_the_ratios_per_counterpart_and_convention_the_entr
 
 
 def test_trained_figure_marks_a_missing_pair_and_missing_heads_not_run(tmp_path):
-    from wordsens.plots import trained_figure
+    from wordsens.studies.trained.figure import trained_figure
 
     table = _trained_table(counterparts=[("trained_attention", "mh_raf", "paper")], heads=0)
     path = tmp_path / "fig_trained.png"

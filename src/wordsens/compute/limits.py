@@ -1,0 +1,103 @@
+"""What one job may use on this machine or cluster (``Limits``), from ``limits`` of a
+configuration, and the limits a workflow plans with (``planned_limits``). Torch is not imported,
+except to ask a visible GPU for its free memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import costs
+from .devices import available_bytes
+
+__all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "planned_limits"]
+
+GB = costs.GB
+# Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
+# profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, take
+# about 6 minutes, and its run ends within the hour (43:53 measured, 43:58 planned); at 0.5 h the variants' DRF point
+# at n = 50 (0.25 h planned, 22.5 min beside other jobs) ran too, and the run took 61:27.
+LOCAL_MAX_JOB_HOURS = 0.2
+
+
+def _gpu_visible() -> bool:
+    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
+    one never import torch at planning time."""
+    if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
+    where no GPU is known (then every ``device: auto`` means the CPU); ``hours`` of estimated wall
+    time (``limits.max_job_hours``), None: no limit. ``shared_gpu``: the GPU jobs run side by side
+    on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
+    ``gpu_mem_mb`` of it, so ``device: auto`` puts every job there; False under a cluster profile
+    (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
+    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``."""
+
+    cpu: int
+    gpu: int | None
+    hours: float | None = None
+    shared_gpu: bool = True
+
+    @classmethod
+    def of(cls, config: dict) -> Limits:
+        """``limits.memory_gb``, ``limits.gpu_memory_gb`` and ``limits.max_job_hours``; ``auto``: the
+        cluster's where a cluster profile gave them (``limits.cluster_memory_gb``,
+        ``limits.cluster_gpu_memory_gb``; hours: no limit once ``cluster_memory_gb`` is set), else
+        what this machine (its GPU) has free now (hours: ``LOCAL_MAX_JOB_HOURS``)."""
+        limits = config["limits"]
+        cpu, gpu = limits["memory_gb"], limits["gpu_memory_gb"]
+        if cpu == "auto" and limits.get("cluster_memory_gb") is not None:
+            cpu = limits["cluster_memory_gb"]
+        if gpu == "auto" and limits.get("cluster_gpu_memory_gb") is not None:
+            gpu = limits["cluster_gpu_memory_gb"]
+        cpu_bytes = available_bytes("cpu") if cpu == "auto" else int(float(cpu) * GB)
+        if gpu != "auto":
+            gpu_bytes: int | None = int(float(gpu) * GB)
+        else:
+            gpu_bytes = available_bytes("cuda") if _gpu_visible() else None
+        cluster = limits.get("cluster_memory_gb") is not None
+        hours = limits.get("max_job_hours", "auto")  # --config passes it as text ("null", "0.5")
+        if hours == "auto":
+            hours = None if cluster else LOCAL_MAX_JOB_HOURS
+        return cls(cpu_bytes, gpu_bytes, None if hours in (None, "null") else float(hours), shared_gpu=not cluster)
+
+    def to_text(self) -> str:
+        """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
+        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours, "shared_gpu": self.shared_gpu})
+
+    @classmethod
+    def from_text(cls, text: str) -> Limits:
+        values = json.loads(text)
+        hours = values.get("hours")
+        return cls(
+            int(values["cpu"]),
+            None if values["gpu"] is None else int(values["gpu"]),
+            None if hours is None else float(hours),
+            bool(values.get("shared_gpu", True)),
+        )
+
+
+PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
+
+
+def planned_limits(config: dict, *, planner: bool) -> Limits:
+    """The limits a workflow plans with. The planning process (``planner``) measures them and
+    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
+    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
+    device are the ones planned."""
+    if planner or PLANNED_LIMITS not in os.environ:
+        limits = Limits.of(config)
+        os.environ[PLANNED_LIMITS] = limits.to_text()
+        return limits
+    return Limits.from_text(os.environ[PLANNED_LIMITS])

@@ -1,0 +1,109 @@
+"""The body of a generalisation job (Figures 4 and 5): its simulations as tidy rows with their provenance
+(``gen_rows``)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import torch
+
+from ... import generalisation as G
+from ...compute.devices import peak_rss_bytes, workflow_device
+from ...experiments.rows import config_hash, job_peak_mb, provenance
+from ...seeds import canonical_json, derive_seed
+
+if TYPE_CHECKING:
+    from .plan import GenSettings
+
+__all__ = ["gen_rows"]
+
+
+def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
+    """Run the generalisation simulations of one job (``job``: its settings); one row per (simulation,
+    search).
+
+    Simulation ``s`` draws its training set, new sample and weights from seeds derived from
+    (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
+    one simulation serves every (training, loss, penalty) search: features and Gram matrix are
+    computed once, and the searches run together (``wordsens.generalisation.search_many``). ``source``
+    is ``"synthetic"`` or an ``EmbeddingStore``; rows record the device they ran on (``workflow_device``).
+    """
+    run = job.settings
+    threads = torch.get_num_threads()
+    searches = [list(s) for s in job.searches]
+    chash = config_hash(
+        {
+            "figure": job.figure,
+            "map": job.map,
+            "n": job.n,
+            "N": job.N,
+            "d": job.d,
+            "seed": job.seed,
+            "data": job.data_label,
+            "settings": run.params(),
+            "searches": searches,
+        }
+    )
+    head = {
+        "experiment": "gen",
+        "figure": job.figure,
+        "map": job.map,
+        "data": job.data_label,
+        "d": job.d,
+        "n": job.n,
+        "N": job.N,
+    }
+    tail = {"threads": threads, "config_hash": chash, **provenance(job.numerics_version)}
+    device = workflow_device(run.device)
+    rows = []
+    for sim in job.simulations:
+        print(
+            f"started simulation {sim} of {job.figure} {job.map} n={job.n} N={job.N} d={job.d}"
+            f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
+        sim_seed = derive_seed(job.seed, "gen", job.map, job.n, job.N, job.d, job.data_label, sim)
+        Xt, yt, X, y, info = G.draw_task(source, job.N, job.n, job.d, sim_seed, min_tokens=bool(run.min_tokens))
+        setup = G.prepare(
+            job.map,
+            Xt,
+            yt,
+            X,
+            y,
+            seed=sim_seed,
+            position=run.position,
+            device=device,
+            options=dict(run.options) or None,
+        )
+        for res in G.search_many(
+            setup, [(t, loss, p) for t, loss, p in job.searches], seed=sim_seed, **run.search.given()
+        ):
+            rows.append(_gen_row(res, setup, head=head, simulation=sim, seed=sim_seed, info=info, tail=tail))
+    frame = pd.DataFrame(rows)
+    frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")
+    return frame
+
+
+def _gen_row(
+    res: G.GenResult, setup: G.Setup, *, head: dict, simulation: int, seed: int, info: dict[str, Any], tail: dict
+) -> dict[str, Any]:
+    """One search's row: ``head`` (what the job is: experiment, figure, map, data, d, n, N), the
+    simulation, its search result and setup, the memory, then ``tail`` (threads, config hash,
+    provenance); the columns in this order."""
+    return {
+        **head,
+        "simulation": simulation,
+        "seed": seed,
+        "review_id": info["review_id"],
+        "position": setup.position,
+        **{k: v for k, v in res.as_dict().items() if k not in ("map",)},
+        "prepare_seconds": setup.seconds,
+        "sampler": setup.sampler,
+        "options": canonical_json(setup.options),
+        "device": setup.device,
+        "peak_memory_mb": peak_rss_bytes() / 1024**2,
+        "job_peak_memory_mb": job_peak_mb(),
+        **tail,
+    }

@@ -1,0 +1,131 @@
+"""The positions study's figure: the word sensitivity at every position of a review, with the RF law
+(``positions_figure``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ...plots.common import map_law, not_run_note, save
+
+__all__ = ["TOKEN_STYLES", "positions_figure"]
+
+
+TOKEN_STYLES = {
+    "[CLS]": ("*", "tab:red", 90),
+    "word": ("o", None, 14),
+    "[SEP]": ("D", "tab:purple", 40),
+    "[PAD]": ("x", "gray", 14),
+    "row": ("o", None, 14),
+}
+
+
+def positions_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    labels: Mapping[str, str],
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
+    """Per-position profiles: the WS of every position i of each review (columns) for each map of
+    ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
+    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. RF panels draw the RF
+    law at the profile's n (dotted: the law is the same at every position, all rows having norm
+    sqrt(d)). Maps ``left_out`` (``limits.unfit: skip``) are named under the panels."""
+    settings = settings or {}
+    maps_ = [m for m in labels if m in set(table["map"])]
+    if not maps_:
+        raise ValueError(f"no per-position results for any of {list(labels)}")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    trials = sorted(set(table["trial"]))
+    fig, axes = plt.subplots(
+        len(maps_), len(trials), figsize=(4.2 * len(trials), 2.8 * len(maps_)), squeeze=False, sharex=True, sharey="row"
+    )
+    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    for r, map_name in enumerate(maps_):
+        for c, trial in enumerate(trials):
+            ax = axes[r][c]
+            part = table[(table["map"] == map_name) & (table["trial"] == trial)].sort_values("position")
+            if part.empty:
+                ax.set_axis_off()
+                continue
+            top = float(table.loc[table["map"] == map_name, "lower"].max())
+            _profile_panel(ax, part, map_name, labels[map_name], colour=colours[map_name], top=top)
+            if r == len(maps_) - 1:
+                ax.set_xlabel("position i ([CLS] = 0)")
+            if c == 0:
+                ax.set_ylabel(r"WS at position $i$")
+    handles = [
+        plt.Line2D([], [], ls="", marker=m, color=col or "black", label=k)
+        for k, (m, col, _) in TOKEN_STYLES.items()
+        if k in set(table["token"])
+    ]
+    handles += [
+        plt.Line2D([], [], color="black", ls=":", label=known[1])
+        for known in (map_law(name) for name in maps_)
+        if known is not None
+    ]
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=len(handles),
+        frameon=False,
+        fontsize="small",
+        bbox_to_anchor=(0.5, 1.0),
+    )
+    if left_out:
+        fig.text(
+            0.01,
+            0.01,
+            not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "),
+            fontsize="x-small",
+            va="bottom",
+            ha="left",
+            color="dimgray",
+        )
+    fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return fig
+
+
+def _profile_panel(ax: plt.Axes, part: pd.DataFrame, map_name: str, label: str, *, colour: Any, top: float) -> None:
+    """One review's profile (``part``: its rows by position): the WS at every position, a marker per
+    token kind (``TOKEN_STYLES``), the [PAD] rows shaded, the map's law at the profile's n where it has
+    one; the y axis up to ``top`` (the largest WS of the map's row of panels) or the law."""
+    ax.plot(part["position"], part["lower"], color=colour, lw=1, zorder=1)
+    for kind, (marker, style_colour, size) in TOKEN_STYLES.items():
+        rows = part[part["token"] == kind]
+        if len(rows):
+            ax.scatter(
+                rows["position"],
+                rows["lower"],
+                marker=marker,
+                s=size,
+                zorder=2,
+                color=style_colour or colour,
+                label=kind,
+            )
+    pads = part[part["token"] == "[PAD]"]
+    if len(pads):
+        ax.axvspan(pads["position"].min() - 0.5, pads["position"].max() + 0.5, color="gray", alpha=0.12, lw=0, zorder=0)
+    first = part.iloc[0]
+    ax.set_title(
+        f"{label}, review {int(first['review_id'])} ({int(first['review_tokens'])} tokens)",
+        fontsize="small",
+    )
+    known = map_law(map_name)
+    if known is not None:
+        n = int(first["n"]) if "n" in part else int(part["position"].max()) + 1
+        law = float(known[0](float(n)))
+        ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"{known[1]} at n = {n}")
+        top = max(top, law)
+    ax.set_ylim(0, 1.08 * top)  # the row's scale

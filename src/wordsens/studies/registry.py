@@ -1,0 +1,154 @@
+"""The study registry: one ``StudySpec`` per study, read by the planner, the workflow, the calibration,
+the configuration checks and the claims table.
+
+The built-in studies are the folders of ``wordsens.studies`` named in ``BUILTIN`` (the paper's
+experiments first, in the paper's order, then the studies beyond it); each defines its spec as
+``SPEC`` in its ``__init__``, and the registry imports it on first use (so that importing the registry
+imports no study). A plugin module registers its own with ``register(StudySpec(...))``; plugins are the
+modules named in the configuration's ``plugins:`` (``WORDSENS_PLUGINS``), which may register maps and
+studies alike (``wordsens.maps.registry.load_plugins`` imports them). Torch-free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..compute import timing
+from ..maps import registry as maps_registry
+from .jobs import JobRule
+from .spec import StudySpec
+
+__all__ = [
+    "BUILTIN",
+    "get",
+    "isolated",
+    "job_rule",
+    "job_rules",
+    "names",
+    "numerics_versions",
+    "owner",
+    "register",
+    "specs",
+]
+
+# The built-in studies, by module: the paper's experiments (Figures 2-3, Figures 4-5, Figures 1 and 3's
+# probes of a pre-trained encoder), then the studies beyond the paper.
+BUILTIN = (
+    "wordsens.studies.ws",
+    "wordsens.studies.gen",
+    "wordsens.studies.probes",
+    "wordsens.studies.variants",
+    "wordsens.studies.long_context",
+    "wordsens.studies.positions",
+    "wordsens.studies.trained",
+    "wordsens.studies.swaps",
+)
+
+_REGISTRY: dict[str, StudySpec] = {}
+_builtins_loaded = False
+
+
+def register(spec: StudySpec, *, replace: bool = False) -> StudySpec:
+    """Add ``spec`` to the registry (``replace=True`` to redefine a name); returns it. Its built-in
+    calibration (``StudySpec.coefficients``) joins the planner's (``wordsens.compute.timing``)."""
+    _load_builtins()
+    if spec.name in _REGISTRY and not replace and _REGISTRY[spec.name] != spec:
+        raise ValueError(f"a study named {spec.name!r} is already registered")
+    sections = {other.section: other.name for other in _REGISTRY.values() if other.name != spec.name}
+    if spec.section is not None and spec.section in sections:
+        raise ValueError(
+            f"study {spec.name!r}: the configuration section {spec.section!r} is {sections[spec.section]}'s"
+        )
+    _add(spec)
+    return spec
+
+
+def _add(spec: StudySpec) -> None:
+    _REGISTRY[spec.name] = spec
+    for coefficients in (spec.coefficients, *(rule.coefficients for rule in spec.rules)):
+        for family, (fixed, scale) in coefficients.items():
+            timing.add_builtin(family, fixed, scale)
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    for module in BUILTIN:
+        _add(importlib.import_module(module).SPEC)
+
+
+def names() -> tuple[str, ...]:
+    """Every registered study: the built-in ones in ``BUILTIN``'s order, then the plugins' as registered."""
+    _load_builtins()
+    maps_registry.load_plugins()
+    return tuple(_REGISTRY)
+
+
+def specs() -> tuple[StudySpec, ...]:
+    """The spec of every registered study, in ``names()``' order."""
+    return tuple(_REGISTRY[name] for name in names())
+
+
+def get(name: str) -> StudySpec:
+    """The spec of study ``name``; ``ValueError`` naming the registered studies otherwise."""
+    known = names()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown study {name!r}; registered: {', '.join(known)}")
+    return _REGISTRY[name]
+
+
+def owner(table: str) -> StudySpec | None:
+    """The study whose jobs write the table ``table`` (a stem below ``tables/``), or None."""
+    return next((spec for spec in specs() if spec.owns_table(table)), None)
+
+
+def job_rules() -> dict[str, JobRule]:
+    """The rule of every kind of job of the registered studies, by name (a kind shared by several
+    studies once); two different rules of one name are an error."""
+    out: dict[str, JobRule] = {}
+    for spec in specs():
+        for rule in spec.rules:
+            if rule.name in out and out[rule.name] != rule:
+                raise ValueError(f"study {spec.name!r} defines a job rule {rule.name!r} another study defines too")
+            out[rule.name] = rule
+    return out
+
+
+def job_rule(name: str) -> JobRule:
+    """The rule of the kind of job ``name`` (a job's script finds its body by its rule's name)."""
+    rules = job_rules()
+    if name not in rules:
+        raise ValueError(f"no registered study runs jobs of a rule {name!r}; known: {', '.join(rules)}")
+    return rules[name]
+
+
+def numerics_versions() -> dict[str, str]:
+    """The numerics version of every family of the registered studies (``StudySpec.numerics``)."""
+    out: dict[str, str] = {}
+    for spec in specs():
+        if spec.numerics is not None:
+            family, version = spec.numerics
+            if out.setdefault(family, version) != version:
+                raise ValueError(f"study {spec.name!r} gives family {family!r} another numerics version")
+    return out
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """A block after which the registry holds the studies it held before it (and the maps: plugins
+    register both), so that a test's or a plugin's studies do not outlive it."""
+    _load_builtins()
+    saved = dict(_REGISTRY)
+    saved_timing: Mapping[str, Any] = timing.builtin_snapshot()
+    try:
+        with maps_registry.isolated():
+            yield
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(saved)
+        timing.restore_builtin(saved_timing)

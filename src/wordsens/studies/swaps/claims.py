@@ -1,0 +1,107 @@
+"""The swaps study's rows of the claims table (:func:`swap_claims`): real words beside the continuous search.
+
+The study's table (``RESULTS/tables/swaps.parquet``, rows of ``wordsens.experiments.swaps``) holds, per
+(map, d, n, review, position), the best real word's relative change ``s_words`` (exact over the
+vocabulary, or over a first-order shortlist: ``exhaustive``), the continuous word sensitivity on the
+same weights at the radius that word moves (``continuous``) and the vocabulary's mean (``mean``).
+
+* ``swaps_ratio`` and ``swaps_mean_ratio`` (reported, no verdict): per map, d and n, the mean over
+  reviews of best / continuous and of mean / best (each review's rows averaged first: the reviews are
+  the independent units; their positions share the review's weights).
+* ``continuous_covers_words`` (universal): the continuous supremum at a radius bounds every word that
+  moves as far, so a row whose best word beats the continuous search beyond ``NUMERICAL_TOL`` is a
+  search miss; it fails on one such row, named in the note.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...claims.intervals import MIN_REVIEWS, linear
+from ...claims.rows import Rows
+from ...claims.stats import NUMERICAL_TOL
+
+__all__ = ["SWAPS_REQUIRED", "misses", "swap_claims"]
+
+# the columns swap_claims reads; a table without one of them is an error (wordsens.claims.table)
+SWAPS_REQUIRED = (
+    "model",
+    "map",
+    "d",
+    "n",
+    "review",
+    "position",
+    "original",
+    "best_word",
+    "s_words",
+    "continuous",
+    "mean",
+    "exhaustive",
+)
+
+
+def misses(frame: pd.DataFrame, tol: float = NUMERICAL_TOL) -> pd.DataFrame:
+    """The rows whose best word beats the continuous search at its radius by more than ``tol`` (relative)."""
+    best, cont = frame["s_words"].astype(float), frame["continuous"].astype(float)
+    return frame[best > cont * (1 + tol)]
+
+
+def _per_review(rows: pd.DataFrame, values: pd.Series) -> np.ndarray:
+    return values.groupby(rows["review"]).mean().to_numpy(float)
+
+
+def swap_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
+    """The swaps study's rows of ``frame`` (None: the study did not run): per map, d and n the two
+    reported ratios, and per map the universal check ``continuous_covers_words``."""
+    claims = ("swaps_ratio", "swaps_mean_ratio", "continuous_covers_words")
+    if frame is None or frame.empty:
+        for claim in claims:
+            rows.not_run(claim, "no swaps table (swaps.parquet): the swaps study did not run")
+        return
+    models = sorted(frame["model"].astype(str).unique())
+    for model in models:
+        at_model = frame[frame["model"].astype(str) == model]
+        data = f"imdb:{model}"
+        for name in sorted(at_model["map"].unique()):
+            part = at_model[at_model["map"] == name]
+            kind = "exhaustive" if bool(part["exhaustive"].astype(bool).all()) else "screened"
+            for (d, n), point in part.groupby(["d", "n"], sort=True):
+                scope = f"d={int(d)}, n={int(n)}"
+                best, cont, mean = (point[c].astype(float) for c in ("s_words", "continuous", "mean"))
+                usable = np.isfinite(best) & np.isfinite(cont) & (cont > 0) & (best > 0)
+                note = f"{len(point)} (review, position) rows, {kind}"
+                ratio = (best / cont)[usable]
+                if ratio.empty:
+                    why = "no row with a positive continuous WS"
+                    rows.not_run("swaps_ratio", why, map_=name, data=data, scope=scope)
+                else:
+                    groups = [_per_review(point[usable], ratio)]
+                    head = f"ratio from {ratio.min():.4g} to {ratio.max():.4g}"
+                    interval = linear(groups, [1.0], minimum=MIN_REVIEWS, unit="reviews")
+                    rows.estimate("swaps_ratio", interval, map_=name, data=data, scope=scope, note=f"{head}; {note}")
+                mean_ratio = (mean / best)[np.isfinite(mean) & (best > 0)]
+                if mean_ratio.empty:
+                    rows.not_run("swaps_mean_ratio", "no row with a best word", map_=name, data=data, scope=scope)
+                else:
+                    groups = [_per_review(point.loc[mean_ratio.index], mean_ratio)]
+                    interval = linear(groups, [1.0], minimum=MIN_REVIEWS, unit="reviews")
+                    head = f"mean / best from {mean_ratio.min():.4g} to {mean_ratio.max():.4g}"
+                    rows.estimate(
+                        "swaps_mean_ratio", interval, map_=name, data=data, scope=scope, note=f"{head}; {note}"
+                    )
+            missed = misses(part)
+            named = [
+                f"d={int(r.d)} n={int(r.n)} review {int(r.review)} position {int(r.position)}: "
+                f"{r.original} -> {r.best_word} S_words {float(r.s_words):.6g} > continuous {float(r.continuous):.6g}"
+                for r in missed.itertuples()
+            ]
+            rows.universal(
+                "continuous_covers_words",
+                named,
+                len(part),
+                map_=name,
+                data=data,
+                scope="all d, n",
+                note=f"tolerance {NUMERICAL_TOL:g} relative; {kind}",
+            )

@@ -1,0 +1,147 @@
+"""The swaps study's figure and its readable table of the top substitutions.
+
+``swaps_figure``: one panel per map, against n, the best real word (S_words), the vocabulary's mean
+and the continuous word sensitivity at the radius the best word moves (and at sqrt(d) where the table
+has it): the mean over (review, position) with the smallest and largest as a bar. ``swaps_text``: per
+map and n the substitutions with the largest S_words as Markdown, the review's words around the
+position with the substitution marked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ...io import atomic_path
+from ...maps import registry
+from ...plots.common import map_label, mark_not_run, not_run_note, save
+
+__all__ = ["MAX_COLUMNS", "SERIES", "swaps_figure", "swaps_text"]
+
+MAX_COLUMNS = 3  # panels per row
+# what a panel draws: column -> (legend label, marker, line style)
+SERIES = {
+    "continuous_sqrt_d": ("continuous WS, radius sqrt(d)", "s", ":"),
+    "continuous": ("continuous WS, the best word's radius", "o", "-"),
+    "s_words": ("best real word (S_words)", "D", "-"),
+    "mean": ("vocabulary mean", "v", "--"),
+}
+
+
+def _order(maps_: Sequence[str]) -> list[str]:
+    names = list(registry.names())
+    return sorted(maps_, key=lambda m: (names.index(m) if m in names else len(names), m))
+
+
+def swaps_figure(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    *,
+    left_out: Sequence[dict[str, Any]] = (),
+    settings: dict[str, Any] | None = None,
+) -> plt.Figure:
+    """One panel per map of ``table`` (rows of ``wordsens.experiments.swaps``): each series of ``SERIES``
+    against n (log x where n spans a factor of 4 or more), mean over (review, position) with a min-max
+    bar; "screened" in the title of maps whose vocabulary was screened; the points left out named under
+    their panel."""
+    settings = settings or {}
+    maps_ = _order(sorted(set(table["map"])))
+    if not maps_:
+        raise ValueError("the swaps table has no rows")
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    cols = min(len(maps_), MAX_COLUMNS)
+    rows = math.ceil(len(maps_) / cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(maps_) :]:
+        ax.set_visible(False)
+    colours = dict(zip(SERIES, sns.color_palette(settings.get("palette", "colorblind"), len(SERIES)), strict=True))
+    for ax, name in zip(axes, maps_, strict=False):
+        part = table[table["map"] == name]
+        for column, (label, marker, style) in SERIES.items():
+            if column not in part or not part[column].notna().any():
+                continue
+            stats = part.groupby("n")[column].agg(["mean", "min", "max"]).reset_index()
+            ax.errorbar(
+                stats["n"],
+                stats["mean"],
+                yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                color=colours[column],
+                marker=marker,
+                ls=style,
+                capsize=3,
+                label=label,
+            )
+        ns = sorted(set(part["n"].astype(int)))
+        if ns and max(ns) >= 4 * min(ns):
+            ax.set_xscale("log")
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        screened = not bool(part["exhaustive"].astype(bool).all())
+        ds = ", ".join(str(d) for d in sorted(set(part["d"].astype(int))))
+        ax.set_title(f"{map_label(name)}, d = {ds}" + (" (screened)" if screened else ""), fontsize="medium")
+        ax.set_xlabel("context length n")
+        mine = [p for p in left_out if p.get("map") == name]
+        if mine:
+            mark_not_run(ax, not_run_note(mine, ["d", "n"]).replace("\n", "; "))
+    for row in range(rows):
+        grid[row][0].set_ylabel("relative change of the features")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.07 / rows, 1, 1))
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return fig
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{float(value):.4g}"
+
+
+def swaps_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: str | None = None) -> str:
+    """The Markdown table of the ``top`` substitutions with the largest S_words per map and n (the review's
+    words around the position, ``[original -> best]``; the best words in order; S_words, the continuous
+    word sensitivity at the same radius and their ratio), written atomically to ``path``; returns it."""
+    lines = ["# The top substitutions of the swaps study", ""]
+    if stamp:
+        lines += [f"*{stamp}*", ""]
+    lines += [
+        "Per map and n, the substitutions with the largest relative change S_words: the review's words around the "
+        "position with the substitution marked [original -> best word], the next best words, S_words, the continuous "
+        "word sensitivity on the same weights at the radius the best word moves, and best / continuous (above 1: the "
+        "continuous search missed).",
+        "",
+    ]
+    for name in _order(sorted(set(table["map"]))):
+        for n in sorted(set(table.loc[table["map"] == name, "n"].astype(int))):
+            part = table[(table["map"] == name) & (table["n"] == n)].sort_values("s_words", ascending=False)
+            kind = "exhaustive" if bool(part["exhaustive"].astype(bool).all()) else "screened"
+            d, vocab = int(part["d"].iloc[0]), int(part["vocab"].iloc[0])
+            lines += [
+                f"## {map_label(name)}, d = {d}, n = {n} ({kind}, {vocab} words)",
+                "",
+                "| review | position | the review around it | next best words | S_words | continuous | ratio | mean |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for _, row in part.head(top).iterrows():
+                words = json.loads(row["top_words"])[1:6]
+                text = str(row["context"]).replace("|", "\\|")
+                lines.append(
+                    f"| {int(row['review_id'])} | {int(row['position'])} | {text} | {', '.join(words)} | "
+                    f"{_fmt(row['s_words'])} | {_fmt(row['continuous'])} | {_fmt(row['ratio'])} | {_fmt(row['mean'])} |"
+                )
+            lines.append("")
+    text = "\n".join(lines)
+
+    def write(target: Path) -> None:
+        target.write_text(text, encoding="utf-8")
+
+    atomic_path(path, write)
+    return text

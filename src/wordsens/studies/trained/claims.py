@@ -1,0 +1,177 @@
+"""The report-only rows of the ``trained`` study (:func:`trained_claims`, claim ``trained_ratio``): a
+pre-trained encoder's maps against their random counterparts on the same samples, per convention.
+
+The study's table (``RESULTS/tables/trained.parquet``, rows of
+``wordsens.experiments.trained.trained_rows``) holds, per (model, review, layer, n, convention, moved
+row), the word sensitivity of each trained map and of the random counterparts its registry entry
+names for that convention (``MapSpec.counterparts``), each drawn a few times. :func:`trained_ratios`
+turns it into one ratio per (model, convention, layer, kind of moved row, trained map, counterpart)
+with its interval over reviews; the claims rows and the figure (``wordsens.plots.trained``) both
+read it. The paper makes no claim about trained encoders, so every row is reported without a
+verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...claims.intervals import MIN_REVIEWS, Interval, linear
+from ...claims.rows import Rows
+from ...claims.stats import TRAINED_DATA
+from ...maps import CONVENTIONS, registry
+
+__all__ = ["TRAINED_REQUIRED", "trained_claims", "trained_ratios"]
+
+CLAIM = "trained_ratio"
+# the columns trained_ratios reads; a table without one of them is an error (wordsens.claims.table)
+TRAINED_REQUIRED = ("model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws")
+# the trained maps of a table: the checkpoint maps that name counterparts (registry order)
+_ORDER = ("word", "[CLS]", "[SEP]")
+
+
+def _trained_maps() -> list[str]:
+    return [name for name in registry.names() if registry.get(name).counterparts]
+
+
+def _per_review(rows: pd.DataFrame, column: str = "ws") -> pd.Series:
+    """``column`` per review: the mean over its rows (its moved rows, and a random map's draws: they share
+    the review's sample, so the review is the independent unit)."""
+    return rows.groupby("review", sort=True)[column].mean()
+
+
+def _pair(at: pd.DataFrame, trained: str, random: str) -> dict[str, Any]:
+    """One (trained map, counterpart) on the rows ``at`` of one (model, convention, n, layer, token):
+    the interval of the mean over reviews of WS(trained) / WS(random) and what the note says; ``why``
+    (without ``interval``) where one side is absent or no review has a usable pair."""
+    t_rows, r_rows = at[at["map"] == trained], at[at["map"] == random]
+    if t_rows.empty or r_rows.empty:
+        absent, present = (trained, random) if t_rows.empty else (random, trained)
+        return {"why": f"no {absent} rows (whole map, head 0) beside the {present} rows on these samples"}
+    t_ws, r_ws = _per_review(t_rows), _per_review(r_rows)
+    common = t_ws.index.intersection(r_ws.index)
+    notes = []
+    only = len(t_ws) + len(r_ws) - 2 * len(common)
+    if only:
+        notes.append(f"{only} review(s) with one map only left out")
+    if common.empty:
+        return {"why": f"no review has both {trained} and {random} rows"}
+    t, r = t_ws.loc[common].to_numpy(float), r_ws.loc[common].to_numpy(float)
+    usable = np.isfinite(t) & np.isfinite(r) & (r > 0)
+    if not usable.all():
+        notes.append(f"{int((~usable).sum())} review(s) with WS({random}) <= 0 or not finite left out")
+    if not usable.any():
+        return {"why": "; ".join([f"no review with a finite, positive WS({random})", *notes])}
+    ratios = t[usable] / r[usable]
+    out: dict[str, Any] = {
+        "interval": linear([ratios], [1.0], minimum=MIN_REVIEWS, unit="reviews"),
+        "ws_trained": float(t[usable].mean()),
+        "ws_random": float(r[usable].mean()),
+        "ratio_min": float(ratios.min()),
+        "ratio_max": float(ratios.max()),
+        "draws": int(r_rows.groupby("review")["draw"].nunique().min()),
+        "rows_per_review": int(t_rows.groupby("review").size().min()),
+        "notes": notes,
+    }
+    for side, rows in (("trained", t_rows), ("random", r_rows)):
+        out[f"entropy_{side}"] = float(_per_review(rows, "entropy").mean()) if "entropy" in rows else np.nan
+    return out
+
+
+def trained_ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """The trained / random ratios of a trained study's table, whole maps only (``head`` 0), at the
+    largest n of each (model, convention): one row per (model, convention, layer, token: the kind of
+    moved row, word rows first, trained map, counterpart) with ``value``, ``low``, ``high`` (the mean
+    over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows, the random
+    map's over its draws too, and its t-interval over reviews: NaN bounds and ``short`` below
+    ``MIN_REVIEWS``), ``units`` (reviews), ``ws_trained``, ``ws_random``, ``entropy_trained``,
+    ``entropy_random`` (mean attention entropy on the samples), ``ratio_min``, ``ratio_max``, ``draws``,
+    ``rows_per_review``, ``note``; ``why`` (and NaN values) where the pair cannot be compared. The pairs
+    are the trained maps' counterparts in each convention (``MapSpec.counterparts``)."""
+    records: list[dict[str, Any]] = []
+    whole = frame[frame["head"] == 0]
+    for model in sorted(whole["model"].astype(str).unique()):
+        at_model = whole[whole["model"].astype(str) == model]
+        for convention in [c for c in CONVENTIONS if c in set(at_model["convention"])]:
+            part = at_model[at_model["convention"] == convention]
+            n = int(part["n"].max())
+            at_n = part[part["n"] == n]
+            tokens = sorted(set(at_n["token"]), key=lambda t: (_ORDER.index(t) if t in _ORDER else len(_ORDER), t))
+            for layer in sorted({int(x) for x in at_n["layer"]}):
+                for token in tokens:
+                    at = at_n[(at_n["layer"] == layer) & (at_n["token"] == token)]
+                    for trained in _trained_maps():
+                        for counterpart in registry.get(trained).counterparts:
+                            if counterpart.convention != convention:
+                                continue
+                            pair = at[at["map"].isin([trained, counterpart.map])]
+                            if pair.empty:
+                                continue
+                            found = _pair(pair, trained, counterpart.map)
+                            interval: Interval | None = found.pop("interval", None)
+                            records.append(
+                                {
+                                    "model": model,
+                                    "convention": convention,
+                                    "n": n,
+                                    "layer": layer,
+                                    "token": token,
+                                    "map": trained,
+                                    "random": counterpart.map,
+                                    "matches": counterpart.matches,
+                                    "value": interval.value if interval else np.nan,
+                                    "low": interval.low if interval else np.nan,
+                                    "high": interval.high if interval else np.nan,
+                                    "units": interval.units if interval else 0,
+                                    "short": interval.short if interval else "",
+                                    "note": "; ".join(found.pop("notes", [])),
+                                    "why": found.pop("why", ""),
+                                    **found,
+                                }
+                            )
+    return pd.DataFrame.from_records(records)
+
+
+def _note(row: pd.Series) -> str:
+    """What a claims row says beside its number: the convention and counterpart defined, the regime
+    (entropies), both mean WS, the range of the per-review ratios, the draws and moved rows."""
+    head = (
+        f"{row['convention']} convention: {CONVENTIONS[row['convention']]}; {row['random']}: {row['matches']}; "
+        f"mean attention entropy (nats) trained {row['entropy_trained']:.3g}, random {row['entropy_random']:.3g} "
+        f"(uniform: ln n = {np.log(row['n']):.3g}); mean WS {row['map']} {row['ws_trained']:.4g}, "
+        f"{row['random']} {row['ws_random']:.4g}; per-review ratio {row['ratio_min']:.4g} to {row['ratio_max']:.4g}; "
+        f"{row['token']} rows: {row['rows_per_review']} per review, {row['draws']} draw(s) of {row['random']}"
+    )
+    return "; ".join(filter(None, [head, row["note"]]))
+
+
+def trained_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
+    """The ``trained_ratio`` rows of the trained study's table (None: the study did not run): one per
+    row of :func:`trained_ratios`, scope ``layer=3, n=128, convention=paper`` (``, at [CLS]`` for the
+    special rows), prefixed by ``model=...`` where the table holds several models. Conventions,
+    counterparts and kinds of moved rows are never pooled."""
+    if frame is None or frame.empty:
+        rows.not_run(CLAIM, "no trained-encoder table (trained.parquet): the trained study did not run")
+        return
+    if frame[frame["head"] == 0].empty:
+        rows.not_run(CLAIM, "the trained table has no rows of whole maps (head 0), only single heads")
+        return
+    ratios = trained_ratios(frame)
+    if ratios.empty:
+        rows.not_run(CLAIM, f"the trained table has no whole-map rows of {_trained_maps()} or their counterparts")
+        return
+    several = ratios["model"].nunique() > 1
+    for _, row in ratios.iterrows():
+        scope = f"layer={row['layer']}, n={row['n']}, convention={row['convention']}"
+        scope = (f"model={row['model']}, " if several else "") + scope
+        scope += "" if row["token"] == "word" else f", at {row['token']}"
+        fields = {"map": str(row["map"]), "random": str(row["random"])}
+        if row["why"]:
+            rows.not_run(CLAIM, str(row["why"]), map_=str(row["map"]), data=TRAINED_DATA, scope=scope, fields=fields)
+            continue
+        interval = Interval(float(row["value"]), float(row["low"]), float(row["high"]), int(row["units"]), row["short"])
+        rows.estimate(
+            CLAIM, interval, map_=str(row["map"]), data=TRAINED_DATA, scope=scope, fields=fields, note=_note(row)
+        )
