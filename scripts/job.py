@@ -1,5 +1,5 @@
 """Snakemake adapter: one job of any study. Its rule's name finds the body in the study registry
-(wordsens.studies.JobRule.run), which turns the job's params back into its typed settings and returns
+(wordsens.studies.JobRule.body), which turns the job's params back into its typed settings and returns
 its rows; the table is written atomically."""
 
 import torch

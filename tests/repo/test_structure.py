@@ -19,9 +19,12 @@ PLUGIN = ROOT / "tests" / "plugins" / "toy_map.py"
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the package by its dotted name (a package by its ``__init__``)."""
+    """Every module of the package by its dotted name (a package by its ``__init__``); a study's own
+    Snakemake scripts (``studies/<study>/scripts/``: run by its rules, not imported) are not modules."""
     out = {}
     for path in sorted(SRC.rglob("*.py")):
+        if "scripts" in path.relative_to(SRC).parts[:-1]:
+            continue
         parts = path.relative_to(SRC.parent).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
@@ -304,6 +307,35 @@ def test_the_maps_bindings_add_no_import_cycle_and_run_down_the_layers():
     assert not up, up
 
 
+def test_every_import_of_the_package_names_one_of_its_modules():
+    """A relative import one dot short (``from ..data`` in a study's folder) names no module; mypy, which
+    ignores missing imports, does not see it: this test does (imports in functions included)."""
+    missing = []
+    for name in MODULES:
+        for module, names in _imports(name):
+            if module.startswith("wordsens") and module not in MODULES:
+                missing.append(f"{name} imports {module}")
+    assert not missing, missing
+
+
+def test_the_registry_imports_no_study_until_used_and_every_builtin_resolves():
+    """The built-in studies load by module name at first use, as plugins do (importing the registry
+    imports none of them); each is a folder of the package defining its ``SPEC``."""
+    code = (
+        "import sys, wordsens.studies.registry as r; "
+        "assert not [m for m in sys.modules if m.startswith('wordsens.studies.') and m.count('.') == 2 "
+        "and m.split('.')[2] not in ('jobs', 'spec', 'registry', 'sensitivity')], sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    from wordsens.studies import registry
+
+    for module in registry.BUILTIN:
+        assert module in MODULES and MODULES[module].name == "__init__.py", module
+    assert [spec.name for spec in registry.specs()][: len(registry.BUILTIN)] == [
+        m.rpartition(".")[2] for m in registry.BUILTIN
+    ]
+
+
 def test_every_registered_map_is_an_attribute_of_the_maps_face():
     import torch
 
@@ -327,16 +359,24 @@ def _layers() -> list[list[str]]:
     """The floors of docs/architecture.md's "Layers" list, bottom up: the module names of each line."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     section = text.split("### Layers", 1)[1].split("\n#", 1)[0]
-    floors = [re.findall(r"`(wordsens[\w.]*)`", line) for line in section.splitlines() if re.match(r"\d+\. ", line)]
+    floors = [re.findall(r"`(wordsens[\w.*]*)`", line) for line in section.splitlines() if re.match(r"\d+\. ", line)]
     assert floors and all(floors), "docs/architecture.md has no numbered list of layers under '### Layers'"
     return floors
 
 
 def _floor(name: str, floors: list[list[str]]) -> int:
-    """The floor of a module: that of the longest listed name containing it."""
+    """The floor of a module: that of the longest listed name containing it; ``P.*`` names every
+    sub-package of P (a study's folder) and what it holds, before P itself."""
     best = (-1, -1)
     for i, units in enumerate(floors):
         for unit in units:
+            if unit.endswith(".*"):
+                prefix = unit[:-2]
+                rest = name.removeprefix(prefix + ".").split(".")[0] if name.startswith(prefix + ".") else ""
+                folder = SRC.parent.joinpath(*prefix.split("."), rest)
+                if rest and folder.is_dir() and (folder / "__init__.py").exists():
+                    return i
+                continue
             if (name == unit or name.startswith(unit + ".")) and len(unit) > best[1]:
                 best = (i, len(unit))
     assert best[0] >= 0, f"{name} is on no floor of docs/architecture.md's layers"

@@ -1,21 +1,21 @@
 """The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (each
-from its own module: ``ws``, ``maps``, ``gen``, ``plan``, ``claims``, ``swap``), then the subcommand's ``run``,
-whose text is printed. A bad input, a missing or corrupt file and an estimate that cannot fit end
-in ``wordsens <command>: error: ...`` and exit status 2."""
+from its own module: ``ws``, ``maps``, ``gen``, ``plan``, ``claims``; and each command a registered study
+adds, ``StudySpec.commands``), then the subcommand's ``run``, whose text is printed. A bad input, a missing or
+corrupt file and an estimate that cannot fit end in ``wordsens <command>: error: ...`` and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from . import claims, gen, maps, plan, swap, ws
-from .options import add_plugin_arg
+from ..arguments import add_plugin_arg
+from . import claims, gen, maps, plan, ws
 
 __all__ = ["build_parser", "load_plugins", "main"]
 
-COMMANDS = {"ws": ws, "maps": maps, "gen": gen, "plan": plan, "claims": claims, "swap": swap}
+COMMANDS = {"ws": ws.run, "maps": maps.run, "gen": gen.run, "plan": plan.run, "claims": claims.run}
 
 
 def load_plugins(argv: Sequence[str]) -> None:
@@ -35,6 +35,7 @@ def load_plugins(argv: Sequence[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand; ``--map`` offers the maps registered when it is built."""
     from ..maps import registry
+    from ..studies import registry as studies
 
     parser = argparse.ArgumentParser(
         prog="wordsens",
@@ -47,8 +48,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_parser(sub, registry.names())
     plan.add_parser(sub)
     claims.add_parser(sub)
-    swap.add_parser(sub, registry.names())
+    for spec in studies.specs():
+        for command in spec.commands:
+            command.add_parser(sub, registry.names())
     return parser
+
+
+def _runner(name: str) -> Callable[[argparse.Namespace], str]:
+    """The ``run`` of a subcommand: the CLI's own, or a registered study's."""
+    from ..studies import registry as studies
+
+    if name in COMMANDS:
+        return COMMANDS[name]
+    return next(command.run for spec in studies.specs() for command in spec.commands if command.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..io import CorruptCache
 
     try:
-        text = COMMANDS[args.command].run(args)
+        text = _runner(args.command)(args)
     except (ValueError, FileNotFoundError, CorruptCache, InsufficientResources) as err:
         print(f"wordsens {args.command}: error: {err}", file=sys.stderr)
         return 2

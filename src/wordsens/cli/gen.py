@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from .options import add_data_args, add_option_arg, positive_int
+from ..arguments import add_data_args, add_option_arg, positive_int
 
 __all__ = ["add_parser", "run"]
 

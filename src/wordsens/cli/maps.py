@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_plugin_arg
+from ..arguments import add_plugin_arg
 
 __all__ = ["add_parser", "run"]
 

@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,10 @@ from ..search import WSResult, estimate
 from ..seeds import canonical_json, derive_seed
 
 if TYPE_CHECKING:
+    from ..studies.jobs import JobFiles
     from ..studies.sensitivity import WSSettings
 
-__all__ = ["config_hash", "job_peak_mb", "provenance", "token_kinds", "ws_rows"]
+__all__ = ["config_hash", "job_peak_mb", "provenance", "token_kinds", "ws_job", "ws_rows"]
 
 
 def config_hash(params: Any) -> str:
@@ -73,6 +75,16 @@ def token_kinds(n: int, length: int | None) -> list[str]:
     if length is None:
         return ["row"] * n
     return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word" for i in range(n)]
+
+
+def ws_job(params: Mapping[str, Any], files: JobFiles) -> pd.DataFrame:
+    """The body of a word-sensitivity job (``wordsens.studies.sensitivity.WS_RULE``): its settings from its
+    params, its rows from the embedding store it reads (or synthetic rows)."""
+    from ..data.store import load_embeddings
+    from ..studies.sensitivity import WSSettings
+
+    meta = files.store()
+    return ws_rows(WSSettings.of(params), load_embeddings(meta) if meta else "synthetic")
 
 
 def ws_rows(job: WSSettings, source: Any) -> pd.DataFrame:

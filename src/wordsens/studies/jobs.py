@@ -345,14 +345,11 @@ class JobFiles:
         self.files = dict(files)
         self.config = config or {}
 
-    def source(self) -> Any:
-        """The rows a job of a grid reads: its embedding store (``wordsens.data.store``) or ``"synthetic"``."""
+    def store(self) -> str | None:
+        """The meta.json of the embedding store the job reads (``wordsens.data.store.load_embeddings``
+        loads it), or None (synthetic rows)."""
         meta = self.files.get("meta")
-        if not meta:
-            return "synthetic"
-        from ..data.store import load_embeddings
-
-        return load_embeddings(str(meta))
+        return str(meta) if meta else None
 
     def pool(self) -> Any:
         """The review pool (a DataFrame)."""
@@ -378,12 +375,14 @@ class JobRule:
     without ``.parquet``) with the regular expressions of its wildcards (``constraints``: a function, as
     they may name every registered map), the calibration ``family`` of its jobs (``ws``, ``gen``), the
     columns its log prints (``summary``), its body ``run(params, files, **extras)`` (a DataFrame: the
-    job's rows, from its params and ``JobFiles``) and the built-in calibration of its families."""
+    job's rows, from its params and ``JobFiles``; a callable, or ``"module:attribute"`` where the body
+    lives above the module that defines the rule: ``body`` resolves it in the job's process) and the
+    built-in calibration of its families."""
 
     name: str
     output: str
     constraints: Callable[[], Mapping[str, str]]
-    run: Callable[..., Any]
+    run: str | Callable[..., Any]
     family: str = ""
     summary: Sequence[str] | Callable[[Any], str] = ()
     # built-in calibration of its families (``wordsens.compute.timing``): family -> (fixed s, scale or None)
@@ -392,5 +391,16 @@ class JobRule:
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise ValueError(f"a job rule's name is an identifier (a rule of the workflow), got {self.name!r}")
+        if isinstance(self.run, str) and ":" not in self.run:
+            raise ValueError(f"job rule {self.name!r}: run is a callable or 'module:attribute', got {self.run!r}")
         if not self.family:
             object.__setattr__(self, "family", self.name)
+
+    def body(self) -> Callable[..., Any]:
+        """The job body (``run``), imported where it is named by ``"module:attribute"``."""
+        if callable(self.run):
+            return self.run
+        import importlib
+
+        module, _, attr = self.run.partition(":")
+        return getattr(importlib.import_module(module), attr)

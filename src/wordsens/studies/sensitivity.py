@@ -2,7 +2,7 @@
 per-position profiles): a grid ``Point`` with the settings its jobs share, the jobs' typed settings
 (``WSSettings`` with ``WSRun`` and ``SearchOptions``), ``WSJob`` (one chunk of a point's trials) and
 ``ws_jobs`` (a study's points as jobs with their estimates), the rule that runs them (``WS_RULE``: one
-job's trials by ``wordsens.experiments.ws_rows``), and the checks of a grid's maps (``map_problems``,
+job's trials by ``wordsens.experiments.ws_job``), and the checks of a grid's maps (``map_problems``,
 ``sweep_problems``). The settings of the configuration's ``ws`` section (method, device, search,
 memory, threads) apply to every WS study. Torch-free.
 """
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..compute import costs
 from ..compute.limits import Limits
 from ..maps import registry
-from .jobs import Job, JobFiles, JobRule, Settings, Store, chunks, data_label, job_device, placed
+from .jobs import Job, JobRule, Settings, Store, chunks, data_label, job_device, placed
 
 __all__ = [
     "WS_NUMERICS",
@@ -152,12 +152,6 @@ class WSSettings(Settings):
 # ----------------------------------------------------------------------------- the job and its rule
 
 
-def _run_ws(params: Mapping[str, Any], files: JobFiles) -> Any:
-    from ..experiments.rows import ws_rows
-
-    return ws_rows(WSSettings.of(params), files.source())
-
-
 def _ws_constraints() -> dict[str, str]:
     return {
         "map": "|".join(registry.names()),
@@ -171,7 +165,8 @@ WS_RULE = JobRule(
     name="ws",
     output="{study}/{map}/{setting}/chunk{chunk}",
     constraints=_ws_constraints,
-    run=_run_ws,
+    # the body: the trials of one job as rows (above this module, with the searches it runs)
+    run="wordsens.experiments.rows:ws_job",
     summary=("trial", "lower", "upper", "steps", "search_seconds"),
     coefficients={
         "ws:*": (_FIXED_WS, 1.9),

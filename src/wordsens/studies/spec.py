@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from ..compute.limits import Limits
 from .jobs import Job, JobRule, Store
 
-__all__ = ["Figure", "Needs", "Output", "PlanView", "Step", "StudySpec", "beside", "schema_beside"]
+__all__ = ["Command", "Figure", "Needs", "Output", "PlanView", "Step", "StudySpec", "beside", "schema_beside"]
 
 
 class PlanView(Protocol):
@@ -101,6 +101,16 @@ class Step:
     figure: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """A subcommand of ``wordsens`` that a study adds: its ``name``, ``add_parser(subparsers, maps)`` (the
+    registered maps its ``--map`` offers) and ``run(args)``, the text it prints (``wordsens.cli``)."""
+
+    name: str
+    add_parser: Callable[[Any, Sequence[str]], None]
+    run: Callable[[Any], str]
+
+
 def _no_stores(config: dict) -> list[Store]:
     return []
 
@@ -147,7 +157,8 @@ class StudySpec:
     leaves. ``rules_file``: a Snakemake file of its own, included by the workflow, whose rules ``steps(config,
     limits)`` describes for the planner and whose outputs of ``targets(config)`` (rule names) the workflow's
     ``rule all`` asks for. ``coefficients``: the built-in calibration (``wordsens.compute.timing``) of its
-    families (fixed seconds, scale of the model's seconds or None).
+    families (fixed seconds, scale of the model's seconds or None). ``commands``: the ``wordsens``
+    subcommands it adds.
     """
 
     name: str
@@ -170,6 +181,7 @@ class StudySpec:
     steps: Callable[[dict, Limits], list[Step]] = _no_steps
     targets: Callable[[dict], list[str]] = _no_targets
     coefficients: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
+    commands: tuple[Command, ...] = ()
     # its tables hold word-sensitivity rows of maps by name (``map``, ``lower``): the paper's claims read
     # them for a map that has no table of the paper's grids
     lends_ws_rows: bool = False

@@ -10,8 +10,8 @@ import pytest
 from claims_tables import SEARCHES, gen_rows, law, one, rows_of, verdict
 
 from wordsens.claims import compute_claims, err_lower_bound
-from wordsens.studies.gen.claims import check_identity
 from wordsens.claims.stats import raf_alignment_threshold
+from wordsens.studies.gen.claims import check_identity
 
 
 def test_err_bound_holds_on_every_random_row_satisfying_its_premise():

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from wordsens.arguments import parse_option
 from wordsens import cli
 from wordsens.claims import COLUMNS, compute_claims
 
@@ -204,8 +205,8 @@ def test_maps_lists_every_registered_map_with_its_formula_and_options():
 
 
 def test_option_values_are_parsed():
-    assert cli.parse_option("heads=4") == ("heads", 4) and cli.parse_option("scale=2.5") == ("scale", 2.5)
-    assert cli.parse_option("k=null") == ("k", None) and cli.parse_option("name=abc") == ("name", "abc")
-    assert cli.parse_option("flag=true") == ("flag", True)
+    assert parse_option("heads=4") == ("heads", 4) and parse_option("scale=2.5") == ("scale", 2.5)
+    assert parse_option("k=null") == ("k", None) and parse_option("name=abc") == ("name", "abc")
+    assert parse_option("flag=true") == ("flag", True)
     with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
-        cli.parse_option("heads")
+        parse_option("heads")

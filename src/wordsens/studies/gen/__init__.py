@@ -13,8 +13,6 @@ from typing import Any
 from ..spec import StudySpec, schema_beside
 from . import plan
 
-# bump the version when a change of the generalisation numerics changes their results (docs/changelog.md)
-NUMERICS = ("gen", "gen-5")
 # the columns every row of a generalisation table has (the claims read them)
 REQUIRED = (
     "figure",
@@ -63,7 +61,7 @@ SPEC = StudySpec(
     schema=schema_beside(__file__),
     jobs=plan.gen_jobs,
     rules=(plan.GEN_RULE,),
-    numerics=NUMERICS,
+    numerics=plan.NUMERICS,
     owns=r"gen_fig[45]_\w+",
     figures=plan.figures,
     draw=_draw,

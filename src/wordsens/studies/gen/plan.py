@@ -12,16 +12,16 @@ from typing import Any, ClassVar
 from ...compute.limits import Limits
 from ...data.models import model_width
 from ...maps import registry
-from ..jobs import Job, JobFiles, JobRule, Settings, chunks, data_label, job_device, main_store, placed
+from ..jobs import Job, JobFiles, JobRule, chunks, data_label, job_device, main_store, placed
 from ..sensitivity import SearchOptions, map_problems
 from ..spec import Figure, Output, PlanView, beside
+from .settings import GenRun, GenSettings
 
 __all__ = [
     "FIGURES",
     "GEN_RULE",
+    "NUMERICS",
     "GenJob",
-    "GenRun",
-    "GenSettings",
     "active",
     "figures",
     "gen_jobs",
@@ -32,6 +32,10 @@ __all__ = [
     "search_load",
 ]
 
+# the numerics of the study's rows: bump the version when a change of them changes its results
+# (docs/changelog.md lists what each version changed)
+NUMERICS = ("gen", "gen-5")
+
 # The figures, by the stem of their files: Figure 4 (colour N) and Figure 5 (colour penalty).
 FIGURES = {"fig4_generalisation": "fig4", "fig5_penalised": "fig5"}
 
@@ -41,44 +45,12 @@ def gen_setting(map_name: str, n: int, N: int, d: int) -> str:
     return f"{map_name}_n{n}_N{N}_d{d}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class GenRun(Settings):
-    """How one job's simulations run: the moved position, the device, whether reviews need n tokens
-    (``min_tokens``), the Delta searches' settings and the map's options."""
-
-    OMIT_WHEN: ClassVar[Mapping[str, Any]] = {"options": {}}
-
-    position: int
-    device: str
-    min_tokens: bool
-    search: SearchOptions
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenSettings(Settings):
-    """What a generalisation job's rows depend on: its figure, map, n, N, d, data (and its label), its
-    simulations, every (training, loss, penalty) search each simulation runs, the seed, how they run
-    and the numerics version."""
-
-    figure: str
-    map: str
-    n: int
-    N: int
-    d: int
-    data: str
-    data_label: str
-    simulations: tuple[int, ...]
-    searches: tuple[tuple[str, str, float], ...]
-    seed: int
-    settings: GenRun
-    numerics_version: str
-
-
 def _run(params: Mapping[str, Any], files: JobFiles) -> Any:
+    from ...data.store import load_embeddings
     from .run import gen_rows
 
-    return gen_rows(GenSettings.of(params), files.source())
+    meta = files.store()
+    return gen_rows(GenSettings.of(params), load_embeddings(meta) if meta else "synthetic")
 
 
 _FIXED_GEN = 2.19

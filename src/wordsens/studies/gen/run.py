@@ -15,7 +15,7 @@ from ...experiments.rows import config_hash, job_peak_mb, provenance
 from ...seeds import canonical_json, derive_seed
 
 if TYPE_CHECKING:
-    from .plan import GenSettings
+    from .settings import GenSettings
 
 __all__ = ["gen_rows"]
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..spec import Figure, Output, PlanView, StudySpec, beside, schema_beside
+from ..spec import Command, Figure, Output, PlanView, StudySpec, beside, schema_beside
 from . import plan
-
-NUMERICS = ("swaps", "swaps-1")
 
 
 def _figures(grid: PlanView) -> list[Figure]:
@@ -50,6 +48,18 @@ def _draw(kind: str, tables: dict[str, Any], outputs: dict[str, list[str]], para
     swaps_text(tables["table"], outputs["text"][0], stamp=settings.get("stamp"))
 
 
+def _add_parser(sub: Any, maps: Any) -> None:
+    from .cli import add_parser
+
+    add_parser(sub, maps)
+
+
+def _run_command(args: Any) -> str:
+    from .cli import run
+
+    return run(args)
+
+
 def _claims(rows: Any, tables: Mapping[str, Any]) -> None:
     from ...claims.rows import check_columns
     from .claims import SWAPS_REQUIRED, swap_claims
@@ -68,7 +78,7 @@ SPEC = StudySpec(
     schema=schema_beside(__file__),
     jobs=plan.swap_jobs,
     rules=(plan.SWAPS_RULE,),
-    numerics=NUMERICS,
+    numerics=plan.NUMERICS,
     owns="swaps",
     figures=_figures,
     draw=_draw,
@@ -76,4 +86,5 @@ SPEC = StudySpec(
     needs=plan.needs,
     problems=plan.swap_problems,
     coefficients={"swaps_figure": (4.0, None)},
+    commands=(Command(name="swap", add_parser=_add_parser, run=_run_command),),
 )

@@ -28,13 +28,14 @@ from ...data.models import (
     model_width,
 )
 from ...maps import registry
-from ..jobs import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES, Job, JobFiles, JobRule, Settings, job_device
+from ..jobs import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES, Job, JobFiles, JobRule, job_device
 from ..spec import Needs
+from .settings import SwapSettings
 
 __all__ = [
+    "NUMERICS",
     "SWAPS_RULE",
     "SwapJob",
-    "SwapSettings",
     "active",
     "needs",
     "swap_d",
@@ -43,6 +44,10 @@ __all__ = [
     "swap_options",
     "swap_problems",
 ]
+
+# the numerics of the study's rows: bump the version when a change of them changes its results
+# (docs/changelog.md lists what each version changed)
+NUMERICS = ("swaps", "swaps-1")
 
 
 def swap_maps(config: dict) -> list[str]:
@@ -130,33 +135,6 @@ def swap_problems(config: dict) -> list[str]:
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class SwapSettings(Settings):
-    """What the rows of one swaps job depend on: the map, d, n and the map's options, the encoder, the
-    reviews and word positions (the same at every n: drawn below ``n_min``, reviews with ``n_max``
-    tokens), the top words kept, the vocabulary, the screen and its sample, the continuous searches
-    (their step cap; ``sqrt_d``: also at radius sqrt(d)), the device, the seed and the numerics version."""
-
-    map: str
-    d: int
-    n: int
-    options: Mapping[str, Any]
-    model: str
-    reviews: int
-    positions: int | str
-    n_min: int
-    n_max: int
-    top_k: int
-    vocabulary: str
-    screen: int
-    sample: int
-    sqrt_d: bool
-    max_steps: int
-    device: str
-    seed: int
-    numerics_version: str
-
-
 def _run(params: Mapping[str, Any], files: JobFiles, *, chunk_mb: float) -> Any:
     """One job's table (``wordsens.studies.swaps.run.swap_table``); ``chunk_mb``: the working arrays of a
     chunk of words (it changes no number)."""
@@ -225,6 +203,20 @@ class SwapJob(Job):
         return p.reviews * (self.n - 2 if p.positions == "all" else int(p.positions))
 
 
+def _encoder_memory(config: dict) -> costs.MemoryEstimate:
+    """The float32 encoder a swaps job loads (model.name), from its config.json; a BERT-Base-sized
+    allowance where that is not known without loading it."""
+    name = config["model"]["name"]
+    width = model_width(name) or config["swaps"]["d"]
+    try:
+        return costs.encoder_memory(
+            parameters=encoder_size(name), copies=1, batch=1, length=max(_n(config)), width=width,
+            heads=model_heads(name) or 12, detail=name,
+        )  # fmt: skip
+    except ValueError:
+        return costs.MemoryEstimate(int(110e6 * 4) + costs.TRANSFORMERS_OVERHEAD, f"{name}: BERT-Base size")
+
+
 def swap_jobs(config: dict, limits: Limits, numerics_version: str) -> list[SwapJob]:
     """One ``SwapJob`` per map of ``swap_maps`` and n of ``swaps.n`` (none without a ``swaps`` section),
     with its settings (what its rows depend on) and estimates: memory, a position's scan
@@ -235,62 +227,32 @@ def swap_jobs(config: dict, limits: Limits, numerics_version: str) -> list[SwapJ
     if not section:
         return []
     name = config["model"]["name"]
-    facts = model_config(name) or {}
-    vocab = int(facts.get("vocab_size") or BERT_VOCAB)
+    vocab = int((model_config(name) or {}).get("vocab_size") or BERT_VOCAB)
     width = model_width(name) or section["d"]
-    heads = model_heads(name) or 12
-    try:
-        encoder = costs.encoder_memory(
-            parameters=encoder_size(name), copies=1, batch=1, length=max(_n(config)), width=width, heads=heads,
-            detail=name,
-        )  # fmt: skip
-    except ValueError:  # not known without loading it: a BERT-Base-sized allowance
-        encoder = costs.MemoryEstimate(int(110e6 * 4) + costs.TRANSFORMERS_OVERHEAD, f"{name}: BERT-Base size")
+    encoder = _encoder_memory(config)
     jobs = []
     for map_name in swap_maps(config):
         spec = registry.get(map_name)
         options = swap_options(config, map_name)
         d = swap_d(config, map_name)
         device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
+        values = spec.option_values(options)
         for n in _n(config):
             rows = section["reviews"] * (n - 2 if section["positions"] == "all" else section["positions"])
-            values = spec.option_values(options)
             chunk = swap_costs.chunk_size(spec, n, d, values, chunk_mb=section["chunk_mb"], dtype=spec.settings.dtype)
             scan = swap_costs.scan_memory(
                 spec, n, d, values, vocab=vocab, width=width, chunk=chunk, dtype=spec.settings.dtype
             )
-            search = spec.ws_memory(n, d, values)
-            arrays = max(scan.bytes, search.bytes)
+            arrays = max(scan.bytes, spec.ws_memory(n, d, values).bytes)
             per_row = swap_costs.scan_seconds(
                 spec, n, d, values, vocab=vocab, screen=section["screen"], sample=section["sample"], device=device
             ) + (1 + int(section["sqrt_d"])) * spec.ws_seconds(
                 n, d, values, device=device, max_steps=section["max_steps"]
             )
-            host_arrays = costs.MemoryEstimate(arrays + encoder.bytes, f"{scan.detail}; {encoder.detail}")
             if device == "cuda":
                 host, on_device = CUDA_HOST_BYTES + encoder.bytes, arrays + CUDA_CONTEXT_BYTES
             else:
-                host = on_device = host_arrays.job
-            settings = SwapSettings(
-                map=map_name,
-                d=d,
-                n=n,
-                options=options,
-                model=name,
-                reviews=section["reviews"],
-                positions=section["positions"],
-                n_min=min(_n(config)),
-                n_max=max(_n(config)),
-                top_k=section["top_k"],
-                vocabulary=section["vocabulary"],
-                screen=section["screen"],
-                sample=section["sample"],
-                sqrt_d=section["sqrt_d"],
-                max_steps=section["max_steps"],
-                device=device,
-                seed=config["seed"],
-                numerics_version=numerics_version,
-            )
+                host = on_device = costs.MemoryEstimate(arrays + encoder.bytes, scan.detail).job
             jobs.append(
                 SwapJob(
                     study="swaps",
@@ -305,10 +267,36 @@ def swap_jobs(config: dict, limits: Limits, numerics_version: str) -> list[SwapJ
                     d=d,
                     n=n,
                     chunk_mb=section["chunk_mb"],
-                    settings=settings,
+                    settings=_settings(config, map_name, d, n, options, device, numerics_version),
                 )
             )
     return jobs
+
+
+def _settings(
+    config: dict, map_name: str, d: int, n: int, options: dict, device: str, numerics_version: str
+) -> SwapSettings:
+    section = config["swaps"]
+    return SwapSettings(
+        map=map_name,
+        d=d,
+        n=n,
+        options=options,
+        model=config["model"]["name"],
+        reviews=section["reviews"],
+        positions=section["positions"],
+        n_min=min(_n(config)),
+        n_max=max(_n(config)),
+        top_k=section["top_k"],
+        vocabulary=section["vocabulary"],
+        screen=section["screen"],
+        sample=section["sample"],
+        sqrt_d=section["sqrt_d"],
+        max_steps=section["max_steps"],
+        device=device,
+        seed=config["seed"],
+        numerics_version=numerics_version,
+    )
 
 
 def needs(config: dict) -> Needs:

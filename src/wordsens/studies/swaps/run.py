@@ -22,7 +22,7 @@ from ...data.vocabulary import EmbeddingLayer, candidate_ids, review_tokens
 from ...seeds import derive_seed, generator
 
 if TYPE_CHECKING:
-    from .plan import SwapSettings
+    from .settings import SwapSettings
 
 __all__ = ["CONTEXT_WORDS", "context", "swap_positions", "swap_rows", "swap_table"]
 

@@ -11,8 +11,6 @@ from typing import Any
 from ..spec import Figure, Output, PlanView, StudySpec, beside, schema_beside
 from . import plan
 
-NUMERICS = ("trained", "trained-2")
-
 
 def _figures(grid: PlanView) -> list[Figure]:
     """``fig_trained`` where the study has a layer (fitting or not: the layers left out are marked)."""
@@ -56,7 +54,7 @@ SPEC = StudySpec(
     schema=schema_beside(__file__),
     jobs=plan.trained_jobs,
     rules=(plan.TRAINED_RULE,),
-    numerics=NUMERICS,
+    numerics=plan.NUMERICS,
     owns="trained",
     figures=_figures,
     draw=_draw,

@@ -30,13 +30,14 @@ from ...data.models import (
     model_width,
 )
 from ...maps import registry
-from ..jobs import Job, JobFiles, JobRule, Settings
+from ..jobs import Job, JobFiles, JobRule
 from ..spec import Needs
+from .settings import TrainedSettings
 
 __all__ = [
+    "NUMERICS",
     "TRAINED_RULE",
     "TrainedJob",
-    "TrainedSettings",
     "active",
     "counterparts",
     "moved_count",
@@ -46,6 +47,10 @@ __all__ = [
     "trained_model",
     "trained_problems",
 ]
+
+# the numerics of the study's rows: bump the version when a change of them changes its results
+# (docs/changelog.md lists what each version changed)
+NUMERICS = ("trained", "trained-2")
 
 
 def counterparts(trained: str, convention: str) -> list[str]:
@@ -144,30 +149,6 @@ def trained_problems(config: dict) -> list[str]:
             "come from the pool: lower trained.reviews or raise data.pool_size"
         )
     return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainedSettings(Settings):
-    """What the rows of one layer's job depend on: the encoder and its layer, its heads, the n, reviews,
-    conventions, trained maps, moved rows (``positions`` word rows, ``specials``), the counterparts'
-    draws, the per-head searches (at ``head_n`` on ``head_reviews`` reviews; None: none), the search's
-    step cap, the seed and the numerics version."""
-
-    model: str
-    layer: int
-    heads: int
-    n: tuple[int, ...]
-    reviews: int
-    conventions: tuple[str, ...]
-    maps: tuple[str, ...]
-    positions: int | str
-    specials: bool
-    draws: int
-    head_n: int | None
-    head_reviews: int | None
-    max_steps: int
-    seed: int
-    numerics_version: str
 
 
 def _run(params: Mapping[str, Any], files: JobFiles, *, model_key: str) -> Any:

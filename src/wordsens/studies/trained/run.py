@@ -47,7 +47,7 @@ from ...search import estimate
 from ...seeds import derive_seed
 
 if TYPE_CHECKING:
-    from .plan import TrainedSettings
+    from .settings import TrainedSettings
 
 Tensor = torch.Tensor
 

