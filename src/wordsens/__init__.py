@@ -31,5 +31,6 @@ __version__ = "0.1.0"
 #        and the searches of its maps and their random models); trained-1: its first version; trained-2:
 #        drawn word rows, the paper's and the model's conventions, the counterparts and their draws
 #   swaps: the swaps study (wordsens.experiments.swaps: real words scored by wordsens.search.swaps
-#        beside the continuous search); swaps-1: its first version
-NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-2", "swaps": "swaps-1"}
+#        beside the continuous search); swaps-1: its first version; swaps-2: a review's sample is its first
+#        n tokens as the embedding step keeps them (row n-1 the review's word, no longer [SEP])
+NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-2", "swaps": "swaps-2"}
