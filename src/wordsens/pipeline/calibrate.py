@@ -94,7 +94,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
     """Samples of the measured jobs of ``sources`` (results folders or Snakemake logs) that match
     ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and probe steps. A job
     measured twice counts once (a benchmark file before a log's whole seconds, whatever the order of
-    ``sources``)."""
+    ``sources``): a grid job by its key, a step with a benchmark file by that file (the log names it)."""
     by_key = {job.key: job for job in jobs}
     out = Measured()
     seen: set[str] = set()
@@ -136,8 +136,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path]) -> Measured:
                     add(matched, None, seconds, str(source))
                 elif rule in ("ws", "gen", "trained", "swaps"):  # a grid job of another configuration
                     out.unmatched += 1
-                else:
-                    add(f"{rule}:{output}", rule, seconds, str(source))
+                else:  # a step: by its benchmark file where it has one (as the folder's files count it)
+                    add(job.benchmark_key or f"{rule}:{output}", rule, seconds, str(source))
         else:
             raise ValueError(f"{source} does not exist: name a results folder or a Snakemake log")
     return out

@@ -1,7 +1,8 @@
 """The data steps and probes that run a pre-trained model, as the workflow requests them: the
 embedding jobs (``model.device``), the encoder probes of Figures 1 and 3 (``probes.device``) and the
 language model of Figure 1 right (``probes.lm.device``), each with its host memory
-(``wordsens.compute.costs``), the device the plan puts it on (``jobs.job_device``, the rule of every
+(``wordsens.compute.costs``: the embeddings' from the pool and the encoder's width, the encoder probes'
+from the encoder's size), the device the plan puts it on (``jobs.job_device``, the rule of every
 job kind) and the GPU memory it declares (``gpu_mem_mb``). Torch-free.
 
 The job itself resolves its ``auto`` setting where it runs (CUDA when one is visible there), so a
@@ -14,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..compute import costs
-from ..data.models import DEMO_LM, model_width
+from ..data.models import DEMO_LM, model_heads, model_layers, model_positions, model_width
 from .jobs import CUDA_CONTEXT_BYTES, gpu_mem_mb, job_device
 from .limits import Limits
+from .trained import encoder_size
 
 __all__ = ["Step", "embed_step", "gpu_budget_problem", "probe_step"]
 
@@ -61,10 +63,21 @@ def embed_step(config: dict, limits: Limits, *, long: bool = False) -> Step:
 
 def probe_step(config: dict, limits: Limits, kind: str) -> Step:
     """A probe job: ``"encoder"`` (Figure 1 left, Figure 3 panels 3-4: a few forward passes, on a
-    cluster not worth a GPU of its own) or ``"lm"`` (Figure 1 right: a causal language model)."""
+    cluster not worth a GPU of its own; its memory from the size of the encoder, ``probes.model`` or
+    ``model.name``, where its config.json is known without loading it) or ``"lm"`` (Figure 1 right: a
+    causal language model)."""
     probes = config["probes"]
     if kind == "encoder":
-        return _step(costs.probe_memory("encoder"), probes["device"], limits, prefers_gpu=False)
+        name = probes["model"] or config["model"]["name"]
+        try:
+            parameters: int | None = encoder_size(name)
+        except ValueError:  # not known without loading it: the fallback
+            parameters = None
+        estimate = costs.probe_memory(
+            "encoder", parameters=parameters, width=model_width(name), layers=model_layers(name),
+            heads=model_heads(name), length=model_positions(name) or 512,
+        )  # fmt: skip
+        return _step(estimate, probes["device"], limits, prefers_gpu=False)
     estimate = costs.probe_memory("lm", demo=probes["lm"]["model"] == DEMO_LM)
     return _step(estimate, probes["lm"]["device"], limits, prefers_gpu=True)
 
