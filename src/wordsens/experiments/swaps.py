@@ -3,9 +3,9 @@
 For a review of the pool, its first n tokens as the embedding step keeps them (``[CLS]`` and the
 review's words: ``wordsens.data.vocabulary.review_tokens``) through the encoder's own embedding layer
 give the sample X (the paper's layer 0, rows of norm sqrt(d)); at a word position i every word of the
-vocabulary gives the row it would put there. Per
-(map, review, position), ``wordsens.search.swaps.substitution`` scores them all (or a screened
-shortlist) and runs the continuous search on the same weights at the radius the best word moves:
+vocabulary gives the row it would put there. Per (map, review, position),
+``wordsens.search.swaps.substitution`` scores them all (or a screened shortlist) and runs the
+continuous search on the same weights at the radius the best word moves:
 one row of the study's table, with the best words as text and the review's words around position i
 (the substitution marked). The weights of a map are drawn from a seed of the review (the same at every
 position and n of it, where their shape allows).
