@@ -12,9 +12,11 @@ folder, runs ``snakemake --cores N --configfile CONFIG`` there (anything after `
 Snakemake), and reads the run's Snakemake log (``wordsens.pipeline.runs.snakemake_log_jobs``): per rule the
 jobs, summed and longest wall seconds; the run's elapsed time; the critical path
 (``wordsens.pipeline.runs``: the chain of jobs that ended the run, with the time each waited for a
-free core after its inputs were ready). The device of a word-sensitivity or generalisation job is
-read from its result rows (``device`` column), an embedding or probe job's from the configuration;
-the other steps run on the CPU. Log times are whole seconds.
+free core after its inputs were ready). The device of a job is where it ran where its result rows
+record it (the ``device`` column: word sensitivity, generalisation, the swaps study), else where the plan
+put it, marked ``(planned)``: the GPUs its rule requested in the log (``resources: gpu=``; the
+embeddings, the probes, the trained layers, whose ``auto`` resolves where they run); a step that requests
+no GPU resource at all (downloads, tables, figures) runs on the CPU. Log times are whole seconds.
 """
 
 from __future__ import annotations
@@ -33,26 +35,29 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from workflow_utils import copy_workflow  # noqa: E402
 
-from wordsens.pipeline import LoggedJob, critical_path, merge, rule_times, snakemake_log_jobs  # noqa: E402
-
-CONFIG_DEVICE = {"embed": "model", "embed_long": "model", "fig1_attention": "probes", "fig3_probes": "probes"}
+from wordsens.pipeline import LoggedJob, critical_path, rule_times, snakemake_log_jobs  # noqa: E402
 
 
-def job_device(job: LoggedJob, workdir: Path, config: dict) -> str:
-    """Where the job computed: its rows' ``device`` column, the configured device of an embedding or
-    probe job, else the CPU."""
+def job_device(job: LoggedJob, workdir: Path) -> str:
+    """Where the job computed: its rows' ``device`` column where a Parquet output has one, else where the
+    plan put it (``cuda (planned)`` or ``cpu (planned)``, from the GPUs it requested in the log), else
+    (no GPU resource requested: not a compute step) the CPU."""
+    import pyarrow.parquet as pq
+
     for output in job.outputs:
-        if output.endswith(".parquet") and job.rule in ("ws", "gen"):
-            path = workdir / output
-            try:
-                import pyarrow.parquet as pq
-
-                table = pq.read_table(path, columns=["device"])
-            except (OSError, KeyError, ValueError):
-                return "?"
-            return ",".join(sorted(set(table.column("device").to_pylist())))
-    section = CONFIG_DEVICE.get(job.rule)
-    return str((config.get(section) or {}).get("device", "cpu")) if section else "cpu"
+        path = workdir / output
+        if not output.endswith(".parquet") or not path.is_file():
+            continue
+        try:
+            if "device" not in pq.read_schema(path).names:
+                continue
+            table = pq.read_table(path, columns=["device"])
+        except (OSError, ValueError):
+            return "?"
+        return ",".join(sorted(set(map(str, table.column("device").to_pylist()))))
+    if job.gpu is None:
+        return "cpu"
+    return f"{'cuda' if job.gpu > 0 else 'cpu'} (planned)"
 
 
 def run(configfile: str, cores: str, workdir: Path, extra: list[str]) -> Path:
@@ -77,7 +82,7 @@ def run(configfile: str, cores: str, workdir: Path, extra: list[str]) -> Path:
     return logs[-1]
 
 
-def report(log: Path, workdir: Path, config: dict, *, width: int = 70) -> None:
+def report(log: Path, workdir: Path, *, width: int = 70) -> None:
     jobs, info = snakemake_log_jobs(log)
     if not jobs:
         sys.exit(f"{log} lists no finished job")
@@ -85,7 +90,7 @@ def report(log: Path, workdir: Path, config: dict, *, width: int = 70) -> None:
     print(f"{'rule':22s} {'jobs':>5s} {'sum s':>8s} {'longest s':>10s} {'first start':>12s} {'last end':>9s}  devices")
     devices: dict[str, set[str]] = {}
     for job in jobs:
-        devices.setdefault(job.rule, set()).add(job_device(job, workdir, config))
+        devices.setdefault(job.rule, set()).add(job_device(job, workdir))
     for r in rule_times(jobs):
         print(
             f"{r.rule:22s} {r.jobs:5d} {r.total:8.0f} {r.longest:10.0f} {r.first_start:12.0f} {r.last_end:9.0f}"
@@ -107,7 +112,7 @@ def report(log: Path, workdir: Path, config: dict, *, width: int = 70) -> None:
         what = (step.job.outputs[0] if step.job.outputs else "(target)")[-width:]
         print(
             f"  {step.job.rule:20s} {step.job.start:6.0f} -> {step.job.end:6.0f}  wait {step.wait:5.0f}  "
-            f"{job_device(step.job, workdir, config):5s} {what}"
+            f"{job_device(step.job, workdir):14s} {what}"
         )
 
 
@@ -129,8 +134,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--log", type=Path, help="only analyse this Snakemake log of a finished run (no run)")
     args = parser.parse_args(argv)
-    import yaml
-
     if args.log:
         if not args.log.is_file():
             parser.error(f"--log {args.log} is not a file: name a .snakemake/log/*.snakemake.log of a finished run")
@@ -141,12 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         if workdir.exists() and any(workdir.iterdir()):
             parser.error(f"--workdir {workdir} is not empty: the benchmark runs everything from scratch")
         log = run(args.configfile, args.cores, workdir, extra)
-    config: dict = {}
-    for name in ("config.yaml", args.configfile):
-        path = workdir / name if (workdir / name).is_file() else Path(name) if Path(name).is_file() else ROOT / name
-        if path.is_file():
-            config = merge(config, yaml.safe_load(path.read_text()) or {})
-    report(log, workdir, config)
+    report(log, workdir)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,24 @@ def test_the_readme_fits_on_a_screen():
     assert lines <= 150, f"README.md has {lines} lines: move reference material to docs/"
 
 
+# Numbers that change with every change of the code: how many tests, how many passed or were skipped, and
+# how long something took. They live in docs/testing.md (the suite) and docs/benchmarks.md (speeds), each
+# with its date, never in the README.
+_VOLATILE = {
+    "a test count": r"\b\d[\d,]*\s+(?:tests|test modules)\b",
+    "a test outcome": r"\b\d[\d,]*\s+(?:passed|failed|skipped|deselected)\b",
+    "a duration": r"\b\d+(?:[.:]\d+)?\s*(?:min|minutes|s|sec|seconds|h|hours)\b",
+    "a speed-up": r"\b\d+(?:\.\d+)?\s*(?:x|times)\s+(?:faster|slower)\b",
+}
+
+
+def test_the_readme_carries_no_test_counts_or_times_and_points_to_them():
+    text = re.sub(r"^ {4}.*$", "", README.read_text(), flags=re.M)  # not in code blocks
+    found = [f"{what}: {m.group(0)!r}" for what, pattern in _VOLATILE.items() for m in re.finditer(pattern, text)]
+    assert not found, f"README.md carries numbers that change with the code (move them to docs/testing.md): {found}"
+    assert "docs/testing.md#how-long-it-takes" in text
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -2,7 +2,7 @@
 
 tests/regression_fixture.py says what is compared and with which tolerance (float64 results tightly,
 searches that rounding can end elsewhere within a measured bound, never the step count), and how to
-re-record after a change that is meant to change results (bump ``wordsens.NUMERICS_VERSIONS``).
+re-record after a change that is meant to change results (bump its study's numerics version (``StudySpec.numerics``)).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ rule that turns a statistic and its interval into one verdict), the thresholds a
 on d (:func:`raf_floor_threshold`, :func:`raf_alignment_threshold`, :func:`rf_level_band`), the bound
 :func:`err_lower_bound`; :class:`wordsens.claims.rows.Rows` turns a statistic and its interval
 (:mod:`wordsens.claims.intervals`) into a row of the table. The log-log slope is in
-:mod:`wordsens.claims.slope`, the computations of the claims in :mod:`wordsens.claims.checks`; what
+:mod:`wordsens.claims.slope`, the computations of the claims in :mod:`wordsens.studies.ws.claims`; what
 each claim means, why its threshold is what it is and the smallest effect it fails on in
 ``docs/claims.md``.
 """

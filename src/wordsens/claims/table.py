@@ -23,7 +23,7 @@ claim comes from and exactly one verdict:
 
 Verdicts are facts about the run, never exceptions; the one exception is a generalisation row that
 breaks the identity ``D1 - D0 = a (y - t0)``, which no computation of wordsens can produce: a bug,
-reported as a ``ValueError`` (:func:`wordsens.claims.gen_checks.check_identity`). The intervals are
+reported as a ``ValueError`` (:func:`wordsens.studies.gen.claims.check_identity`). The intervals are
 closed forms of the units (no resampling): the same tables give the same table.
 
 Each claim (statistic, threshold and its derivation, the unit its interval rests on, the smallest

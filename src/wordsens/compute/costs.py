@@ -9,9 +9,10 @@ every weight and the autograd graph of the full map; ``wordsens.compute.map_cost
 maps' models (``FirstLayerCost`` for RF, ``DeepCost`` for DRF, ``AttentionCost`` for the attention
 maps with a moved-row fast path).
 The data steps' models sit beside them: ``embed_memory`` (hidden states of a pool),
-``probe_memory`` (the encoder and language-model probes), and the size of a pre-trained encoder
-read from its config.json (``encoder_parameters``) with the memory of a job that holds and runs it
-(``encoder_memory``: the trained study's layers).
+``probe_memory`` (the encoder probes, from the encoder's size; the language-model probe), and the
+size of a pre-trained encoder read from its config.json (``encoder_parameters``) with the memory of
+a job that holds and runs it (``encoder_memory``: the trained study's layers, the swaps study, the
+probes).
 
 The same estimates serve two purposes: the numerical code checks them before allocating (and
 refuses with the ways out rather than swapping or dying, ``wordsens.compute.devices.check_fits``),
@@ -27,12 +28,14 @@ from typing import Any, Protocol
 
 __all__ = [
     "CHUNK",
+    "FALLBACK_PROBE",
     "GB",
     "GEMM_FLOPS",
     "GPU_RANDN_PER_S",
     "GPU_STREAM_BYTES",
     "JOBSTEP_OVERHEAD",
     "MB",
+    "MODEL_LOAD_OVERHEAD",
     "PROCESS_OVERHEAD",
     "RANDN_PER_S",
     "SAMPLERS",
@@ -58,6 +61,11 @@ PROCESS_OVERHEAD = 340 * MB
 JOBSTEP_OVERHEAD = 200 * MB
 # What importing transformers and loading a tokenizer adds to that process (measured here: 48 MB)
 TRANSFORMERS_OVERHEAD = 64 * MB
+# What loading a model through transformers' AutoModel adds beyond that, whatever the model's size (its
+# classes and machinery; docs/benchmarks.md, the probes' memory)
+MODEL_LOAD_OVERHEAD = 128 * MB
+# A probe job of an encoder whose size is not known without loading it (a Hub name not in the cache)
+FALLBACK_PROBE = 4096 * MB
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,7 @@ class CostModel:
         self, *, position: int | str = 0, method: str = "default", sampler: str = "auto", explicit_weights: bool = False
     ) -> str:
         """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
-        (``wordsens.search.estimate`` runs it, ``wordsens.pipeline.jobs`` sizes jobs with it). Maps
+        (``wordsens.search.estimate`` runs it, ``wordsens.studies.jobs`` sizes jobs with it). Maps
         with one sampler: ``"dense"``; first-layer maps see ``FirstLayerCost.choose_sampler``."""
         if sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
@@ -288,15 +296,41 @@ def embed_memory(*, pool_size: int, max_length: int, width: int | None, batch_si
     return MemoryEstimate(2 * store + batch + 2 * GB - overhead, f"hidden states {pool_size} x {max_length} x {width}")
 
 
-def probe_memory(kind: str, *, demo: bool = False) -> MemoryEstimate:
-    """Memory of a probe job (``wordsens.experiments.probes``): ``"encoder"`` (Figure 1 attention,
-    Figure 3 panels 3-4: one encoder, a few forward passes: 4 GB) or ``"lm"`` (a 7B causal language
-    model in half precision: 32 GB; the demo's tiny LM: 2 GB)."""
+def probe_memory(
+    kind: str,
+    *,
+    demo: bool = False,
+    parameters: int | None = None,
+    width: int | None = None,
+    layers: int | None = None,
+    heads: int | None = None,
+    length: int = 512,
+) -> MemoryEstimate:
+    """Memory of a probe job (``wordsens.studies.probes.run``). ``"encoder"`` (Figure 1 attention, Figure 3
+    panels 3-4): one encoder of ``parameters`` float32 parameters (``encoder_parameters``; ``width``,
+    ``layers``, ``heads`` from its config.json) run on one sequence of at most ``length`` tokens (the
+    encoder's positions: the probes' texts are shorter): ``encoder_memory`` with two sequences'
+    activations (a forward, and the backward of the attracting Delta's ascent), what the probes keep of
+    a forward twice (before and after a move): every layer's hidden states ((layers + 1) x length x
+    width) and attention maps (layers x heads x length^2), float32, and ``MODEL_LOAD_OVERHEAD`` (the
+    encoder loaded through AutoModel). An encoder whose size is not known without loading it: 4 GB in
+    all (``FALLBACK_PROBE``). ``"lm"``: a 7B causal language model in half precision, 32 GB; the demo's
+    tiny LM, 2 GB."""
+    overhead = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD
     if kind == "encoder":
-        return MemoryEstimate(4096 * MB - PROCESS_OVERHEAD - JOBSTEP_OVERHEAD, "an encoder and its attention maps")
+        if parameters is None or width is None or layers is None or heads is None:
+            return MemoryEstimate(FALLBACK_PROBE - overhead, "an encoder of unknown size and its attention maps")
+        run = encoder_memory(
+            parameters=parameters, copies=1, batch=2, length=length, width=width, heads=heads, detail="the encoder"
+        )
+        kept = 2 * ((layers + 1) * length * width + layers * heads * length * length) * 4
+        return MemoryEstimate(
+            run.bytes + kept + MODEL_LOAD_OVERHEAD,
+            f"{run.detail}; its hidden states and attention maps at {length} tokens",
+        )
     if kind == "lm":
         need = 2048 * MB if demo else 32000 * MB
-        return MemoryEstimate(need - PROCESS_OVERHEAD - JOBSTEP_OVERHEAD, "a causal language model")
+        return MemoryEstimate(need - overhead, "a causal language model")
     raise ValueError(f"unknown probe kind {kind!r}; use 'encoder' or 'lm'")
 
 

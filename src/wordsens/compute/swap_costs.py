@@ -3,7 +3,7 @@
 A scan evaluates the word-sensitivity problem of a map at one position for every word of a vocabulary
 (``exhaustive``) or for a first-order shortlist of it (screened). Which of the two a map gets, the
 memory of a chunk of candidates and the time of one position are read here from the map's cost model
-(``MapSpec.cost``): the planner (``wordsens.pipeline.swaps``) and the numerics decide alike.
+(``MapSpec.cost``): the planner (``wordsens.studies.swaps.plan``) and the numerics decide alike.
 
 * Exhaustive (a move changes one row, and the map's problem evaluates it cheaply): RF
   (``FirstLayerCost``: one product with the moved token's block ``B`` (k, d), ``2 k d`` flops per word)

@@ -7,13 +7,16 @@ samples. Torch-free and pandas-free: the planner (``wordsens plan``) reads the s
   at most ``data.max_unk_share`` (``check_unk_share``). A tokenizer saved from a vocabulary file that
   ``transformers`` ignored (``BertTokenizerFast(vocab_file=...)`` in transformers 5 keeps only its 5
   special tokens) maps every word to ``[UNK]``: the pool step stops, naming the share and the fix.
+  A model folder without tokenizer files gives a tokenizer of the special tokens too (``AutoTokenizer``
+  builds one from config.json, silently): every load refuses it, saying the files are missing and from
+  which folder (``check_tokenizer_files``).
 * **Store** (when it is written): no NaN/Inf (``check_finite``), and at every context length n that
   a job reads, and at the store's length, at least ``data.min_distinct_share`` of the reviews give
   distinct samples (``store_problems``). Samples are compared bitwise: two reviews whose first n
   stored rows are identical give the same sample. The count of distinct samples can only grow with
   n (a longer sample holds the shorter one), so the smallest n decides; [PAD] rows past a review's
   end are expected, identical reviews are not.
-* **The trained study** (``wordsens.experiments.trained``): its own tokenizer (``trained.model``'s) on
+* **The trained study** (``wordsens.studies.trained.run``): its own tokenizer (``trained.model``'s) on
   the reviews it reads, review by review (``check_review_unk``, the limit ``data.max_unk_share``), and
   its samples at every n it reads: no two reviews' samples may have a cosine similarity of at least
   ``NEAR_DUPLICATE`` (``check_near_duplicates``: bitwise equality misses near-copies).
@@ -33,12 +36,14 @@ import numpy as np
 
 __all__ = [
     "NEAR_DUPLICATE",
+    "TOKENIZER_FILES",
     "Duplicates",
     "InputError",
     "check_finite",
     "check_near_duplicates",
     "check_review_unk",
     "check_store",
+    "check_tokenizer_files",
     "check_unk_share",
     "check_vocabulary",
     "distinct_at",
@@ -91,6 +96,32 @@ def check_vocabulary(tokenizer_size: int, embedding_rows: int | None, tokenizer:
             f"word-embedding rows (a mismatch: the [UNK] share below tells whether it knows the words)"
         )
     return f"tokenizer {tokenizer}: {tokenizer_size} tokens = the model's word-embedding rows"
+
+
+# Files that hold a tokenizer's vocabulary, one of which a model folder needs (BERT-family: vocab.txt
+# or tokenizer.json; BPE: vocab.json with merges.txt; SentencePiece: its .model file).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model")
+
+
+def check_tokenizer_files(
+    tokens: Iterable[str], specials: Iterable[str], *, setting: str, folder: str, files: Sequence[str]
+) -> None:
+    """``InputError`` where a tokenizer loaded from the model folder ``folder`` knows no token but its
+    ``specials`` and the folder holds none of ``TOKENIZER_FILES`` (``files``: what it holds): from such a
+    folder ``transformers`` builds a tokenizer of the special tokens alone, silently. The error says the
+    files are missing and where; ``setting``: what named the folder. (Tokenizer files that hold the
+    special tokens only are named by the ``[UNK]`` share, ``check_unk_share``.)"""
+    special = set(specials)
+    vocabulary = list(tokens)
+    if any(token not in special for token in vocabulary) or set(files) & set(TOKENIZER_FILES):
+        return
+    raise InputError(
+        f"cannot use the tokenizer of {setting}: the tokenizer files are missing from {folder} (it "
+        f"holds {', '.join(sorted(files)) or 'nothing'}; a tokenizer needs one of {', '.join(TOKENIZER_FILES)}, "
+        f"with tokenizer_config.json), and transformers built a tokenizer of its {len(vocabulary)} special tokens "
+        f"only, which knows no word. Save the model's tokenizer there (tokenizer.save_pretrained(folder)) or point "
+        f"{setting} at a folder that has it"
+    )
 
 
 def unk_share(tokens: Iterable[int], unk: Iterable[int]) -> float:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ..compute.devices import resolve_device
 from ..io import current_umask
 from .hub import hub_cached, hub_reachable
+from .inputs import check_tokenizer_files
 from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
 
 if TYPE_CHECKING:
@@ -55,7 +56,9 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
     (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
     folder needs the Hub (``wordsens.data.hub.hub_reachable``: it honours Hugging Face's offline
     mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
-    names ``setting`` (the config key that gave the name) and the way out (``fix``).
+    names ``setting`` (the config key that gave the name) and the way out (``fix``). A folder without
+    tokenizer files (``transformers`` builds a tokenizer of the special tokens alone from it) is refused
+    with the folder named (``check_tokenizer_files``).
     """
     import transformers
 
@@ -83,10 +86,16 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
         source = name
     loader = getattr(transformers, _AUTO_CLASSES[kind])
     try:
-        return loader.from_pretrained(source, **kwargs)
+        loaded = loader.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as err:
         what = {"tokenizer": "a tokenizer", "encoder": "an encoder", "causal-lm": "a causal language model"}[kind]
         raise ValueError(f"cannot load {setting} {name!r} as {what} ({err}); {fix}") from err
+    if kind == "tokenizer" and local.is_dir():
+        files = [path.name for path in local.iterdir()]
+        check_tokenizer_files(
+            loaded.get_vocab(), loaded.all_special_tokens, setting=setting, folder=source, files=files
+        )
+    return loaded
 
 
 def load_tokenizer(source: str, *, setting: str = "model.name"):

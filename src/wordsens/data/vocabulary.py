@@ -7,9 +7,13 @@ to norm ``sqrt(d)`` (``wordsens.data.samples.normalise``). Putting ``w`` at posi
 row ``i`` of the sample by that row and leaves every other row as it is, so the substitutions of a
 vocabulary at a position are a finite set of moves ``x_i(w) - x_i`` (``wordsens.search.swaps``
 scores them). Here: the embedding layer in float64 (``EmbeddingLayer``: the sample of a review and
-the candidate rows of every word at a position, by one formula) and the vocabulary a study scans
+the candidate rows of every word at a position, by one formula), the vocabulary a study scans
 (``candidate_ids``: whole-word tokens by default; specials and ``[unused*]`` never; ``##`` pieces on
-request). Torch is imported by the functions that need it.
+request), and the tokens of a review's sample (``review_tokens``: the first n tokens of the sequence
+the embedding step encodes, ``[CLS] review [SEP]`` padded to ``model.max_length``, so that row n-1
+is the review's own token where the review is longer than n - 1 tokens, as in the word-sensitivity
+studies' samples; the swaps study and ``wordsens swap`` both read a review this way). Torch is
+imported by the functions that need it.
 """
 
 from __future__ import annotations
@@ -56,10 +60,18 @@ def candidate_ids(tokenizer: Any, vocabulary: str = "words", *, rows: int | None
 
 
 def review_tokens(tokenizer: Any, text: str, n: int) -> list[int]:
-    """The first ``n`` token ids of ``[CLS] text [SEP]`` as the embedding step reads a review (padded with
-    ``[PAD]`` where the review is shorter, as ``wordsens.data.embed.encode`` pads it)."""
-    encoded = tokenizer([str(text)], padding="max_length", truncation=True, max_length=n, add_special_tokens=True)
-    return [int(i) for i in encoded["input_ids"][0]]
+    """The token ids of a review's sample: the first ``n`` of ``[CLS] text [SEP] [PAD] ...``, the rows the
+    embedding step keeps of a review (``wordsens.data.embed.encode`` pads it to ``model.max_length``, a
+    sample keeps its first n rows). Row n-1 is the text's (n-1)-th token where it has that many (not
+    ``[SEP]``: the text is not cut at n), ``[SEP]`` or ``[PAD]`` where it is shorter. The same ids as the
+    embedding step's first n at every ``max_length`` above n, and at ``max_length`` = n where the text has
+    at most n - 2 tokens (a longer one ends there in ``[SEP]``)."""
+    if n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    encoded = tokenizer(
+        [str(text)], padding="max_length", truncation=True, max_length=n + 1, add_special_tokens=True
+    )  # one token past n: the text is cut after row n-1, as a longer max_length leaves it
+    return [int(i) for i in encoded["input_ids"][0][:n]]
 
 
 @dataclass(frozen=True)

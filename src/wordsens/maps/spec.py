@@ -56,7 +56,7 @@ class SearchSettings:
     reduced: tuple[str, ...] = ()
 
 
-# How a checkpoint map and its random counterparts are compared (wordsens.experiments.trained): the
+# How a checkpoint map and its random counterparts are compared (wordsens.studies.trained.run): the
 # samples and the perturbation ball, per convention
 CONVENTIONS = {
     "paper": "rows rescaled to norm sqrt(d), a ball of radius sqrt(d) (the paper's setting)",

@@ -20,7 +20,7 @@ or a 0-d tensor). Linear layers act on rows (``x W + b``, the
 transpose of ``torch.nn.Linear``'s weight). ``tests/unit/maps/test_trained.py`` checks both maps against the
 transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
 
-The trained study (``wordsens.experiments.trained``) also needs, on these weight dicts:
+The trained study (``wordsens.studies.trained.run``) also needs, on these weight dicts:
 ``matched_weights`` (the random counterparts of the model's convention: every matrix with random
 singular vectors and the trained singular values, every bias a random direction of its norm) and
 ``attention_entropy`` (the regime the softmax works in).

@@ -99,7 +99,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Ite
     folder's benchmark files count for the grid's jobs, the embeddings (``embed``, ``embed_<store>``)
     and the steps named in ``benchmarked`` (a study's own rules with a benchmark file:
     ``wordsens.studies.Step.benchmarked``). A job measured twice counts once (a benchmark file before
-    a log's whole seconds, whatever the order of ``sources``)."""
+    a log's whole seconds, whatever the order of ``sources``): a grid job by its key, a step with a benchmark
+    file by that file (the log names it)."""
     steps = set(benchmarked)
     grid_rules = set(studies.job_rules())
     by_key = {job.key: job for job in jobs}
@@ -144,8 +145,8 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Ite
                     add(matched, None, seconds, str(source))
                 elif rule in grid_rules:  # a grid job of another configuration
                     out.unmatched += 1
-                else:
-                    add(f"{rule}:{output}", rule, seconds, str(source))
+                else:  # a step: by its benchmark file where it has one (as the folder's files count it)
+                    add(job.benchmark_key or f"{rule}:{output}", rule, seconds, str(source))
         else:
             raise ValueError(f"{source} does not exist: name a results folder or a Snakemake log")
     return out

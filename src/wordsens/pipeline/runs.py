@@ -38,7 +38,9 @@ def benchmark_times(results: str | os.PathLike) -> dict[str, float]:
 @dataclass(frozen=True)
 class LoggedJob:
     """One finished job of a Snakemake log: its id, rule, inputs and outputs, start and finish
-    (whole seconds since the run's first stamp, as the log writes them)."""
+    (whole seconds since the run's first stamp, as the log writes them), its benchmark file (``benchmark``,
+    None where the rule has none) and the GPUs it requested (``gpu``: its ``resources:`` gpu, None where
+    the rule requests none: a step that never computes on a device)."""
 
     jobid: int
     rule: str
@@ -46,15 +48,30 @@ class LoggedJob:
     outputs: tuple[str, ...]
     start: float
     end: float
+    benchmark: str | None = None
+    gpu: int | None = None
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
 
+    @property
+    def benchmark_key(self) -> str | None:
+        """Its benchmark file as ``benchmark_times`` names it (the path below ``benchmarks/`` without
+        ``.tsv``), or None."""
+        if not self.benchmark:
+            return None
+        parts = Path(self.benchmark).with_suffix("").parts
+        if "benchmarks" not in parts:
+            return None
+        last = len(parts) - 1 - parts[::-1].index("benchmarks")
+        return "/".join(parts[last + 1 :]) or None
+
 
 def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[str, float]]:
-    """The finished jobs of a Snakemake log (``.snakemake/log/*.snakemake.log``), in finishing order,
-    and the run's ``elapsed`` seconds and ``cores`` where the log states them. A job that started but
+    """The finished jobs of a Snakemake log (``.snakemake/log/*.snakemake.log``), in finishing order
+    (with their benchmark file and requested GPUs where the log names them), and the run's ``elapsed``
+    seconds and ``cores`` where the log states them. A job that started but
     never finished (failed, or the run was stopped) is not listed."""
     import re
     from datetime import datetime
@@ -62,7 +79,7 @@ def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[s
     text = Path(path).read_text(errors="replace")
     stamp = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", re.M)
     parts = stamp.split(text)
-    started: dict[int, tuple[str, tuple[str, ...], tuple[str, ...], datetime]] = {}
+    started: dict[int, tuple[str, tuple[str, ...], tuple[str, ...], datetime, str | None, int | None]] = {}
     finished: list[tuple[int, datetime]] = []
     origin: datetime | None = None
 
@@ -76,15 +93,19 @@ def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[s
         head = re.match(r"\s*(?:local)?(?:checkpoint|rule) (\w+):", block)
         number = re.search(r"^\s+jobid: (\d+)$", block, re.M)
         if head and number:
-            started[int(number.group(1))] = (head.group(1), files(block, "input"), files(block, "output"), at)
+            benchmark = next(iter(files(block, "benchmark")), None)
+            resources = re.search(r"^\s+resources: .*\bgpu=(\d+)", block, re.M)
+            started[int(number.group(1))] = (
+                head.group(1), files(block, "input"), files(block, "output"), at, benchmark,
+                int(resources.group(1)) if resources else None,
+            )  # fmt: skip
         finished += [(int(done), at) for done in re.findall(r"^Finished jobid: (\d+)", block, re.M)]
     jobs = []
     for jobid, at in finished:
         if jobid in started and origin is not None:
-            rule, inputs, outputs, begin = started[jobid]
-            jobs.append(
-                LoggedJob(jobid, rule, inputs, outputs, (begin - origin).total_seconds(), (at - origin).total_seconds())
-            )
+            rule, inputs, outputs, begin, benchmark, gpu = started[jobid]
+            start, end = (begin - origin).total_seconds(), (at - origin).total_seconds()
+            jobs.append(LoggedJob(jobid, rule, inputs, outputs, start, end, benchmark, gpu))
     run: dict[str, float] = {}
     elapsed = re.search(r"^Elapsed time: (\d+):(\d\d):(\d\d(?:\.\d+)?)", text, re.M)
     if elapsed:

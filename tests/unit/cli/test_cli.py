@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.arguments import parse_option
 from wordsens import cli
+from wordsens.arguments import parse_option
 from wordsens.claims import COLUMNS, compute_claims
 
 ROOT = Path(__file__).resolve().parents[3]

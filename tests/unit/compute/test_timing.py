@@ -225,6 +225,37 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
     assert not measured.samples and measured.unmatched == 1
 
 
+def test_a_step_in_a_log_and_a_benchmark_file_counts_once(tmp_path):
+    """An embedding and a probe job in both the results folder's benchmark files and the run's log (which
+    names each job's benchmark file) are one sample each, the benchmark file's, in either order."""
+    grid = pipeline.Grid(_demo(), limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    bench = tmp_path / "res" / "benchmarks"
+    for key, seconds in (("embed/tiny_layer0", 12.5), ("fig1_attention/fig1_attention", 3.25)):
+        (bench / key).parent.mkdir(parents=True, exist_ok=True)
+        (bench / f"{key}.tsv").write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:12\t300\n")
+    log = tmp_path / "run.snakemake.log"
+    log.write_text(
+        "[Thu Nov 26 23:39:09 2026]\nlocalrule embed:\n    output: r/embeddings/tiny/layer0/hidden.npy\n"
+        "    jobid: 3\n    benchmark: res/benchmarks/embed/tiny_layer0.tsv\n"
+        "    resources: tmpdir=/tmp, gpu=1, gpu_mem_mb=4512, mem_mb=4028\n"
+        "[Thu Nov 26 23:39:09 2026]\nlocalrule fig1_attention:\n    output: res/tables/fig1_attention.csv\n"
+        "    jobid: 4\n    benchmark: res/benchmarks/fig1_attention/fig1_attention.tsv\n"
+        "[Thu Nov 26 23:39:23 2026]\nFinished jobid: 3 (Rule: embed)\n"
+        "[Thu Nov 26 23:39:23 2026]\nFinished jobid: 4 (Rule: fig1_attention)\n"
+    )
+    for sources in ([tmp_path / "res", log], [log, tmp_path / "res"]):
+        measured = pipeline.measure(grid.jobs, sources)
+        got = sorted((s.family, s.measured) for s in measured.samples)
+        assert got == [("embed", 12.5), ("fig1_attention", 3.25)], sources
+    jobs, _ = pipeline.snakemake_log_jobs(log)
+    assert [(j.benchmark_key, j.gpu) for j in jobs] == [
+        ("embed/tiny_layer0", 1),
+        ("fig1_attention/fig1_attention", None),
+    ]
+    # the log alone: its whole seconds, once each
+    assert sorted(s.measured for s in pipeline.measure(grid.jobs, [log]).samples) == [14.0, 14.0]
+
+
 # ----------------------------------------------------------------------------- the time limit
 def test_jobs_above_max_job_hours_are_left_out_with_the_ways_out():
     config = _demo({"variants": None, "long_context": None, "positions": None})

@@ -127,3 +127,38 @@ def test_bench_pipeline_reads_the_demo_run(demo_run):
     assert "critical path" in out and "total wall time" in out
     ws_line = next(line for line in out.splitlines() if line.startswith("ws "))
     assert ws_line.split()[-1] == "cpu"  # the devices column, read from the rows
+
+
+def test_bench_pipeline_reports_where_each_job_ran_or_was_planned(tmp_path):
+    """The devices column: a job's rows where they record it (a swaps job's ``device``), else the device its
+    rule requested in the log (a probe or a trained layer: ``auto``, planned on the GPU or the CPU), and
+    the CPU for a step that requests no GPU resource."""
+    import pandas as pd
+
+    (tmp_path / "res" / "swaps" / "raf").mkdir(parents=True)
+    pd.DataFrame({"device": ["cuda", "cuda"], "s_words": [0.1, 0.2]}).to_parquet(
+        tmp_path / "res" / "swaps" / "raf" / "d16_n8.parquet"
+    )
+    jobs = [
+        ("swaps", "res/swaps/raf/d16_n8.parquet", "tmpdir=/tmp, gpu=1, gpu_mem_mb=1667, mem_mb=3087"),
+        ("fig1_lm", "res/tables/fig1_lm.csv", "tmpdir=/tmp, gpu=1, gpu_mem_mb=9000, mem_mb=32000"),
+        ("trained", "res/trained/layer1.parquet", "tmpdir=/tmp, gpu=0, gpu_mem_mb=0, mem_mb=900"),
+        ("swaps_table", "res/tables/swaps.parquet", "tmpdir=/tmp"),
+    ]
+    text = "Provided cores: 2\n"
+    for jobid, (rule, output, resources) in enumerate(jobs, start=1):
+        text += f"[Thu Nov 26 23:39:0{jobid} 2026]\nlocalrule {rule}:\n    output: {output}\n    jobid: {jobid}\n"
+        text += f"    resources: {resources}\n"
+    for jobid, (rule, _, _) in enumerate(jobs, start=1):
+        text += f"[Thu Nov 26 23:39:1{jobid} 2026]\nFinished jobid: {jobid} (Rule: {rule})\n"
+    log = tmp_path / "run.snakemake.log"
+    log.write_text(text)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_pipeline.py"), "--log", str(log), "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    table = {line.split()[0]: line.split("  ")[-1].strip() for line in out.splitlines() if line[:1].isalpha()}
+    assert table["swaps"] == "cuda" and table["fig1_lm"] == "cuda (planned)", out
+    assert table["trained"] == "cpu (planned)" and table["swaps_table"] == "cpu", out

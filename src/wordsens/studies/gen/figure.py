@@ -119,7 +119,9 @@ def _check_gen_table(table: pd.DataFrame, y: str) -> None:
     if y not in GEN_Y:
         raise ValueError(f"y must be one of {sorted(GEN_Y)}, got {y!r}")
     if y not in table:
-        raise ValueError(f"the table has no column {y!r}: re-run the generalisation jobs (wordsens.NUMERICS_VERSIONS)")
+        raise ValueError(
+            f"the table has no column {y!r}: re-run the generalisation jobs (a bump of its study's numerics version)"
+        )
 
 
 def _gen_panels(

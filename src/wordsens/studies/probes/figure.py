@@ -1,6 +1,6 @@
 """The figures of the encoder probes: attention heat maps of two sentences (Figure 1, left), the
 change of every layer's hidden states (Figure 3, panels 3-4) and text tables (Figure 1, right: a
-causal LM's answers). They draw from the probes' tables (``wordsens.experiments.probes``), so a
+causal LM's answers). They draw from the probes' tables (``wordsens.studies.probes.run``), so a
 plot setting re-draws them without running the encoder again.
 """
 
@@ -31,7 +31,7 @@ class HeatMap(NamedTuple):
 
 
 def attention_maps(table: pd.DataFrame, column: str) -> dict[str, HeatMap]:
-    """The maps of an attention table (``wordsens.experiments.probes.attention_table``: one row per
+    """The maps of an attention table (``wordsens.studies.probes.run.attention_table``: one row per
     label, query and key), by label in the table's order. Read its CSV with
     ``keep_default_na=False``, so that a token such as "null" stays text."""
     out = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...compute import costs
 from ...compute.limits import Limits
-from ...data.models import DEMO_LM
+from ...data.models import DEMO_LM, encoder_size, model_heads, model_layers, model_positions, model_width
 from ..jobs import Request, request
 from ..spec import Needs, Step
 
@@ -28,10 +28,21 @@ def probe_model(config: dict) -> str:
 
 def probe_request(config: dict, limits: Limits, kind: str) -> Request:
     """A probe job: ``"encoder"`` (Figure 1 left, Figure 3 panels 3-4: a few forward passes, on a
-    cluster not worth a GPU of its own) or ``"lm"`` (Figure 1 right: a causal language model)."""
+    cluster not worth a GPU of its own; its memory from the size of the encoder, ``probes.model`` or
+    ``model.name``, where its config.json is known without loading it) or ``"lm"`` (Figure 1 right: a
+    causal language model)."""
     probes = config["probes"]
     if kind == "encoder":
-        return request(costs.probe_memory("encoder"), probes["device"], limits, prefers_gpu=False)
+        name = probe_model(config)
+        try:
+            parameters: int | None = encoder_size(name)
+        except ValueError:  # not known without loading it: the fallback
+            parameters = None
+        estimate = costs.probe_memory(
+            "encoder", parameters=parameters, width=model_width(name), layers=model_layers(name),
+            heads=model_heads(name), length=model_positions(name) or 512,
+        )  # fmt: skip
+        return request(estimate, probes["device"], limits, prefers_gpu=False)
     estimate = costs.probe_memory("lm", demo=probes["lm"]["model"] == DEMO_LM)
     return request(estimate, probes["lm"]["device"], limits, prefers_gpu=True)
 

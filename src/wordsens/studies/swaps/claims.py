@@ -1,6 +1,6 @@
 """The swaps study's rows of the claims table (:func:`swap_claims`): real words beside the continuous search.
 
-The study's table (``RESULTS/tables/swaps.parquet``, rows of ``wordsens.experiments.swaps``) holds, per
+The study's table (``RESULTS/tables/swaps.parquet``, rows of ``wordsens.studies.swaps.run``) holds, per
 (map, d, n, review, position), the best real word's relative change ``s_words`` (exact over the
 vocabulary, or over a first-order shortlist: ``exhaustive``), the continuous word sensitivity on the
 same weights at the radius that word moves (``continuous``) and the vocabulary's mean (``mean``).

@@ -31,11 +31,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     swap.add_argument("--map", required=True, choices=maps, help="the feature map (`wordsens maps` lists them)")
     swap.add_argument("--d", required=True, type=positive_int, help="embedding dimension (at most the encoder's width)")
     swap.add_argument(
-        "--n", required=True, type=positive_int, help="tokens kept: [CLS], the review's first words, [SEP]"
+        "--n",
+        required=True,
+        type=positive_int,
+        help="tokens kept: the first n of [CLS] review [SEP], as the studies' samples keep them (row n-1: a word "
+        "of a longer review; at most the encoder's positions)",
     )
     swap.add_argument("--review", type=int, default=0, help="0-based index of the review in the data (default 0)")
     swap.add_argument("--text", default=None, help="a text of your own instead of --data and --review")
-    swap.add_argument("--position", type=int, default=1, help="0-based token position substituted (default 1)")
+    swap.add_argument(
+        "--position",
+        type=int,
+        default=1,
+        help="0-based position of the word substituted (default 1, the first word); [CLS], [SEP] and [PAD] refused",
+    )
     swap.add_argument("--top", type=positive_int, default=10, help="best words printed (default 10)")
     swap.add_argument(
         "--model",
@@ -57,7 +66,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
         default="words",
         help="candidates: whole-word tokens (default) or every token (## pieces too); never specials or [unused*]",
     )
-    swap.add_argument("--seed", type=int, default=0, help="seeds the weights and the search (default 0)")
+    swap.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the seed the weights' seed is derived from, with the map and the review, as in the study "
+        "(default 0; the output's seed is the weights' own)",
+    )
     swap.add_argument("--device", default="auto", help="'auto' (CUDA when available), 'cpu' or 'cuda'")
     swap.add_argument("--screen", type=positive_int, default=256, help="screened maps: words scored exactly")
     swap.add_argument("--sample", type=positive_int, default=1024, help="screened maps: words of the statistics")
@@ -117,12 +132,43 @@ def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
     return str(frame["text"].iloc[args.review]), int(frame["review_id"].iloc[args.review])
 
 
+def _check_n(encoder: Any, n: int) -> None:
+    """``--n`` against the encoder's positions, before anything is read or scored."""
+    positions = getattr(encoder.config, "max_position_embeddings", None)
+    if positions is not None and n > int(positions):
+        raise ValueError(
+            f"--n {n} exceeds the encoder's {positions} positions (its max_position_embeddings): lower --n to at most "
+            f"{positions}"
+        )
+
+
+def _check_position(tokenizer: Any, ids: list[int], position: int) -> None:
+    """``--position`` against the sample's tokens ``ids``: a word's position, never a special token's
+    (the study substitutes words only: ``wordsens.studies.swaps.run.swap_positions``)."""
+    n = len(ids)
+    specials = {int(i) for i in tokenizer.all_special_ids}
+    words = [p for p in range(n) if ids[p] not in specials]
+    span = f"between {words[0]} and {words[-1]}" if words else "none: the sample holds no word"
+    if not 0 <= position < n:
+        raise ValueError(f"--position {position} is outside the n = {n} tokens of the sample; its words are {span}")
+    if ids[position] in specials:
+        token = tokenizer.convert_ids_to_tokens([ids[position]])[0]
+        raise ValueError(
+            f"--position {position} holds the special token {token}, not a word: a substitution puts a word in place "
+            f"of a word, and the study never moves [CLS], [SEP], [PAD] or another special token; choose a word "
+            f"position ({span})"
+        )
+
+
 def run(args: argparse.Namespace) -> str:
-    """The substitutions of ``args`` as text, or one JSON line with ``--json``."""
+    """The substitutions of ``args`` as text, or one JSON line with ``--json``: the sample is the review's
+    first n tokens as the studies read them (``wordsens.data.vocabulary.review_tokens``), and ``seed`` is
+    the weights' seed (derived from ``--seed``, the map and the review, as in the study's table)."""
     import torch
 
     from ... import __version__
     from ...data.pretrained import load_encoder
+    from ...data.vocabulary import review_tokens
     from .plan import NUMERICS
     from .run import swap_rows
     from .settings import SwapSettings
@@ -130,8 +176,9 @@ def run(args: argparse.Namespace) -> str:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cache = Path(args.cache).expanduser()
     source = _encoder(args.model, cache)
-    text, review_id = _texts(args, cache)
     tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
+    _check_n(encoder, args.n)
+    text, review_id = _texts(args, cache)
     options = dict(args.options)
     job = SwapSettings(
         map=args.map,
@@ -155,11 +202,12 @@ def run(args: argparse.Namespace) -> str:
     )
     if len(tokenizer(text)["input_ids"]) < args.n:
         raise ValueError(f"the review has fewer than --n {args.n} tokens: its last rows would be [PAD]; lower --n")
+    _check_position(tokenizer, review_tokens(tokenizer, text, args.n), args.position)
     (row,) = swap_rows(
         tokenizer, encoder, [text], job, model=source, review_ids=[review_id], positions=[args.position],
         chunk_mb=args.chunk_mb,
     )  # fmt: skip
-    row.update(review_id=review_id, model=args.model, seed=args.seed, version=__version__, torch=torch.__version__)
+    row.update(review_id=review_id, model=args.model, version=__version__, torch=torch.__version__)
     if args.json:
         out = {**row, "top_words": json.loads(row["top_words"]), "top_scores": json.loads(row["top_scores"])}
         return json.dumps(out, sort_keys=True, default=str) + "\n"

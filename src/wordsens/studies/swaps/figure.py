@@ -1,10 +1,12 @@
 """The swaps study's figure and its readable table of the top substitutions.
 
-``swaps_figure``: one panel per map, against n, the best real word (S_words), the vocabulary's mean
-and the continuous word sensitivity at the radius the best word moves (and at sqrt(d) where the table
-has it): the mean over (review, position) with the smallest and largest as a bar. ``swaps_text``: per
-map and n the substitutions with the largest S_words as Markdown, the review's words around the
-position with the substitution marked.
+``swaps_figure``: one panel per map, against n, on a log axis (the continuous values are often tens
+of times the words'): the best real word (S_words), the vocabulary's mean and the continuous word
+sensitivity at sqrt(d) (where the table has it) as the mean over (review, position) with the smallest
+and largest as a bar; the continuous word sensitivity at the radius r* the best word moves as one
+point per row, never averaged (each row has its own r*). ``swaps_text``: per map and n the
+substitutions with the largest S_words as Markdown, the review's words around the position with the
+substitution marked, r*, and the continuous values at r* and at sqrt(d).
 """
 
 from __future__ import annotations
@@ -18,21 +20,24 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ...io import atomic_path
 from ...maps import registry
 from ...plots.common import map_label, mark_not_run, not_run_note, save
 
-__all__ = ["MAX_COLUMNS", "SERIES", "swaps_figure", "swaps_text"]
+__all__ = ["MAX_COLUMNS", "PER_ROW", "SERIES", "swaps_figure", "swaps_text"]
 
 MAX_COLUMNS = 3  # panels per row
 # what a panel draws: column -> (legend label, marker, line style)
 SERIES = {
     "continuous_sqrt_d": ("continuous WS, radius sqrt(d)", "s", ":"),
-    "continuous": ("continuous WS, the best word's radius", "o", "-"),
+    "continuous": ("continuous WS, the row's best-word radius r* (each row)", "o", "none"),
     "s_words": ("best real word (S_words)", "D", "-"),
     "mean": ("vocabulary mean", "v", "--"),
 }
+# series drawn one point per row: their radius changes from row to row, so a mean would mix radii
+PER_ROW = frozenset({"continuous"})
 
 
 def _order(maps_: Sequence[str]) -> list[str]:
@@ -47,10 +52,11 @@ def swaps_figure(
     left_out: Sequence[dict[str, Any]] = (),
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
-    """One panel per map of ``table`` (rows of ``wordsens.experiments.swaps``): each series of ``SERIES``
-    against n (log x where n spans a factor of 4 or more), mean over (review, position) with a min-max
-    bar; "screened" in the title of maps whose vocabulary was screened; the points left out named under
-    their panel."""
+    """One panel per map of ``table`` (rows of ``wordsens.studies.swaps.run``): each series of ``SERIES``
+    against n (log x where n spans a factor of 4 or more) on a log y axis, the mean over (review,
+    position) with a min-max bar, but the ``PER_ROW`` series (the continuous WS at each row's own radius
+    r*) one hollow point per row; "screened" in the title of maps whose vocabulary was screened; the
+    points left out named under their panel."""
     settings = settings or {}
     maps_ = _order(sorted(set(table["map"])))
     if not maps_:
@@ -66,9 +72,15 @@ def swaps_figure(
     for ax, name in zip(axes, maps_, strict=False):
         part = table[table["map"] == name]
         for column, (label, marker, style) in SERIES.items():
-            if column not in part or not part[column].notna().any():
+            if column not in part or not (part[column] > 0).any():
                 continue
-            stats = part.groupby("n")[column].agg(["mean", "min", "max"]).reset_index()
+            values = part[part[column] > 0]  # a log axis: a row without a move (r* = 0) has nothing to show
+            if column in PER_ROW:
+                ax.plot(
+                    values["n"], values[column], ls=style, marker=marker, mfc="none", color=colours[column], label=label
+                )
+                continue
+            stats = values.groupby("n")[column].agg(["mean", "min", "max"]).reset_index()
             ax.errorbar(
                 stats["n"],
                 stats["mean"],
@@ -83,8 +95,10 @@ def swaps_figure(
         if ns and max(ns) >= 4 * min(ns):
             ax.set_xscale("log")
         ax.set_xticks(ns, [str(n) for n in ns])
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.minorticks_off()
-        ax.set_ylim(bottom=0)
         screened = not bool(part["exhaustive"].astype(bool).all())
         ds = ", ".join(str(d) for d in sorted(set(part["d"].astype(int))))
         ax.set_title(f"{map_label(name)}, d = {ds}" + (" (screened)" if screened else ""), fontsize="medium")
@@ -93,7 +107,7 @@ def swaps_figure(
         if mine:
             mark_not_run(ax, not_run_note(mine, ["d", "n"]).replace("\n", "; "))
     for row in range(rows):
-        grid[row][0].set_ylabel("relative change of the features")
+        grid[row][0].set_ylabel("relative change of the features (log)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.07 / rows, 1, 1))
@@ -107,36 +121,44 @@ def _fmt(value: Any) -> str:
 
 def swaps_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: str | None = None) -> str:
     """The Markdown table of the ``top`` substitutions with the largest S_words per map and n (the review's
-    words around the position, ``[original -> best]``; the best words in order; S_words, the continuous
-    word sensitivity at the same radius and their ratio), written atomically to ``path``; returns it."""
+    words around the position, ``[original -> best]``; the best words in order; the best word's radius
+    r*; S_words, the continuous word sensitivity at r* and their ratio; the continuous word sensitivity
+    at sqrt(d) where the study computed it (``swaps.sqrt_d``); the vocabulary's mean), written
+    atomically to ``path``; returns it."""
+    at_sqrt_d = "continuous_sqrt_d" in table and bool(table["continuous_sqrt_d"].notna().any())
     lines = ["# The top substitutions of the swaps study", ""]
     if stamp:
         lines += [f"*{stamp}*", ""]
     lines += [
         "Per map and n, the substitutions with the largest relative change S_words: the review's words around the "
-        "position with the substitution marked [original -> best word], the next best words, S_words, the continuous "
-        "word sensitivity on the same weights at the radius the best word moves, and best / continuous (above 1: the "
-        "continuous search missed).",
+        "position with the substitution marked [original -> best word], the next best words, r* (the radius the "
+        "best word moves its row, ||x_i(w*) - x_i||, up to 2 sqrt(d)), S_words, the continuous word sensitivity on "
+        "the same weights at r*, best / continuous (above 1: the continuous search missed)"
+        + (", the continuous word sensitivity at the paper's radius sqrt(d)" if at_sqrt_d else "")
+        + " and the mean over the vocabulary.",
         "",
     ]
+    header = ["review", "position", "the review around it", "next best words", "r*", "S_words", "continuous at r*"]
+    header += ["ratio", *(["at sqrt(d)"] if at_sqrt_d else []), "mean"]
     for name in _order(sorted(set(table["map"]))):
         for n in sorted(set(table.loc[table["map"] == name, "n"].astype(int))):
             part = table[(table["map"] == name) & (table["n"] == n)].sort_values("s_words", ascending=False)
             kind = "exhaustive" if bool(part["exhaustive"].astype(bool).all()) else "screened"
             d, vocab = int(part["d"].iloc[0]), int(part["vocab"].iloc[0])
             lines += [
-                f"## {map_label(name)}, d = {d}, n = {n} ({kind}, {vocab} words)",
+                f"## {map_label(name)}, d = {d}, n = {n} ({kind}, {vocab} words; sqrt(d) = {math.sqrt(d):.4g})",
                 "",
-                "| review | position | the review around it | next best words | S_words | continuous | ratio | mean |",
-                "|---|---|---|---|---|---|---|---|",
+                "| " + " | ".join(header) + " |",
+                "|" + "---|" * len(header),
             ]
             for _, row in part.head(top).iterrows():
                 words = json.loads(row["top_words"])[1:6]
                 text = str(row["context"]).replace("|", "\\|")
-                lines.append(
-                    f"| {int(row['review_id'])} | {int(row['position'])} | {text} | {', '.join(words)} | "
-                    f"{_fmt(row['s_words'])} | {_fmt(row['continuous'])} | {_fmt(row['ratio'])} | {_fmt(row['mean'])} |"
-                )
+                numbers = [row["radius"], row["s_words"], row["continuous"], row["ratio"]]
+                numbers += [row["continuous_sqrt_d"]] if at_sqrt_d else []
+                cells = [str(int(row["review_id"])), str(int(row["position"])), text, ", ".join(words)]
+                cells += [_fmt(v) for v in [*numbers, row["mean"]]]
+                lines.append("| " + " | ".join(cells) + " |")
             lines.append("")
     text = "\n".join(lines)
 

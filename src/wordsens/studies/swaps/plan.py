@@ -4,7 +4,7 @@ One job per map and n (``SwapJob``, rule ``swaps``): on the first ``swaps.review
 with at least max(n) tokens, at ``swaps.positions`` word positions of each (seeded, [CLS] and [SEP]
 never; the same positions at every n), the most damaging one-word substitution from the vocabulary of
 the run's encoder (``model.name``) and the distribution of all of them, beside the continuous word
-sensitivity at the radius the best word moves (``wordsens.experiments.swaps`` computes them). A map of
+sensitivity at the radius the best word moves (``wordsens.studies.swaps.run`` computes them). A map of
 a pre-trained checkpoint reads the encoder's first layer (its input is the embedding output, where a
 substitution moves one row). Estimates: each position's scan (``wordsens.compute.swap_costs``) and
 continuous searches (the map's cost model), the encoder in memory beside them. Torch is not imported.
@@ -47,7 +47,7 @@ __all__ = [
 
 # the numerics of the study's rows: bump the version when a change of them changes its results
 # (docs/changelog.md lists what each version changed)
-NUMERICS = ("swaps", "swaps-1")
+NUMERICS = ("swaps", "swaps-2")
 
 
 def swap_maps(config: dict) -> list[str]:

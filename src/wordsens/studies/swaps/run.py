@@ -1,10 +1,11 @@
 """The swaps study: real words put in place of a review's words, beside the continuous word sensitivity.
 
-For a review of the pool, its first n tokens (``[CLS]`` ... ``[SEP]``) through the encoder's own
-embedding layer give the sample X (``wordsens.data.vocabulary``: the paper's layer 0, rows of norm
-sqrt(d)); at a word position i every word of the vocabulary gives the row it would put there. Per
-(map, review, position), ``wordsens.search.swaps.substitution`` scores them all (or a screened
-shortlist) and runs the continuous search on the same weights at the radius the best word moves:
+For a review of the pool, its first n tokens as the embedding step keeps them (``[CLS]`` and the
+review's words: ``wordsens.data.vocabulary.review_tokens``) through the encoder's own embedding layer
+give the sample X (the paper's layer 0, rows of norm sqrt(d)); at a word position i every word of the
+vocabulary gives the row it would put there. Per (map, review, position),
+``wordsens.search.swaps.substitution`` scores them all (or a screened shortlist) and runs the
+continuous search on the same weights at the radius the best word moves:
 one row of the study's table, with the best words as text and the review's words around position i
 (the substitution marked). The weights of a map are drawn from a seed of the review (the same at every
 position and n of it, where their shape allows).
@@ -50,10 +51,16 @@ def swap_positions(
 
 
 def context(tokenizer: Any, ids: Sequence[int], position: int, replacement: str, words: int = CONTEXT_WORDS) -> str:
-    """The review's tokens around ``position`` as text, the substitution marked ``[original -> new]``."""
+    """The review's tokens around ``position`` as text (special tokens left out), the substitution marked
+    ``[original -> new]``."""
     tokens = tokenizer.convert_ids_to_tokens(list(ids))
-    left = tokenizer.convert_tokens_to_string(tokens[max(1, position - words) : position])
-    right = tokenizer.convert_tokens_to_string(tokens[position + 1 : min(len(tokens) - 1, position + 1 + words)])
+    specials = set(tokenizer.all_special_tokens)
+
+    def text(part: Sequence[str]) -> str:
+        return tokenizer.convert_tokens_to_string([t for t in part if t not in specials])
+
+    left = text(tokens[max(0, position - words) : position])
+    right = text(tokens[position + 1 : position + 1 + words])
     return f"... {left} [{tokens[position]} -> {replacement}] {right} ...".replace("  ", " ")
 
 

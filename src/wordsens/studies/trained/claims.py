@@ -2,11 +2,11 @@
 pre-trained encoder's maps against their random counterparts on the same samples, per convention.
 
 The study's table (``RESULTS/tables/trained.parquet``, rows of
-``wordsens.experiments.trained.trained_rows``) holds, per (model, review, layer, n, convention, moved
+``wordsens.studies.trained.run.trained_rows``) holds, per (model, review, layer, n, convention, moved
 row), the word sensitivity of each trained map and of the random counterparts its registry entry
 names for that convention (``MapSpec.counterparts``), each drawn a few times. :func:`trained_ratios`
 turns it into one ratio per (model, convention, layer, kind of moved row, trained map, counterpart)
-with its interval over reviews; the claims rows and the figure (``wordsens.plots.trained``) both
+with its interval over reviews; the claims rows and the figure (``wordsens.studies.trained.figure``) both
 read it. The paper makes no claim about trained encoders, so every row is reported without a
 verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
 """

@@ -40,11 +40,11 @@ def trained_figure(
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
     """A pre-trained encoder's layers against their random counterparts (rows of
-    ``wordsens.experiments.trained.trained_rows``), at word rows, at the largest n.
+    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n.
 
     One panel per trained map (``trained_attention``, ``trained_layer``): per layer (x), the mean over
     reviews of WS(trained) / WS(counterpart) with its 95% t-interval over reviews
-    (``wordsens.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews give
+    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews give
     no interval), one colour per counterpart, the convention as line style and marker (paper solid
     circles, model scale dashed squares), a grey line at 1 (as sensitive as the random map), y on a log
     scale when a panel spans a factor of 4. Third panel: the mean attention entropy of the trained

@@ -59,7 +59,7 @@ def counterparts(trained: str, convention: str) -> list[str]:
 
 
 def moved_count(n: int, positions: int | str, specials: bool) -> int:
-    """How many rows of a review's sample of n tokens are searched (``wordsens.experiments.trained.moved_rows``):
+    """How many rows of a review's sample of n tokens are searched (``wordsens.studies.trained.run.moved_rows``):
     ``positions`` word rows (``all``: the n - 2 of them), and ``[CLS]``, ``[SEP]`` with ``specials``."""
     return (n - 2 if positions == "all" else int(positions)) + (2 if specials else 0)
 

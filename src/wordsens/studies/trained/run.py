@@ -14,7 +14,7 @@ serves (``wordsens.maps.CONVENTIONS``):
   singular values (``matched_attention``, ``matched_layer``).
 
 The moved rows are word rows: ``positions`` of them per review and n, drawn (seeded) from the rows
-that hold a word (``wordsens.experiments.rows.token_kinds``: never ``[CLS]`` or ``[SEP]``), or all of
+that hold a word (``wordsens.experiments.token_kinds``: never ``[CLS]`` or ``[SEP]``), or all of
 them; with ``specials``, ``[CLS]`` (row 0) and ``[SEP]`` (row n - 1) are searched too, as rows of their
 own (column ``token``). Each random counterpart is drawn ``draws`` times per (layer, review): draw k
 has one seed for every counterpart and position (``block`` and ``ln_block`` share their random

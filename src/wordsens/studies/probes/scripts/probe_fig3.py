@@ -1,5 +1,5 @@
 """Snakemake adapter: Figure 3 panels 3 (layer-wise change) and 4 (attention before/after), the
-tables (wordsens.experiments.probes.fig3_tables; plot_fig3.py draws them)."""
+tables (wordsens.studies.probes.run.fig3_tables; plot_fig3.py draws them)."""
 
 import pandas as pd
 
