@@ -47,6 +47,13 @@ PLOTS = canonical(config["plots"])
 # A cluster job parses this file again on its node: it plans with the planner's limits (passed on
 # to it in WORDSENS_PLANNED_LIMITS), so that its params and device are the ones planned.
 LIMITS = wsplan.planned_limits(config, planner=workflow.is_main_process)
+# A shared GPU is weighed against this run's cores, shared by at most --resources gpu=N jobs
+# (profiles/gpu-node; wordsens.compute.placement): both decide which jobs go to the GPU.
+LIMITS = wsplan.on_machine(
+    LIMITS,
+    workflow.global_resources.get("_cores").value,
+    workflow.global_resources.get("gpu").value,
+)
 
 
 # The loader above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
@@ -57,6 +64,16 @@ envvars:
 
 
 GRID = wsplan.Grid(config, limits=LIMITS, numerics_versions=NUMERICS_VERSIONS)
+# Each job's priority: the plan's estimate of the longest chain of work left through it, so that
+# Snakemake starts the critical path first (wsplan.job_priorities; the data rules' 50 stays above).
+PRIORITY = {t.name: t.priority for t in wsplan.run_tasks(config, GRID)}
+
+
+def get_priority(wildcards):
+    """The priority of the grid's job with these wildcards (its task in wsplan.run_tasks)."""
+    return PRIORITY[GRID.job(wildcards).key]
+
+
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
 UNFIT_FAIL = config["limits"]["unfit"] == "fail"

@@ -18,6 +18,7 @@ rule gen:
         f"{LOGS}/gen/{{figure}}/{{gdata}}/{{gsetting}}/chunk{{chunk}}.log",
     benchmark:
         f"{BENCH}/gen/{{figure}}/{{gdata}}/{{gsetting}}/chunk{{chunk}}.tsv"
+    priority: get_priority
     conda:
         "../envs/wordsens.yaml"
     threads: config["gen"]["threads"]

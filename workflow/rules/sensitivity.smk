@@ -22,6 +22,7 @@ rule ws:
         f"{LOGS}/{{study}}/{{map}}/{{setting}}/chunk{{chunk}}.log",
     benchmark:
         f"{BENCH}/{{study}}/{{map}}/{{setting}}/chunk{{chunk}}.tsv"
+    priority: get_priority
     conda:
         "../envs/wordsens.yaml"
     threads: config["ws"]["threads"]

@@ -20,6 +20,7 @@ rule swaps:
         f"{BENCH}/swaps/{{map}}/{{setting}}.tsv"
     wildcard_constraints:
         setting=r"d\d+_n\d+",
+    priority: get_priority
     conda:
         "../envs/wordsens.yaml"
     threads: config["ws"]["threads"]

@@ -23,6 +23,7 @@ rule trained:
         f"{BENCH}/trained/layer{{layer}}.tsv"
     wildcard_constraints:
         layer=r"\d+",
+    priority: get_priority
     conda:
         "../envs/wordsens.yaml"
     threads: config["ws"]["threads"]

@@ -86,7 +86,8 @@ def ws_rows(
     """Run the word-sensitivity trials of one job; one row per trial.
 
     ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. ``settings`` holds ``position``,
-    ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on`` and the ``search`` options;
+    ``method``, ``device``, ``min_tokens``, ``max_memory_gb``, ``draw_on``, the ``search`` options and,
+    where it is not the map's own, the search's working ``dtype`` (``ws.dtype``: DRF's bfloat16 on a GPU);
     rows record the device they ran on (``workflow_device``: a job planned for a GPU runs on the CPU
     where none is visible), where the weights were drawn and, for DRF, how many layers were streamed.
     ``swept``: the values of the map's swept options (``MapSpec.sweep``: DRF's depth ``L``), passed to the
@@ -137,6 +138,7 @@ def ws_rows(
             device=device,
             max_memory_gb=settings.get("max_memory_gb"),
             draw_on=settings.get("draw_on", "device"),
+            dtype=getattr(torch, settings["dtype"]) if settings.get("dtype") else None,
             options={**(settings.get("options") or {}), **swept},
             **search,
         )

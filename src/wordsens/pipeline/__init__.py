@@ -8,7 +8,10 @@ map and n), ``wordsens.pipeline.steps`` the requests of the
 steps that run a pre-trained model (embeddings, probes), and ``wordsens.pipeline.grid`` holds them
 (``Grid``) and describes them; ``wordsens.pipeline.paths`` says where a configuration's embedding stores
 live, ``wordsens.pipeline.runs`` reads what a finished run took (its Snakemake log and benchmark files)
-and ``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit.
+and ``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit;
+``wordsens.pipeline.placing`` sets each job's device (CPU or a shared GPU) from its cost model,
+``wordsens.pipeline.priorities`` each job's priority (the longest chain of work left through it), and
+``wordsens.pipeline.replay`` replays a logged run through the plan's scheduler.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
 when it runs).
@@ -42,9 +45,10 @@ from .jobs import (
 )
 from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
 from .paths import store_dir, store_metas
+from .placing import on_machine
 from .points import STUDIES, Point, capped_ns, long_context_ns, store_of, stores, variant_maps, ws_points
 from .runs import LoggedJob, PathStep, RuleTime, benchmark_times, critical_path, rule_times, snakemake_log_jobs
-from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
+from .schedule import Task, finish_lines, gpu_budget_mb, gpu_slots, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, schema_problems
 from .steps import Step, embed_step, gpu_budget_problem, probe_step
 from .swaps import SwapJob, swap_jobs
@@ -91,11 +95,13 @@ __all__ = [
     "gpu_budget_mb",
     "gpu_budget_problem",
     "gpu_mem_mb",
+    "gpu_slots",
     "job_device",
     "load_config",
     "long_context_ns",
     "measure",
     "merge",
+    "on_machine",
     "plan_text",
     "planned_limits",
     "preflight",

@@ -20,6 +20,7 @@ from ..data.models import model_tag
 from ..maps import registry
 from ..seeds import canonical
 from .limits import Limits
+from .placing import split_trials, work_placement, ws_placement
 from .points import store_of, ws_points
 
 __all__ = [
@@ -51,14 +52,19 @@ CUDA_CONTEXT_BYTES = 1 * GB
 
 
 # ----------------------------------------------------------------------------- devices
-def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True) -> str:
+def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True, gpu_pays: bool | None = None) -> str:
     """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known
     (``limits.gpu``) and either the GPU is shared by the jobs of one machine (``limits.shared_gpu``:
-    every job goes there, each taking its ``gpu_mem_mb``) or the job gains enough to be granted a
-    GPU of its own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in
-    maps), else ``cpu``. The one rule for every job kind: WS, generalisation, embeddings, probes."""
+    the jobs whose cost model says the GPU pays, ``gpu_pays`` from ``wordsens.compute.placement``;
+    None: every job, each taking its ``gpu_mem_mb``) or the job gains enough to be granted a GPU of its
+    own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in maps), else
+    ``cpu``. The one rule for every job kind: WS, generalisation, swaps, embeddings, probes."""
     if setting == "auto":
-        return "cuda" if limits.gpu is not None and (limits.shared_gpu or prefers_gpu) else "cpu"
+        if limits.gpu is None:
+            return "cpu"
+        if limits.shared_gpu:
+            return "cpu" if gpu_pays is False else "cuda"
+        return "cuda" if prefers_gpu else "cpu"
     return setting
 
 
@@ -262,12 +268,22 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
     jobs: list[WSJob] = []
     for pt in ws_points(config):
         spec = registry.get(pt.map)
-        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
         sampler = spec.choose_sampler(position=pt.position, method=method)
+        options = {**pt.options, **pt.swept}
+        positions = pt.n if pt.position == "all" else 1
+        model = spec.ws_seconds(  # one trial on the CPU: the cost model
+            pt.n, pt.d, options, method=method, sampler=sampler, device="cpu", positions=positions, budget=budget,
+            max_steps=ws["search"]["max_steps"],
+        )  # fmt: skip
+        placed = ws_placement(ws, limits, spec, f"ws:{pt.map}", model, positions)
+        gpu_pays = placed.pays(pt.per_job)
+        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=gpu_pays)
+        dtype = placed.dtype(device)
         settings = {
             "position": pt.position,
             "method": method,
             "device": device,
+            **({"dtype": dtype} if dtype else {}),
             "min_tokens": ws["min_tokens"],
             "max_memory_gb": ws["max_memory_gb"],
             "draw_on": ws["draw_on"],
@@ -275,22 +291,13 @@ def ws_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERSI
             **({"options": pt.options} if pt.options else {}),
             **pt.extra,
         }
-        options = {**pt.options, **pt.swept}
-        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget)
+        typed = {"dtype": dtype} if dtype else {}
+        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget, **typed)
         host, on_device = _placed(estimate, device)
-        secs = spec.ws_seconds(
-            pt.n,
-            pt.d,
-            options,
-            method=method,
-            sampler=sampler,
-            device=device,
-            positions=pt.n if pt.position == "all" else 1,
-            budget=budget,
-            max_steps=ws["search"]["max_steps"],
-        )
+        secs = placed.seconds(device)
+        per_job = split_trials(pt.trials, pt.per_job, on_device, device, limits, spec.cost.prefers_gpu)
         label = data_label(config, pt.data, long=pt.study == "long_imdb")
-        for chunk, trials in enumerate(_chunks(pt.trials, pt.per_job)):
+        for chunk, trials in enumerate(_chunks(pt.trials, per_job)):
             params = canonical(
                 {
                     "map": pt.map,
@@ -378,19 +385,22 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str = NUMERICS_VERS
             for map_name, ns in fig["maps"].items():
                 for n in ns:
                     spec = registry.get(map_name)
-                    device = job_device(gen["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
-                    settings = {
-                        "position": gen["position"],
-                        "device": device,
-                        "min_tokens": gen["min_tokens"],
-                        "search": dict(gen["search"]),
-                    }
                     for N in fig["N"]:
                         options = dict(gen["options"].get(map_name) or {})
+                        load = search_load(searches, d, gen["search"]["max_steps"], spec.settings.least_squares)
+                        model = spec.gen_seconds(n, d, N, options, searches=load)
+                        placed = work_placement(limits, f"gen:{map_name}", model, len(searches))
+                        pays = placed.pays(gen["simulations_per_job"])
+                        device = job_device(gen["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=pays)
+                        settings = {
+                            "position": gen["position"],
+                            "device": device,
+                            "min_tokens": gen["min_tokens"],
+                            "search": dict(gen["search"]),
+                        }
                         estimate = spec.gen_memory(n, d, N, options)
                         host, on_device = _placed(estimate, device)
-                        load = search_load(searches, d, gen["search"]["max_steps"], spec.settings.least_squares)
-                        secs = spec.gen_seconds(n, d, N, options, searches=load)
+                        secs = placed.seconds(device)
                         for chunk, sims in enumerate(_chunks(gen["simulations"], gen["simulations_per_job"])):
                             params = canonical(
                                 {

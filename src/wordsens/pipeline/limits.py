@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..compute import costs
 from ..compute.devices import available_bytes
+from ..compute.placement import GPU_SLOTS
 
 __all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "planned_limits"]
 
@@ -42,12 +43,16 @@ class Limits:
     on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
     ``gpu_mem_mb`` of it, so ``device: auto`` puts every job there; False under a cluster profile
     (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
-    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``."""
+    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``. On a shared
+    GPU, ``gpu_slots`` jobs at most hold it at once (Snakemake's ``gpu`` resource, profiles/gpu-node)
+    beside ``cores`` cores (None: unknown), which ``wordsens.compute.placement.gpu_pays`` weighs."""
 
     cpu: int
     gpu: int | None
     hours: float | None = None
     shared_gpu: bool = True
+    gpu_slots: int = GPU_SLOTS
+    cores: int | None = None
 
     @classmethod
     def of(cls, config: dict) -> Limits:
@@ -74,7 +79,16 @@ class Limits:
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours, "shared_gpu": self.shared_gpu})
+        return json.dumps(
+            {
+                "cpu": self.cpu,
+                "gpu": self.gpu,
+                "hours": self.hours,
+                "shared_gpu": self.shared_gpu,
+                "gpu_slots": self.gpu_slots,
+                "cores": self.cores,
+            }
+        )
 
     @classmethod
     def from_text(cls, text: str) -> Limits:
@@ -85,6 +99,8 @@ class Limits:
             None if values["gpu"] is None else int(values["gpu"]),
             None if hours is None else float(hours),
             bool(values.get("shared_gpu", True)),
+            int(values.get("gpu_slots", GPU_SLOTS)),
+            values.get("cores"),
         )
 
 

@@ -21,6 +21,7 @@ from ..maps import registry
 from ..seeds import canonical
 from .jobs import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES, Job, job_device
 from .limits import Limits
+from .placing import work_placement
 from .trained import BERT_VOCAB, encoder_size
 
 __all__ = ["SwapJob", "swap_d", "swap_jobs", "swap_maps", "swap_options", "swap_problems"]
@@ -179,21 +180,22 @@ def swap_jobs(
         spec = registry.get(map_name)
         options = swap_options(config, map_name)
         d = swap_d(config, map_name)
-        device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
         for n in _n(config):
             rows = section["reviews"] * (n - 2 if section["positions"] == "all" else section["positions"])
             values = spec.option_values(options)
+            model = swap_costs.scan_seconds(  # one row on the CPU: the cost models
+                spec, n, d, values, vocab=vocab, screen=section["screen"], sample=section["sample"]
+            ) + (1 + int(section["sqrt_d"])) * spec.ws_seconds(n, d, values, max_steps=section["max_steps"])
+            placed = work_placement(limits, f"swaps:{map_name}", model, 1)
+            pays = placed.pays(rows)
+            device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=pays)
             chunk = swap_costs.chunk_size(spec, n, d, values, chunk_mb=section["chunk_mb"], dtype=spec.settings.dtype)
             scan = swap_costs.scan_memory(
                 spec, n, d, values, vocab=vocab, width=width, chunk=chunk, dtype=spec.settings.dtype
             )
             search = spec.ws_memory(n, d, values)
             arrays = max(scan.bytes, search.bytes)
-            per_row = swap_costs.scan_seconds(
-                spec, n, d, values, vocab=vocab, screen=section["screen"], sample=section["sample"], device=device
-            ) + (1 + int(section["sqrt_d"])) * spec.ws_seconds(
-                n, d, values, device=device, max_steps=section["max_steps"]
-            )
+            per_row = placed.seconds(device)
             host_arrays = costs.MemoryEstimate(arrays + encoder.bytes, f"{scan.detail}; {encoder.detail}")
             if device == "cuda":
                 host, on_device = CUDA_HOST_BYTES + encoder.bytes, arrays + CUDA_CONTEXT_BYTES
