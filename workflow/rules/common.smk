@@ -145,6 +145,13 @@ PROBE_LM = wsplan.probe_step(config, LIMITS, "lm")
 # A GPU budget (--resources gpu_mem_mb=..., profiles/gpu-node): Snakemake would refuse a job that
 # declares more in the middle of the run; name every such job before anything runs.
 GPU_BUDGET = workflow.global_resources.get("gpu_mem_mb").value
+if GPU_BUDGET is not None and LIMITS.gpu is not None and workflow.is_main_process:
+    if workflow.global_resources.get("gpu").value is None:
+        print(
+            f"note: --resources gpu_mem_mb without gpu=N lets every GPU job hold the GPU at once; the plan"
+            f" counts {LIMITS.gpu_slots} (profiles/gpu-node: --resources gpu_mem_mb={GPU_BUDGET} gpu={LIMITS.gpu_slots})",
+            file=sys.stderr,
+        )
 if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
     _stores = {job.store for job in GRID.fit}
     _steps = {

@@ -70,25 +70,29 @@ class GpuRate:
         return self.per_search * searches + self.ratio * model_seconds
 
 
-# Fitted by fit_rates on the H200 run (tests/data/gpu/h200_run.csv; 2026-11-28, docs/gpu.md), then
-# the latencies of RF and RAF raised to what single jobs measured alone (128 searches: RF above 45 s,
-# RAF above 30 s) and DRF in bfloat16 from its job alone (4.7 s searching, one trial at n = 80, L = 8).
+# Fitted by fit_rates on the H200 run of the default configuration (tests/data/gpu/h200_run.csv, 181 finished
+# GPU jobs, 2026-11-28; docs/gpu.md), each job's work shared evenly with the GPU jobs beside it. Single jobs
+# alone on the same node show that this understates a search's latency alone (time-slicing is not even): RF's
+# and RAF's latencies are raised to what they measured (every position of n = 128 at d = 64, one trial of
+# 128 searches: RF not done after 45 s, RAF after 30 s, beside GPU_STARTUP), and DRF's rates are its single
+# jobs' (d = 768, n = 80, L = 8, one trial of 3,646 CPU-model seconds: 4.7 s searching in bfloat16, 34.5 s in
+# float32 on 2026-11-26), where the run's four float32 DRF jobs fit 0.000745 beside 15 others.
 GPU_RATES: dict[str, GpuRate] = {
-    "ws:rf": GpuRate(0.31, 0.00315),
-    "ws:drf": GpuRate(0.0, 0.00098),
+    "ws:rf": GpuRate(0.306, 0.00316),
+    "ws:drf": GpuRate(0.0, 0.00946),
     "ws:drf:bfloat16": GpuRate(0.0, 0.00129),
-    "ws:raf": GpuRate(0.19, 0.0354),
-    "ws:relu_raf": GpuRate(0.0486, 0.0280),
-    "ws:block": GpuRate(0.168, 0.0),
-    "ws:linear_raf": GpuRate(0.145, 0.0),
-    "ws:mh_raf": GpuRate(0.113, 0.0078),
-    "ws:sigmoid_raf": GpuRate(0.113, 0.0),
-    "gen:rf": GpuRate(0.084, 0.0099),
-    "gen:raf": GpuRate(0.141, 0.0292),
-    "gen:relu_raf": GpuRate(0.0915, 0.0315),
-    "swaps:rf": GpuRate(0.609, 0.00175),
-    "swaps:raf": GpuRate(0.243, 0.0388),
-    "swaps:relu_raf": GpuRate(0.093, 0.103),
+    "ws:raf": GpuRate(0.186, 0.0355),
+    "ws:relu_raf": GpuRate(0.0503, 0.0282),
+    "ws:block": GpuRate(0.174, 0.0),
+    "ws:linear_raf": GpuRate(0.15, 0.0),
+    "ws:mh_raf": GpuRate(0.119, 0.0078),
+    "ws:sigmoid_raf": GpuRate(0.119, 0.0),
+    "gen:rf": GpuRate(0.0218, 0.0099),
+    "gen:raf": GpuRate(0.0358, 0.0275),
+    "gen:relu_raf": GpuRate(0.0287, 0.0294),
+    "swaps:rf": GpuRate(0.612, 0.00175),
+    "swaps:raf": GpuRate(0.246, 0.0388),
+    "swaps:relu_raf": GpuRate(0.0967, 0.103),
 }
 # A family not measured on a GPU (a plugin's map) is priced as the slowest of its kind, so that it is
 # not sent there on a guess.

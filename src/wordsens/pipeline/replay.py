@@ -12,16 +12,19 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from ..compute.placement import GpuSample
+from .jobs import Job
 from .schedule import DATA_PRIORITY, Task
 
 __all__ = [
     "DATA_RULES",
     "StartedJob",
+    "gpu_samples",
     "logged_jobs",
     "read_jobs",
     "replay_tasks",
@@ -176,3 +179,20 @@ def sharing(job: StartedJob, jobs: Sequence[StartedJob], stop: float) -> float:
         if other.gpu
     )
     return busy / (end - job.start)
+
+
+def gpu_samples(jobs: Sequence[StartedJob], planned: Iterable[Job], stop: float, results: str) -> list[GpuSample]:
+    """The finished GPU jobs of a logged run as samples of the GPU's time model
+    (``placement.fit_rates``): each matched to its job of ``planned`` (a grid of the run's
+    configuration planned for the CPU, whose ``seconds`` are the CPU cost model's) by its output under
+    ``results``, with its estimates (``Job.rows``), wall seconds and ``sharing``."""
+    by_output = {f"{results}/{job.key}.parquet": job for job in planned}
+    samples = []
+    for logged in jobs:
+        job = by_output.get(logged.output)
+        if job is None or logged.end is None or not logged.gpu:
+            continue
+        samples.append(
+            GpuSample(job.family, job.rows, job.seconds, logged.end - logged.start, sharing(logged, jobs, stop))
+        )
+    return samples
