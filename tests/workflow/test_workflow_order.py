@@ -24,7 +24,12 @@ CHANGES = {
         "device": "cpu",
         "trials": 2,
         "trials_per_job": 2,
-        "maps": {"rf": {"d": [8], "n": [4]}, "drf": None, "raf": {"d": [16], "n": [8, 48]}, "relu_raf": {"d": [8], "n": [4]}},
+        "maps": {
+            "rf": {"d": [8], "n": [4]},
+            "drf": None,
+            "raf": {"d": [16], "n": [8, 48]},
+            "relu_raf": {"d": [8], "n": [4]},
+        },
     },
     **WS_ONLY,
 }
