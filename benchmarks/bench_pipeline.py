@@ -12,8 +12,8 @@ folder, runs ``snakemake --cores N --configfile CONFIG`` there (anything after `
 Snakemake), and reads the run's Snakemake log (``wordsens.pipeline.runs.snakemake_log_jobs``): per rule the
 jobs, summed and longest wall seconds; the run's elapsed time; the critical path
 (``wordsens.pipeline.runs``: the chain of jobs that ended the run, with the time each waited for a
-free core after its inputs were ready). The device of a word-sensitivity or generalisation job is
-read from its result rows (``device`` column), an embedding or probe job's from the configuration;
+free core after its inputs were ready). The device of a word-sensitivity, generalisation or swaps job
+is read from its result rows (``device`` column), an embedding or probe job's from the configuration;
 the other steps run on the CPU. Log times are whole seconds.
 """
 
@@ -42,7 +42,7 @@ def job_device(job: LoggedJob, workdir: Path, config: dict) -> str:
     """Where the job computed: its rows' ``device`` column, the configured device of an embedding or
     probe job, else the CPU."""
     for output in job.outputs:
-        if output.endswith(".parquet") and job.rule in ("ws", "gen"):
+        if output.endswith(".parquet") and job.rule in ("ws", "gen", "swaps"):
             path = workdir / output
             try:
                 import pyarrow.parquet as pq

@@ -181,18 +181,22 @@ def sharing(job: StartedJob, jobs: Sequence[StartedJob], stop: float) -> float:
     return busy / (end - job.start)
 
 
-def gpu_samples(jobs: Sequence[StartedJob], planned: Iterable[Job], stop: float, results: str) -> list[GpuSample]:
+def gpu_samples(
+    jobs: Sequence[StartedJob], planned: Iterable[Job], stop: float, results: str, cpu: Iterable[Job] | None = None
+) -> list[GpuSample]:
     """The finished GPU jobs of a logged run as samples of the GPU's time model
-    (``placement.fit_rates``): each matched to its job of ``planned`` (a grid of the run's
-    configuration planned for the CPU, whose ``seconds`` are the CPU cost model's) by its output under
-    ``results``, with its estimates (``Job.rows``), wall seconds and ``sharing``."""
+    (``placement.fit_rates``): each matched to its job of ``planned`` (the run's grid as it was planned)
+    by its output under ``results``, with its estimates (``Job.rows``), its CPU cost-model seconds (those
+    of its grid point planned for the CPU, ``cpu``, per row; None: ``planned`` is that grid), wall
+    seconds and ``sharing``."""
+    planned = list(planned)
+    per_row = {(job.kind, job.point): job.seconds / job.rows for job in (planned if cpu is None else cpu)}
     by_output = {f"{results}/{job.key}.parquet": job for job in planned}
     samples = []
     for logged in jobs:
         job = by_output.get(logged.output)
-        if job is None or logged.end is None or not logged.gpu:
+        if job is None or logged.end is None or not logged.gpu or (job.kind, job.point) not in per_row:
             continue
-        samples.append(
-            GpuSample(job.family, job.rows, job.seconds, logged.end - logged.start, sharing(logged, jobs, stop))
-        )
+        model = per_row[job.kind, job.point] * job.rows
+        samples.append(GpuSample(job.family, job.rows, model, logged.end - logged.start, sharing(logged, jobs, stop)))
     return samples
