@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # schedule imports this module
-    from .schedule import Task
+from typing import Protocol, TypeVar
 
 __all__ = [
     "DATA_PRIORITY",
@@ -34,6 +31,22 @@ __all__ = [
 DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
 # The jobs' priorities lie in [0, JOB_PRIORITY_SPAN], below the data steps' DATA_PRIORITY
 JOB_PRIORITY_SPAN = DATA_PRIORITY - 1
+
+
+class Task(Protocol):
+    """What this module reads of a task (``schedule.Task``, a frozen dataclass: it imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def gpu_mem_mb(self) -> int: ...
+    @property
+    def after(self) -> tuple[str, ...]: ...
+
+
+T = TypeVar("T", bound=Task)
 
 
 def chain_seconds(tasks: Sequence[Task]) -> dict[str, float]:
@@ -86,20 +99,21 @@ def gpu_queue(tasks: Sequence[Task], gpu_slots: int | None) -> float:
     return sum(t.seconds for t in tasks if t.gpu_mem_mb) / gpu_slots if gpu_slots else 0.0
 
 
-def with_priorities(tasks: Sequence[Task], jobs: Iterable[str], gpu_slots: int | None = None) -> list[Task]:
+def with_priorities(tasks: Sequence[T], jobs: Iterable[str], gpu_slots: int | None = None) -> list[T]:
     """``tasks`` with the ``job_priorities`` of ``jobs`` (the other tasks keep theirs)."""
     priority = job_priorities(tasks, jobs, gpu_slots)
-    return [replace(t, priority=priority[t.name]) if t.name in priority else t for t in tasks]
+    # the tasks are frozen dataclasses (schedule.Task), which the protocol cannot say
+    return [replace(t, priority=priority[t.name]) if t.name in priority else t for t in tasks]  # type: ignore[type-var]
 
 
-def planned_path(tasks: Sequence[Task], times: Mapping[str, tuple[float, float]]) -> list[tuple[Task, float]]:
+def planned_path(tasks: Sequence[T], times: Mapping[str, tuple[float, float]]) -> list[tuple[T, float]]:
     """The chain of tasks that ends the simulated schedule ``times``, first task first, each with the
     seconds it waited after the task before it on the chain ended (for cores, the GPU, its turn)."""
     by_name = {t.name: t for t in tasks}
     if not times:
         return []
     name: str | None = max(times, key=lambda n: (times[n][1], times[n][0]))
-    path: list[tuple[Task, float]] = []
+    path: list[tuple[T, float]] = []
     while name is not None:
         task = by_name[name]
         before = max(task.after, key=lambda n: times[n][1], default=None)
