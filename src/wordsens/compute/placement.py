@@ -47,10 +47,10 @@ __all__ = [
 
 # Processes that share the GPU at once (profiles/gpu-node: resources gpu). The GPU's big jobs (DRF)
 # are bound by reading their layers: a second one beside the first gains nothing but its half of the
-# GPU. What a second process does hide is the other's start-up (5.5 of the 10.2 s of DRF's largest job
-# alone on an H200: the process, CUDA context, sample and write), during which the GPU would idle. More
-# processes only add CUDA contexts and slow every job on the GPU, the critical path's DRF jobs first: 16
-# of them shared the H200 in the measured run, and DRF's jobs took 16 x their time alone (docs/gpu.md).
+# GPU. What a second process does hide is the other's start-up (GPU_STARTUP: about half of DRF's
+# largest job alone), during which the GPU would idle. More processes only add CUDA contexts and
+# time-slice the GPU among more jobs, the critical path's DRF jobs among them (docs/gpu.md: 16 shared
+# it in the run the rates below were fitted on).
 GPU_SLOTS = 2
 
 # Seconds of a GPU job beside its work: measured alone on an H200 (2026-11-28), DRF d = 768, n = 80,
