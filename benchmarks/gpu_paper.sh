@@ -103,7 +103,7 @@ h, m, s = (int(x) for x in planned.split(":"))
 plan = 3600 * h + 60 * m + s
 ended = "ended" if status == 0 else "was stopped"
 print(f"the plan said {plan} s; the run {ended} after {wall} s: the plan's error {(plan - wall) / wall:+.0%}"
-      + ("" if status == 0 else " (a lower bound of the run's)"))
+      + ("" if status == 0 else " (stopped there: the run's own time is longer)"))
 print(f"target 540 s (9 minutes): {'met' if status == 0 and wall <= 540 else 'not met'}")
 PY
 } 2>&1 | tee "$out/summary.txt"
