@@ -41,7 +41,8 @@ class Limits:
     where no GPU is known (then every ``device: auto`` means the CPU); ``hours`` of estimated wall
     time (``limits.max_job_hours``), None: no limit. ``shared_gpu``: the GPU jobs run side by side
     on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
-    ``gpu_mem_mb`` of it, so ``device: auto`` puts every job there; False under a cluster profile
+    ``gpu_mem_mb`` of it, so ``device: auto`` sends there the jobs that finish sooner there (their cost
+    models: ``wordsens.compute.placement``); False under a cluster profile
     (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
     puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``. On a shared
     GPU, ``gpu_slots`` jobs at most hold it at once (Snakemake's ``gpu`` resource, profiles/gpu-node)
