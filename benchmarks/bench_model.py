@@ -87,7 +87,7 @@ def pick(grid, families: list[str] | None, per_family: int, max_seconds: float |
     the plan expects to take at most this long."""
     by_family: dict[str, dict[tuple, object]] = {}
     for job in grid.fit:
-        if job.kind not in ("ws", "gen") or job.device != "cpu" or job.chunk != 0:
+        if job.rule not in ("ws", "gen") or job.device != "cpu" or job.chunk != 0:
             continue
         if families and job.family not in families:
             continue

@@ -11,12 +11,17 @@
 #   bash benchmarks/gpu_wheels.sh                                   # fills .whl/ (Snakemake and its deps)
 #   mkdir -p .gpu-data && cp -r ../shared/data/bert-base-uncased .gpu-data/ \
 #       && mkdir -p .gpu-data/imdb && cp ../shared/data/imdb/train.parquet .gpu-data/imdb/
+#   optionally a CPU run's claims table of the same configuration: cp RESULTS/tables/claims.csv .gpu-data/claims-cpu.csv
 # There (device tool: carry [".whl", ".gpu-data"]; both are git-ignored), from the repository root:
 #   bash benchmarks/gpu_paper.sh [OUT]
+#   GPU_PAPER_TESTS=0 GPU_PAPER_LIMIT=540 bash benchmarks/gpu_paper.sh   # no precision tests; stop the run at 9 min
 # Everything printed is also written under OUT (default $OUT, else /tmp/gpu-paper): machine.txt, the
-# precision test of the DRF ascent on the GPU, plan.txt (wordsens plan on this node: jobs, hours,
-# critical path, when the run ends), pipeline.txt (bench_pipeline: total wall time, per-rule table,
-# devices, critical path) and the run's claims table (claims.csv), to set beside a laptop run's.
+# precision test of the DRF ascent on the GPU (tests.txt), plan.txt (wordsens plan on this node: jobs,
+# their devices, hours, when the run ends, its critical path), the run itself (run.txt: Snakemake's
+# output; stopped after GPU_PAPER_LIMIT seconds, default 900), pipeline.txt (bench_pipeline on its log:
+# total wall time, per-rule table with each job's device, critical path), fit.txt (benchmarks/gpu_fit.py
+# on its log: the GPU model refitted, the replay), summary.txt (measured wall time against the plan's,
+# steps done) and the run's claims table (claims.csv) beside the CPU run's (claims-diff.txt).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/gpu-paper}}
 data=${GPU_DATA:-.gpu-data}
@@ -60,14 +65,51 @@ budget=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | hea
 budget=${budget:-80000}
 
 # the DRF ascent in reduced precision against float32, on the GPU
-python3 -m pytest -q -p no:cacheprovider -n 0 tests/unit/search/test_drf_precision.py tests/unit/search/test_drf.py 2>&1 | tail -15 \
-    | tee "$out/tests.txt"
-# the plan of the run on this node, its critical path included, before anything runs
-# (--probe scales the built-in time model to this machine's speed; --gpu: the node's GPU, its memory in GB)
+if [ "${GPU_PAPER_TESTS:-1}" != 0 ]; then
+    python3 -m pytest -q -p no:cacheprovider -n 0 tests/unit/search/test_drf_precision.py tests/unit/search/test_drf.py \
+        2>&1 | tail -15 | tee "$out/tests.txt"
+fi
+# the plan of the run on this node, before anything runs: each job's device (CPU or the GPU shared by
+# 2 jobs: wordsens.compute.placement), when the run ends and its critical path (--probe scales the
+# built-in time model to this machine's speed; --gpu: the node's GPU, its memory in GB)
 python3 -m wordsens.cli plan --configfile /tmp/paper-gpu.yaml --cores "$(nproc)" --gpu $((budget / 1024)) --probe \
     2>&1 | tee "$out/plan.txt"
-# the run: every core, the GPU shared within its memory, every WS, generalisation, embedding and probe
-# job on cuda (device: auto)
-python3 benchmarks/bench_pipeline.py --configfile /tmp/paper-gpu.yaml --cores all --workdir "$work" -- \
-    --profile profiles/gpu-node --resources "gpu_mem_mb=$budget" 2>&1 | tee "$out/pipeline.txt"
-cp "$work"/results/paper/tables/claims.csv "$out/claims.csv" 2>/dev/null || true
+# the run: every core, the GPU shared by at most 2 jobs within its memory (the command line replaces the
+# profile's resources: both named), jobs started by priority (the profile's greedy scheduler); stopped
+# with SIGINT (Snakemake ends its jobs and keeps its log) after GPU_PAPER_LIMIT seconds
+rm -rf "$work" && mkdir -p "$work"
+python3 -c "import sys; sys.path.insert(0, 'tests'); from workflow_utils import copy_workflow; copy_workflow(__import__('pathlib').Path(sys.argv[1]))" "$work"
+started=$(date +%s)
+(cd "$work" && timeout -s INT -k 60 "${GPU_PAPER_LIMIT:-900}" python3 -m snakemake --cores all \
+    --configfile /tmp/paper-gpu.yaml --profile profiles/gpu-node --resources "gpu_mem_mb=$budget" gpu=2) \
+    >"$out/run.txt" 2>&1
+status=$?
+wall=$(($(date +%s) - started))
+log=$(ls -t "$work"/.snakemake/log/*.snakemake.log 2>/dev/null | head -1)
+python3 benchmarks/bench_pipeline.py --log "$log" --configfile /tmp/paper-gpu.yaml 2>&1 | tee "$out/pipeline.txt"
+cp "$log" "$out/snakemake.log"
+python3 benchmarks/gpu_fit.py --log "$log" --write "$out/run.csv" --stop "$wall" --cores "$(nproc)" --gpu-mb "$budget" \
+    --gpu-gb $((budget / 1024)) \
+    2>&1 | tee "$out/fit.txt"
+{
+    echo "snakemake exited $status after $wall s (GPU_PAPER_LIMIT ${GPU_PAPER_LIMIT:-900} s; 124: stopped there)"
+    grep -E "steps \([0-9]+%\) done" "$out/run.txt" | tail -1
+    planned=$(grep -oE "expected wall time [^:]*: [0-9]+:[0-9]+:[0-9]+" "$out/plan.txt" | grep -oE "[0-9]+:[0-9]+:[0-9]+$")
+    python3 - "$planned" "$wall" "$status" <<'PY'
+import sys
+
+planned, wall, status = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+h, m, s = (int(x) for x in planned.split(":"))
+plan = 3600 * h + 60 * m + s
+ended = "ended" if status == 0 else "was stopped"
+print(f"the plan said {plan} s; the run {ended} after {wall} s: the plan's error {(plan - wall) / wall:+.0%}"
+      + ("" if status == 0 else " (stopped there: the run's own time is longer)"))
+print(f"target 540 s (9 minutes): {'met' if status == 0 and wall <= 540 else 'not met'}")
+PY
+} 2>&1 | tee "$out/summary.txt"
+cp "$work"/results/paper/tables/claims.csv "$out/claims.csv" 2>/dev/null || echo "no claims table: the run did not reach it" | tee -a "$out/summary.txt"
+if [ -f "$out/claims.csv" ] && [ -f "$data/claims-cpu.csv" ]; then
+    python3 benchmarks/claims_diff.py "$out/claims.csv" "$data/claims-cpu.csv" 2>&1 | tee "$out/claims-diff.txt"
+else
+    echo "claims beside a CPU run's: pending (no $data/claims-cpu.csv carried, or no claims table here)" | tee -a "$out/summary.txt"
+fi

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from wordsens import compute, pipeline
+from wordsens.compute import placement
 from wordsens.compute.costs import GB
 from wordsens.pipeline import limits as planning
 
@@ -84,7 +85,8 @@ def test_without_a_cluster_profile_auto_is_this_machine(monkeypatch, tmp_path):
 
 def test_the_gpu_node_profile_runs_here_on_every_core_with_a_gpu_memory_budget(monkeypatch, tmp_path):
     """profiles/gpu-node: a plain local run (every core, the workflow profile's settings) whose jobs
-    share the GPU by the gpu_mem_mb they declare, within the profile's budget."""
+    share the GPU by the gpu_mem_mb they declare, within the profile's budget, at most GPU_SLOTS at once
+    (the number the plan weighs the GPU by), started by priority (the greedy scheduler)."""
     args = _snakemake_args(monkeypatch, "--profile", "profiles/gpu-node", "--configfile", _user_config(tmp_path, None))
     local = _snakemake_args(monkeypatch, "--cores", "all")
     assert args.executor is None and args.cores == local.cores  # every core, as --cores all
@@ -92,7 +94,9 @@ def test_the_gpu_node_profile_runs_here_on_every_core_with_a_gpu_memory_budget(m
     assert args.rerun_incomplete and args.keep_going and args.show_failed_logs
     budget = args.resources["gpu_mem_mb"].value
     assert isinstance(budget, int) and budget >= 40 * 1024  # a data-centre GPU's memory, in MB
-    assert set(args.resources) == {"gpu_mem_mb"} and not args.config  # no other limit, the user's limits stand
+    assert set(args.resources) == {"gpu_mem_mb", "gpu"} and not args.config  # the user's limits stand
+    assert args.resources["gpu"].value == placement.GPU_SLOTS == compute.Limits(0, None).gpu_slots
+    assert args.scheduler == "greedy"
     monkeypatch.setattr(planning, "_gpu_visible", lambda: False)
     assert compute.Limits.of(_config(args)).shared_gpu  # one machine: its GPU jobs share the GPU
     # the command line wins over the profile's budget

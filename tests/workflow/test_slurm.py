@@ -141,9 +141,7 @@ def test_demo_runs_as_slurm_jobs_with_local_results(slurm, demo_run, tmp_path):
 
         grid = pipeline.Grid(pipeline.load_config(workdir / "config.yaml", workdir / cf))
         requests = {
-            (j.map, j.d, j.n, j.swept.get("L")): j.mem_mb
-            for j in grid.jobs
-            if isinstance(j, pipeline.WSJob) and j.study == "ws"
+            (j.map, j.d, j.n, j.swept.get("L")): j.mem_mb for j in grid.jobs if j.rule == "ws" and j.study == "ws"
         }
         for _, row in ours.iterrows():
             L = None if pd.isna(row["L"]) else int(row["L"])

@@ -163,11 +163,12 @@ def test_the_gpu_memory_check_reads_what_ran_side_by_side_from_the_log():
 
 
 def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
-    """limits.gpu_memory_gb declares a GPU (none is visible here): every WS job is planned for it and
-    declares its gpu_mem_mb (1,037 MB for each RF chunk, 1,048 MB for the DRF job: arrays + CUDA
-    context). Under --resources gpu_mem_mb=2083 two RF jobs fit side by side, the DRF job with no
-    other: Snakemake's log shows RF jobs running together and the DRF job always alone. The jobs run
-    on the CPU, each saying so in its log, and the rows record it."""
+    """limits.gpu_memory_gb declares a GPU (none is visible here) and ws.device: cuda sends every WS
+    job there (auto would keep these toy jobs on the CPU): each declares its gpu_mem_mb (1,037 MB for
+    each RF chunk, 1,048 MB for the DRF job in float32: arrays + CUDA context). Under --resources
+    gpu_mem_mb=2083 two RF jobs fit side by side, the DRF job with no other: Snakemake's log shows RF
+    jobs running together and the DRF job always alone. The jobs run on the CPU, each saying so in its
+    log, and the rows record it."""
     workdir = copy_workflow(tmp_path / "wf")
     cf = write_config(
         workdir,
@@ -178,7 +179,8 @@ def test_jobs_share_a_gpu_within_the_gpu_memory_budget(tmp_path):
             "limits": {"gpu_memory_gb": 4},
             "ws": {
                 "data": "synthetic",
-                "device": "auto",
+                "device": "cuda",
+                "dtype": "float32",
                 "trials": 3,
                 "trials_per_job": 1,
                 "maps": {

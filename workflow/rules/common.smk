@@ -11,7 +11,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from wordsens import pipeline as wsplan
-from wordsens.compute.limits import PLANNED_LIMITS, planned_limits
+from wordsens.compute.limits import PLANNED_LIMITS, on_machine, planned_limits
 from wordsens.data.models import DEMO_LM, DEMO_MODEL, PACKAGED_MODELS, model_tag
 from wordsens.maps import registry
 from wordsens.pipeline import pool_file, store_dir
@@ -47,6 +47,13 @@ ENV = os.path.join(workflow.basedir, "workflow", "envs", "wordsens.yaml")
 # A cluster job parses this file again on its node: it plans with the planner's limits (passed on
 # to it in WORDSENS_PLANNED_LIMITS), so that its params and device are the ones planned.
 LIMITS = planned_limits(config, planner=workflow.is_main_process)
+# A shared GPU is weighed against this run's cores, shared by at most --resources gpu=N jobs
+# (profiles/gpu-node; wordsens.compute.placement): both decide which jobs go to the GPU.
+LIMITS = on_machine(
+    LIMITS,
+    workflow.global_resources.get("_cores").value,
+    workflow.global_resources.get("gpu").value,
+)
 
 
 # The loader above exported the config's plugins in WORDSENS_PLUGINS (wsplan.export_plugins):
@@ -62,6 +69,9 @@ RUNNING = [spec for spec in studies.specs() if spec.active(config)]
 # running studies declare
 STORES = {"main": main_store(config)}
 STORES |= {store.name: store for spec in RUNNING for store in spec.stores(config)}
+# Each job's priority: the plan's estimate of the longest chain of work left through it, so that
+# Snakemake starts the critical path first (wordsens.pipeline.priorities; the data rules' 50 stays above).
+PRIORITY = {t.name: t.priority for t in wsplan.run_tasks(config, GRID)}
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
 UNFIT_FAIL = config["limits"]["unfit"] == "fail"
@@ -127,6 +137,13 @@ def model_files(name):
 # A GPU budget (--resources gpu_mem_mb=..., profiles/gpu-node): Snakemake would refuse a job that
 # declares more in the middle of the run; name every such job before anything runs.
 GPU_BUDGET = workflow.global_resources.get("gpu_mem_mb").value
+if GPU_BUDGET is not None and LIMITS.gpu is not None and workflow.is_main_process:
+    if workflow.global_resources.get("gpu").value is None:
+        print(
+            f"note: --resources gpu_mem_mb without gpu=N lets every GPU job hold the GPU at once; the plan"
+            f" counts {LIMITS.gpu_slots} (profiles/gpu-node: --resources gpu_mem_mb={GPU_BUDGET} gpu={LIMITS.gpu_slots})",
+            file=sys.stderr,
+        )
 if GPU_BUDGET is not None and workflow.is_main_process and not LINTING:
     _steps = {
         store.rule: wsplan.embed_step(config, LIMITS, store).gpu_mem_mb
@@ -233,8 +250,11 @@ def job_output(kind):
 
 def job_value(rule, what, wildcards):
     """An attribute of the job of ``rule`` with these wildcards (Grid.job): its threads, resources,
-    params; ``runtime``: 5 x its calibrated estimate + 5 minutes (Grid.runtime)."""
+    params; ``runtime``: 5 x its calibrated estimate + 5 minutes (Grid.runtime); ``priority``: its
+    task's in the plan (PRIORITY)."""
     job = GRID.job(wildcards, rule)
+    if what == "priority":
+        return PRIORITY[job.key]
     return GRID.runtime(job) if what == "runtime" else getattr(job, what)
 
 

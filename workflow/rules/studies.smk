@@ -19,6 +19,8 @@ for _kind in studies.job_rules().values():
             f"{LOGS}/{_kind.output}.log",
         benchmark:
             f"{BENCH}/{_kind.output}.tsv"
+        # the longest chain of work left through the job first (the plan's critical path)
+        priority: partial(job_value, _kind.name, "priority")
         conda:
             ENV
         threads: partial(job_value, _kind.name, "threads")

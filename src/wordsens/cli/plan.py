@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
         "hours, peak memory and device, the jobs that cannot fit this machine (limits.memory_gb, "
         "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
-        "or refuses (fail), and the expected wall time of the run on --cores cores (docs/cli.md).",
+        "or refuses (fail), and the expected wall time of the run on --cores cores with its critical path "
+        "(docs/cli.md).",
     )
     plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
     plan.add_argument(
@@ -52,8 +53,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         const=80.0,
         default=None,
         metavar="GB",
-        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto: every device auto "
-        "job goes there, the jobs side by side while their GPU memory fits",
+        help="plan for one GPU with GB of memory (default 80) where limits.gpu_memory_gb is auto: the device auto "
+        "jobs that finish sooner there (weighed against --cores) go there, 2 at once while their GPU memory fits",
     )
     plan.add_argument(
         "--calibrate",

@@ -31,7 +31,7 @@ from .devices import (
     peak_rss_bytes,
     resolve_device,
 )
-from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, planned_limits
+from .limits import LOCAL_MAX_JOB_HOURS, PLANNED_LIMITS, Limits, on_machine, planned_limits
 from .map_costs import AttentionCost, DeepCost, DRFLayout, FirstLayerCost, drf_layout
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "job_peak_bytes",
     "job_processes",
     "memory_budget",
+    "on_machine",
     "peak_rss_bytes",
     "planned_limits",
     "probe_memory",

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import costs
 from .devices import available_bytes
+from .placement import GPU_SLOTS
 
-__all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "planned_limits"]
+__all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "on_machine", "planned_limits"]
 
 GB = costs.GB
 # Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
@@ -40,14 +41,19 @@ class Limits:
     where no GPU is known (then every ``device: auto`` means the CPU); ``hours`` of estimated wall
     time (``limits.max_job_hours``), None: no limit. ``shared_gpu``: the GPU jobs run side by side
     on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
-    ``gpu_mem_mb`` of it, so ``device: auto`` puts every job there; False under a cluster profile
+    ``gpu_mem_mb`` of it, so ``device: auto`` sends there the jobs that finish sooner there (their cost
+    models: ``wordsens.compute.placement``); False under a cluster profile
     (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
-    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``."""
+    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``. On a shared
+    GPU, ``gpu_slots`` jobs at most hold it at once (Snakemake's ``gpu`` resource, profiles/gpu-node)
+    beside ``cores`` cores (None: unknown), which ``wordsens.compute.placement.gpu_pays`` weighs."""
 
     cpu: int
     gpu: int | None
     hours: float | None = None
     shared_gpu: bool = True
+    gpu_slots: int = GPU_SLOTS
+    cores: int | None = None
 
     @classmethod
     def of(cls, config: dict) -> Limits:
@@ -74,7 +80,16 @@ class Limits:
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps({"cpu": self.cpu, "gpu": self.gpu, "hours": self.hours, "shared_gpu": self.shared_gpu})
+        return json.dumps(
+            {
+                "cpu": self.cpu,
+                "gpu": self.gpu,
+                "hours": self.hours,
+                "shared_gpu": self.shared_gpu,
+                "gpu_slots": self.gpu_slots,
+                "cores": self.cores,
+            }
+        )
 
     @classmethod
     def from_text(cls, text: str) -> Limits:
@@ -85,6 +100,8 @@ class Limits:
             None if values["gpu"] is None else int(values["gpu"]),
             None if hours is None else float(hours),
             bool(values.get("shared_gpu", True)),
+            int(values.get("gpu_slots", GPU_SLOTS)),
+            values.get("cores"),
         )
 
 
@@ -101,3 +118,9 @@ def planned_limits(config: dict, *, planner: bool) -> Limits:
         os.environ[PLANNED_LIMITS] = limits.to_text()
         return limits
     return Limits.from_text(os.environ[PLANNED_LIMITS])
+
+
+def on_machine(limits: Limits, cores: int | None, gpu: int | None) -> Limits:
+    """``limits`` on the machine of a run: its ``cores`` and the jobs that may hold its GPU at once
+    (``gpu``: Snakemake's ``--resources gpu=N``, profiles/gpu-node); None keeps what ``limits`` has."""
+    return replace(limits, cores=cores or limits.cores, gpu_slots=gpu or limits.gpu_slots)

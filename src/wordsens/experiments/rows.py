@@ -92,13 +92,13 @@ def ws_rows(job: WSSettings, source: Any) -> pd.DataFrame:
     ``wordsens.studies.sensitivity.WSSettings``); one row per trial.
 
     ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. Rows record the device they ran on
-    (``workflow_device``: a job planned for a GPU runs on the CPU where none is visible), where the
-    weights were drawn and, for DRF, how many layers were streamed. The values of the map's swept options
-    (``job.swept``, ``MapSpec.sweep``: DRF's depth ``L``) are passed to the search with the map's options
-    and written as columns (every table has a column per option any registered map sweeps, empty where
-    its map has none). Trial ``t`` draws its review (or Gaussian sample) and its weights from seeds
-    derived from (seed, map, d, n, the swept values, t), so a trial's numbers do not depend on the
-    chunking or the order of jobs.
+    (``workflow_device``: a job planned for a GPU runs on the CPU where none is visible), the search's working
+    dtype (``job.settings.dtype`` where it is not the map's own: ``ws.dtype``, DRF's bfloat16 on a GPU), where
+    the weights were drawn and, for DRF, how many layers were streamed. The values of the map's swept options
+    (``job.swept``, ``MapSpec.sweep``: DRF's depth ``L``) are passed to the search with the map's options and
+    written as columns (every table has a column per option any registered map sweeps, empty where its map has
+    none). Trial ``t`` draws its review (or Gaussian sample) and its weights from seeds derived from (seed,
+    map, d, n, the swept values, t), so a trial's numbers do not depend on the chunking or the order of jobs.
 
     ``job.settings.shared_samples``: trial ``t`` draws the same review for every map (its sample seed
     leaves the map out); ``job.settings.profile`` (with position "all"): one row per trial and position,
@@ -148,6 +148,7 @@ def ws_rows(job: WSSettings, source: Any) -> pd.DataFrame:
             device=device,
             max_memory_gb=run.max_memory_gb,
             draw_on=run.draw_on,
+            dtype=getattr(torch, run.dtype) if run.dtype else None,
             options={**run.options, **swept},
             **search,
         )

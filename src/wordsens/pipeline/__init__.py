@@ -6,7 +6,9 @@ for it (``Grid``, from ``wordsens.studies``) and describes them, ``wordsens.pipe
 requests of the embedding steps, ``wordsens.pipeline.paths`` says where a configuration's embedding
 stores and pools live, ``wordsens.pipeline.schedule`` when a run ends, ``wordsens.pipeline.runs``
 reads what a finished run took (its Snakemake log and benchmark files) and
-``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit.
+``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit;
+``wordsens.pipeline.priorities`` sets each job's priority (the longest chain of work left through it) and
+``wordsens.pipeline.replay`` replays a logged run through the plan's scheduler.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
 when it runs).
@@ -35,7 +37,7 @@ from .configuration import (
 from .grid import Grid, describe, failed_jobs, store_ns, study_hours
 from .paths import pool_file, store_dir, store_metas
 from .runs import LoggedJob, PathStep, RuleTime, benchmark_times, critical_path, rule_times, snakemake_log_jobs
-from .schedule import Task, finish_lines, gpu_budget_mb, plan_text, run_tasks, simulate
+from .schedule import Task, finish_lines, gpu_budget_mb, gpu_slots, plan_text, run_tasks, simulate
 from .schema import SCHEMA, ConfigError, assembled, schema_problems
 from .steps import embed_step, gpu_budget_problem
 
@@ -61,6 +63,7 @@ __all__ = [
     "finish_lines",
     "gpu_budget_mb",
     "gpu_budget_problem",
+    "gpu_slots",
     "load_config",
     "measure",
     "merge",

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..compute.costs import GB
 from ..compute.limits import Limits
+from ..compute.placement import GPU_STARTUP
 from ..compute.timing import Calibration
 from ..data.inputs import store_summary
 from ..studies import Figure, Job, Store, main_store
@@ -62,12 +63,11 @@ class Grid:
 
     def estimate(self, job: Job) -> float:
         """Expected wall seconds of ``job`` on this machine: its cost model's seconds through the
-        calibration (``wordsens.compute.timing``); on a GPU the model's seconds unscaled (no GPU
-        measurements yet) plus the family's fixed time."""
-        coefficients = self.calibration.of(job.family)
+        calibration (``wordsens.compute.timing``); on a GPU its GPU work under the GPU's sharing and
+        the start-up of a GPU job (``wordsens.compute.placement``, fitted on an H200)."""
         if job.device == "cuda":
-            return coefficients.fixed + job.seconds
-        return coefficients.predict(job.seconds)
+            return GPU_STARTUP + job.seconds
+        return self.calibration.of(job.family).predict(job.seconds)
 
     def runtime(self, job: Job) -> int:
         """Minutes a scheduler should grant ``job``: generous, 5 x the larger of its cost model's

@@ -5,12 +5,14 @@ machine's cores, each with its calibrated wall time (``Grid.estimate``, ``wordse
 embeddings), every study's jobs that fit, their tables, figures and claims, and the steps of the
 studies' own rules, each with its threads and the tasks it waits for (the rule chain of
 docs/architecture.md). ``simulate`` schedules them the way Snakemake's local scheduler does on
-``cores`` cores: at every finish, the ready tasks by priority (the data steps first), each started
-when its threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does);
-a task that waits for threads holds back the tasks of lower priority, so the embedding starts as soon
-as its pool exists. GPU tasks share the GPU as Snakemake shares it under ``--resources
-gpu_mem_mb=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fit its memory
-(``gpu_budget_mb``). ``finish_lines`` is what ``wordsens plan --cores`` prints. Torch-free.
+``cores`` cores: at every finish, the ready tasks by priority (the data steps first, then the jobs by
+the longest chain of work left through them, ``wordsens.pipeline.priorities``), each started when its
+threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does); a task
+that does not fit leaves its turn to the next that does, as Snakemake's greedy scheduler does
+(profiles/gpu-node). GPU tasks share the GPU as Snakemake shares it under ``--resources
+gpu_mem_mb=... gpu=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fit its memory
+(``gpu_budget_mb``) and, with ``gpu_slots``, at most that many at once. ``finish_lines`` is what
+``wordsens plan --cores`` prints. Torch-free.
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ from ..data.models import DEMO_MODEL, PACKAGED_MODELS
 from ..studies import Store
 from ..studies import registry as studies
 from .grid import Grid
+from .priorities import DATA_PRIORITY, planned_path, with_priorities
 from .steps import embed_step
 
-__all__ = ["Task", "finish_lines", "gpu_budget_mb", "plan_text", "run_tasks", "simulate"]
-
-DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
+__all__ = ["Task", "finish_lines", "gpu_budget_mb", "gpu_slots", "plan_text", "run_tasks", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,17 @@ class Task:
     seconds: float
     threads: int = 1
     gpu_mem_mb: int = 0
-    priority: int = 0
+    priority: float = 0
     after: tuple[str, ...] = ()
 
 
-def simulate(tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0) -> dict[str, tuple[float, float]]:
+def simulate(
+    tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0, gpu_slots: int | None = None
+) -> dict[str, tuple[float, float]]:
     """(start, end) seconds of every task, list-scheduled on ``cores`` cores and one GPU of
-    ``gpu_mem_mb`` MB (see the module's docstring). Raises ValueError on a task that waits for an
-    unknown or circular one, or that needs more GPU memory than there is (as Snakemake refuses it)."""
+    ``gpu_mem_mb`` MB shared by at most ``gpu_slots`` tasks (None: no bound; see the module's
+    docstring). Raises ValueError on a task that waits for an unknown or circular one, or that needs
+    more GPU memory than there is (as Snakemake refuses it)."""
     if cores < 1:
         raise ValueError(f"cores must be at least 1, got {cores}")
     names = {task.name for task in tasks}
@@ -72,27 +76,25 @@ def simulate(tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0) -> dict[str
     times: dict[str, tuple[float, float]] = {}
     by_name = {task.name: task for task in tasks}
     free_cores, free_gpu, now = cores, gpu_mem_mb, 0.0
+    free_slots = len(tasks) if gpu_slots is None else gpu_slots
     while ready or running:
         ready.sort(key=lambda t: (-t.priority, order[t.name]))
-        blocked_below: int | None = None
         for task in list(ready):
-            if blocked_below is not None and task.priority < blocked_below:
-                break
-            threads = min(task.threads, cores)
-            if threads <= free_cores and task.gpu_mem_mb <= free_gpu:
+            threads, slot = min(task.threads, cores), int(task.gpu_mem_mb > 0)
+            if threads <= free_cores and task.gpu_mem_mb <= free_gpu and slot <= free_slots:
                 ready.remove(task)
                 free_cores -= threads
                 free_gpu -= task.gpu_mem_mb
+                free_slots -= slot
                 times[task.name] = (now, now + task.seconds)
                 heapq.heappush(running, (now + task.seconds, order[task.name], task.name))
-            elif blocked_below is None:
-                blocked_below = task.priority
         if not running:
             raise ValueError("the tasks wait for each other in a circle: " + ", ".join(t.name for t in ready))
         now, _, name = heapq.heappop(running)
         done = by_name[name]
         free_cores += min(done.threads, cores)
         free_gpu += done.gpu_mem_mb
+        free_slots += int(done.gpu_mem_mb > 0)
         for other, deps in waiting.items():
             if name in deps:
                 deps.discard(name)
@@ -138,7 +140,11 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
             after = [names.get(name, name) for name in step.after]
             group = "figures" if step.figure else spec.name
             run.add(step.name, group, step.family, after, gpu_mem_mb=step.gpu_mem_mb)
-    return run.tasks
+    # the rules' priorities (workflow/rules/common.smk, get_priority): the grid's jobs and the studies'
+    # compute steps, by the longest chain of work left through them
+    ranked = [job.key for job in grid.fit]
+    ranked += [step.name for mine in steps.values() for step in mine if step.benchmarked]
+    return with_priorities(run.tasks, ranked, gpu_slots(run.tasks, grid.limits))
 
 
 def _model_tasks(run: _Tasks, config: dict, others: set[str]) -> dict[str, str]:
@@ -256,12 +262,18 @@ def gpu_budget_mb(tasks: Sequence[Task], limits: Limits) -> int:
     return max(limits.gpu // MB, *need)
 
 
+def gpu_slots(tasks: Sequence[Task], limits: Limits) -> int | None:
+    """How many GPU tasks hold the GPU at once: the shared GPU's ``limits.gpu_slots`` (Snakemake's
+    ``gpu`` resource in profiles/gpu-node); None (no bound) where each GPU job has a GPU of its own."""
+    return limits.gpu_slots if limits.shared_gpu and any(t.gpu_mem_mb for t in tasks) else None
+
+
 def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     """The expected wall time of the whole run on ``cores`` cores (and the GPU of ``gpu_budget_mb``)
     and when each experiment ends, from ``simulate`` of ``run_tasks``."""
     tasks = run_tasks(config, grid)
     budget = gpu_budget_mb(tasks, grid.limits)
-    times = simulate(tasks, cores, budget)
+    times = simulate(tasks, cores, budget, gpu_slots(tasks, grid.limits))
     end = max((e for _, e in times.values()), default=0.0)
     busy = sum(t.seconds * min(t.threads, cores) for t in tasks)
     sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
@@ -278,6 +290,11 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     for group, mine in sorted(groups.items(), key=lambda item: max(times[t.name][1] for t in item[1])):
         last = max(times[t.name][1] for t in mine)
         lines.append(f"  {group:14s} {len(mine):5d} {sum(t.seconds for t in mine) / 3600:10.2f}  {_clock(last):>8s}")
+    path = planned_path(tasks, times)
+    lines.append(f"critical path ({len(path)} jobs; wait: after the job before it on the path ended):")
+    lines += [
+        f"  {_clock(times[t.name][0])} -> {_clock(times[t.name][1])}  wait {wait:4.0f} s  {t.name}" for t, wait in path
+    ]
     return lines
 
 
@@ -316,6 +333,7 @@ def plan_text(
     limits = Limits.of(config)
     if gpu_gb is not None and config["limits"]["gpu_memory_gb"] == "auto":
         limits = replace(limits, gpu=int(gpu_gb * GB))
+    limits = replace(limits, cores=cores)  # what a GPU slot is weighed against (compute.placement)
     lines: list[str] = []
     calibration = None
     speed = None

@@ -53,14 +53,19 @@ CUDA_HOST_BYTES = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * GB
 CUDA_CONTEXT_BYTES = 1 * GB
 
 
-def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True) -> str:
+def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True, gpu_pays: bool | None = None) -> str:
     """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known
     (``limits.gpu``) and either the GPU is shared by the jobs of one machine (``limits.shared_gpu``:
-    every job goes there, each taking its ``gpu_mem_mb``) or the job gains enough to be granted a
-    GPU of its own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in
-    maps), else ``cpu``. The one rule for every job kind: every study's jobs, embeddings, probes."""
+    the jobs whose cost model says the GPU pays, ``gpu_pays`` from ``wordsens.compute.placement``;
+    None: every job, each taking its ``gpu_mem_mb``) or the job gains enough to be granted a GPU of its
+    own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in maps), else
+    ``cpu``. The one rule for every job kind: every study's jobs, embeddings, probes."""
     if setting == "auto":
-        return "cuda" if limits.gpu is not None and (limits.shared_gpu or prefers_gpu) else "cpu"
+        if limits.gpu is None:
+            return "cpu"
+        if limits.shared_gpu:
+            return "cpu" if gpu_pays is False else "cuda"
+        return "cuda" if prefers_gpu else "cpu"
     return setting
 
 

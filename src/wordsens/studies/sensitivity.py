@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 from ..compute import costs
 from ..compute.limits import Limits
 from ..maps import registry
-from .jobs import Job, JobRule, Settings, Store, chunks, data_label, job_device, placed
+from .jobs import Job, JobRule, Settings, Store, chunks, data_label, job_device
+from .jobs import placed as placed_bytes
+from .placing import split_trials, ws_placement
 
 __all__ = [
     "WS_NUMERICS",
@@ -113,16 +115,18 @@ class SearchOptions(Settings):
 
 @dataclass(frozen=True, kw_only=True)
 class WSRun(Settings):
-    """How one job's trials run: the perturbed ``position`` (or ``all``), the ``method``, the ``device``,
-    whether reviews need n tokens (``min_tokens``), DRF's memory budget, where RF/DRF weights are drawn,
-    the search's settings, the map's options, and two settings of the positions study (``profile``:
-    one row per position; ``shared_samples``: trial t draws the same review for every map)."""
+    """How one job's trials run: the perturbed ``position`` (or ``all``), the ``method``, the ``device``
+    and the search's working ``dtype`` there (None: the map's own), whether reviews need n tokens
+    (``min_tokens``), DRF's memory budget, where RF/DRF weights are drawn, the search's settings, the map's
+    options, and two settings of the positions study (``profile``: one row per position; ``shared_samples``:
+    trial t draws the same review for every map)."""
 
-    OMIT_WHEN: ClassVar[Mapping[str, Any]] = {"options": {}, "profile": False, "shared_samples": False}
+    OMIT_WHEN: ClassVar[Mapping[str, Any]] = {"options": {}, "profile": False, "shared_samples": False, "dtype": None}
 
     position: int | str
     method: str
     device: str
+    dtype: str | None = None  # the search's working dtype where it is not the map's own (ws.dtype)
     min_tokens: bool
     max_memory_gb: float | None
     draw_on: str
@@ -244,12 +248,21 @@ def ws_jobs(config: dict, points: Iterable[Point], limits: Limits, version: str)
     jobs: list[WSJob] = []
     for pt in points:
         spec = registry.get(pt.map)
-        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
         sampler = spec.choose_sampler(position=pt.position, method=method)
+        options = {**pt.options, **pt.swept}
+        positions = pt.n if pt.position == "all" else 1
+        model = spec.ws_seconds(  # one trial on the CPU: the cost model
+            pt.n, pt.d, options, method=method, sampler=sampler, device="cpu", positions=positions, budget=budget,
+            max_steps=ws["search"]["max_steps"],
+        )  # fmt: skip
+        placed = ws_placement(ws, limits, spec, f"ws:{pt.map}", model, positions)
+        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=placed.pays(pt.per_job))
+        dtype = placed.dtype(device)
         run = WSRun(
             position=pt.position,
             method=method,
             device=device,
+            dtype=dtype,
             min_tokens=ws["min_tokens"],
             max_memory_gb=ws["max_memory_gb"],
             draw_on=ws["draw_on"],
@@ -258,22 +271,13 @@ def ws_jobs(config: dict, points: Iterable[Point], limits: Limits, version: str)
             profile=pt.profile,
             shared_samples=pt.shared_samples,
         )
-        options = {**pt.options, **pt.swept}
-        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget)
-        host, on_device = placed(estimate, device)
-        secs = spec.ws_seconds(
-            pt.n,
-            pt.d,
-            options,
-            method=method,
-            sampler=sampler,
-            device=device,
-            positions=pt.n if pt.position == "all" else 1,
-            budget=budget,
-            max_steps=ws["search"]["max_steps"],
-        )
+        typed = {"dtype": dtype} if dtype else {}
+        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget, **typed)
+        host, on_device = placed_bytes(estimate, device)
+        secs = placed.seconds(device)
+        per_job = split_trials(pt.trials, pt.per_job, on_device, device, limits, spec.cost.prefers_gpu)
         label = data_label(config, pt.data, pt.store)
-        for chunk, trials in enumerate(chunks(pt.trials, pt.per_job)):
+        for chunk, trials in enumerate(chunks(pt.trials, per_job)):
             settings = WSSettings(
                 map=pt.map,
                 d=pt.d,

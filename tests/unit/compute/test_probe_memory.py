@@ -11,14 +11,14 @@ import sys
 import pytest
 from workflow_utils import ROOT, demo_config, env
 
-from wordsens import pipeline
+from wordsens import compute, pipeline
 from wordsens.compute import costs
 from wordsens.data import demo
 from wordsens.data.models import encoder_size, model_heads, model_layers, model_width
 
 FACTS = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
 BASE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 512}
-LIMITS = pipeline.Limits(256 * costs.GB, None)
+LIMITS = compute.Limits(256 * costs.GB, None)
 
 
 def _encoder(tmp_path, name: str, **sizes) -> str:

@@ -5,6 +5,7 @@ fitted on measured jobs (Snakemake benchmark files and logs), limits.max_job_hou
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,20 +37,24 @@ def test_more_cores_finish_earlier_and_threads_are_respected():
     assert max(e for _, e in simulate(wide, 1).values()) == 30.0
 
 
-def test_the_embedding_starts_as_soon_as_its_pool_exists():
-    """A waiting data step (higher priority) holds back the lower-priority jobs: no 1-thread job
-    takes the core it needs; dependencies are respected."""
+def test_the_embedding_starts_at_the_first_free_core_after_its_pool():
+    """As Snakemake's scheduler: the ready task of highest priority that fits starts first, and one that
+    does not fit leaves its turn to the next (a 2-thread data step waits for two free cores while
+    1-thread jobs take each core as it frees: docs/running.md); dependencies are respected."""
     tasks = [
         Task("pool", "data", 5.0, priority=50),
-        Task("embed", "data", 10.0, threads=2, priority=50, after=("pool",)),
+        Task("embed", "data", 10.0, priority=50, after=("pool",)),
         *[Task(f"syn{i}", "ws", 4.0) for i in range(6)],
         Task("imdb", "ws", 1.0, after=("embed",)),
     ]
     times = simulate(tasks, 2)
-    # the pool ends at 5 while syn1 (4-8) runs: the free core waits for it rather than starting syn2
-    assert times["syn1"] == (4.0, 8.0) and times["embed"] == (8.0, 18.0)
-    assert not [name for name, (start, _) in times.items() if 5.0 <= start < 8.0]
+    # the pool ends at 5 while syn1 (4-8) runs: the embedding takes that core at once
+    assert times["syn1"] == (4.0, 8.0) and times["embed"] == (5.0, 15.0)
     assert times["imdb"][0] >= times["embed"][1]
+    wide = [replace(t, threads=2) if t.name == "embed" else t for t in tasks]
+    times = simulate(wide, 2)
+    # two free cores at once only when no 1-thread job is left to take one as it frees
+    assert times["embed"][0] == max(times[f"syn{i}"][1] for i in range(6)) > 5.0
     with pytest.raises(ValueError, match="unknown tasks"):
         simulate([Task("x", "ws", 1.0, after=("nothing",))], 1)
     with pytest.raises(ValueError, match="needs 2000 MB of GPU memory, 0 MB planned"):
@@ -228,7 +233,7 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
 def test_a_step_in_a_log_and_a_benchmark_file_counts_once(tmp_path):
     """An embedding and a probe job in both the results folder's benchmark files and the run's log (which
     names each job's benchmark file) are one sample each, the benchmark file's, in either order."""
-    grid = pipeline.Grid(_demo(), limits=pipeline.Limits(16 * GB, None), calibration=Calibration())
+    grid = pipeline.Grid(_demo(), limits=compute.Limits(16 * GB, None), calibration=Calibration())
     bench = tmp_path / "res" / "benchmarks"
     for key, seconds in (("embed/tiny_layer0", 12.5), ("fig1_attention/fig1_attention", 3.25)):
         (bench / key).parent.mkdir(parents=True, exist_ok=True)
@@ -330,7 +335,7 @@ def test_gpu_tasks_share_the_gpu_while_their_memory_fits():
 
 
 def test_the_plan_shares_the_planned_gpu_among_its_jobs():
-    config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}, "variants": None, "long_context": None})
+    config = _demo({"ws": {"device": "cuda"}, "gen": {"device": "cuda"}, "variants": None, "long_context": None})
     grid = pipeline.Grid(config, limits=compute.Limits(16 * GB, 8 * GB), calibration=Calibration())
     tasks = pipeline.run_tasks(config, grid)
     on_gpu = [t for t in tasks if t.gpu_mem_mb]
@@ -341,6 +346,12 @@ def test_the_plan_shares_the_planned_gpu_among_its_jobs():
     times = simulate(tasks, 16, budget)
     assert max(_gpu_memory_in_use(tasks, times)) <= budget
     assert max(_gpu_memory_in_use(on_gpu, times)) > max(t.gpu_mem_mb for t in on_gpu)  # side by side
+    # the plan's GPU is held by at most its slots' tasks at once (Snakemake's --resources gpu=2)
+    slots = pipeline.gpu_slots(tasks, grid.limits)
+    assert slots == grid.limits.gpu_slots == 2
+    times = simulate(tasks, 16, budget, slots)
+    starts = sorted(times[t.name][0] for t in on_gpu)
+    assert max(sum(times[t.name][0] <= at < times[t.name][1] for t in on_gpu) for at in starts) == 2
     assert "on 16 cores and a GPU (8 GB shared)" in pipeline.finish_lines(config, grid, 16)[0]
     # a cluster grants each GPU job a GPU of its own (only DRF there under auto)
     cluster = pipeline.Grid(config, limits=compute.Limits(16 * GB, 8 * GB, shared_gpu=False))

@@ -149,3 +149,20 @@ def test_a_job_planned_for_a_gpu_runs_on_the_cpu_where_none_is_visible(capsys):
     on_cpu = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cpu"})
     assert planned["device"].tolist() == ["cpu"] and planned["lower"].tolist() == on_cpu["lower"].tolist()
     assert workflow_device("cpu") == "cpu" and workflow_device("auto") == "auto"
+
+
+def test_rows_record_the_working_dtype_of_their_search():
+    """ws.dtype reaches the search through the job's settings (``dtype``, where it is not the map's
+    own) and every row records the dtype the search worked in: DRF in bfloat16 where asked, each map's
+    own otherwise (float32 for DRF, float64 for attention)."""
+    run = {"d": 8, "n": 4, "trials": [0, 1], "seed": 0, "source": "synthetic", "data_label": "synthetic"}
+    drf = {**run, "map_name": "drf", "swept": {"L": 2}}
+    reduced = ws_rows(**drf, settings={**SETTINGS, "dtype": "bfloat16"})
+    plain = ws_rows(**drf, settings=SETTINGS)
+    attention = ws_rows(**run, map_name="raf", swept={}, settings=SETTINGS)
+    assert reduced["dtype"].tolist() == ["bfloat16"] * 2 and plain["dtype"].tolist() == ["float32"] * 2
+    assert attention["dtype"].tolist() == ["float64"] * 2
+    # the same weights and samples: the bfloat16 search's estimate is a value of the same float32 map
+    assert (reduced["lower"] > 0).all() and reduced["lower"].tolist() != plain["lower"].tolist()
+    with pytest.raises(ValueError, match="does not run in reduced precision"):
+        ws_rows(**run, map_name="raf", swept={}, settings={**SETTINGS, "dtype": "bfloat16"})

@@ -142,12 +142,14 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     with_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
     drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
     assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
-    arrays = registry.get("drf").ws_memory(80, 768, {"L": 4}).bytes
+    # ws.dtype: auto searches DRF in bfloat16 on the GPU: its layers held in it
+    assert drf.params["settings"]["dtype"] == "bfloat16"
+    arrays = registry.get("drf").ws_memory(80, 768, {"L": 4}, dtype="bfloat16").bytes
     assert drf.device_bytes == arrays + CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
     assert drf.gpu_mem_mb == -(-drf.device_bytes // costs.MB)
     assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
-    small_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=24 * GB))
+    small_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=16 * GB))  # 23.2 GB in bfloat16
     assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
     # ws.device: cpu keeps DRF on CPU even with a GPU; cuda without a known GPU is not refused here
     assert pipeline.Grid(pipeline.merge(config, {"ws": {"device": "cpu"}}), limits=with_gpu.limits).unfit
@@ -156,16 +158,21 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
 
 
 def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
-    """One machine's GPU is shared by its jobs (each declares gpu_mem_mb): auto sends every WS and
-    generalisation job of every map there. A cluster grants each GPU job a GPU of its own: auto sends
-    only the maps whose cost model prefers a GPU (DRF) there."""
+    """One machine's GPU is shared by its jobs (each declares gpu_mem_mb): cuda sends every WS and
+    generalisation job of every map there, auto only those whose cost model finishes sooner there
+    (wordsens.compute.placement: none of the demo's toy jobs, whose GPU start-up alone outlasts them). A
+    cluster grants each GPU job a GPU of its own: auto sends only the maps whose cost model prefers a
+    GPU (DRF) there."""
     config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}})
-    shared = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
+    forced = pipeline.merge(config, {"ws": {"device": "cuda"}, "gen": {"device": "cuda"}, "swaps": {"device": "cuda"}})
+    shared = pipeline.Grid(forced, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
     maps = {job.map for job in shared.jobs if job.rule in ("ws", "gen")}
     assert {"rf", "drf", "raf", "relu_raf", "mh_raf", "block"} <= maps  # the studies' maps included
     assert {job.device for job in shared.jobs if job.rule in ("ws", "gen")} == {"cuda"}
     on_shared = [job for job in shared.jobs if job.rule != "trained"]
     assert all(job.gpu == 1 and job.gpu_mem_mb * costs.MB >= job.device_bytes for job in on_shared)
+    by_cost = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB, cores=16))
+    assert {job.device for job in by_cost.jobs if job.rule in ("ws", "gen")} == {"cpu"}
     cluster = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False))
     on_gpu = {job.map for job in cluster.jobs if job.device == "cuda"}
     assert on_gpu == {m for m in maps if registry.get(m).cost.prefers_gpu} == {"drf"}

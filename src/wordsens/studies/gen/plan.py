@@ -12,7 +12,9 @@ from typing import Any, ClassVar
 from ...compute.limits import Limits
 from ...data.models import model_width
 from ...maps import registry
-from ..jobs import Job, JobFiles, JobRule, chunks, data_label, job_device, main_store, placed
+from ..jobs import Job, JobFiles, JobRule, chunks, data_label, job_device, main_store
+from ..jobs import placed as placed_bytes
+from ..placing import work_placement
 from ..sensitivity import SearchOptions, map_problems
 from ..spec import Figure, Output, PlanView, beside
 from .settings import GenRun, GenSettings
@@ -169,21 +171,24 @@ def gen_jobs(config: dict, limits: Limits, numerics_version: str) -> list[GenJob
         for data in gen["data"]:
             for map_name, ns in fig["maps"].items():
                 spec = registry.get(map_name)
-                device = job_device(gen["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
                 options = dict(gen["options"].get(map_name) or {})
-                run = GenRun(
-                    position=gen["position"],
-                    device=device,
-                    min_tokens=gen["min_tokens"],
-                    search=SearchOptions.of(gen["search"]),
-                    options=options,
-                )
+                load = search_load(searches, d, gen["search"]["max_steps"], spec.settings.least_squares)
                 for n in ns:
                     for N in fig["N"]:
+                        model = spec.gen_seconds(n, d, N, options, searches=load)
+                        placed = work_placement(limits, f"gen:{map_name}", model, len(searches))
+                        pays = placed.pays(gen["simulations_per_job"])
+                        device = job_device(gen["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=pays)
+                        run = GenRun(
+                            position=gen["position"],
+                            device=device,
+                            min_tokens=gen["min_tokens"],
+                            search=SearchOptions.of(gen["search"]),
+                            options=options,
+                        )
                         estimate = spec.gen_memory(n, d, N, options)
-                        host, on_device = placed(estimate, device)
-                        load = search_load(searches, d, gen["search"]["max_steps"], spec.settings.least_squares)
-                        secs = spec.gen_seconds(n, d, N, options, searches=load)
+                        host, on_device = placed_bytes(estimate, device)
+                        secs = placed.seconds(device)
                         for chunk, sims in enumerate(chunks(gen["simulations"], gen["simulations_per_job"])):
                             jobs.append(
                                 GenJob(

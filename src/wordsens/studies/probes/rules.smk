@@ -35,6 +35,7 @@ rule fig1_attention:
         f"{LOGS}/fig1_attention/fig1_attention.log",
     benchmark:
         f"{BENCH}/fig1_attention/fig1_attention.tsv"
+    priority: PRIORITY.get("fig1_attention", 0)
     conda:
         ENV
     resources:
@@ -81,6 +82,7 @@ rule fig3_probes:
         f"{LOGS}/fig3_probes/fig3_probes.log",
     benchmark:
         f"{BENCH}/fig3_probes/fig3_probes.tsv"
+    priority: PRIORITY.get("fig3_probes", 0)
     conda:
         ENV
     resources:
@@ -131,6 +133,7 @@ rule fig1_lm:
         f"{LOGS}/fig1_lm/fig1_lm.log",
     benchmark:
         f"{BENCH}/fig1_lm/fig1_lm.tsv"
+    priority: PRIORITY.get("fig1_lm", 0)
     conda:
         ENV
     resources:

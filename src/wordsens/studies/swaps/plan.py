@@ -29,6 +29,7 @@ from ...data.models import (
 )
 from ...maps import registry
 from ..jobs import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES, Job, JobFiles, JobRule, job_device
+from ..placing import work_placement
 from ..spec import Needs
 from .settings import SwapSettings
 
@@ -235,20 +236,21 @@ def swap_jobs(config: dict, limits: Limits, numerics_version: str) -> list[SwapJ
         spec = registry.get(map_name)
         options = swap_options(config, map_name)
         d = swap_d(config, map_name)
-        device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
-        values = spec.option_values(options)
         for n in _n(config):
             rows = section["reviews"] * (n - 2 if section["positions"] == "all" else section["positions"])
+            values = spec.option_values(options)
+            model = swap_costs.scan_seconds(  # one row on the CPU: the cost models
+                spec, n, d, values, vocab=vocab, screen=section["screen"], sample=section["sample"]
+            ) + (1 + int(section["sqrt_d"])) * spec.ws_seconds(n, d, values, max_steps=section["max_steps"])
+            placed = work_placement(limits, f"swaps:{map_name}", model, 1)
+            pays = placed.pays(rows)
+            device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=pays)
             chunk = swap_costs.chunk_size(spec, n, d, values, chunk_mb=section["chunk_mb"], dtype=spec.settings.dtype)
             scan = swap_costs.scan_memory(
                 spec, n, d, values, vocab=vocab, width=width, chunk=chunk, dtype=spec.settings.dtype
             )
             arrays = max(scan.bytes, spec.ws_memory(n, d, values).bytes)
-            per_row = swap_costs.scan_seconds(
-                spec, n, d, values, vocab=vocab, screen=section["screen"], sample=section["sample"], device=device
-            ) + (1 + int(section["sqrt_d"])) * spec.ws_seconds(
-                n, d, values, device=device, max_steps=section["max_steps"]
-            )
+            per_row = placed.seconds(device)
             if device == "cuda":
                 host, on_device = CUDA_HOST_BYTES + encoder.bytes, arrays + CUDA_CONTEXT_BYTES
             else:

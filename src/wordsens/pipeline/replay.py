@@ -1,0 +1,202 @@
+"""A logged run replayed by the plan's scheduler: every job a Snakemake log started, with its resources,
+start and finish (``logged_jobs``; unlike ``runs.snakemake_log_jobs``, the jobs still running when the
+run stopped are kept), written to and read from a small CSV (``write_jobs``, ``read_jobs``), turned into
+the scheduler's tasks with their measured durations (``replay_tasks``) and scheduled again by
+``schedule.simulate`` for the same cores and GPU budget: how many steps it has done at a time
+(``steps_done``) against the log's. ``sharing``: how many GPU jobs ran beside a job, for the GPU's
+time model (``wordsens.compute.placement.fit_rates``). Torch-free.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+from ..compute.placement import GpuSample
+from ..studies import Job
+from .schedule import DATA_PRIORITY, Task
+
+__all__ = [
+    "DATA_RULES",
+    "StartedJob",
+    "gpu_samples",
+    "logged_jobs",
+    "read_jobs",
+    "replay_tasks",
+    "sharing",
+    "steps_done",
+    "write_jobs",
+]
+
+# The rules of workflow/rules/data.smk, embed.smk and pretrained.smk: their priority: 50
+DATA_RULES = ("demo_corpus", "demo_model", "reviews", "pool", "pool_long", "embed", "embed_long", "packaged_model")
+FIELDS = ("jobid", "rule", "output", "start", "end", "threads", "gpu", "gpu_mem_mb", "after")
+
+
+@dataclass(frozen=True)
+class StartedJob:
+    """A job a Snakemake log started: its id, rule, first output, start and finish (seconds after the
+    log's first time stamp; ``end`` None: still running when the log stops), threads, ``gpu`` and
+    ``gpu_mem_mb`` resources and the ids of the logged jobs that wrote its inputs (``after``)."""
+
+    jobid: int
+    rule: str
+    output: str
+    start: float
+    end: float | None
+    threads: int
+    gpu: int
+    gpu_mem_mb: int
+    after: tuple[int, ...]
+
+
+def logged_jobs(path: str | os.PathLike) -> list[StartedJob]:
+    """Every job started in the Snakemake log at ``path``, in starting order."""
+    text = Path(path).read_text(errors="replace")
+    parts = re.split(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", text, flags=re.M)
+    origin: datetime | None = None
+    blocks: list[tuple[float, str]] = []
+    ends: dict[int, float] = {}
+    for when, block in zip(parts[1::2], parts[2::2], strict=True):
+        at = datetime.strptime(" ".join(when.split()), "%a %b %d %H:%M:%S %Y")
+        origin = origin or at
+        seconds = (at - origin).total_seconds()
+        if re.match(r"\s*(?:local)?(?:checkpoint|rule) \w+:", block):
+            blocks.append((seconds, block))
+        ends.update((int(done), seconds) for done in re.findall(r"^Finished jobid: (\d+)", block, re.M))
+    starts = [_started(seconds, block) for seconds, block in blocks]
+    made_by = {output: job.jobid for job, _, outputs in starts for output in outputs}
+    return [
+        replace(
+            job,
+            end=ends.get(job.jobid),
+            after=tuple(sorted({made_by[f] for f in inputs if f in made_by} - {job.jobid})),
+        )
+        for job, inputs, _ in starts
+    ]
+
+
+def _started(seconds: float, block: str) -> tuple[StartedJob, tuple[str, ...], tuple[str, ...]]:
+    """One start block: the job (without its end and producers), its inputs and its outputs."""
+
+    def files(key: str) -> tuple[str, ...]:
+        match = re.search(rf"^\s+{key}: (.*)$", block, re.M)
+        return tuple(f.strip() for f in match.group(1).split(",") if f.strip()) if match else ()
+
+    def resource(name: str) -> int:
+        match = re.search(rf"^\s+resources: .*\b{name}=(\d+)", block, re.M)
+        return int(match.group(1)) if match else 0
+
+    head = re.match(r"\s*(?:local)?(?:checkpoint|rule) (\w+):", block)
+    number = re.search(r"^\s+jobid: (\d+)$", block, re.M)
+    threads = re.search(r"^\s+threads: (\d+)$", block, re.M)
+    assert head and number, block[:200]
+    outputs = files("output")
+    job = StartedJob(
+        int(number.group(1)),
+        head.group(1),
+        outputs[0] if outputs else "",
+        seconds,
+        None,
+        int(threads.group(1)) if threads else 1,
+        resource("gpu"),
+        resource("gpu_mem_mb"),
+        (),
+    )
+    return job, files("input"), outputs
+
+
+def write_jobs(jobs: Sequence[StartedJob], path: str | os.PathLike) -> None:
+    """The jobs as CSV (one row per job; ``end`` empty where the job did not finish)."""
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(FIELDS)
+        for j in jobs:
+            end = "" if j.end is None else f"{j.end:g}"
+            row = [j.jobid, j.rule, j.output, f"{j.start:g}", end, j.threads, j.gpu, j.gpu_mem_mb]
+            out.writerow([*row, " ".join(map(str, j.after))])
+
+
+def read_jobs(path: str | os.PathLike) -> list[StartedJob]:
+    """The jobs of ``write_jobs``."""
+    with open(path, newline="") as fh:
+        return [
+            StartedJob(
+                int(row["jobid"]),
+                row["rule"],
+                row["output"],
+                float(row["start"]),
+                float(row["end"]) if row["end"] else None,
+                int(row["threads"]),
+                int(row["gpu"]),
+                int(row["gpu_mem_mb"]),
+                tuple(int(a) for a in row["after"].split()),
+            )
+            for row in csv.DictReader(fh)
+        ]
+
+
+def replay_tasks(jobs: Sequence[StartedJob], stop: float, order: Mapping[int, int] | None = None) -> list[Task]:
+    """The scheduler's tasks of the logged jobs: each with its measured duration, threads, GPU memory,
+    the data rules' priority (as the rules declare it; every other job none) and the jobs it waits for.
+    A job unfinished when the log stops at ``stop`` did not finish within the run in its schedule: it
+    gets a duration longer than the run (it finishes in no replayed schedule either). ``order``: the
+    order in which equal-priority tasks are taken (default: by job id, Snakemake's numbering)."""
+    rank = order or {j.jobid: j.jobid for j in jobs}
+    tasks = [
+        Task(
+            str(j.jobid),
+            j.rule,
+            (j.end - j.start) if j.end is not None else 2 * stop,
+            j.threads,
+            j.gpu_mem_mb,
+            DATA_PRIORITY if j.rule in DATA_RULES else 0,
+            tuple(str(a) for a in j.after),
+        )
+        for j in jobs
+    ]
+    return sorted(tasks, key=lambda t: rank[int(t.name)])
+
+
+def steps_done(times: Mapping[str, tuple[float, float]], at: float) -> int:
+    """The tasks finished by ``at`` seconds."""
+    return sum(1 for _, end in times.values() if end <= at)
+
+
+def sharing(job: StartedJob, jobs: Sequence[StartedJob], stop: float) -> float:
+    """The mean number of GPU jobs (``gpu`` > 0) running while ``job`` ran, itself included."""
+    end = stop if job.end is None else job.end
+    if end <= job.start:
+        return float(job.gpu > 0)
+    busy = sum(
+        max(0.0, min(end, stop if other.end is None else other.end) - max(job.start, other.start))
+        for other in jobs
+        if other.gpu
+    )
+    return busy / (end - job.start)
+
+
+def gpu_samples(
+    jobs: Sequence[StartedJob], planned: Iterable[Job], stop: float, results: str, cpu: Iterable[Job] | None = None
+) -> list[GpuSample]:
+    """The finished GPU jobs of a logged run as samples of the GPU's time model
+    (``placement.fit_rates``): each matched to its job of ``planned`` (the run's grid as it was planned)
+    by its output under ``results``, with its estimates (``Job.rows``), its CPU cost-model seconds (those
+    of its grid point planned for the CPU, ``cpu``, per row; None: ``planned`` is that grid), wall
+    seconds and ``sharing``."""
+    planned = list(planned)
+    per_row = {(job.rule, job.point): job.seconds / job.rows for job in (planned if cpu is None else cpu)}
+    by_output = {f"{results}/{job.key}.parquet": job for job in planned}
+    samples = []
+    for logged in jobs:
+        job = by_output.get(logged.output)
+        if job is None or logged.end is None or not logged.gpu or (job.rule, job.point) not in per_row:
+            continue
+        model = per_row[job.rule, job.point] * job.rows
+        samples.append(GpuSample(job.family, job.rows, model, logged.end - logged.start, sharing(logged, jobs, stop)))
+    return samples
