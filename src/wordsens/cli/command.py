@@ -1,6 +1,6 @@
 """The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (each
-from its own module: ``ws``, ``maps``, ``gen``, ``plan``, ``claims``, ``swap``), then the subcommand's ``run``,
-whose text is printed. A bad input, a missing or corrupt file and an estimate that cannot fit end
+from its own module: ``ws``, ``maps``, ``gen``, ``plan``, ``claims``, ``swap``, ``gen-words``), then the
+subcommand's ``run``, whose text is printed. A bad input, a missing or corrupt file and an estimate that cannot fit end
 in ``wordsens <command>: error: ...`` and exit status 2."""
 
 from __future__ import annotations
@@ -10,12 +10,20 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import claims, gen, maps, plan, swap, ws
+from . import claims, gen, gen_words, maps, plan, swap, ws
 from .options import add_plugin_arg
 
 __all__ = ["build_parser", "load_plugins", "main"]
 
-COMMANDS = {"ws": ws, "maps": maps, "gen": gen, "plan": plan, "claims": claims, "swap": swap}
+COMMANDS = {
+    "ws": ws,
+    "maps": maps,
+    "gen": gen,
+    "plan": plan,
+    "claims": claims,
+    "swap": swap,
+    "gen-words": gen_words,
+}
 
 
 def load_plugins(argv: Sequence[str]) -> None:
@@ -48,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_parser(sub)
     claims.add_parser(sub)
     swap.add_parser(sub, registry.names())
+    gen_words.add_parser(sub, registry.names())
     return parser
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .options import add_option_arg, add_plugin_arg, positive_int
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "encoder_source", "reviews_frame", "run"]
 
 CACHE = "~/.cache/wordsens"
 
@@ -70,8 +70,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     add_plugin_arg(swap)
 
 
-def _encoder(name: str, cache: Path) -> str:
-    """The folder or Hub name ``from_pretrained`` loads: the packaged and demo encoders in ``cache``."""
+def encoder_source(name: str, cache: Path) -> str:
+    """The folder or Hub name ``from_pretrained`` loads: the packaged and demo encoders in ``cache``
+    (``--model`` of ``wordsens swap`` and ``wordsens gen-words``)."""
     from ..data.models import DEMO_MODEL, PACKAGED_MODELS
 
     if name in PACKAGED_MODELS:
@@ -92,6 +93,15 @@ def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
     """The review's text and its id (``--text``: -1)."""
     if args.text is not None:
         return args.text, -1
+    frame = reviews_frame(args, cache)
+    if not 0 <= args.review < len(frame):
+        raise ValueError(f"--review {args.review} is not in [0, {len(frame) - 1}] ({len(frame)} reviews)")
+    return str(frame["text"].iloc[args.review]), int(frame["review_id"].iloc[args.review])
+
+
+def reviews_frame(args: argparse.Namespace, cache: Path) -> Any:
+    """The reviews of ``--data`` (``hub``, ``demo`` generated into ``cache``, or a local copy) and
+    ``--split``: a frame with ``review_id``, ``label`` and ``text``."""
     from ..data.reviews import load_reviews
 
     if args.data == "hub":
@@ -112,9 +122,7 @@ def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
         else:
             source = "aclimdb"
         frame = load_reviews(source, path=str(path), split=args.split)
-    if not 0 <= args.review < len(frame):
-        raise ValueError(f"--review {args.review} is not in [0, {len(frame) - 1}] ({len(frame)} reviews)")
-    return str(frame["text"].iloc[args.review]), int(frame["review_id"].iloc[args.review])
+    return frame
 
 
 def run(args: argparse.Namespace) -> str:
@@ -127,7 +135,7 @@ def run(args: argparse.Namespace) -> str:
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cache = Path(args.cache).expanduser()
-    source = _encoder(args.model, cache)
+    source = encoder_source(args.model, cache)
     text, review_id = _texts(args, cache)
     tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
     options = dict(args.options)
