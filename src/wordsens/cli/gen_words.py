@@ -165,10 +165,11 @@ _LABELS = {"words": "best word", "cls": "continuous at [CLS]", "position": "cont
 
 def _text(out: dict[str, Any], top: int) -> str:
     fit = out["fit"]
+    again = "" if out["dtype"] == "float64" else f", {out['rechecked']} evaluated again in float64"
     lines = [
         f"{out['map']}, d = {out['d']}, n = {out['n']}, N = {out['N']}, review {out['review_id']} (y = {out['y']:+g}), "
         f"position {out['position']} ({out['original']}); {out['words']} of {out['vocab']} words scored "
-        f"({out['dtype']}, {out['rechecked']} again in float64)",
+        f"({out['dtype']}{again})",
         f"  {out['context']}",
         f"  t0 = {out['t0']:.4g}; first stage: cond(K) = {fit['cond']:.3g}, residual {fit['residual']:.2g}",
     ]

@@ -14,9 +14,10 @@ So the scan evaluates the setup's own functionals for a chunk of words at once, 
 (``Setup.functionals``: for RAF and ReLU-RAF one row and one column of the scores change per word, float64;
 for RF the pre-activations move by ``B Delta_w``, float32; other maps evaluate the whole map on the chunk's
 moved samples), and both trainings and every loss read the same (V, 3) values: phi(X'(w)) is never formed
-one word at a time. Every word is scored (``WordScan.words``); the words each result rests on (each loss's
-best ``RECHECK``, every point of a frontier) are evaluated again with the plain map in float64
-(``functionals.exact``), until each choice and frontier point is such a word.
+one word at a time. Every word is scored (``WordScan.words``). Where the scan is float32, the words each
+result rests on (each loss's best ``RECHECK``, every point of a frontier) are evaluated again with the plain
+map in float64 (``functionals.exact``), until each choice and frontier point is such a word; a float64 scan's
+values are final.
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ class WordScan:
 
     ``words``: the words scored (every candidate: equal to ``vocab``); ``exclude``: the candidate left out
     of choices, statistics and frontiers (the original word; None: none); ``rechecked``: words evaluated
-    again with the plain map in float64; ``dtype``: of the scan; ``choices``: one per ``(training, loss,
-    penalty)`` (``word_losses``); ``frontiers``: one per training; ``F`` (V, 3): every word's functionals
-    (the rechecked ones float64 from the plain map, marked in ``exact`` (V,)); ``radii`` (V,): the moves'
-    norms; ``outcomes``: per training, every word's outcome."""
+    again with the plain map in float64 (float32 scans only); ``dtype``: of the scan; ``choices``: one per
+    ``(training, loss, penalty)`` (``word_losses``); ``frontiers``: one per training; ``F`` (V, 3): every
+    word's functionals (``float64`` (V,): the words whose values are float64: every word of a float64 scan,
+    else the rechecked ones, from the plain map); ``radii`` (V,): the moves' norms; ``outcomes``: per
+    training, every word's outcome."""
 
     map: str
     n: int
@@ -144,7 +146,7 @@ class WordScan:
     seconds: float
     F: Tensor = field(repr=False)
     radii: Tensor = field(repr=False)
-    exact: Tensor = field(repr=False)
+    float64: Tensor = field(repr=False)
     outcomes: dict[str, WordOutcomes] = field(repr=False, default_factory=dict)
 
     def choice(self, training: str, loss: str, penalty: float = 0.0) -> WordChoice:
@@ -165,7 +167,7 @@ class WordScan:
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("F", "radii", "exact", "outcomes"):
+        for key in ("F", "radii", "float64", "outcomes"):
             out.pop(key)
         return out
 
@@ -217,7 +219,8 @@ def _values(fn: Any, moves: Tensor, chunk: int, dtype: torch.dtype, device: Any)
 
 
 class _Values:
-    """Every word's functionals, the fast ones replaced by float64 plain-map ones where rechecked."""
+    """Every word's functionals (``F``); ``exact``: which are float64 (all of a float64 scan; else those
+    rechecked, replaced by float64 plain-map values)."""
 
     def __init__(self, setup: Setup, moves: Tensor, chunk_mb: float) -> None:
         f = setup.functionals
@@ -225,7 +228,8 @@ class _Values:
         self.setup, self.moves, self.device = setup, moves, torch.device(setup.device)
         self.exact_chunk = max(1, int(chunk_mb * 1024**2) // whole)
         self.F = _values(f, moves, max(1, int(chunk_mb * 1024**2) // fast), f.dtype, self.device)
-        self.exact = torch.zeros(moves.shape[0], dtype=torch.bool)
+        self.exact = torch.full((moves.shape[0],), f.dtype == torch.float64)  # float64 values: final
+        self.rechecked = 0
 
     def recheck(self, idx: Tensor) -> None:
         idx = idx[~self.exact[idx]].unique()
@@ -233,6 +237,7 @@ class _Values:
             fn = self.setup.functionals.exact
             self.F[idx] = _values(fn, self.moves[idx], self.exact_chunk, torch.float64, self.device)
             self.exact[idx] = True
+            self.rechecked += int(idx.numel())
 
     def loss(self, training: str, loss: str, penalty: float) -> Tensor:
         return self.setup.loss(self.F, training, loss, penalty)
@@ -293,19 +298,19 @@ def scan_words(
         vocab=V,
         exclude=exclude,
         dtype=str(setup.functionals.dtype).replace("torch.", ""),
-        rechecked=int(values.exact.sum()),
+        rechecked=values.rechecked,
         choices=choices,
         frontiers=frontiers,
         seconds=time.perf_counter() - started,
         F=F,
         radii=torch.linalg.vector_norm(moves, dim=1),
-        exact=values.exact,
+        float64=values.exact,
         outcomes=outcomes,
     )
 
 
 def _choice(values: _Values, keep: Tensor, training: str, loss: str, penalty: float, top_k: int) -> WordChoice:
-    """The word minimising one loss, evaluated with the plain map in float64 (rechecked until the best is)."""
+    """The word minimising one loss, its values float64 (a float32 scan's rechecked until the best's are)."""
     while True:
         scores = values.loss(training, loss, penalty).masked_fill(~keep, math.inf)
         best = int(torch.argmin(scores))
@@ -340,8 +345,8 @@ def _choice(values: _Values, keep: Tensor, training: str, loss: str, penalty: fl
 
 
 def _frontier(values: _Values, keep: Tensor, training: str) -> Frontier:
-    """The lower-left frontier of ``(gamma_min, Err)``, its words evaluated with the plain map in float64
-    (rechecked until every point is)."""
+    """The lower-left frontier of ``(gamma_min, Err)``, its words' values float64 (a float32 scan's
+    rechecked until every point's are)."""
     setup = values.setup
     while True:
         D0, _, err = setup.outcome(values.F, training)
