@@ -141,7 +141,7 @@ def search_many(
     ``steps`` counts its iterations, each two gradient evaluations): the normalised-gradient ascent
     does not converge on them at d = 768 within hundreds of steps. Each result's ``seconds`` is an
     equal share of the whole. ``radius``: of the ball ``||Delta|| <= radius`` (None: the paper's
-    ``sqrt(d)``); the starts are drawn for ``sqrt(d)`` and projected on it."""
+    ``sqrt(d)``); the starts are drawn for ``sqrt(d)`` and scaled to it."""
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
     if radius is not None and (
@@ -152,10 +152,9 @@ def search_many(
         return []
     started = time.perf_counter()
     problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
-    starts = [
-        setup.functionals.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
-        for pr in problems
-    ]
+    scale = 1.0 if radius is None else float(radius) / math.sqrt(setup.d)
+    gens = [generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)) for pr in problems]
+    starts = [scale * setup.functionals.starts(restarts, gen) for gen in gens]
     radius = math.sqrt(setup.d) if radius is None else float(radius)
     objective = _Objective(setup, problems)
     dtype = setup.functionals.dtype
