@@ -276,7 +276,7 @@ def scan_words(
         raise RuntimeError(f"{int((~torch.isfinite(values.F).all(1)).sum())} words got non-finite functionals")
     keep = _kept(V, exclude)
     pool = max(recheck, top_k)
-    for training, loss, penalty in losses:  # each loss's best words by the scan's values
+    for training, loss, penalty in losses if not bool(values.exact.all()) else ():  # a float32 scan's best
         scores = values.loss(training, loss, penalty).masked_fill(~keep, math.inf)
         values.recheck(torch.argsort(scores)[: min(pool, int(keep.sum()))])
     choices = [_choice(values, keep, t, loss, p, top_k) for t, loss, p in losses]
