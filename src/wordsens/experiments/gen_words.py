@@ -80,8 +80,8 @@ def word_task(
     seen = set(sample_keys(X.numpy()))
     train: list[int] = []
     chunks: list[Tensor] = []
-    for start in range(0, len(order), max(N, 64)):
-        picked = [others[j] for j in order[start : start + max(N, 64)]]
+    for start in range(0, len(order), 256):  # 256 texts at a time: their layer outputs in float64
+        picked = [others[j] for j in order[start : start + 256]]
         S, _ = _samples(tokenizer, layer, [texts[j] for j in picked], n, d)
         keep = []
         for j, (row, key) in enumerate(zip(picked, sample_keys(S.numpy()), strict=True)):

@@ -84,8 +84,7 @@ def word_simulation(
     word's move. ``setup``: prepared at the word position with ``also=(cls,)`` (``Setup.at``)."""
     if setup.position == cls:
         raise ValueError(f"the words' position {cls} is the [CLS] position: choose a word position")
-    if continuous:
-        setup.at(cls)  # before the scan: a setup that cannot move to [CLS] fails here
+    at_cls = setup.at(cls) if continuous else None  # before the scan: a setup that cannot move there fails here
     opts = dict(search or {})
     started = time.perf_counter()
     words = scan_words(
@@ -93,10 +92,10 @@ def word_simulation(
     )
     seconds = {"words": time.perf_counter() - started}
     out: list[Continuous] = []
-    if continuous:
+    if at_cls is not None:
         losses = word_losses(penalties)
         root = float(setup.d) ** 0.5
-        for setting, at in (("cls", setup.at(cls)), ("position", setup)):
+        for setting, at in (("cls", at_cls), ("position", setup)):
             started = time.perf_counter()
             found = search_many(at, losses, seed=seed, **opts)
             out += [Continuous(setting, at.position, root, res) for res in found]
