@@ -163,7 +163,7 @@ def _help(*args: str) -> str:
 
 def test_cli_md_describes_every_subcommand_and_option():
     text = (DOCS / "cli.md").read_text()
-    subcommands = re.search(r"\{([\w,]+)\}", _help()).group(1).split(",")
+    subcommands = re.search(r"\{([\w,-]+)\}", _help()).group(1).split(",")
     assert subcommands, "no subcommand found in wordsens --help"
     missing = [f"wordsens {sub}" for sub in subcommands if f"wordsens {sub}" not in text]
     for sub in subcommands:

@@ -25,10 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..seeds import generator
+
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VOCABULARIES", "EmbeddingLayer", "WordRows", "candidate_ids", "review_tokens"]
+__all__ = [
+    "CONTEXT_WORDS",
+    "VOCABULARIES",
+    "EmbeddingLayer",
+    "WordRows",
+    "candidate_ids",
+    "context",
+    "review_tokens",
+    "swap_positions",
+]
 
 # The vocabulary settings: "words" (whole-word tokens: no ``##`` continuation pieces), "tokens" (every
 # token, pieces included). Special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]) and bracketed
@@ -190,3 +201,40 @@ class WordRows:
         out = self.centred[:, :d] + cc[:d]  # the LayerNorm's output, in place
         out.mul_(torch.rsqrt(var + layer.eps)[:, None]).mul_(layer.weight[:d]).add_(layer.bias[:d])
         return normalise(out[:, None, :], 1, d)[:, 0]
+
+
+CONTEXT_WORDS = 8  # words shown on each side of a substitution
+
+
+def swap_positions(
+    ids: Sequence[int], specials: Sequence[int], *, count: int | str, n_min: int, seed: int
+) -> list[int]:
+    """Word positions of a sample of tokens ``ids``: ``count`` of the positions 1..n_min-2 that hold no
+    special token, drawn with ``seed`` (sorted; the same at every n >= n_min), or ``"all"``: every such
+    position of ``ids``."""
+    last = len(ids) - 1 if count == "all" else n_min - 1
+    words = [p for p in range(1, last) if ids[p] not in set(specials)]
+    if count == "all":
+        return words
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"positions must be a positive integer or 'all', got {count!r}")
+    if len(words) < count:
+        raise ValueError(f"the sample has {len(words)} word positions below n = {n_min}, {count} asked: lower it")
+    import torch
+
+    order = torch.randperm(len(words), generator=generator(seed)).tolist()
+    return sorted(words[j] for j in order[:count])
+
+
+def context(tokenizer: Any, ids: Sequence[int], position: int, replacement: str, words: int = CONTEXT_WORDS) -> str:
+    """The review's tokens around ``position`` as text (special tokens left out), the substitution marked
+    ``[original -> new]``."""
+    tokens = tokenizer.convert_ids_to_tokens(list(ids))
+    specials = set(tokenizer.all_special_tokens)
+
+    def text(part: Sequence[str]) -> str:
+        return tokenizer.convert_tokens_to_string([t for t in part if t not in specials])
+
+    left = text(tokens[max(0, position - words) : position])
+    right = text(tokens[position + 1 : position + 1 + words])
+    return f"... {left} [{tokens[position]} -> {replacement}] {right} ...".replace("  ", " ")

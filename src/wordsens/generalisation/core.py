@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -42,7 +43,7 @@ from ..data.inputs import duplicates
 from ..maps import registry
 from ..maps.spec import MapSpec
 from .first_stage import Fit
-from .functionals import full_map_setup
+from .functionals import AttentionFunctionals, FullMapFunctionals, RFFunctionals, full_map_setup
 from .tasks import check_task
 
 Tensor = torch.Tensor
@@ -78,6 +79,20 @@ class Setup:
     least_squares: bool = False  # penalised searches by Levenberg-Marquardt steps (SearchSettings.least_squares)
     options: dict[str, Any] = field(default_factory=dict)  # the map's options
     device: str = "cpu"  # where the features and functionals were computed
+    positions: tuple[int, ...] = ()  # every position the setup can move (``at``), ``position`` first
+    sample: Tensor | None = field(default=None, repr=False)  # the new sample X (n, d), float64 on the CPU
+
+    def at(self, position: int) -> Setup:
+        """The same simulation (weights, features, first stage) with the token at ``position`` moved
+        instead: one of ``positions`` (``prepare``'s ``position`` and ``also``)."""
+        if position == self.position:
+            return self
+        if position not in self.positions:
+            raise ValueError(
+                f"the setup moves the tokens at positions {list(self.positions or [self.position])}, not "
+                f"{position}: prepare it with also=({position},)"
+            )
+        return replace(self, position=position, functionals=_functionals_at(self.functionals, position))
 
     def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
         """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
@@ -95,6 +110,11 @@ class Setup:
         prediction only through a small (or negative) ``a``; ``a ~ 1`` leaves ``D1 - D0 = y - t0``.
         """
         return f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
+
+    def gamma_min(self, D0: Tensor) -> Tensor:
+        """``max(|t0|, |D0|)``: the smallest gamma with which the first-stage model is unsure of both
+        sentences (the x-axis of Figures 4-5)."""
+        return D0.abs().clamp_min(abs(self.t0))
 
     def t1(self, training: str) -> float:
         """``phi(X)^T theta_{f|r}``, the second-stage prediction on the new sample (= y when learned)."""
@@ -153,6 +173,7 @@ def prepare(
     device: str | torch.device | None = "cpu",
     options: dict[str, Any] | None = None,
     k: int | None = None,
+    also: Sequence[int] = (),
 ) -> Setup:
     """Features, interpolator and functionals of one simulation (see the module docstring), for any
     registered map: its ``MapSpec.gen`` setup where it has one (RF: weights drawn on the span of the
@@ -165,12 +186,12 @@ def prepare(
     ``dtype``: the working dtype of the Delta search (the map's search dtype by default). The new
     sample's features and the first stage's results are float64; the training set's features are float32
     where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
+    ``also``: further positions it can move (``Setup.at``: the same weights; RF draws their blocks jointly).
     """
     spec = registry.get(map_name)  # resolved once: the spec travels down from here
     values = _option_values(spec, options, k)
     N, n, d = check_task(X_train, y_train, X, y)
-    if not 0 <= position < n:
-        raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
+    positions = _positions(position, also, n)
     if weights is not None:
         maps.check_weights(spec, weights, n, d, values)
     dev = resolve_device(device)
@@ -191,6 +212,7 @@ def prepare(
         options=values,
         sampler=sampler,
         dtype=dtype,
+        **({"also": positions[1:]} if positions[1:] else {}),  # a plugin's setup need not know it
     )
     phi, pphi = parts.phi, parts.pphi
     phi2, pphi2 = _learnable_norms(phi, pphi, X_train, X)
@@ -213,7 +235,34 @@ def prepare(
         least_squares=spec.settings.least_squares,
         options=values,
         device=str(dev),
+        positions=positions,
+        sample=X64.cpu(),
     )
+
+
+def _functionals_at(f: Any, position: int) -> Any:
+    """The functionals ``f`` of a setup with the token at ``position`` moved instead (the same weights and
+    vectors): the attention and full maps at any position, RF at a position whose block it drew; a
+    plugin's own functionals by their ``at``."""
+    if isinstance(f, AttentionFunctionals):
+        row = f.row
+        return AttentionFunctionals(row.X, row.W64.to(f.dtype), position, row.norm, f.V3_64, row.X64, row.W64)
+    if isinstance(f, FullMapFunctionals):
+        return FullMapFunctionals(f.forward, f.problem.X64, f.problem.W64, position, f.V3_64, f.dtype)
+    if isinstance(f, RFFunctionals) and position in f.blocks:
+        return RFFunctionals(f.blocks[position], f.layer.u64, f.V3_64, f.blocks)
+    if hasattr(f, "at"):
+        return f.at(position)
+    raise ValueError(f"the setup's functionals ({type(f).__name__}) cannot move to position {position}")
+
+
+def _positions(position: int, also: Sequence[int], n: int) -> tuple[int, ...]:
+    """``position`` and the distinct ``also`` after it, checked: token indices in [0, n - 1]."""
+    if not 0 <= position < n:
+        raise ValueError(f"position must be a token index in [0, {n - 1}], got {position}")
+    if any(isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < n for p in also):
+        raise ValueError(f"also must hold token indices in [0, {n - 1}], got {list(also)}")
+    return tuple(dict.fromkeys([position, *also]))
 
 
 def _option_values(spec: MapSpec, options: dict[str, Any] | None, k: int | None) -> dict[str, Any]:

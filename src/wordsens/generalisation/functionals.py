@@ -10,13 +10,15 @@ the whole map (any registered map).
 
 A map's setup (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup``
 for every other map) draws its weights, computes the features and the first stage, and returns them
-as ``Parts``.
+as ``Parts``; ``also``: further positions whose functionals the setup can move to
+(``wordsens.generalisation.core.Setup.at``; RF's blocks of them drawn jointly).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,14 +63,16 @@ __all__ = [
 
 
 class RFFunctionals:
-    """``relu(u + B Delta) . v`` for the three vectors ``v`` (rows of ``V3``)."""
+    """``relu(u + B Delta) . v`` for the three vectors ``v`` (rows of ``V3``); ``blocks``: the blocks of
+    every position drawn with the weights, ``B`` among them (``Setup.at``)."""
 
-    def __init__(self, B: Tensor, u64: Tensor, V3: Tensor) -> None:
+    def __init__(self, B: Tensor, u64: Tensor, V3: Tensor, blocks: dict[int, Tensor] | None = None) -> None:
         self.layer = FirstLayer(B, u64, with_gram=False)
         self.V3 = V3.to(B.dtype).T.contiguous()  # (k, 3)
         self.V3_64 = V3.to(torch.float64)
         self.d = B.shape[1]
         self.dtype = B.dtype
+        self.blocks = blocks or {}
 
     def __call__(self, D: Tensor) -> Tensor:
         return self.layer.forward(D) @ self.V3
@@ -85,8 +89,10 @@ class AttentionFunctionals:
     and one column of the scores change: ``wordsens.search.attention.MovedRow``, shared with the
     word-sensitivity search, whose informed starts serve here too)."""
 
-    def __init__(self, X: Tensor, W: Tensor, position: int, norm: Normalisation, V3: Tensor) -> None:
-        self.problem = AttentionProblem(X, W, position, norm)
+    def __init__(
+        self, X: Tensor, W: Tensor, position: int, norm: Normalisation, V3: Tensor, X64: Tensor, W64: Tensor
+    ) -> None:
+        self.problem = AttentionProblem(X, W, position, norm, X64=X64, W64=W64)
         row = self.row = self.problem.row
         n, d = X.shape
         V = V3.reshape(3, n, d).to(X.dtype)
@@ -226,12 +232,15 @@ def rf_setup(
     options: dict[str, Any],
     sampler: str,
     dtype: torch.dtype,
+    also: Sequence[int] = (),
 ) -> Parts:
     """RF: the weights on the span of the samples and the perturbed block (``span_rf``, exact in law;
-    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights)."""
+    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights).
+    ``also``: further positions whose blocks are drawn with it (``Setup.at``)."""
     N, n, d = Xt64.shape
     k = int(options.get("k") or n * d)
     dev = Xt64.device
+    positions = [position, *dict.fromkeys(p for p in also if p != position)]
     if sampler == "auto":
         sampler = "dense" if weights is not None else "span"
     if sampler not in ("span", "dense"):
@@ -241,17 +250,19 @@ def rf_setup(
         V = V.to(device=dev, dtype=torch.float64)
         pre_train = Xt64.reshape(N, -1) @ V.T  # (N, k)
         u = V @ X64.reshape(-1)
-        B = V[:, position * d : (position + 1) * d]
+        blocks = {p: V[:, p * d : (p + 1) * d].to(dtype) for p in positions}
         Phi = pre_train.relu_()  # in place: the pre-activations are not needed any more
         phi = torch.relu(u)
         theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
         del Phi, pre_train
-        return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
+        return Parts(theta, phi, pphi, fit, RFFunctionals(blocks[position], u, V3, blocks), sampler)
     # the span sampler: one pass over the weights gives the training set's pre-activations (in float32
     # where that pays), u and B in float64, and the float64 pre-activations of the check's samples
-    m = N + 1 + d
+    m = N + 1 + len(positions) * d
     rows = check_rows(N) if float32_features_pay(2 * k * m * m) else None
-    pre_train, u, B, exact = span_rf(Xt64, X64, position, seed, k, rows=rows)
+    pre_train, u, B, exact = span_rf(Xt64, X64, positions, seed, k, rows=rows)
+    blocks = {p: B[:, j * d : (j + 1) * d].to(dtype) for j, p in enumerate(positions)}
+    del B
     phi = torch.relu(u)
 
     def exact_rows(asked: Tensor) -> Tensor:
@@ -260,7 +271,7 @@ def rf_setup(
         return exact.relu()
 
     def features64() -> Tensor:
-        return span_rf(Xt64, X64, position, seed, k)[0].relu_()
+        return span_rf(Xt64, X64, positions, seed, k)[0].relu_()
 
     pre = [pre_train.relu_()]  # in place; the list hands first_stage_of the only reference
     del pre_train
@@ -268,7 +279,7 @@ def rf_setup(
         theta, pphi, fit, V3 = _first_stage(pre.pop(), Y, phi)
     else:
         theta, pphi, fit, V3, _ = first_stage_of(pre.pop(), exact_rows, features64, Y, phi)
-    return Parts(theta, phi, pphi, fit, RFFunctionals(B.to(dtype), u, V3), sampler)
+    return Parts(theta, phi, pphi, fit, RFFunctionals(blocks[position], u, V3, blocks), sampler)
 
 
 def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | None = None) -> Tensor:
@@ -295,6 +306,7 @@ def _attention_setup(norm: Normalisation, label: str) -> Any:
         options: dict[str, Any],
         sampler: str,
         dtype: torch.dtype,
+        also: Sequence[int] = (),  # every position is reachable (Setup.at)
     ) -> Parts:
         n, d = X64.shape
         W = weights if weights is not None else maps.attention_weights(seed, d)
@@ -311,9 +323,8 @@ def _attention_setup(norm: Normalisation, label: str) -> Any:
             Y,
             phi,
         )
-        return Parts(
-            theta, phi, pphi, fit, AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, norm, V3), "dense"
-        )
+        functionals = AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, norm, V3, X64, W64)
+        return Parts(theta, phi, pphi, fit, functionals, "dense")
 
     setup.__doc__ = (
         f"{label}: the training set's features in float32 where "
@@ -340,6 +351,7 @@ def full_map_setup(
     options: dict[str, Any],
     sampler: str,
     dtype: torch.dtype,
+    also: Sequence[int] = (),  # every position is reachable (Setup.at)
 ) -> Parts:
     """Any registered map: its weights (drawn from ``seed`` and ``options`` unless given), its features
     from its forward in float64, and functionals that evaluate the whole map (``FullMapFunctionals``)."""
@@ -356,10 +368,12 @@ def full_map_setup(
 
 
 def span_rf(
-    Xt64: Tensor, X64: Tensor, position: int, seed: int, k: int, *, rows: Tensor | None = None
+    Xt64: Tensor, X64: Tensor, position: int | Sequence[int], seed: int, k: int, *, rows: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
     """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks: the training
-    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32. With ``rows`` (training
+    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32. Several positions: one
+    block each, drawn jointly (``B`` (k, d) per position, side by side; ``S`` without all their rows;
+    one position gives the draw of ``position`` alone). With ``rows`` (training
     sample indices) the pre-activations are float32 products (``float32_features_pay``) and the float64
     pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are float64
     and None comes.
@@ -379,17 +393,18 @@ def span_rf(
     N, n, d = Xt64.shape
     D = n * d
     dev = Xt64.device
-    C = torch.cat([Xt64[:, position], X64[position][None]])  # (N + 1, d): the samples' rows at the block
-    M = torch.cat([rest_factor(rest_gram(Xt64, X64, position)).T, C.T])  # (m, N + 1): V Z = G M / sqrt(D)
-    m = N + 1 + d
+    at = [position] if isinstance(position, int) else list(position)
+    C = torch.cat([Xt64[:, at], X64[at][None]]).reshape(N + 1, -1)  # (N + 1, P d): the rows at the blocks
+    M = torch.cat([rest_factor(rest_gram(Xt64, X64, at)).T, C.T])  # (m, N + 1): V Z = G M / sqrt(D)
+    m = M.shape[0]
     dtype = torch.float64 if rows is None else torch.float32
     M_train = M[:, :N].to(dtype)
     M_rows = M[:, rows.to(dev)] if rows is not None else None
-    gen = generator(derive_seed(seed, "rf-span", position))
+    gen = generator(derive_seed(seed, "rf-span", *at))
     pre_train = torch.empty((N, k), dtype=dtype, device=dev)
     exact = torch.empty((M_rows.shape[1], k), dtype=torch.float64, device=dev) if M_rows is not None else None
     u = torch.empty(k, dtype=torch.float64, device=dev)
-    B = torch.empty((k, d), dtype=torch.float32, device=dev)
+    B = torch.empty((k, m - N - 1), dtype=torch.float32, device=dev)
     step = max(1, (8 * 1024**2) // (8 * m))  # rows per chunk: a few MB of G and V Z at a time
     root = math.sqrt(D)
     for start in range(0, k, step):
@@ -406,13 +421,14 @@ def span_rf(
     return pre_train, u, B, exact
 
 
-def rest_gram(Xt64: Tensor, X64: Tensor, position: int) -> Tensor:
+def rest_gram(Xt64: Tensor, X64: Tensor, position: int | Sequence[int]) -> Tensor:
     """``S`` (N + 1, N + 1) float64: the inner products of the training samples and the new one (last)
-    without their rows at ``position``, from the rows before and after it (views of the samples, no
-    copy; the training block as a lower triangle, ``add_lower_gram_``; no cancellation)."""
-    N = Xt64.shape[0]
+    without their rows at ``position`` (or at several), from the rows between them (views of the samples,
+    no copy; the training block as a lower triangle, ``add_lower_gram_``; no cancellation)."""
+    N, n = Xt64.shape[:2]
     S = torch.zeros((N + 1, N + 1), dtype=torch.float64, device=Xt64.device)
-    for rows in (slice(0, position), slice(position + 1, None)):
+    cuts = [-1, *sorted({position} if isinstance(position, int) else set(position)), n]
+    for rows in (slice(a + 1, b) for a, b in itertools.pairwise(cuts)):
         train, new = Xt64[:, rows].reshape(N, -1), X64[rows].reshape(-1)
         if new.numel():
             add_lower_gram_(S[:N, :N], train)

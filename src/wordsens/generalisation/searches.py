@@ -100,8 +100,9 @@ def search(
     max_steps: int = 500,
     tol: float = 1e-6,
     patience: int = 30,
+    radius: float | None = None,
 ) -> GenResult:
-    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, token ``setup.position``) minimising ``loss``.
+    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, or ``radius``; token ``setup.position``) minimising ``loss``.
 
     ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
     (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
@@ -116,6 +117,7 @@ def search(
         max_steps=max_steps,
         tol=tol,
         patience=patience,
+        radius=radius,
     )[0]
 
 
@@ -128,6 +130,7 @@ def search_many(
     max_steps: int = 500,
     tol: float = 1e-6,
     patience: int = 30,
+    radius: float | None = None,
 ) -> list[GenResult]:
     """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search
     keeps its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but
@@ -137,18 +140,22 @@ def search_many(
     Levenberg-Marquardt steps instead (``batched.least_squares_groups`` on ``Setup.residuals``;
     ``steps`` counts its iterations, each two gradient evaluations): the normalised-gradient ascent
     does not converge on them at d = 768 within hundreds of steps. Each result's ``seconds`` is an
-    equal share of the whole."""
+    equal share of the whole. ``radius``: of the ball ``||Delta|| <= radius`` (None: the paper's
+    ``sqrt(d)``); the starts are drawn for ``sqrt(d)`` and scaled to it."""
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
+    if radius is not None and (
+        isinstance(radius, bool) or not isinstance(radius, (int, float)) or not 0 < radius < math.inf
+    ):
+        raise ValueError(f"radius must be a positive finite number (None: sqrt(d)), got {radius!r}")
     if not searches:
         return []
     started = time.perf_counter()
     problems = [_Search(t, loss, float(p)) for t, loss, p in searches]
-    starts = [
-        setup.functionals.starts(restarts, generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)))
-        for pr in problems
-    ]
-    radius = math.sqrt(setup.d)
+    scale = 1.0 if radius is None else float(radius) / math.sqrt(setup.d)
+    gens = [generator(derive_seed(seed, "gen-search", pr.training, pr.loss, pr.penalty)) for pr in problems]
+    starts = [scale * setup.functionals.starts(restarts, gen) for gen in gens]
+    radius = math.sqrt(setup.d) if radius is None else float(radius)
     objective = _Objective(setup, problems)
     dtype = setup.functionals.dtype
     lsq = [g for g, pr in enumerate(problems) if pr.loss == "penalised" and setup.least_squares]

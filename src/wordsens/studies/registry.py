@@ -45,6 +45,7 @@ BUILTIN = (
     "wordsens.studies.positions",
     "wordsens.studies.trained",
     "wordsens.studies.swaps",
+    "wordsens.studies.gen_words",
 )
 
 _REGISTRY: dict[str, StudySpec] = {}

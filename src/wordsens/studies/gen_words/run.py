@@ -1,0 +1,210 @@
+"""The generalisation experiment with real words on reviews: a task drawn from texts through an encoder's own
+embedding layer (``word_task``: the training set, the new sample and its token ids), one simulation in the
+three settings of ``wordsens.generalisation.comparison`` (``gen_word_simulation``) and its rows with the
+words as text (``word_rows``).
+
+The rows of every sample are those of the swaps study and of the embedding store's layer 0:
+``EmbeddingLayer.sample`` of the review's first n tokens (``review_tokens``: [CLS], the words, [SEP],
+[PAD]), first d coordinates, norm sqrt(d); the candidates at the word position are the vocabulary's rows
+there (``WordRows.at``), the original word among them (left out of the choices).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...data.inputs import sample_keys
+from ...data.vocabulary import EmbeddingLayer, candidate_ids, context, review_tokens, swap_positions
+from ...generalisation.comparison import WordSimulation, word_simulation
+from ...generalisation.core import prepare
+from ...seeds import derive_seed, generator
+
+Tensor = torch.Tensor
+
+__all__ = ["WordTask", "check_word_position", "gen_word_simulation", "word_rows", "word_task"]
+
+
+@dataclass
+class WordTask:
+    """A training set ``X_train`` (N, n, d) with labels ``y_train`` (+-1), the new sample ``X`` (n, d) with
+    label ``y`` and token ids ``ids``; ``review``: the new sample's index in the texts, ``train``: the
+    training samples' indices."""
+
+    X_train: Tensor
+    y_train: Tensor
+    X: Tensor
+    y: float
+    ids: list[int]
+    review: int
+    train: list[int]
+
+
+def _samples(tokenizer: Any, layer: EmbeddingLayer, texts: Sequence[str], n: int, d: int) -> tuple[Tensor, list]:
+    """The samples (m, n, d) of ``texts`` and their token ids, through the embedding layer (one formula)."""
+    ids = [review_tokens(tokenizer, text, n) for text in texts]
+    flat = np.asarray(ids, dtype=np.int64).reshape(-1)
+    rows = layer.rows(flat, np.tile(np.arange(n), len(ids)), d)
+    return rows.reshape(len(ids), n, d), ids
+
+
+def word_task(
+    tokenizer: Any,
+    layer: EmbeddingLayer,
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    review: int,
+    N: int,
+    n: int,
+    d: int,
+    seed: int,
+) -> WordTask:
+    """The new sample: text ``review`` (labels 0/1 become -1/+1); the training set: the first N of the
+    other texts in a seeded random order whose samples differ from the new one's and each other's
+    (bitwise). ValueError naming the setting when the texts cannot give it."""
+    if not 0 <= review < len(texts):
+        raise ValueError(f"review {review} is not in [0, {len(texts) - 1}] ({len(texts)} reviews)")
+    if not 1 <= N < len(texts):
+        raise ValueError(f"N = {N} training reviews and the new one need N + 1 <= {len(texts)} reviews: lower N")
+    X, ids = _samples(tokenizer, layer, [texts[review]], n, d)
+    others = [j for j in range(len(texts)) if j != review]
+    order = torch.randperm(len(others), generator=generator(derive_seed(seed, "gen-words-reviews"))).tolist()
+    seen = set(sample_keys(X.numpy()))
+    train: list[int] = []
+    chunks: list[Tensor] = []
+    for start in range(0, len(order), 256):  # 256 texts at a time: their layer outputs in float64
+        picked = [others[j] for j in order[start : start + 256]]
+        S, _ = _samples(tokenizer, layer, [texts[j] for j in picked], n, d)
+        keep = []
+        for j, (row, key) in enumerate(zip(picked, sample_keys(S.numpy()), strict=True)):
+            if key not in seen and len(train) < N:
+                seen.add(key)
+                train.append(row)
+                keep.append(j)
+        chunks.append(S[keep])
+        if len(train) == N:
+            break
+    if len(train) < N:
+        raise ValueError(
+            f"the texts give only {len(train)} samples distinct from each other and the new one at n = {n}: lower N"
+        )
+    y_train = torch.tensor([2.0 * float(labels[j]) - 1.0 for j in train], dtype=torch.float64)
+    y = 2.0 * float(labels[review]) - 1.0
+    return WordTask(torch.cat(chunks), y_train, X[0], y, ids[0], review, train)
+
+
+def check_word_position(tokenizer: Any, ids: Sequence[int], position: int) -> None:
+    """ValueError unless ``position`` holds a word of the sample ``ids`` (not [CLS], [SEP], [PAD] or another
+    special token), naming the token and the word positions there are."""
+    n = len(ids)
+    specials = set(int(i) for i in tokenizer.all_special_ids)
+    words = [p for p in range(n) if int(ids[p]) not in specials]
+    where = f"word positions of this sample: {words[0]}..{words[-1]}" if words else "the sample has no word"
+    if not 0 <= position < n:
+        raise ValueError(f"position {position} is outside the n = {n} tokens of the sample; {where}")
+    if int(ids[position]) in specials:
+        token = tokenizer.convert_ids_to_tokens([int(ids[position])])[0]
+        raise ValueError(f"position {position} holds {token}, not a word: the change must be a word's; {where}")
+
+
+def gen_word_simulation(
+    tokenizer: Any,
+    layer: EmbeddingLayer,
+    task: WordTask,
+    map_name: str,
+    *,
+    seed: int,
+    position: int | None = None,
+    vocabulary: str = "words",
+    options: dict[str, Any] | None = None,
+    device: str = "cpu",
+    **kwargs: Any,
+) -> tuple[WordSimulation, dict[str, Any]]:
+    """One simulation of ``task``: the map prepared at the word ``position`` (None: one drawn as the swaps
+    study draws its positions, seeded by ``seed``) with [CLS] reachable, every word of the ``vocabulary``
+    (``candidate_ids``) scored there and the continuous settings beside (``word_simulation``; ``kwargs`` go
+    to it). Returns the simulation and what its rows need: the candidates' names, the position, the
+    original word's candidate index and the context of the substitution."""
+    n, d = task.X.shape
+    specials = [int(i) for i in tokenizer.all_special_ids]
+    if position is None:
+        position = swap_positions(task.ids, specials, count=1, n_min=n, seed=derive_seed(seed, "gen-words"))[0]
+    check_word_position(tokenizer, task.ids, position)
+    ids = candidate_ids(tokenizer, vocabulary, rows=int(layer.word.shape[0]))
+    index = {int(w): j for j, w in enumerate(ids)}
+    setup = prepare(
+        map_name, task.X_train, task.y_train, task.X, task.y, seed=seed, position=position, also=(0,),
+        options=options, device=device,
+    )  # fmt: skip
+    exclude = index.get(int(task.ids[position]))
+    sim = word_simulation(setup, layer.words(ids).at(position, d), exclude=exclude, seed=seed, **kwargs)
+    names = tokenizer.convert_ids_to_tokens([int(w) for w in ids])
+    info = {
+        "names": names,
+        "position": position,
+        "original": tokenizer.convert_ids_to_tokens([int(task.ids[position])])[0],
+        "context": context(tokenizer, task.ids, position, "?"),
+        "prepare_seconds": setup.seconds,
+        "fit": setup.fit,
+    }
+    return sim, info
+
+
+def word_rows(sim: WordSimulation, names: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per (training, loss, penalty, setting): the words' best word (as text, with its top words and
+    the loss's statistics over the vocabulary) and each continuous search, with D0, D1, Err, gamma_min, the
+    alignment ``a`` and the move's norm."""
+    words = sim.words
+    rows = []
+    for c in words.choices:
+        key = {"training": c.training, "loss": c.loss, "penalty": c.penalty}
+        rows.append(
+            {
+                **key,
+                "setting": "words",
+                "word": names[c.index],
+                "value": c.value,
+                "D0": c.D0,
+                "D1": c.D1,
+                "err": c.err,
+                "gamma_min": c.gamma_min,
+                "alignment": c.alignment,
+                "radius": c.radius,
+                "top_words": json.dumps([names[j] for j in c.top]),
+                "top_values": json.dumps(c.top_values),
+                "mean": c.mean,
+                "median": c.median,
+                "p01": c.p01,
+                "stats_words": c.stats_words,
+                "words": words.words,
+            }
+        )
+        for setting in ("cls", "position", "word_radius"):
+            if not sim.continuous:
+                break
+            found = sim.search(setting, c.training, c.loss, c.penalty)
+            res = found.result
+            rows.append(
+                {
+                    **key,
+                    "setting": setting,
+                    "word": None,
+                    "value": math.nan,
+                    "D0": res.D0,
+                    "D1": res.D1,
+                    "err": res.err,
+                    "gamma_min": res.gamma_min,
+                    "alignment": res.alignment,
+                    "radius": res.delta_norm,
+                    "ball": found.radius,
+                    "moved": found.position,
+                }
+            )
+    return rows
