@@ -38,7 +38,7 @@ def test_wordsens_gen_words_prints_the_best_words(tmp_path, capsys):
         (folder / name).write_bytes((tmp_path / "models" / "demo-tiny-bert" / name).read_bytes())
     argv = ["gen-words", "--map", "raf", *TEXTS_ARGS, "--cache", str(tmp_path), "--model", str(folder)]
     assert main(argv) == 2
-    assert "without tokenizer files" in capsys.readouterr().err
+    assert "the tokenizer files are missing" in capsys.readouterr().err
 
 
 def test_a_word_position_is_checked_before_any_work(tmp_path):
