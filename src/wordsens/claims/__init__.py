@@ -8,13 +8,15 @@ from the independent units, :mod:`wordsens.claims.units` the grid points, :mod:`
 with their verdicts, :mod:`wordsens.claims.render` the text, Markdown and HTML renderings,
 :mod:`wordsens.claims.files` the tables it reads and the files it writes. Each study computes its own claims
 (``StudySpec.claims``, in its folder of ``wordsens.studies``); the table runs them in the registry's order.
+:data:`CLAIMS` holds the shared definitions; a study may define its own (``StudySpec.definitions``), and
+:func:`catalogue` gives them all.
 None of them imports torch or the plotting libraries.
 """
 
 from .files import claims_inputs, write_claims
 from .render import claims_html, claims_markdown, format_claims
 from .slope import law_slope, loglog_slope
-from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, VERDICTS, Claim, err_lower_bound
+from .stats import CLAIMS, COLUMNS, KNOWN_MAPS, VERDICTS, Claim, catalogue, err_lower_bound
 from .table import claims_from_results, compute_claims, read_tables
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "KNOWN_MAPS",
     "VERDICTS",
     "Claim",
+    "catalogue",
     "claims_from_results",
     "claims_html",
     "claims_inputs",

@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .intervals import Interval
-from .stats import CLAIMS, COLUMNS, Threshold, in_paper_setting
+from .stats import COLUMNS, Claim, Threshold, catalogue, in_paper_setting
 
 __all__ = ["Rows", "check_columns"]
 
@@ -29,10 +29,12 @@ def check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> Non
 
 
 class Rows:
-    """The rows of the claims table, added one claim and scope at a time; :meth:`frame` gives the table."""
+    """The rows of the claims table, added one claim and scope at a time; :meth:`frame` gives the table.
+    ``claims``: the definitions by id (default: every claim, ``wordsens.claims.stats.catalogue``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, claims: Mapping[str, Claim] | None = None) -> None:
         self.rows: list[dict[str, object]] = []
+        self.claims = dict(catalogue() if claims is None else claims)
 
     def not_run(
         self,
@@ -58,12 +60,14 @@ class Rows:
         note: str = "",
         threshold: Threshold | None = None,
         fields: dict[str, str] | None = None,
+        outside: str = "",
     ) -> None:
         """One row: a statistic with its interval (:mod:`wordsens.claims.intervals`) and its verdict
         (:meth:`Claim.verdict`); ``inconclusive`` with "not enough data" where the interval has too few
-        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows.
-        ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic."""
-        c = CLAIMS[claim]
+        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, and where
+        ``outside`` says why the rows are outside the claim's setting. ``threshold`` replaces the claim's
+        default; ``fields`` fill its statement and statistic."""
+        c = self.claims[claim]
         if not np.isfinite(interval.value):
             self.not_run(
                 claim,
@@ -76,9 +80,11 @@ class Rows:
             )
             return
         notes = [interval.short, note]
-        if c.paper_data_only and not in_paper_setting(data):
+        if not outside and c.paper_data_only and not in_paper_setting(data):
+            outside = "outside the paper's setting (synthetic rows)"
+        if outside:
             verdict = "no claim"
-            notes.insert(0, "outside the paper's setting (synthetic rows): reported without a verdict")
+            notes.insert(0, f"{outside}: reported without a verdict")
         else:
             verdict = c.verdict(interval.value, interval.low, interval.high, threshold)
         self._add(
@@ -143,7 +149,7 @@ class Rows:
         threshold: Threshold | None,
         fields: dict[str, str] | None,
     ) -> None:
-        c = CLAIMS[claim]
+        c = self.claims[claim]
         statement, statistic = c.text(fields)
         self.rows.append(
             {

@@ -41,6 +41,7 @@ __all__ = [
     "VERDICTS",
     "ZERO_LOSS_TOL",
     "Claim",
+    "catalogue",
     "err_lower_bound",
     "in_paper_setting",
     "raf_alignment_threshold",
@@ -411,6 +412,20 @@ CLAIMS: dict[str, Claim] = {
         ),
     ]
 }
+
+
+def catalogue() -> dict[str, Claim]:
+    """Every claim by id: :data:`CLAIMS` and those of the registered studies (``StudySpec.definitions``), in
+    the registry's order; ValueError where two define one id."""
+    from .. import studies
+
+    out = dict(CLAIMS)
+    for spec in studies.specs():
+        for claim in spec.definitions() if spec.definitions is not None else ():
+            if claim.id in out:
+                raise ValueError(f"study {spec.name!r} defines the claim {claim.id!r}, which is defined already")
+            out[claim.id] = claim
+    return out
 
 
 def err_lower_bound(alignment: np.ndarray | float, gamma: np.ndarray | float) -> np.ndarray:

@@ -150,15 +150,16 @@ class StudySpec:
     ``ws``). ``owns``: a regular expression of the stems of the tables its jobs write (the claims read
     them by it). ``figures(plan)``: its figure rules; ``draw(kind, tables, outputs, params, settings)``
     draws one. ``claims(rows, tables)``: adds its rows to the claims table (``rows``:
-    ``wordsens.claims.rows.Rows``) from the run's tables by stem. ``stores(config)``: the embedding stores it
-    reads beyond the main one; ``needs(config)``: the pool and models it reads; ``problems(config)``: what its
-    section cannot run (one line per problem, naming the key and the fix); ``normalise(config)``: its section
-    made canonical in place before those checks (e.g. null entries dropped), returning the problems that
-    leaves. ``rules_file``: a Snakemake file of its own, included by the workflow, whose rules ``steps(config,
-    limits)`` describes for the planner and whose outputs of ``targets(config)`` (rule names) the workflow's
-    ``rule all`` asks for. ``coefficients``: the built-in calibration (``wordsens.compute.timing``) of its
-    families (fixed seconds, scale of the model's seconds or None). ``commands``: the ``wordsens``
-    subcommands it adds.
+    ``wordsens.claims.rows.Rows``) from the run's tables by stem; ``definitions()``: the claims it defines
+    beyond the shared ones (``wordsens.claims.stats.Claim``; the catalogue ``wordsens.claims.catalogue``).
+    ``stores(config)``: the embedding stores it reads beyond the main one; ``needs(config)``: the pool and
+    models it reads; ``problems(config)``: what its section cannot run (one line per problem, naming the key
+    and the fix); ``normalise(config)``: its section made canonical in place before those checks (e.g. null
+    entries dropped), returning the problems that leaves. ``rules_file``: a Snakemake file of its own,
+    included by the workflow, whose rules ``steps(config, limits)`` describes for the planner and whose
+    outputs of ``targets(config)`` (rule names) the workflow's ``rule all`` asks for. ``coefficients``: the
+    built-in calibration (``wordsens.compute.timing``) of its families (fixed seconds, scale of the model's
+    seconds or None). ``commands``: the ``wordsens`` subcommands it adds.
     """
 
     name: str
@@ -173,6 +174,7 @@ class StudySpec:
     figures: Callable[[PlanView], list[Figure]] = _no_figures
     draw: Callable[..., None] | None = None
     claims: Callable[[Any, Mapping[str, Any]], None] | None = None
+    definitions: Callable[[], Sequence[Any]] | None = None
     stores: Callable[[dict], list[Store]] = _no_stores
     needs: Callable[[dict], Needs] = _no_needs
     problems: Callable[[dict], list[str]] = _no_problems

@@ -4,7 +4,7 @@ gamma_min after changing one word (``gen_figure``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -54,10 +54,12 @@ def gen_figure(
     y: str = "err",
     left_out: Sequence[dict[str, Any]] = (),
     settings: dict[str, Any] | None = None,
+    labels: Mapping[Any, str] | None = None,
 ) -> plt.Figure:
     """Figures 4 and 5 as one grid of scatter panels: ``y`` against gamma_min, rows = training,
-    columns = (map, n); colour = ``hue`` (N or penalty); marker = loss (circle surrogate, cross
-    direct). ``y``: ``"err"`` (the test error: the paper's figures) or ``"alignment"`` (the
+    columns = (map, n); colour = ``hue`` (N or penalty; ``labels``: the legend's text of each level of a
+    ``hue`` of names, in its order, e.g. the gen_words study's settings); marker = loss (circle surrogate,
+    cross direct). ``y``: ``"err"`` (the test error: the paper's figures) or ``"alignment"`` (the
     alignment ratio a of each row, with the reference line a = 1: the companion figures).
 
     Every row is drawn, and legibly: where a few runaway rows would squeeze the others into a strip
@@ -75,7 +77,9 @@ def gen_figure(
     cols = [_gen_panel(m, int(n)) for m, n in columns if ((table["map"] == m) & (table["n"] == int(n))).any()]
     trainings = [TRAINING_TITLES[t] for t in TRAINING_TITLES if t in set(table["training"])]
     losses = [loss for loss in LOSS_MARKERS if loss in set(table["loss"])]
-    levels = sorted(table[hue].unique())
+    present = set(table[hue].unique())
+    levels = [level for level in labels if level in present] if labels else sorted(present)
+    names = {level: labels[level] if labels else f"{hue} = {level:g}" for level in levels}
     palette = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True))
     frame = table.assign(
         panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
@@ -98,7 +102,7 @@ def gen_figure(
     label, reference = GEN_Y[y]
     grid.set_axis_labels(r"$\gamma_{\min}$", label)
     off_scale = _gen_panels(grid, frame, trainings, cols, y=y, hue=hue, palette=palette)
-    handles = {f"{hue} = {level:g}": _handle("o", palette[level]) for level in levels}
+    handles = {names[level]: _handle("o", palette[level]) for level in levels}
     handles |= {f"{loss} loss": _handle(LOSS_MARKERS[loss], "dimgray") for loss in losses}
     if off_scale:
         handles["off scale (at the edge)"] = _handle("^", "dimgray")
@@ -268,9 +272,9 @@ def _gen_scatter(
             what.append(rf"$\gamma_{{\min}}$ up to {xs[right].max():.3g}")
         notes += [f"off scale: {int(off.sum())} of {len(part)} rows, triangles at the edge", f"({'; '.join(what)})"]
     if moved:
-        names = ", ".join(f"{level:g}" for level in together)
+        which = ", ".join(level if isinstance(level, str) else f"{level:g}" for level in together)
         within = rf"$\gamma_{{\min}}$ and {_y_name(y)} within a marker"
-        notes += [f"side by side: {moved} points where {hue} = {names}", f"fall on one another ({within})"]
+        notes += [f"side by side: {moved} points where {hue} = {which}", f"fall on one another ({within})"]
     return notes, int(off.sum())
 
 

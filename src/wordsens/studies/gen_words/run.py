@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,9 +26,12 @@ from ...generalisation.comparison import WordSimulation, word_simulation
 from ...generalisation.core import prepare
 from ...seeds import derive_seed, generator
 
+if TYPE_CHECKING:
+    from .settings import GenWordsSettings
+
 Tensor = torch.Tensor
 
-__all__ = ["WordTask", "check_word_position", "gen_word_simulation", "word_rows", "word_task"]
+__all__ = ["WordTask", "check_word_position", "gen_word_simulation", "word_rows", "word_task", "words_table"]
 
 
 @dataclass
@@ -208,3 +211,92 @@ def word_rows(sim: WordSimulation, names: Sequence[str]) -> list[dict[str, Any]]
                 }
             )
     return rows
+
+
+def _reached(row: dict[str, Any]) -> bool:
+    """Whether a row's move learns the opposite label while the first stage stays unsure: Err < 1 with
+    gamma_min <= 1 (for the words: some word of the vocabulary, ``frontier_err_at_1``)."""
+    err = row.get("frontier_err_at_1", row["err"])
+    return bool(err < 1.0 and (row["setting"] == "words" or row["gamma_min"] <= 1.0))
+
+
+def _simulation_rows(
+    tokenizer: Any, layer: EmbeddingLayer, texts: list[str], labels: list[int], ids: list[int],
+    job: GenWordsSettings, simulation: int, *, chunk_mb: float,
+) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
+    """The rows of one simulation: its review (the first of a seeded order with at least n tokens), its
+    training set, its word position and the data (none of them depending on the map: the maps' simulations
+    of one index share them), the map's weights from a seed of the map."""
+    from ...data.reviews import pick_reviews
+
+    base = derive_seed(job.seed, "gen_words", job.n, job.N, job.d, simulation)
+    order = torch.randperm(len(texts), generator=generator(derive_seed(base, "review"))).tolist()
+    (first,) = pick_reviews(tokenizer, [texts[i] for i in order], n=job.n, count=1, section="gen_words")
+    review = order[first]
+    task = word_task(tokenizer, layer, texts, labels, review=review, N=job.N, n=job.n, d=job.d, seed=base)
+    specials = [int(i) for i in tokenizer.all_special_ids]
+    (position,) = swap_positions(task.ids, specials, count=1, n_min=job.n, seed=derive_seed(base, "position"))
+    sim, info = gen_word_simulation(
+        tokenizer, layer, task, job.map, seed=derive_seed(base, job.map), position=position,
+        vocabulary=job.vocabulary, options=dict(job.options) or None, device=job.device, penalties=job.penalties,
+        continuous=job.continuous, top_k=job.top_k, chunk_mb=chunk_mb, search=job.search.given(),
+    )  # fmt: skip
+    words = sim.words
+    head = {
+        "map": job.map,
+        "d": job.d,
+        "n": job.n,
+        "N": job.N,
+        "simulation": simulation,
+        "review_id": ids[review],
+        "position": position,
+        "original": info["original"],
+        "context": info["context"],
+        "y": words.y,
+        "t0": words.t0,
+        "vocab": words.vocab,
+        "scan_dtype": words.dtype,
+    }
+    rows = []
+    for row in word_rows(sim, info["names"]):
+        if row["setting"] == "words":
+            row["frontier_err_at_1"] = words.frontier(row["training"]).best_err(1.0)
+        row["reaches"] = _reached(row)
+        rows.append({**head, **row, "seed": derive_seed(base, job.map), "seconds": sum(sim.seconds.values())})
+    best = words.choice("retrain", "direct")
+    line = (
+        f"{job.map} n = {job.n} N = {job.N} simulation {simulation} review {ids[review]} position {position} "
+        f"({info['original']}): {words.words} words, best direct word (re-trained) {info['names'][best.index]} "
+        f"Err {best.err:.4g}"
+    )
+    return rows, line
+
+
+def words_table(
+    tokenizer: Any, encoder: Any, pool: Any, job: GenWordsSettings, *, chunk_mb: float = 64.0, log: Any = None
+) -> Any:
+    """The table of one job of the ``gen_words`` rule (``job``: its settings): per simulation of
+    ``job.simulations`` the rows of ``_simulation_rows`` on the pool's reviews (labels from the pool), with
+    the encoder's name (``model``), the job's ``config_hash`` and the provenance of every row."""
+    import pandas as pd
+
+    from ...experiments.rows import config_hash, provenance
+
+    texts = [str(t) for t in pool["text"]]
+    labels = [int(v) for v in pool["label"]]
+    ids = [int(v) for v in pool["review_id"]]
+    layer = EmbeddingLayer.of(encoder)
+    rows = []
+    for simulation in job.simulations:
+        found, line = _simulation_rows(tokenizer, layer, texts, labels, ids, job, simulation, chunk_mb=chunk_mb)
+        rows += found
+        if log is not None:
+            log(line)
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "model", job.model)
+    for column in ("word", "top_words", "top_values"):
+        frame[column] = frame[column].astype("object") if column in frame else None
+    frame["config_hash"] = config_hash(job.params())
+    for key, value in provenance(job.numerics_version).items():
+        frame[key] = value
+    return frame
