@@ -180,12 +180,12 @@ def test_testing_page_lists_every_test_module():
     assert not missing, f"docs/testing.md does not list these test modules: {missing}"
 
 
-@pytest.mark.parametrize("wildcards", [("fig2", "fig4", "imdb"), ("fig3", "fig5", "synthetic")])
 @pytest.mark.parametrize("left_out", [[], [{"point": "n = 4096", "needs_gb": 3.5}]])
-def test_report_captions_render_without_docutils_messages(wildcards, left_out):
-    """Every caption of workflow/report, rendered as ``snakemake --report`` renders it (Jinja with
-    the run's config, params and wildcards, then docutils), gives no docutils warning or error
-    (``|...|`` outside a literal is an RST substitution, for example)."""
+def test_report_captions_render_without_docutils_messages(left_out):
+    """Every caption of the report (each study's figures' own, wordsens/studies/<study>/report, and
+    workflow/report's), rendered as ``snakemake --report`` renders it (Jinja with the run's config and the
+    figure rule's params, then docutils), gives no docutils warning or error (``|...|`` outside a literal
+    is an RST substitution, for example). The demo's config: every study on, every figure declared."""
     import types
 
     import jinja2
@@ -193,25 +193,32 @@ def test_report_captions_render_without_docutils_messages(wildcards, left_out):
     from docutils.core import publish_parts
     from docutils.utils import SystemMessage
 
-    from wordsens.pipeline import merge, validate
+    from wordsens import compute, pipeline
+    from wordsens.seeds import canonical
 
-    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())  # every study section on
-    config = validate(merge(yaml.safe_load((ROOT / "config.yaml").read_text()), demo))
-    wsfig, genfig, gdata = wildcards
-    snakemake = types.SimpleNamespace(
-        config=config,
-        params=types.SimpleNamespace(left_out=left_out),
-        wildcards=types.SimpleNamespace(wsfig=wsfig, genfig=genfig, gdata=gdata),
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    config = pipeline.validate(pipeline.merge(yaml.safe_load((ROOT / "config.yaml").read_text()), demo))
+    grid = pipeline.Grid(config, limits=compute.Limits(cpu=16 * 1024**3, gpu=None))
+    rendered: dict[Path, list[dict]] = {}
+    for figure in grid.figures():
+        params = {**canonical(dict(figure.params)), "left_out": left_out}
+        for out in figure.outputs.values():
+            rendered.setdefault(Path(out.caption).resolve(), []).append(params)
+    captions = sorted(
+        {*(ROOT / "src" / "wordsens" / "studies").glob("*/report/*.rst"), *(ROOT / "workflow" / "report").glob("*.rst")}
     )
+    for caption in captions:  # the captions of rules outside the figures (claims, the probes' own rules)
+        rendered.setdefault(caption.resolve(), [{"left_out": left_out}])
+    assert len(rendered) == len(captions) > 15, sorted(set(rendered) - {c.resolve() for c in captions})
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     settings = {"report_level": 2, "halt_level": 2, "warning_stream": False}
-    captions = sorted((ROOT / "workflow" / "report").glob("*.rst"))
-    assert len(captions) > 10
     failed = {}
-    for caption in captions:
-        text = env.from_string(caption.read_text()).render(snakemake=snakemake, categories={}, files={})
-        try:
-            publish_parts(text, writer="html", settings_overrides=settings)
-        except SystemMessage as err:
-            failed[caption.name] = str(err)
+    for caption, figures in rendered.items():
+        for params in figures:
+            snakemake = types.SimpleNamespace(config=config, params=types.SimpleNamespace(figure=params, **params))
+            text = env.from_string(caption.read_text()).render(snakemake=snakemake, categories={}, files={})
+            try:
+                publish_parts(text, writer="html", settings_overrides=settings)
+            except SystemMessage as err:
+                failed[f"{caption.parent.parent.name}/{caption.name}"] = str(err)
     assert not failed, failed

@@ -226,7 +226,11 @@ def figures(plan: PlanView) -> list[Figure]:
         ),
     }
     if plan.config["gen_words"]["penalties"]:
-        outputs["penalised"] = Output(stem="fig_gen_words_penalised", caption=caption, category=category)
+        outputs["penalised"] = Output(
+            stem="fig_gen_words_penalised",
+            caption=beside(__file__, "report", "fig_gen_words_penalised.rst"),
+            category=category,
+        )
     maps_ = gen_words_maps(plan.config)
     return [
         Figure(
