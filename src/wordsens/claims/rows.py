@@ -132,6 +132,15 @@ class Rows:
             None,
         )
 
+    def left_out(self, point: Mapping[str, object]) -> None:
+        """A grid point the limits left out (``wordsens.pipeline.Grid.left_out``): a ``not run`` row of the
+        claim ``left_out`` naming the point and what it needs."""
+        needs = [f"needs {point['needs_gb']} GB on {point.get('device', 'cpu')}"] if "needs_gb" in point else []
+        needs += [f"about {point['needs_hours']} hours"] if "needs_hours" in point else []
+        why = "left out by the limits" + (f": {'; '.join(needs)}" if needs else "")
+        self.not_run("left_out", why, map_=str(point.get("map") or ""), data=str(point.get("data") or ""),
+                     scope=str(point.get("point", "")))  # fmt: skip
+
     def count(self, claim: str, value: int, units: int, *, map_: str, data: str, scope: str, note: str) -> None:
         self._add(claim, map_, data, scope, float(value), (math.nan, math.nan), units, "no claim", note, None, None)
 

@@ -401,6 +401,17 @@ CLAIMS: dict[str, Claim] = {
             kind=UNIVERSAL,
         ),
         Claim(
+            "left_out",
+            "a grid point the run's limits left out (limits.unfit: skip): the claims of its study rest on the "
+            "points that ran",
+            "what the point needs against what the limits allow",
+            None,
+            None,
+            DERIVED,
+            "every study: the planner's limits (limits.memory_gb, limits.gpu_memory_gb, limits.max_job_hours)",
+            kind=REPORT,
+        ),
+        Claim(
             "map_slope",
             "word sensitivity of a map the paper makes no claim about",
             "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",

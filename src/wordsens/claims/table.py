@@ -41,8 +41,9 @@ or the plotting libraries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -83,14 +84,16 @@ def claims_from_results(results_dir: str | Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- entry points
 
 
-def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+def compute_claims(tables: Mapping[str, pd.DataFrame], left_out: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
     """The claims table (columns :data:`COLUMNS`) of a run's tables.
 
     ``tables`` maps file stems to frames (``ws_<map>``, ``gen_fig4_<data>``, ...: each a table of a
     registered study, ``wordsens.studies``); every study with claims adds its rows in the registry's
     order (``StudySpec.claims``), reading its own tables among them. A claim whose rows are absent is
     reported "not run"; a table no study owns, a table lacking a column every row of its kind has, and
-    generalisation rows that break ``D1 - D0 = a (y - t0)`` are errors.
+    generalisation rows that break ``D1 - D0 = a (y - t0)`` are errors. ``left_out``: the grid points the
+    run's limits left out (``wordsens.pipeline.Grid.left_out``; the workflow passes them), one ``not run``
+    row of the claim ``left_out`` each, after the studies' rows.
     """
     for key in tables:
         if studies.owner(key) is None:
@@ -100,4 +103,6 @@ def compute_claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     for spec in studies.specs():
         if spec.claims is not None:
             spec.claims(rows, {key: frame for key, frame in tables.items() if spec.owns_table(key)})
+    for point in left_out:
+        rows.left_out(point)
     return rows.frame()
