@@ -44,6 +44,11 @@ for _rules in [spec.rules_file for spec in RUNNING if spec.rules_file]:
     include: _rules
 
 
+# A run whose first step cannot run here (IMDb from an unreachable Hub) stops before any job.
+onstart:
+    run_may_start()
+
+
 # The jobs left out (limits.unfit: skip) are listed when the grid is planned and again at the end,
 # with the failed jobs and their logs when a job failed (keep-going runs everything else first).
 onsuccess:

@@ -74,6 +74,23 @@ STORES |= {store.name: store for spec in RUNNING for store in spec.stores(config
 PRIORITY = {t.name: t.priority for t in wsplan.run_tasks(config, GRID)}
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv
+# The first step downloads IMDb from the Hub: where it cannot, say so when the workflow is parsed (a dry
+# run too) and stop before the first job (the Snakefile's onstart: run_may_start)
+HUB_PROBLEM = (
+    wsplan.hub_download_problem(config)
+    if workflow.is_main_process and not LINTING
+    else None
+)
+if HUB_PROBLEM:
+    print(f"note: {HUB_PROBLEM}", file=sys.stderr)
+
+
+def run_may_start():
+    """Stop a run (not a dry run) before its first job where its first step cannot run here."""
+    if HUB_PROBLEM:
+        raise WorkflowError(f"stopped before any job: {HUB_PROBLEM}")
+
+
 UNFIT_FAIL = config["limits"]["unfit"] == "fail"
 if GRID.unfit and not LINTING:
     if UNFIT_FAIL:

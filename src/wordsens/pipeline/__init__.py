@@ -26,6 +26,7 @@ from .calibrate import (
 from .configuration import (
     check,
     export_plugins,
+    hub_download_problem,
     load_config,
     merge,
     needs,
@@ -59,6 +60,7 @@ __all__ = [
     "describe",
     "embed_step",
     "export_plugins",
+    "hub_download_problem",
     "failed_jobs",
     "finish_lines",
     "gpu_budget_mb",

@@ -29,6 +29,7 @@ __all__ = [
     "all_problems",
     "check",
     "export_plugins",
+    "hub_download_problem",
     "load_config",
     "merge",
     "needs",
@@ -210,6 +211,30 @@ def needs(config: dict) -> Needs:
         encoders |= dict(need.encoders)
         others |= dict(need.others)
     return Needs(pool=pool, encoders=encoders, others=others)
+
+
+def hub_download_problem(config: dict) -> str | None:
+    """Why the run's first step cannot run here, or None: ``data.source: hub`` with the review pool needed,
+    no download in ``<resources>/imdb/reviews.parquet`` and the Hugging Face Hub out of reach (offline mode
+    or no network: ``wordsens.data.hub.hub_reachable``), with the two local routes. The workflow stops on it
+    before any job (a dry run and ``wordsens plan`` print it); not part of ``check``, so that planning
+    for another machine stays possible offline."""
+    data = config["data"]
+    if data["source"] != "hub" or not needs(config).pool:
+        return None
+    cached = Path(config["resources"]).expanduser() / "imdb" / "reviews.parquet"
+    if cached.exists():
+        return None
+    from ..data.hub import LOCAL_DATA_EXAMPLE, hub_reachable
+
+    if hub_reachable(for_datasets=True):
+        return None
+    return (
+        f"data.source: hub downloads IMDb ({data['hub_name']}) from the Hugging Face Hub, which this machine "
+        f"cannot reach (offline mode or no network), and {cached} holds no earlier download: run from a local "
+        f"copy ({LOCAL_DATA_EXAMPLE}; the sources aclimdb and tarball work too) or try the pipeline offline "
+        "(--configfile config/demo.yaml); docs/inputs.md"
+    )
 
 
 def preflight(config: dict) -> list[str]:
