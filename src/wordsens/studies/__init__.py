@@ -7,7 +7,8 @@ embedding ``Store`` it reads) and the word-sensitivity jobs the WS studies share
 
 This face imports no study (the registry imports them on first use) and nothing heavy: the planner
 imports it. The built-in studies: ``ws`` (Figures 2-3), ``gen`` (Figures 4-5), ``probes`` (Figures 1
-and 3, panels 3-4), ``variants``, ``long_context``, ``positions``, ``trained``, ``swaps``.
+and 3, panels 3-4), ``variants``, ``long_context``, ``positions``, ``trained``, ``swaps``, ``gen_words`` (Figures 4-5
+with real words).
 """
 
 from .jobs import Job, JobFiles, JobRule, Request, Settings, Store, data_label, job_device, main_store

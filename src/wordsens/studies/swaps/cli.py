@@ -106,7 +106,7 @@ def _check_n(encoder: Any, n: int) -> None:
 
 def _check_position(tokenizer: Any, ids: list[int], position: int) -> None:
     """``--position`` against the sample's tokens ``ids``: a word's position, never a special token's
-    (the study substitutes words only: ``wordsens.studies.swaps.run.swap_positions``)."""
+    (the study substitutes words only: ``wordsens.data.vocabulary.swap_positions``)."""
     n = len(ids)
     specials = {int(i) for i in tokenizer.all_special_ids}
     words = [p for p in range(n) if ids[p] not in specials]

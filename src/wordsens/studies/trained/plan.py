@@ -262,7 +262,7 @@ def _searches(section: dict, heads: int) -> list[tuple[str, int, int]]:
 def trained_jobs(config: dict, limits: Limits, numerics_version: str) -> list[TrainedJob]:
     """One ``TrainedJob`` per layer of ``trained_layers`` (none without a ``trained`` section), with its
     settings (what its rows depend on) and estimates: memory, the largest search's arrays beside two
-    float32 copies of the encoder (``encoder_size``: the job loads it, and the trained maps load it
+    float32 copies of the encoder (``wordsens.data.models.encoder_size``: the job loads it, and the trained maps load it
     again for their layer's weights, ``wordsens.maps.checkpoint.layer_weights``) and one batch of its
     forward pass at the largest n (``costs.encoder_memory``); time, every search's cost-model seconds.
     On the CPU: ``limits`` does not move it."""

@@ -302,7 +302,7 @@ def layer_rows(
     log: Any = None,
 ) -> list[dict[str, Any]]:
     """Every row of the trained study at one layer (the ``trained`` rule's job): for each review of
-    ``texts`` (each with at least max(ns) tokens: ``pick_reviews``) and n of ``ns``, the rows of
+    ``texts`` (each with at least max(ns) tokens: ``wordsens.data.reviews.pick_reviews``) and n of ``ns``, the rows of
     ``trained_rows``; then, at ``head_n`` (None: none) on the first ``head_reviews`` reviews, every
     head alone. The samples entering the layer must differ: two reviews whose samples at some n have a
     cosine similarity of at least ``NEAR_DUPLICATE`` are refused (``check_near_duplicates``, naming them
