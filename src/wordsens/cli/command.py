@@ -1,7 +1,8 @@
-"""The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (each
-from its own module: ``ws``, ``maps``, ``gen``, ``plan``, ``claims``; and each command a registered study
-adds, ``StudySpec.commands``), then the subcommand's ``run``, whose text is printed. A bad input, a missing or
-corrupt file and an estimate that cannot fit end in ``wordsens <command>: error: ...`` and exit status 2."""
+"""The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (the CLI's own,
+each from its module: ``maps``, ``plan``, ``claims``; and each command a registered study adds,
+``StudySpec.commands``: ``ws``, ``gen``, ``swap``, ``gen-words``, a plugin's), then the subcommand's ``run``,
+whose text is printed. A bad input, a missing or corrupt file and an estimate that cannot fit end in
+``wordsens <command>: error: ...`` and exit status 2."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..arguments import add_plugin_arg
-from . import claims, gen, maps, plan, ws
+from . import claims, maps, plan
 
 __all__ = ["build_parser", "load_plugins", "main"]
 
-COMMANDS = {"ws": ws.run, "maps": maps.run, "gen": gen.run, "plan": plan.run, "claims": claims.run}
+COMMANDS = {"maps": maps.run, "plan": plan.run, "claims": claims.run}
 
 
 def load_plugins(argv: Sequence[str]) -> None:
@@ -43,9 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_plugin_arg(parser, default=[])
     sub = parser.add_subparsers(dest="command", required=True)
-    ws.add_parser(sub, registry.names())
     maps.add_parser(sub)
-    gen.add_parser(sub, registry.names())
     plan.add_parser(sub)
     claims.add_parser(sub)
     for spec in studies.specs():

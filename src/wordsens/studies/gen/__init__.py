@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..spec import StudySpec, schema_beside
+from ..spec import Command, StudySpec, schema_beside
 from . import plan
 
 # the columns every row of a generalisation table has (the claims read them)
@@ -53,6 +53,18 @@ def _claims(rows: Any, tables: Mapping[str, Any]) -> None:
     gen_claims(rows, {key: frame for key, frame in tables.items() if not frame.empty})
 
 
+def _add_parser(sub: Any, maps: Any) -> None:
+    from .cli import add_parser
+
+    add_parser(sub, maps)
+
+
+def _run_command(args: Any) -> str:
+    from .cli import run
+
+    return run(args)
+
+
 SPEC = StudySpec(
     name="gen",
     title="Figures 4-5: can one changed word flip a learned label (generalisation after a one-word change)",
@@ -69,4 +81,5 @@ SPEC = StudySpec(
     problems=plan.problems,
     normalise=plan.normalise,
     coefficients={"gen_figure": (7.0, None)},
+    commands=(Command(name="gen", add_parser=_add_parser, run=_run_command),),
 )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..sensitivity import WS_NUMERICS, WS_RULE
-from ..spec import StudySpec, schema_beside
+from ..spec import Command, StudySpec, schema_beside
 from . import plan
 
 # the columns every row of a word-sensitivity table has (the claims read them)
@@ -35,6 +35,18 @@ def _claims(rows: Any, tables: Mapping[str, Any]) -> None:
     ws_claims(rows, {key[3:]: frame for key, frame in tables.items() if not frame.empty})
 
 
+def _add_parser(sub: Any, maps: Any) -> None:
+    from .cli import add_parser
+
+    add_parser(sub, maps)
+
+
+def _run_command(args: Any) -> str:
+    from .cli import run
+
+    return run(args)
+
+
 SPEC = StudySpec(
     name="ws",
     title="Figures 2-3: the word sensitivity of the paper's maps against n on the paper's grids",
@@ -50,4 +62,5 @@ SPEC = StudySpec(
     claims=_claims,
     problems=plan.problems,
     coefficients={"ws_figure": (3.7, None)},
+    commands=(Command(name="ws", add_parser=_add_parser, run=_run_command),),
 )

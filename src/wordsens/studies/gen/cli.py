@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from ..arguments import add_data_args, add_option_arg, positive_int
+from ...arguments import add_data_args, add_option_arg, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -65,13 +65,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
 def run(args: argparse.Namespace) -> str:
     """The simulation of ``args`` as one JSON line: the result, every setting, the seconds of the
     preparation and in all, the process's peak memory and the package's version."""
-    from .. import __version__
-    from .. import generalisation as G
-    from ..compute.devices import peak_rss_bytes
+    from ... import __version__
+    from ... import generalisation as G
+    from ...compute.devices import peak_rss_bytes
 
     source: object = "synthetic"
     if args.data != "synthetic":
-        from ..data.store import load_embeddings
+        from ...data.store import load_embeddings
 
         source = load_embeddings(args.data)
     Xt, yt, X, y, info = G.draw_task(source, args.N_train, args.n, args.d, args.seed, min_tokens=args.min_tokens)

@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from ..arguments import add_data_args, add_option_arg, add_plugin_arg, position, positive_int
+from ...arguments import add_data_args, add_option_arg, add_plugin_arg, position, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -92,15 +92,15 @@ def run(args: argparse.Namespace) -> str:
     process's peak memory (and the GPU's, on a GPU) and the package's version."""
     import torch
 
-    from .. import __version__
-    from ..compute.devices import peak_rss_bytes
-    from ..data.samples import draw_sample
-    from ..search import estimate
-    from ..seeds import derive_seed
+    from ... import __version__
+    from ...compute.devices import peak_rss_bytes
+    from ...data.samples import draw_sample
+    from ...search import estimate
+    from ...seeds import derive_seed
 
     source: object = "synthetic"
     if args.data != "synthetic":
-        from ..data.store import load_embeddings
+        from ...data.store import load_embeddings
 
         source = load_embeddings(args.data)
     X, info = draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens)
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> str:
 def _options(args: argparse.Namespace) -> dict:
     """The map's options: ``--option`` values, and ``--L`` / ``--k`` (the documented aliases of DRF's depth
     and RF's width) for a map that has that option (ignored by the others, as always)."""
-    from ..maps import registry
+    from ...maps import registry
 
     spec = registry.get(args.map)
     aliases = {key: value for key, value in (("L", args.L), ("k", args.k)) if value is not None and key in spec.options}
