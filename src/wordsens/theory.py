@@ -23,9 +23,10 @@ def rf_law(n: np.ndarray | float) -> np.ndarray:
     For RF with Gaussian ``V``, rows of norm ``sqrt(d)`` and ``k = D``, the supremum over changes of
     one word is about this value (0.12 at n = 90, 0.09 at n = 150), independent of ``d``. Its
     log-log slope is not -1/2 on a finite grid (-0.558 over n = 90..150, -0.64 over 8..24:
-    ``wordsens.claims.slope.law_slope``). Measured, the searched WS sits 1-3% below it from d = 64
-    on and 4-6% below at d = 16..32 (docs/claims.md). It is the dotted line of Figure 2
-    (workflow/report/ws_figure.rst) and the reference of the ``rf_slope`` and ``rf_law`` claims.
+    ``wordsens.claims.slope.law_slope``). The searched WS sits a few percent below it, more at small
+    d (docs/claims.md; the figures: docs/benchmarks.md, "Where the constants come from"). It is the
+    dotted line of Figure 2 (workflow/report/ws_figure.rst) and the reference of the ``rf_slope`` and
+    ``rf_law`` claims.
     """
     n = np.asarray(n, dtype=float)
     return (1 + np.sqrt(2 / n)) / np.sqrt(n)

@@ -55,11 +55,13 @@ __all__ = [
 MB = 1024**2
 GB = 1024**3
 # Resident memory of the processes around a job's arrays: the Python process that has imported
-# torch, pandas and wordsens (measured here in SLURM jobs: 325 MB for small arrays) and, on a
-# cluster, the Snakemake process that runs the job (measured here: 169 MB).
+# torch, pandas and wordsens, and, on a cluster, the Snakemake process that runs the job; each a
+# little above what it reached in SLURM jobs with small arrays (docs/benchmarks.md, "Where the
+# constants come from").
 PROCESS_OVERHEAD = 340 * MB
 JOBSTEP_OVERHEAD = 200 * MB
-# What importing transformers and loading a tokenizer adds to that process (measured here: 48 MB)
+# What importing transformers and loading a tokenizer adds to that process, rounded up from a
+# measurement (docs/benchmarks.md, "Where the constants come from")
 TRANSFORMERS_OVERHEAD = 64 * MB
 # What loading a model through transformers' AutoModel adds beyond that, whatever the model's size (its
 # classes and machinery; docs/benchmarks.md, the probes' memory)
@@ -98,13 +100,14 @@ def itemsize(dtype: Any) -> int:
 SAMPLERS = ("auto", "exact", "dense", "blockwise")
 
 
-# Throughputs of a 2-core laptop-class CPU, measured on this project's CI machine; estimates are
-# deliberately on the generous side (they size scheduler requests).
+# Throughputs of a 2-core laptop-class CPU (this project's CI machine: docs/benchmarks.md, "Where the
+# constants come from"); estimates are deliberately on the generous side (they size scheduler requests).
 RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
 GEMM_FLOPS = 4.0e10  # float64 matrix products
 STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
 # A data-centre GPU (H100 class), conservatively: float32 Gaussian draws by the device's own
-# generator, and bytes per second through a matrix-vector product. Not measured by this project yet.
+# generator, and bytes per second through a matrix-vector product. Assumed figures, not measured by
+# this project.
 GPU_RANDN_PER_S = 5.0e10
 GPU_STREAM_BYTES = 1.5e12
 CHUNK = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.search)
@@ -262,10 +265,11 @@ class CostModel:
 def solve_seconds(p: int, N: int) -> float:
     """The first stage on one thread (gen jobs run with ``gen.threads`` = 1), its usual path
     (``wordsens.generalisation.first_stage``): the float32 Gram matrix of the (N, p) features in 8 row
-    panels (9/16 of one product; float32 products run at about ``0.75 GEMM_FLOPS`` on one thread of
-    this machine), its float32 eigendecomposition, and about 25 float64 passes over the features (the
-    float64 copy, the refinement, Rayleigh-Ritz). Ill-conditioned training sets take the Householder QR
-    instead (about ``6 p N^2`` float64 flops more), not priced here."""
+    panels (9/16 of one product; float32 products priced at ``0.75 GEMM_FLOPS`` on one thread, the
+    rate of this project's 2-core machine: docs/benchmarks.md, "Where the constants come from"), its
+    float32 eigendecomposition, and about 25 float64 passes over the features (the float64 copy, the
+    refinement, Rayleigh-Ritz). Ill-conditioned training sets take the Householder QR instead (about
+    ``6 p N^2`` float64 flops more), not priced here."""
     gram = 2 * (9 / 16) * N * N * p / (0.75 * GEMM_FLOPS)
     return gram + 25 * N * p * 8 / STREAM_BYTES + 8 * N**3 / GEMM_FLOPS
 

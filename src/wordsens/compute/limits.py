@@ -19,9 +19,9 @@ __all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "on_machine", "pla
 
 GB = costs.GB
 # Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
-# profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, take
-# about 6 minutes, and its run ends within the hour (43:53 measured, 43:58 planned); at 0.5 h the variants' DRF point
-# at n = 50 (0.25 h planned, 22.5 min beside other jobs) ran too, and the run took 61:27.
+# profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, stay well
+# within it, and the run ends within the hour; at 0.5 h the variants' DRF point at n = 50 runs too, and the
+# run takes over an hour (docs/benchmarks.md, "Where the constants come from").
 LOCAL_MAX_JOB_HOURS = 0.2
 
 

@@ -46,14 +46,15 @@ def attention_features_flops(N: int, n: int, d: int) -> float:
 
 
 # DRF's default search: 16 restarts run to convergence side by side (no halving; the map's SearchSettings in
-# wordsens.maps.catalog). Measured against a 256-start ascent on 240 trials at d 8-16, n 4-12, L 2-3: within
-# 0.93% on every trial, where 5 restarts ended up to 6.1% below (docs/methods.md, tests/statistical/test_restarts.py).
+# wordsens.maps.catalog): enough that every trial ends near a 256-start ascent's maximum, where 5 restarts
+# can end well below it (docs/methods.md, tests/statistical/test_restarts.py; the figures: docs/benchmarks.md,
+# "Where the constants come from").
 DRF_RESTARTS = 16
 # The restarts share every pass over a layer. On a CPU their products outgrow the reads at a few
-# restarts: measured at D = 9,600 (d = 192, n = 50, L = 2, one thread), a step takes 145 ms with 5
-# restarts, 190 ms with 16 and 265 ms with 32, about DRF_STEP_BASE + DRF_STEP_PER_RESTART * R times a
-# step at 5 restarts (the width at which ws:drf's time scale was fitted: wordsens.compute.timing). On a
-# GPU the passes stay bound by the reads at these widths (no factor).
+# restarts: a step's time, timed at D = 9,600 (d = 192, n = 50, L = 2, one thread) with 5, 16 and 32
+# restarts, is about DRF_STEP_BASE + DRF_STEP_PER_RESTART * R times a step at 5 restarts (the width at
+# which ws:drf's time scale was fitted: wordsens.compute.timing; the times: docs/benchmarks.md, "Where
+# the constants come from"). On a GPU the passes stay bound by the reads at these widths (no factor).
 DRF_STEP_BASE = 0.85
 DRF_STEP_PER_RESTART = 0.03
 
@@ -165,16 +166,15 @@ class AttentionCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
     ) -> float:
-        """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, at about
+        """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, priced at
         ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
         flops they are float64, but then they take under a second either way), the first stage
         (``solve_seconds``) and the batched Delta searches."""
         D = n * d
         features = attention_features_flops(N, n, d) / (0.7 * GEMM_FLOPS)
-        # the searches run together (one batched ascent; restarts halved as they go): measured 3.0-3.2 s
-        # for four at n = 120, d = 768, 1.1-1.3 s at n = 40 (RAF; ReLU-RAF about half); at the demo's
-        # sizes a whole simulation takes 0.23-0.49 s (bench_model.py, 2026-11-27: the four searches share
-        # each step's loop, 2.5e-4 s per search over the model's 300 steps)
+        # the searches run together (one batched ascent; restarts halved as they go), so the four share
+        # each step's loop: a fixed 2.5e-4 s per search and step over the model's 300 steps, fitted to timed
+        # searches at d = 768 and demo-sized simulations (docs/benchmarks.md, "Where the constants come from")
         per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 2.5e-4)
         return features + solve_seconds(D, N) + searches * per_search
 
@@ -182,12 +182,11 @@ class AttentionCost(CostModel):
 # RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each two
 # passes over the (k, d) block (the gradient and its image) and an inner ascent on the rows whose sign
 # can change, plus a fixed cost per iteration (small products, the inner ascent's steps), after the
-# float64 Gram matrices of the block (lower block triangle). Measured on this project's 2-core machine,
-# one thread, CPU seconds (k 7.7e3-1.2e5, d 64-768): a forced iteration costs 0.037 s + 2.7e-9 s per
-# entry of the block, the Gram matrices 7.6e-11 s per k d^2 (5.2 s at k = 115,200, d = 768); 12-28
-# iterations (median 16) on 12 trials at d 192-768, n 90-150, fewer at small blocks. The fixed part,
-# 0.022 s, is fitted to whole trials: six jobs of config.yaml (k 8.2e3-9.2e4, the positions job's 128
-# small searches included) at 1.01-1.30 x this model, the demo's (k < 1,000) at 0.58-1.01 x.
+# float64 Gram matrices of the block (lower block triangle). The per-entry and Gram rates are CPU seconds
+# of one thread on this project's 2-core machine; RF_STEPS is a typical iteration count at the paper's
+# sizes (small blocks take fewer); the fixed part per iteration is fitted to whole trials of
+# config.yaml's and the demo's jobs (docs/benchmarks.md, "Where the constants come from", and "The plan's
+# time model").
 RF_STEPS = 18
 RF_STEP_SECONDS = 0.022
 RF_STEP_SECONDS_PER_ENTRY = 2.7e-9
@@ -290,12 +289,13 @@ class FirstLayerCost(CostModel):
     def gen_seconds(
         self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
     ) -> float:
-        """One thread (gen jobs run with ``gen.threads`` = 1; float64 products at about ``0.44 GEMM_FLOPS``,
+        """One thread (gen jobs run with ``gen.threads`` = 1; float64 products priced at ``0.44 GEMM_FLOPS``,
         float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the
         Gram matrix of the samples' rests as a lower triangle, its Cholesky factor, the Gaussian draws,
         the training columns as float32 products where they pay, ``u`` and the check's rows in float64;
         ``B`` is the draw itself), the first stage (``solve_seconds``) and the batched searches. The
-        factor 1.3 and the searches' 200 passes over ``B`` are measured (rf-40-{100,700,1300}-768)."""
+        rates, the factor 1.3 and the searches' 200 passes over ``B`` come from timed simulations
+        (rf-40-{100,700,1300}-768: docs/benchmarks.md, "Where the constants come from")."""
         D, k = n * d, self.features(spec, n, d, options)
         m = N + 1 + d
         f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
@@ -416,8 +416,8 @@ class ScreenedCost(DenseCost):
         budget: int | None = None,
     ) -> MemoryEstimate:
         """``DenseCost.ws_memory`` with every restart of the screening (None: the map's
-        ``spec.settings.restarts``): measured at d = 768, n = 250 (48 restarts), the estimate grew the
-        peak resident memory by 0.67 GB, against 2.0 GB here (8 restarts: 0.44 GB)."""
+        ``spec.settings.restarts``): the screening holds all of them at once, so a model of fewer restarts
+        understates the peak (docs/benchmarks.md, "Where the constants come from")."""
         restarts = spec.settings.restarts if restarts is None else restarts
         return super().ws_memory(
             spec, n, d, options, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget

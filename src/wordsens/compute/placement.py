@@ -53,8 +53,8 @@ __all__ = [
 # it in the run the rates below were fitted on).
 GPU_SLOTS = 2
 
-# Seconds of a GPU job beside its work: measured alone on an H200 (2026-11-28), DRF d = 768, n = 80,
-# L = 8 in bfloat16, 10.2 s of wall time of which 4.7 s searching.
+# Seconds of a GPU job beside its work (the process, torch's CUDA context, the sample and the write): a
+# DRF job alone on an H200, its wall time less its search (docs/benchmarks.md, "Where the constants come from").
 GPU_STARTUP = 5.5
 
 
@@ -70,13 +70,12 @@ class GpuRate:
         return self.per_search * searches + self.ratio * model_seconds
 
 
-# Fitted by fit_rates on the H200 run of the default configuration (tests/data/gpu/h200_run.csv, 181 finished
-# GPU jobs, 2026-11-28; docs/gpu.md), each job's work shared evenly with the GPU jobs beside it. Single jobs
-# alone on the same node show that this understates a search's latency alone (time-slicing is not even): RF's
-# and RAF's latencies are raised to what they measured (every position of n = 128 at d = 64, one trial of
-# 128 searches: RF not done after 45 s, RAF after 30 s, beside GPU_STARTUP), and DRF's rates are its single
-# jobs' (d = 768, n = 80, L = 8, one trial of 3,646 CPU-model seconds: 4.7 s searching in bfloat16, 34.5 s in
-# float32 on 2026-11-26), where the run's four float32 DRF jobs fit 0.000745 beside 15 others.
+# Fitted by fit_rates on the H200 run of the default configuration (tests/data/gpu/h200_run.csv; docs/gpu.md),
+# each job's work shared evenly with the GPU jobs beside it. Single jobs alone on the same node show that this
+# understates a search's latency alone (time-slicing is not even): RF's and RAF's latencies are raised to what
+# single jobs of every position took, and DRF's rates are its single jobs' in bfloat16 and float32, which the
+# run's few float32 DRF jobs, each beside many others, fit poorly (docs/benchmarks.md, "Where the constants
+# come from").
 GPU_RATES: dict[str, GpuRate] = {
     "ws:rf": GpuRate(0.306, 0.00316),
     "ws:drf": GpuRate(0.0, 0.00946),

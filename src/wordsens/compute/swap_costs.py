@@ -42,15 +42,15 @@ __all__ = [
     "scan_seconds",
 ]
 
-# float32 products of a scan on a 2-core CPU: measured 47-114 GFLOP/s for RF's scan at d = 768,
-# n = 150 (the machine loaded by 2-4 other processes, then quiet; 2026-11-29); GEMM_FLOPS (float64) below
-# that. The calibration of the swaps jobs (wordsens.compute.timing) scales the model to the machine.
+# float32 products of a scan on a 2-core CPU: twice GEMM_FLOPS (float64), within the range RF's scan
+# reached on this project's machine, loaded and quiet (docs/benchmarks.md, "Where the constants come
+# from"). The calibration of the swaps jobs (wordsens.compute.timing) scales the model to the machine.
 SCAN_FLOPS = 2 * GEMM_FLOPS
 HESSIAN_ROWS = 64  # zero moves per batch of the first-order Gram matrix (search.swaps.first_order_gram)
 # Rademacher probes of the post-LayerNorm layers' screen, which weighs each row's change by the second
-# sublayer's mean gain there (search.heads.PostLNProblem.screener): a ranking weight. Measured once beside the
-# exact Jacobian norms (block at d = 16 and 128, the tiny trained_layer, 20-40 cases each): with 8 or 32 probes
-# the top 16 held the best word as often as with the exact norms, to within one case in 40
+# sublayer's mean gain there (search.heads.PostLNProblem.screener): a ranking weight, which needs only a rough
+# estimate. Beside the exact Jacobian norms, 8 or 32 probes put the best word in the top 16 about as often as
+# the exact norms do (docs/benchmarks.md, "Where the constants come from")
 SCREEN_PROBES = 32
 # A map without a cheap move is scored exhaustively where its vocabulary's forwards cost at most this:
 # about a minute at SCAN_FLOPS (DRF at d = 16, n = 16: 8e9 for BERT-Base's words; block at d = 768, n = 128: 5e13)

@@ -12,9 +12,10 @@ fitted (``fit``) on measured jobs (``Sample``: Snakemake benchmark files and log
 ``wordsens.io``) by least squares on relative errors (each job's error over its measured seconds):
 one start-up time (``fixed``) per kind of job (word sensitivity, generalisation) and one ``scale``
 per family, the typical ratio of its jobs rather than that of its longest one (a family's ratio
-varies by 0.5-2x across its grid, one long-context job reached 4x); a family whose jobs are all start-up
-(less than ``MIN_MODEL_SECONDS`` of model time) gets no scale of its own, a rule without a cost
-model (data steps, tables, figures, probes) its mean time. Families without their own samples take
+varies across its grid, and one long job far off it would set the scale alone: docs/benchmarks.md,
+"Where the constants come from"); a family whose jobs are all start-up (less than
+``MIN_MODEL_SECONDS`` of model time) gets no scale of its own, a rule without a cost model (data
+steps, tables, figures, probes) its mean time. Families without their own samples take
 the built-in coefficients (``BUILTIN``, fitted on three runs of this project's 2-core machine)
 stretched by this machine's speed (``Calibration.speed``: the median measured / built-in ratio of
 the measured jobs, or the speed probe's), with their kind's start-up time fitted here; families
@@ -275,9 +276,9 @@ def measured_speed(samples: Iterable[Sample]) -> float:
 
 # ----------------------------------------------------------------------------- the speed probe
 # ``wordsens.search.probe.probe_seconds()`` on the machine of ``BUILTIN`` (this project's 2-core AMD
-# EPYC), quiet: the median of 5 calls, which ranged 0.39-0.41 s. Other work slows it although each
-# part keeps its fastest repeat: 0.48 s beside a 2-thread matrix product (1.2 x), 0.59 s beside a
-# running 2-core pipeline (1.5 x), so probe a quiet machine.
+# EPYC), quiet: the median of 5 calls. Other work slows it although each part keeps its fastest repeat,
+# so probe a quiet machine (the times, quiet and loaded: docs/benchmarks.md, "Where the constants come
+# from").
 REFERENCE_SECONDS = 0.40
 
 # A factor outside these is refused: not a machine's speed but a probe gone wrong (a busy machine, a

@@ -8,8 +8,8 @@ only the batch its rows are evaluated in differs (which can change the last bits
 functionals, ``||L f(Delta) + b||^2`` (the penalised loss of Figure 5: two residuals): a
 Levenberg-Marquardt (damped Gauss-Newton) step on the ball ``||Delta|| <= radius``, in the span of the
 residuals' gradients and ``Delta``, where the normalised-gradient ascent creeps along the sphere
-(measured: Figure 5's searches at d = 768 mostly stop at its 500-step cap, 5-25% above their
-1,500-step losses; docs/benchmarks.md).
+(Figure 5's searches at d = 768 mostly stop at its step cap, well above the losses of longer runs:
+docs/benchmarks.md, "Figure 5's penalised searches by Levenberg-Marquardt steps").
 """
 
 from __future__ import annotations

@@ -58,10 +58,11 @@ __all__ = [
 INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
 # The Gram path's limit on cond(K). The float32 products perturb the centred Gram matrix by ~1e-7 of its
 # norm, so the refinement contracts fast wherever the ill-conditioning comes from the rows' common part
-# (IMDb rows with a BERT encoder: cond(K) 1e4-7e5 at N = 100-1300, 900 once centred; first correction
-# 8e-6, then 1e-10: docs/benchmarks.md); the float64 residuals stop it at about eps * cond(K) / 4
-# (measured 3.5e-11 at cond(K) = 5.9e5), which must stay below the 1e-10 it accepts. Beyond 1e6, or
-# where the refinement does not converge (ill-conditioning in the centred rows), the QR path is used.
+# (IMDb rows with a BERT encoder: ill-conditioned, well conditioned once centred); the float64 residuals
+# stop it at about eps * cond(K) / 4, which must stay below the 1e-10 it accepts (the figures on IMDb
+# sets: docs/benchmarks.md, "Accuracy of the float32 training features" and "Where the constants come
+# from"). Beyond 1e6, or where the refinement does not converge (ill-conditioning in the centred rows),
+# the QR path is used.
 GRAM_MAX_COND = 1e6
 _RITZ = 8  # eigenvectors per end of the spectrum in the Rayleigh-Ritz step
 _REFINE_STEPS = 30
@@ -295,10 +296,11 @@ def rounding_check(sol: _GramSolution, rounding: Tensor, rows: Tensor) -> Roundi
         d ||P phi||^2 = -2 v^T E (P phi)
         d lam         = 2 u^T E (Phi^T u)     (lam an extreme eigenvalue of K, u its unit vector)
 
-    The functionals of the Delta search move as ``t0`` does, scaled by ``||phi'|| / ||phi||``. Measured
-    against float64 features (RAF, ReLU-RAF, N = 6..1300, cond(K) 1.6..7e3; docs/benchmarks.md), the
-    estimates were 0.7-58 times the actual change of t0, 0.16-52 times that of cond(K) and 0.08-5 times
-    that of ``||P phi||^2``: a set accepted at ``FEATURES32_TOL`` moves t0 and cond(K) by at most ~6e-6."""
+    The functionals of the Delta search move as ``t0`` does, scaled by ``||phi'|| / ||phi||``. Against
+    float64 features (RAF, ReLU-RAF) the estimates can fall below the actual changes; at the worst ratio
+    seen, a set accepted at ``FEATURES32_TOL`` moves t0 and cond(K) by at most ~6e-6, under the
+    regression fixture's 1e-5 (the ratios: docs/benchmarks.md, "Accuracy of the float32 training
+    features" and "Where the constants come from")."""
     z = rounding @ torch.stack([sol.pphi, sol.theta, sol.w[0], sol.w[1]]).T  # (s, 4): E_j . b
     c, v = sol.coef[:, 0], sol.coef[:, 1]
     t0 = _sum_estimate(c[:, None], z[:, :1]) + _sum_estimate(v[:, None], z[:, 1:2])

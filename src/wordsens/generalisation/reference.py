@@ -38,10 +38,10 @@ def projection_error(result: GenResult) -> float:
 
     ``P = I - pinv(Phi) Phi`` formed in float64 carries an error of about ``eps cond(Phi)``, so
     ``P phi`` is off by about ``eps cond(Phi) ||phi||``, which the re-training alignment divides by
-    ``||P phi||``: at ``gram_cond`` ~ 4e18 with ``||P phi|| / ||phi||`` ~ 1e-7 the re-trained ``a``
-    came out -14.97 instead of -1.0001 (our Gram-matrix method: exact to 1e-8). A reference row is
-    ground truth only where this is below ``RELIABLE_ERROR``; inf for a singular training set or
-    a row without ``pphi_ratio``.
+    ``||P phi||``: on a nearly singular training set with a small ``||P phi|| / ||phi||`` the
+    re-trained ``a`` can come out far off, where the Gram-matrix method stays exact (an example:
+    docs/benchmarks.md, "Where the constants come from"). A reference row is ground truth only where
+    this is below ``RELIABLE_ERROR``; inf for a singular training set or a row without ``pphi_ratio``.
     """
     if result.pphi_ratio is None or not math.isfinite(result.gram_cond) or result.pphi_ratio <= 0:
         return math.inf

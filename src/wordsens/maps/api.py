@@ -129,7 +129,7 @@ def sample_weights(
     """Weights of the map (its name or spec) in the format it takes (RF: V, DRF: list, RAF maps: W, the
     other maps: a dict of named tensors), drawn from ``seed``. ``options``: the map's options
     (RF ``k``, DRF ``L``, multi-head maps ``heads``; ``wordsens maps`` lists them). ``L`` and ``k``
-    are accepted for every map and ignored by those without them, as before the registry."""
+    are accepted for every map and ignored by those without them, so that one call serves every map."""
     spec = spec_of(map_)
     check_positive(n=n, d=d)
     values = spec.option_values(

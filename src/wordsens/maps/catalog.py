@@ -18,9 +18,9 @@ from .spec import Counterpart, MapSpec, SearchSettings
 __all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "TRAINED_SPECS", "VARIANT_SPECS"]
 
 # RF's subspace ascent (RFProblem.search) stops when its best squared change gains less than 1e-4 in 5
-# iterations: measured on 12 trials (d 192-768, n 90-150), its estimates are within 2.2e-4 (median
-# 4e-5) of those of 1e-5 in 10 iterations, in 2.5 x fewer iterations; the local maxima of one trial's 5
-# restarts differ by up to 2.4e-3 (d = 768, n = 150) and the trials of a grid point by 0.4-1.5%.
+# iterations: in fewer iterations than a tighter rule (1e-5 in 10), its estimates differ from that rule's by
+# less than the local maxima of one trial's restarts differ, and far less than the trials of a grid point
+# (docs/benchmarks.md, "Where the constants come from").
 _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=5, tol=1e-4, momentum=0.0, polish=False, dtype="float32")
 # Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
 # momentum along ridges, and a final polish.
@@ -58,7 +58,7 @@ PAPER_SPECS = (
         sample="wordsens.maps.sampling:drf_sample",
         check="wordsens.maps.paper:check_drf",
         fast="wordsens.search.drf:drf_prepare",
-        # 16 restarts, each run to convergence (halved to 5 they ended up to 1.7% lower: docs/methods.md)
+        # 16 restarts, each run to convergence (halving them ends lower: docs/methods.md)
         settings=SearchSettings(
             restarts=DRF_RESTARTS,
             keep=DRF_RESTARTS,
@@ -142,11 +142,10 @@ _VARIANT_ATTENTION = SearchSettings(
 _VARIANT_MH = SearchSettings(
     restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
 )
-# time_scale: wordsens.compute.costs's time model of the default search against the times measured on the project's
-# 2-core machine at d = 768 (benchmarks/bench_ws.py), about 1.5-3x generous: sigmoid_raf 0.3-0.45 s at
-# n = 50; linear_raf 0.8 s at n = 50; mh_raf 1.3-1.4 s at n = 50, 5-8 s at n = 1024; block 3.7-6.7 s
-# at n = 50, 36-45 s at n = 256. (The reference method's estimates of mh_raf and block come out low:
-# their full maps cost n d^2 per step, more than the attention and dense models assume at this scale.)
+# time_scale: wordsens.compute.costs's time model of the default search scaled to the times of benchmarks/bench_ws.py
+# on the project's 2-core machine at d = 768, on the generous side (docs/benchmarks.md, "Where the constants come
+# from"). (The reference method's estimates of mh_raf and block come out low: their full maps cost n d^2 per step,
+# more than the attention and dense models assume at this scale.)
 
 VARIANT_SPECS = (
     MapSpec(
@@ -198,9 +197,9 @@ VARIANT_SPECS = (
         check="wordsens.maps.variants:block_check",
         fast="wordsens.search.heads:block_prepare",
         # 48 starts screened for 20 steps, then the best 4 (wordsens.search.heads.BlockProblem.search); ScreenedCost at
-        # time_scale 0.4 is 2.1-2.2x the CPU seconds measured at d = 768 (one thread: 17-22 s at n = 50, 108 s at
-        # n = 250, where 4 restarts halved to 2 took 3.5-8.8 s and 16 s; ws:block's built-in coefficient 0.45 brings
-        # it near them) and 0.4x at n = 10 (31 s, most of it the authors' 500 full-map steps).
+        # time_scale 0.4 is about twice the CPU seconds of one thread at d = 768 (ws:block's built-in coefficient
+        # brings it near them) and below them at n = 10, where the authors' 500 full-map steps take most of the time
+        # (docs/benchmarks.md, "Where the constants come from").
         settings=SearchSettings(
             restarts=48, keep=4, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
         ),
@@ -215,16 +214,15 @@ VARIANT_SPECS = (
 # Options: model (a packaged encoder, a local folder or a Hub name), layer (1-based), head (one head, 1-based).
 
 # The layers of trained_layer's formula (the checkpoint's, and the random ones built from it) search like block: 16
-# starts screened for 20 steps, the best 4 ascend on (wordsens.search.layers.LayerProblem.search). Measured on MiniLM
-# samples (word rows, one thread): 16 starts against 48, n = 64, 14 instances at layers 1, 4, 6: means equal to 0.02%
-# (worst 0.17%) in half the time; 48 against 96, n = 128, 18 instances at layers 1, 3, 6: worst 0.78%. The full-map
-# search they had (4 restarts halved to 2) was 8.6% low on average against 16 restarts (43% at layer 6), ln_block 5%.
+# starts screened for 20 steps, the best 4 ascend on (wordsens.search.layers.LayerProblem.search). On MiniLM samples
+# 16 starts end where 48 do, and 48 where 96 do, to within a fraction of a percent, in less time; a full-map search
+# of 4 restarts halved to 2 ends well below 16 restarts (docs/benchmarks.md, "Where the constants come from").
 _LAYER = SearchSettings(
     restarts=16, keep=4, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
 )
 # block's model (the same screening, the same feed-forward layer on every row): the checkpoint's maps have no shapes,
-# so it counts d^2 weights against block's 12 d^2; time_scale 2.0 puts them 2.4x over the CPU seconds measured
-# (one thread, d = 384, n = 64, loaded machine: 2.7-3.2 s), as block's model is over block's (6.3 s)
+# so it counts d^2 weights against block's 12 d^2; time_scale 2.0 puts the model as far over their CPU seconds as
+# block's model is over block's (docs/benchmarks.md, "Where the constants come from")
 _LAYER_COST = ScreenedCost(time_scale=2.0)
 
 TRAINED_SPECS = (

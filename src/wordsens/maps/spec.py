@@ -48,8 +48,9 @@ class SearchSettings:
     follow_authors: bool = False
     # the map is smooth in Delta (no ReLU kinks): the generalisation search of the penalised loss
     # (Figure 5) takes Levenberg-Marquardt steps (wordsens.generalisation.batched.least_squares_groups),
-    # which converge there where the ascent creeps (RAF at d = 768: measured). Kinked maps keep the
-    # ascent: on ReLU-RAF (n = 120) those steps stopped at worse local minima than the ascent's.
+    # which converge there where the ascent creeps. Kinked maps keep the ascent: the ReLU's kinks break the
+    # steps' linear model, and on ReLU-RAF they stop at worse local minima than the ascent's (docs/benchmarks.md,
+    # "Figure 5's penalised searches by Levenberg-Marquardt steps").
     least_squares: bool = False
     # reduced-precision working dtypes the search supports (products in them, the estimate re-evaluated on
     # the float32 map): DRF's bfloat16 (wordsens.search.drf), for a GPU's tensor cores

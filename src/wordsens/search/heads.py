@@ -248,10 +248,10 @@ class PostLNProblem(_HeadsProblem):
         times ``second``'s mean gain there, ``||J_j||_F^2 / d`` (``J_j``: its Jacobian at the unmoved
         row, estimated once with ``SCREEN_PROBES`` Rademacher probes drawn with ``seed``). The moved
         row, whose change saturates in both LayerNorms, is the one the first-order score misranks;
-        the other rows change little and nearly linearly. Measured on 100 cases
-        (``benchmarks/bench_swaps.py --recall``, docs/benchmarks.md): its top 256 held the exhaustive
-        best word in all 100 (``block`` at d = 16 and 128, the tiny ``trained_layer``), the
-        first-order score's in 6-51."""
+        the other rows change little and nearly linearly. On the cases of
+        ``benchmarks/bench_swaps.py --recall`` (``block`` at d = 16 and 128, the tiny ``trained_layer``),
+        its top 256 held the exhaustive best word in every case, the first-order score's in far fewer
+        (docs/benchmarks.md, "Where the constants come from")."""
         i, d = self.i, self.d
         with torch.no_grad():
             Y0 = self.sublayer(torch.zeros((1, d), dtype=self.X.dtype, device=self.X.device))[0]
@@ -280,10 +280,10 @@ class PostLNProblem(_HeadsProblem):
         self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
     ) -> tuple[Tensor, int]:
         """Every start ascends ``BLOCK_SCREEN_STEPS`` steps side by side (``ascend`` without halving),
-        then the best ``keep`` ascend on to convergence. Measured against a 256-start ascent (20 trials
-        per size, d = 16-32, n = 8-16): ``ascend``'s halving every 10 steps drops the restart that ends
-        best (4 restarts halved to 2, the earlier default: up to 15% below; 48 cut to 8 after 10 steps:
-        up to 13%); cut to 4 after 20 steps, they end where all 48 run to convergence end."""
+        then the best ``keep`` ascend on to convergence. Against a 256-start ascent, ``ascend``'s halving
+        every 10 steps drops the restart that ends best (with 4 restarts halved to 2, or 48 cut to 8 after
+        10 steps, estimates end well below it); cut to 4 after 20 steps, they end where all 48 run to
+        convergence end (docs/benchmarks.md, "Where the constants come from")."""
         first = min(BLOCK_SCREEN_STEPS, max_steps)
         D, taken = ascend(
             self, starts, max_steps=first, tol=tol, patience=patience, keep=starts.shape[0], momentum=momentum

@@ -6,10 +6,10 @@ checkpoint's LayerNorms).
 Moving token ``i`` changes the attention output of every row by the closed form of
 ``wordsens.search.heads`` (``O(n d h)`` per restart, the queries', keys' and values' biases
 included); the residual, both LayerNorms (their gamma, beta and eps) and the feed-forward layer
-(exact GELU, biases) then run on every row, since attention changes all of them. The full-map
-search with autograd (4 restarts halved to 2) stopped up to 30% below a 16-restart search on MiniLM's
-layer 6 (measured: 1.318 against 1.884); this one screens many starts (``PostLNProblem.search``, shared
-with ``block``).
+(exact GELU, biases) then run on every row, since attention changes all of them. A full-map
+search with autograd and few restarts (4 halved to 2) ends far below a 16-restart search on MiniLM's
+layer 6 (docs/benchmarks.md, "Where the constants come from"), so this one screens many starts
+(``PostLNProblem.search``, shared with ``block``).
 ``tests/unit/experiments/test_trained_conventions.py`` checks values and gradients against the plain map.
 """
 

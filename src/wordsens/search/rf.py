@@ -37,8 +37,9 @@ class SubspaceRF(Problem):
     A row ``j`` with ``|u_j| > radius ||Y_r[:, j]||`` for every restart keeps its sign on the whole
     ball: it adds ``(c_r . Y_r[:, j])^2`` where ``u_j > 0`` and nothing otherwise. Those rows enter
     once, as the quadratic form ``Q_r`` (m, m) of the active ones; only the others (those with ``|u_j|``
-    within the reach of the ball: measured 14-18% of them at d = 768, n = 150, 19-24% at d = 192,
-    n = 90) are evaluated per step. The value is the same function, in far fewer operations."""
+    within the reach of the ball: a minority of them at the paper's sizes, docs/benchmarks.md, "Where
+    the constants come from") are evaluated per step. The value is the same function, in far fewer
+    operations."""
 
     def __init__(self, Y: Tensor, u: Tensor, base: Tensor, radius: float) -> None:
         reach2 = radius**2 * (Y * Y).sum(1)  # (R, k): the largest (c_r . Y_r[:, j])^2
@@ -207,8 +208,8 @@ _KEEP_FRACTION = 1e-2
 # Rows of ``B`` per chunk of ``image_and_gradient``'s single pass (CPU): about 1.5 MiB, which stays in
 # cache between the chunk's two products.
 _FUSED_CHUNK_BYTES = 3 * 2**19
-# Pre-activations of one chunk of ``RFProblem.value`` on a CPU (rows of B x rows of D): 2,048 moves at k = 115,200
-# took 15 s in such chunks, 19 s as one product, side by side (2 cores at load 8, 2026-11-28).
+# Pre-activations of one chunk of ``RFProblem.value`` on a CPU (rows of B x rows of D): chunks of this size are
+# faster than one product over every move (docs/benchmarks.md, "Where the constants come from").
 _VALUE_CHUNK_BYTES = 32 * 2**20
 
 

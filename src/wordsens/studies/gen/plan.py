@@ -126,9 +126,11 @@ class GenJob(Job):
 
 
 # Figure 5's penalised searches at the paper's widths run to the step cap where Figure 4's stop by their
-# rule, at 2.2-3.4 x the seconds of a Figure 4 search of the same map and n; at small d they stop by their
-# rule like Figure 4's (docs/benchmarks.md, "Figure 5's searches"). Smooth maps' penalised searches take
-# Levenberg-Marquardt steps (SearchSettings.least_squares) and stop by their rule at 1-2 x.
+# rule, at a few times the seconds of a Figure 4 search of the same map and n; at small d they stop by their
+# rule like Figure 4's. Smooth maps' penalised searches take Levenberg-Marquardt steps
+# (SearchSettings.least_squares) and stop by their rule, at up to about twice a Figure 4 search's seconds
+# (docs/benchmarks.md, "Figure 5's penalised searches by Levenberg-Marquardt steps" and "Where the constants
+# come from").
 PENALISED_SEARCH_WEIGHT = 3.0  # at the cap it was measured with, the default gen.search.max_steps:
 MEASURED_CAP = 500  # (null there: search_many's default, the same 500)
 PENALISED_CAPPED_FROM_D = 128  # the width from which they are priced at the cap
