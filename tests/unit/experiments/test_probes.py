@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from wordsens.data import demo, pretrained
-from wordsens.experiments import probes
+from wordsens.studies.probes import run as probes
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 
