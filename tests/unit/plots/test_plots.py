@@ -16,6 +16,10 @@ from matplotlib.colors import to_rgba
 from plot_tables import _gen_table, _ws_rows
 
 from wordsens import plots
+from wordsens.studies.gen.figure import gen_figure
+from wordsens.studies.long_context.figure import long_context_figure
+from wordsens.studies.probes.figure import attention_maps, attention_pair
+from wordsens.studies.variants.figure import variants_figure
 
 
 def _hollow_points(fig) -> int:
@@ -33,7 +37,7 @@ def _hollow_points(fig) -> int:
 def test_gen_figure_draws_every_row_in_its_panel(tmp_path, y):
     table = _gen_table()
     paths = [tmp_path / f"fig.{ext}" for ext in ("png", "pdf")]
-    fig = plots.gen_figure(table, [["rf", 8], ["raf", 8]], paths, hue="N", y=y)
+    fig = gen_figure(table, [["rf", 8], ["raf", 8]], paths, hue="N", y=y)
     assert all(path.stat().st_size > 5000 for path in paths)
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
@@ -60,7 +64,7 @@ def test_gen_figure_draws_every_row_in_its_panel(tmp_path, y):
 @pytest.mark.parametrize("y", ["err", "alignment"])
 def test_rows_that_do_not_interpolate_are_hollow_and_counted(tmp_path, y):
     table = _gen_table(interpolates=[True, True, True, False])
-    fig = plots.gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "fig.png"], hue="N", y=y)
+    fig = gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "fig.png"], hue="N", y=y)
     missing = int((~table["interpolates"]).sum())
     assert missing == len(table) // 4
     assert _hollow_points(fig) == missing
@@ -77,9 +81,9 @@ def test_rows_that_do_not_interpolate_are_hollow_and_counted(tmp_path, y):
 def test_gen_figure_refuses_a_table_without_the_column(tmp_path):
     table = _gen_table().drop(columns="alignment")
     with pytest.raises(ValueError, match="alignment"):
-        plots.gen_figure(table, [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="alignment")
+        gen_figure(table, [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="alignment")
     with pytest.raises(ValueError, match="y must be"):
-        plots.gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="d0_shift")
+        gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="d0_shift")
 
 
 # ----------------------------------------------------------------------------- stamps
@@ -103,9 +107,9 @@ def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
     settings = {"stamp": stamp}
     table = _ws_rows({"rf": [8, 16, 24]})
     figures = [
-        plots.gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "g.png"], hue="N", y="alignment", settings=settings),
-        plots.variants_figure(table, [tmp_path / "v.png"], labels={"rf": "RF"}, settings=settings),
-        plots.long_context_figure({"synthetic": table}, [tmp_path / "l.png"], labels={"rf": "RF"}, settings=settings),
+        gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "g.png"], hue="N", y="alignment", settings=settings),
+        variants_figure(table, [tmp_path / "v.png"], labels={"rf": "RF"}, settings=settings),
+        long_context_figure({"synthetic": table}, [tmp_path / "l.png"], labels={"rf": "RF"}, settings=settings),
     ]
     for fig in figures:
         (text,) = [t for t in fig.texts if t.get_text() == stamp]
@@ -113,7 +117,7 @@ def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
         others = [t for t in fig.texts if t is not text] + [ax.title for ax in fig.axes]
         top = max(o.get_window_extent(renderer).y1 for o in others)
         assert text.get_window_extent(renderer).y0 >= top  # nothing hides it, it hides nothing
-    plain = plots.variants_figure(table, [tmp_path / "w.png"], labels={"rf": "RF"})
+    plain = variants_figure(table, [tmp_path / "w.png"], labels={"rf": "RF"})
     assert not any(t.get_text() == stamp for t in plain.texts)
 
 
@@ -129,12 +133,12 @@ def test_attention_maps_come_back_from_the_probes_table(tmp_path):
     ]
     attention_table(written, ["b sentence", "a sentence"]).to_csv(tmp_path / "t.csv", index=False)
     table = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
-    read = plots.attention_maps(table, "sentence")
+    read = attention_maps(table, "sentence")
     assert list(read) == ["b sentence", "a sentence"]
     for back, amap in zip(read.values(), written, strict=True):
         np.testing.assert_allclose(back.matrix, amap.matrix, rtol=1e-12)
         assert back.tokens == amap.tokens
     with pytest.raises(ValueError, match=r"'a sentence' has 8 rows, not 3 x 3"):
-        plots.attention_maps(table.iloc[:-1], "sentence")
-    plots.attention_pair(list(read.values()), list(read), [tmp_path / "f.png"], settings={"dpi": 50})
+        attention_maps(table.iloc[:-1], "sentence")
+    attention_pair(list(read.values()), list(read), [tmp_path / "f.png"], settings={"dpi": 50})
     assert (tmp_path / "f.png").stat().st_size > 0
