@@ -15,7 +15,8 @@ import torch
 from wordsens import maps
 from wordsens.cli import main
 from wordsens.data import demo
-from wordsens.data.embed import encode, hidden_states, load_encoder
+from wordsens.data.embed import encode, hidden_states
+from wordsens.data.pretrained import load_encoder
 from wordsens.data.samples import normalise
 from wordsens.data.vocabulary import EmbeddingLayer, review_tokens
 
