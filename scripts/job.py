@@ -10,7 +10,7 @@ from wordsens.studies import JobFiles, job_rule
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 kind = job_rule(snakemake.rule)
-frame = kind.run(
+frame = kind.body()(
     snakemake.params.job, JobFiles(dict(snakemake.input.items()), snakemake.config), **snakemake.params.extra
 )
 write_table(snakemake.output.table, frame)
