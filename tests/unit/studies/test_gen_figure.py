@@ -1,25 +1,20 @@
-"""The figure functions of wordsens.plots on hand-made tables: what each panel holds (points, hollow
-markers, reference lines, legends), checked on the returned figures and the written files: the
-generalisation figures, the stamp of runs with random weights, the probes' attention maps.
+"""The generalisation figures (Figures 4 and 5, ``wordsens.studies.gen.figure.gen_figure``) on hand-made
+tables: what each panel holds (points, hollow markers of the rows that do not interpolate, the reference
+line a = 1, legends), checked on the returned figures and the written files; a table without the column
+refused.
 
-The studies' figures: test_plots_studies.py; legibility measured on the drawn figures: test_plots_legible.py;
-the trained study's figure: test_plots_trained.py."""
+The run's stamp on every figure: tests/unit/plots/test_plots.py; legibility measured on the drawn figures
+(coinciding and runaway points): tests/unit/plots/test_plots_legible.py."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import seaborn as sns
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
-from plot_tables import _gen_table, _ws_rows
+from plot_tables import _gen_table
 
-from wordsens import plots
 from wordsens.studies.gen.figure import gen_figure
-from wordsens.studies.long_context.figure import long_context_figure
-from wordsens.studies.probes.figure import attention_maps, attention_pair
-from wordsens.studies.variants.figure import variants_figure
 
 
 def _hollow_points(fig) -> int:
@@ -84,61 +79,3 @@ def test_gen_figure_refuses_a_table_without_the_column(tmp_path):
         gen_figure(table, [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="alignment")
     with pytest.raises(ValueError, match="y must be"):
         gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "fig.png"], hue="N", y="d0_shift")
-
-
-# ----------------------------------------------------------------------------- stamps
-
-
-def test_runs_with_random_weights_get_a_stamp(tmp_path):
-    assert plots.run_stamp({"model": {"name": "demo-tiny-bert"}}) == "toy demo: tiny random BERT"
-    assert plots.run_stamp({"model": {"name": "bert-base-uncased"}}) is None
-    assert plots.run_stamp({"model": {"name": "minilm"}}) is None
-    assert plots.run_stamp({"model": {"name": "minilm"}}, model="demo-tiny-lm") == "toy demo: tiny random causal LM"
-    folder = tmp_path / "my-bert"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    assert plots.run_stamp({"model": {"name": str(folder)}}) == "random weights: my-bert"  # a config alone
-    (folder / "model.safetensors").write_bytes(b"")
-    assert plots.run_stamp({"model": {"name": str(folder)}}) is None
-
-
-def test_every_figure_function_draws_the_stamp_above_everything(tmp_path):
-    stamp = "toy demo: tiny random BERT"
-    settings = {"stamp": stamp}
-    table = _ws_rows({"rf": [8, 16, 24]})
-    figures = [
-        gen_figure(_gen_table(), [["rf", 8]], [tmp_path / "g.png"], hue="N", y="alignment", settings=settings),
-        variants_figure(table, [tmp_path / "v.png"], labels={"rf": "RF"}, settings=settings),
-        long_context_figure({"synthetic": table}, [tmp_path / "l.png"], labels={"rf": "RF"}, settings=settings),
-    ]
-    for fig in figures:
-        (text,) = [t for t in fig.texts if t.get_text() == stamp]
-        renderer = FigureCanvasAgg(fig).get_renderer()  # the saved figure is closed: a canvas again
-        others = [t for t in fig.texts if t is not text] + [ax.title for ax in fig.axes]
-        top = max(o.get_window_extent(renderer).y1 for o in others)
-        assert text.get_window_extent(renderer).y0 >= top  # nothing hides it, it hides nothing
-    plain = variants_figure(table, [tmp_path / "w.png"], labels={"rf": "RF"})
-    assert not any(t.get_text() == stamp for t in plain.texts)
-
-
-def test_attention_maps_come_back_from_the_probes_table(tmp_path):
-    """The probes write their maps as a table and the figure rules draw from it: the maps read back
-    equal the ones written (through the CSV, tokens such as "null" kept as text), in label order."""
-    from wordsens.studies.probes.run import AttentionMap, attention_table
-
-    rng = np.random.default_rng(0)
-    written = [
-        AttentionMap(rng.random((3, 3)), ["i", "null", "her"]),
-        AttentionMap(rng.random((3, 3)), ["i", "nan", "smile"]),
-    ]
-    attention_table(written, ["b sentence", "a sentence"]).to_csv(tmp_path / "t.csv", index=False)
-    table = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
-    read = attention_maps(table, "sentence")
-    assert list(read) == ["b sentence", "a sentence"]
-    for back, amap in zip(read.values(), written, strict=True):
-        np.testing.assert_allclose(back.matrix, amap.matrix, rtol=1e-12)
-        assert back.tokens == amap.tokens
-    with pytest.raises(ValueError, match=r"'a sentence' has 8 rows, not 3 x 3"):
-        attention_maps(table.iloc[:-1], "sentence")
-    attention_pair(list(read.values()), list(read), [tmp_path / "f.png"], settings={"dpi": 50})
-    assert (tmp_path / "f.png").stat().st_size > 0

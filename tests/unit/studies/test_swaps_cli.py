@@ -1,7 +1,7 @@
 """``wordsens swap`` as a user reads it: the printed seed redraws the weights that gave the answer, the
 sample is the studies' sample (the embedding step's first n rows), and bad input names its cause
 (a model folder without tokenizer files, a special token's position, n beyond the encoder's
-positions). The top words as text and JSON: test_cli_commands.py."""
+positions). The top words as text and JSON: tests/unit/cli/test_cli_commands.py."""
 
 from __future__ import annotations
 

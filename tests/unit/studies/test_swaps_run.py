@@ -2,8 +2,8 @@
 (wordsens.studies.swaps.run) on a tiny BERT, and the figure and the text table made from them
 (wordsens.studies.swaps.figure).
 
-Its plan: tests/unit/pipeline/test_plan_swaps.py; its claims: tests/unit/claims/test_claims_swaps.py;
-``wordsens swap``: tests/unit/cli/test_cli_commands.py."""
+Its plan: test_swaps_plan.py; its claims: test_swaps_claims.py; ``wordsens swap``: test_swaps_cli.py and
+tests/unit/cli/test_cli_commands.py."""
 
 from __future__ import annotations
 
