@@ -106,7 +106,7 @@ def worker(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     from wordsens import generalisation as G
     from wordsens.compute.devices import peak_rss_bytes
-    from wordsens.experiments.swaps import swap_positions
+    from wordsens.data.vocabulary import swap_positions
     from wordsens.generalisation.comparison import word_simulation
     from wordsens.generalisation.words import scan_words, word_losses
 

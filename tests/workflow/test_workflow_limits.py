@@ -47,7 +47,7 @@ def test_unfit_jobs_are_left_out_and_marked_in_the_figure_and_the_report(tmp_pat
         "fig2_rf_drf_scaled.pdf",
         "fig2_rf_drf_scaled.png",
     ]
-    log = (workdir / "results" / "skip" / "logs" / "ws_figure" / "fig2_rf_drf.log").read_text()
+    log = (workdir / "results" / "skip" / "logs" / "fig2_rf_drf" / "fig2_rf_drf.log").read_text()
     assert "Error" not in log
     snakemake(workdir, "--configfile", cf, "--report", "report.html")
     html = (workdir / "report.html").read_text(errors="replace")
@@ -135,7 +135,7 @@ rule ws:
     jobid: 2
     resources: tmpdir=/tmp, gpu=1, gpu_mem_mb=1047
 
-localrule ws_table:
+localrule table:
     output: table
     jobid: 3
     resources: tmpdir=/tmp

@@ -3,8 +3,8 @@
 RAF and ReLU-RAF, a registered map's slope, missing tables, one verdict per row from its interval.
 
 Every claim is tested on a table where it holds, one where it fails and one where it is
-inconclusive (the 95% interval holds both passing and failing values); tests/unit/claims/claims_tables.py
-builds the tables.
+inconclusive (the 95% interval holds both passing and failing values); tests/claims_tables.py builds
+the tables.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from claims_tables import DEMO_N, RF_N, law, one, rows_of, ws_table
+from plot_tables import _ws_rows
 
 from wordsens.claims import CLAIMS, COLUMNS, compute_claims, law_slope
+from wordsens.claims.intervals import t_quantile
 from wordsens.claims.slope import loglog_slope, ls_slope
 from wordsens.claims.stats import raf_floor_threshold, rf_level_band
 from wordsens.theory import rf_finite_factor, rf_law_finite
@@ -45,6 +47,22 @@ def test_one_slope_function_with_an_intercept_per_stratum():
     from wordsens.studies.long_context import figure
 
     assert figure.loglog_slope is loglog_slope and not hasattr(plots, "loglog_slope")  # one slope, the claims'
+
+
+def test_loglog_slope_against_scipy():
+    from scipy import stats
+
+    table = _ws_rows({"rf": [64, 256, 1024]}, trials=10, slope=-0.5)
+    slope, lo, hi = loglog_slope(table["n"], table["lower"])
+    fit = stats.linregress(np.log(table["n"]), np.log(table["lower"]))
+    half = stats.t.ppf(0.975, len(table) - 2) * fit.stderr
+    assert slope == pytest.approx(fit.slope, rel=1e-12)
+    assert (lo, hi) == pytest.approx((fit.slope - half, fit.slope + half), rel=1e-7)
+    assert lo < -0.5 < hi
+    for df in (1, 2, 5, 30, 300):
+        assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
+    assert np.isnan(loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
+    assert np.isnan(loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
 
 def test_the_laws_slope_depends_on_the_grid():

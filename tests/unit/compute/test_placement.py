@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from wordsens import compute, pipeline
+from wordsens import compute, pipeline, studies
 from wordsens.compute import placement
 from wordsens.compute.placement import GPU_RATES, GPU_STARTUP, GpuSample, fit_rates, gpu_pays, working_dtype
 from wordsens.compute.timing import BUILTIN, Calibration
@@ -22,6 +22,14 @@ ROOT = Path(__file__).resolve().parents[3]
 GB = 1024**3
 RUN = ROOT / "tests" / "data" / "gpu" / "h200_run.csv"
 STOP = 468.0  # the run was stopped 474 s after Snakemake started, 6 s before the log's first stamp
+
+
+@pytest.fixture(autouse=True)
+def _studies_registered() -> None:
+    """The built-in times of the WS families (``BUILTIN["ws:drf"]``) are the WS rule's
+    (``wordsens.studies.sensitivity``): they join ``BUILTIN`` when the studies are registered, as the plan
+    registers them before it places a job."""
+    studies.names()
 
 
 def _cpu_model(map_name: str, n: int, d: int, options: dict | None = None, positions: int = 1) -> float:

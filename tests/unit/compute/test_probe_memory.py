@@ -1,5 +1,5 @@
 """The memory of the encoder probes (Figure 1 left, Figure 3 panels 3-4) from the encoder's size, read from
-its config.json without loading it (wordsens.compute.costs.probe_memory, wordsens.pipeline.probe_step);
+its config.json without loading it (wordsens.compute.costs.probe_memory, wordsens.studies.probes.plan.probe_request);
 4 GB where the size is unknown; the estimate against the peak of the probes' own code."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import sys
 import pytest
 from workflow_utils import ROOT, demo_config, env
 
-from wordsens import compute, pipeline
+from wordsens import compute
 from wordsens.compute import costs
 from wordsens.data import demo
 from wordsens.data.models import encoder_size, model_heads, model_layers, model_width
+from wordsens.studies.probes.plan import probe_request
 
 FACTS = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
 BASE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 512}
@@ -32,7 +33,7 @@ def _probe_mb(model: str) -> int:
     """The encoder probes' host memory (MB) where ``probes.model`` names ``model`` (merged, not checked:
     the Hub names need neither the Hub nor its cache to be sized)."""
     config = demo_config({"probes": {"model": model}}, check=False)
-    return pipeline.probe_step(config, LIMITS, "encoder").mem_mb
+    return probe_request(config, LIMITS, "encoder").mem_mb
 
 
 def test_the_probes_memory_grows_with_the_encoders_vocabulary_by_one_copy(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from workflow_utils import demo_config
 
-from wordsens import cli, compute, pipeline
+from wordsens import cli, compute, pipeline, studies
 from wordsens.compute import costs
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
@@ -211,15 +211,15 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
     log.write_text(
         "[Thu Nov 26 23:39:09 2026]\nrule trained:\n    output: res/trained/layer1.parquet\n    jobid: 3\n"
         "[Thu Nov 26 23:39:09 2026]\nrule ws:\n    output: res/variants/rf/d16_n4/chunk0.parquet\n    jobid: 4\n"
-        "[Thu Nov 26 23:39:11 2026]\nrule ws_table:\n    output: res/ws/rf.parquet\n    jobid: 5\n"
+        "[Thu Nov 26 23:39:11 2026]\nrule table:\n    output: res/tables/ws_rf.parquet\n    jobid: 5\n"
         "[Thu Nov 26 23:39:40 2026]\nFinished jobid: 3 (Rule: trained)\n"
         "[Thu Nov 26 23:39:41 2026]\nFinished jobid: 4 (Rule: ws)\n"
-        "[Thu Nov 26 23:39:42 2026]\nFinished jobid: 5 (Rule: ws_table)\n"
+        "[Thu Nov 26 23:39:42 2026]\nFinished jobid: 5 (Rule: table)\n"
     )
     for sources in ([tmp_path / "res", log], [log, tmp_path / "res"]):  # the benchmark file wins either way
         measured = pipeline.measure(grid.jobs, sources)
         got = sorted((s.family, s.measured) for s in measured.samples)
-        assert got == [("ws:rf", 32.0), ("ws:trained", 30.5), ("ws_table", 31.0)] and measured.unmatched == 0
+        assert got == [("table", 31.0), ("ws:rf", 32.0), ("ws:trained", 30.5)] and measured.unmatched == 0
     # a trained layer of another configuration is not a step of its own
     other = tmp_path / "other.snakemake.log"
     other.write_text(
@@ -232,8 +232,13 @@ def test_a_job_in_a_log_and_a_benchmark_file_counts_once_as_its_grid_job(tmp_pat
 
 def test_a_step_in_a_log_and_a_benchmark_file_counts_once(tmp_path):
     """An embedding and a probe job in both the results folder's benchmark files and the run's log (which
-    names each job's benchmark file) are one sample each, the benchmark file's, in either order."""
-    grid = pipeline.Grid(_demo(), limits=compute.Limits(16 * GB, None), calibration=Calibration())
+    names each job's benchmark file) are one sample each, the benchmark file's, in either order; the
+    probes' benchmarked steps are the probes study's (``Step.benchmarked``)."""
+    config = _demo()
+    limits = compute.Limits(16 * GB, None)
+    grid = pipeline.Grid(config, limits=limits, calibration=Calibration())
+    benchmarked = [step.name for step in studies.get("probes").steps(config, limits) if step.benchmarked]
+    assert "fig1_attention" in benchmarked
     bench = tmp_path / "res" / "benchmarks"
     for key, seconds in (("embed/tiny_layer0", 12.5), ("fig1_attention/fig1_attention", 3.25)):
         (bench / key).parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +254,7 @@ def test_a_step_in_a_log_and_a_benchmark_file_counts_once(tmp_path):
         "[Thu Nov 26 23:39:23 2026]\nFinished jobid: 4 (Rule: fig1_attention)\n"
     )
     for sources in ([tmp_path / "res", log], [log, tmp_path / "res"]):
-        measured = pipeline.measure(grid.jobs, sources)
+        measured = pipeline.measure(grid.jobs, sources, benchmarked)
         got = sorted((s.family, s.measured) for s in measured.samples)
         assert got == [("embed", 12.5), ("fig1_attention", 3.25)], sources
     jobs, _ = pipeline.snakemake_log_jobs(log)
@@ -258,7 +263,7 @@ def test_a_step_in_a_log_and_a_benchmark_file_counts_once(tmp_path):
         ("fig1_attention/fig1_attention", None),
     ]
     # the log alone: its whole seconds, once each
-    assert sorted(s.measured for s in pipeline.measure(grid.jobs, [log]).samples) == [14.0, 14.0]
+    assert sorted(s.measured for s in pipeline.measure(grid.jobs, [log], benchmarked).samples) == [14.0, 14.0]
 
 
 # ----------------------------------------------------------------------------- the time limit

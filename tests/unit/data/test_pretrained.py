@@ -22,8 +22,8 @@ from wordsens import search
 from wordsens.claims.stats import rf_level_band
 from wordsens.data import demo, embed, models, pretrained, samples
 from wordsens.data import reviews as imdb
-from wordsens.experiments import probes
 from wordsens.seeds import derive_seed
+from wordsens.studies.probes import run as probes
 from wordsens.theory import rf_law_finite
 
 SPEC = models.PACKAGED_MODELS["minilm"]

@@ -16,6 +16,7 @@ from wordsens.data.samples import draw_sample, review_samples
 from wordsens.data.store import EmbeddingStore
 from wordsens.experiments import token_kinds, ws_rows
 from wordsens.seeds import derive_seed
+from wordsens.studies.sensitivity import WS_NUMERICS, WSRun, WSSettings
 
 SETTINGS = {
     "position": 0,
@@ -26,6 +27,23 @@ SETTINGS = {
     "draw_on": "device",
     "search": {"max_steps": 60},
 }
+
+
+def _rows(*, map_name, d, n, swept, trials, seed, source, data_label, settings) -> pd.DataFrame:
+    """``ws_rows`` of the job these settings describe (its typed settings, as the job's params give them)."""
+    job = WSSettings(
+        map=map_name,
+        d=d,
+        n=n,
+        swept=swept,
+        trials=tuple(trials),
+        seed=seed,
+        data="synthetic" if isinstance(source, str) else "imdb",
+        data_label=data_label,
+        settings=WSRun.of(settings),
+        numerics_version=WS_NUMERICS[1],
+    )
+    return ws_rows(job, source)
 
 
 def _store(tmp_path, lengths=(5, 9, 12)) -> EmbeddingStore:
@@ -51,7 +69,7 @@ def test_token_kinds_follow_the_stores_length():
 def test_profile_rows_hold_every_position_and_its_token(tmp_path):
     store = _store(tmp_path)
     settings = {**SETTINGS, "position": "all", "profile": True, "shared_samples": True}
-    frame = ws_rows(
+    frame = _rows(
         map_name="raf", d=8, n=10, swept={}, trials=[0, 1], seed=0, source=store, data_label="imdb:x", settings=settings
     )
     assert len(frame) == 2 * 10 and list(frame["position"]) == list(range(10)) * 2
@@ -72,7 +90,7 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
     store = _store(tmp_path, lengths=tuple(range(3, 11)) * 2)
     shared = {**SETTINGS, "shared_samples": True}
     runs = {
-        m: ws_rows(
+        m: _rows(
             map_name=m, d=8, n=6, swept={}, trials=[0, 1, 2], seed=1, source=store, data_label="imdb:x", settings=s
         )
         for m, s in (("raf", shared), ("relu_raf", shared))
@@ -82,7 +100,7 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
     ]
     assert list(runs["raf"]["review_id"]) == list(runs["relu_raf"]["review_id"]) == expected
     # without the setting, the sample seed includes the map (the paper's grids: unchanged)
-    own = ws_rows(
+    own = _rows(
         map_name="relu_raf",
         d=8,
         n=6,
@@ -101,7 +119,7 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
 
 def test_map_options_reach_the_estimate_and_the_rows():
     settings = {**SETTINGS, "options": {"heads": 4}}
-    frame = ws_rows(
+    frame = _rows(
         map_name="mh_raf",
         d=16,
         n=6,
@@ -114,7 +132,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
     )
     assert json.loads(frame["options"].iloc[0]) == {"heads": 4}
     with pytest.raises(ValueError, match="heads"):
-        ws_rows(
+        _rows(
             map_name="mh_raf",
             d=16,
             n=6,
@@ -125,7 +143,7 @@ def test_map_options_reach_the_estimate_and_the_rows():
             data_label="synthetic",
             settings={**SETTINGS, "options": {"heads": 5}},
         )
-    paper = ws_rows(
+    paper = _rows(
         map_name="raf",
         d=8,
         n=6,
@@ -144,9 +162,9 @@ def test_a_job_planned_for_a_gpu_runs_on_the_cpu_where_none_is_visible(capsys):
     """limits.gpu_memory_gb declared a GPU this machine lacks: the job runs on the CPU, says so, and
     its rows record the device it ran on, with the CPU's numbers."""
     run = {"map_name": "raf", "d": 8, "n": 6, "swept": {}, "trials": [0], "seed": 0, "source": "synthetic"}
-    planned = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cuda"})
+    planned = _rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cuda"})
     assert "planned for a GPU (device cuda) but no CUDA device is visible" in capsys.readouterr().err
-    on_cpu = ws_rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cpu"})
+    on_cpu = _rows(**run, data_label="synthetic", settings={**SETTINGS, "device": "cpu"})
     assert planned["device"].tolist() == ["cpu"] and planned["lower"].tolist() == on_cpu["lower"].tolist()
     assert workflow_device("cpu") == "cpu" and workflow_device("auto") == "auto"
 
@@ -157,12 +175,12 @@ def test_rows_record_the_working_dtype_of_their_search():
     own otherwise (float32 for DRF, float64 for attention)."""
     run = {"d": 8, "n": 4, "trials": [0, 1], "seed": 0, "source": "synthetic", "data_label": "synthetic"}
     drf = {**run, "map_name": "drf", "swept": {"L": 2}}
-    reduced = ws_rows(**drf, settings={**SETTINGS, "dtype": "bfloat16"})
-    plain = ws_rows(**drf, settings=SETTINGS)
-    attention = ws_rows(**run, map_name="raf", swept={}, settings=SETTINGS)
+    reduced = _rows(**drf, settings={**SETTINGS, "dtype": "bfloat16"})
+    plain = _rows(**drf, settings=SETTINGS)
+    attention = _rows(**run, map_name="raf", swept={}, settings=SETTINGS)
     assert reduced["dtype"].tolist() == ["bfloat16"] * 2 and plain["dtype"].tolist() == ["float32"] * 2
     assert attention["dtype"].tolist() == ["float64"] * 2
     # the same weights and samples: the bfloat16 search's estimate is a value of the same float32 map
     assert (reduced["lower"] > 0).all() and reduced["lower"].tolist() != plain["lower"].tolist()
     with pytest.raises(ValueError, match="does not run in reduced precision"):
-        ws_rows(**run, map_name="raf", swept={}, settings={**SETTINGS, "dtype": "bfloat16"})
+        _rows(**run, map_name="raf", swept={}, settings={**SETTINGS, "dtype": "bfloat16"})

@@ -2,7 +2,7 @@
 D1, Err, gamma_min and alignment against an independent path (each X'(w) formed, phi by the plain map, the
 two-stage fit by pinv), the best word of every loss and the frontier against a brute-force loop, one
 simulation's setup moved to [CLS] on the same weights (RF's blocks drawn jointly: their law), the continuous
-search in a ball of another radius. ``wordsens gen-words``: tests/unit/cli/test_cli_gen_words.py."""
+search in a ball of another radius. ``wordsens gen-words``: tests/unit/studies/test_gen_words_cli.py."""
 
 from __future__ import annotations
 

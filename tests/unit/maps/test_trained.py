@@ -3,7 +3,7 @@ the transformers modules of every layer of the demo's tiny BERT and of one layer
 fast search of ``trained_attention`` against the plain map (value and gradient) and the estimate against the
 authors' algorithm, and bad input.
 
-The study's rows: tests/unit/experiments/test_trained_rows.py; its figure: tests/unit/plots/test_plots_trained.py;
+The study's rows: tests/unit/studies/test_trained_rows.py; its figure: tests/unit/studies/test_trained_figure.py;
 the CLI: tests/unit/cli/test_cli_commands.py."""
 
 from __future__ import annotations

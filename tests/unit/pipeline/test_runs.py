@@ -143,7 +143,7 @@ def test_bench_pipeline_reports_where_each_job_ran_or_was_planned(tmp_path):
         ("swaps", "res/swaps/raf/d16_n8.parquet", "tmpdir=/tmp, gpu=1, gpu_mem_mb=1667, mem_mb=3087"),
         ("fig1_lm", "res/tables/fig1_lm.csv", "tmpdir=/tmp, gpu=1, gpu_mem_mb=9000, mem_mb=32000"),
         ("trained", "res/trained/layer1.parquet", "tmpdir=/tmp, gpu=0, gpu_mem_mb=0, mem_mb=900"),
-        ("swaps_table", "res/tables/swaps.parquet", "tmpdir=/tmp"),
+        ("table", "res/tables/swaps.parquet", "tmpdir=/tmp"),
     ]
     text = "Provided cores: 2\n"
     for jobid, (rule, output, resources) in enumerate(jobs, start=1):
@@ -161,4 +161,4 @@ def test_bench_pipeline_reports_where_each_job_ran_or_was_planned(tmp_path):
     ).stdout
     table = {line.split()[0]: line.split("  ")[-1].strip() for line in out.splitlines() if line[:1].isalpha()}
     assert table["swaps"] == "cuda" and table["fig1_lm"] == "cuda (planned)", out
-    assert table["trained"] == "cpu (planned)" and table["swaps_table"] == "cpu", out
+    assert table["trained"] == "cpu (planned)" and table["table"] == "cpu", out

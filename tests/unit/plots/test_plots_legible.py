@@ -11,7 +11,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.markers import MarkerStyle
 from plot_tables import _gen_table
 
-from wordsens import plots
+from wordsens.studies.gen.figure import gen_figure
+from wordsens.studies.trained.figure import trained_figure
+from wordsens.studies.ws.figure import ws_figure
 from wordsens.theory import rf_law
 
 
@@ -79,7 +81,7 @@ def test_not_run_notes_are_drawn_below_the_axis_labels(tmp_path, scaled):
     """Figure 2 with DRF at d = 768 left out: the note under the right panel names every point (six, then
     "and 4 more") and covers neither the x-axis label nor a tick label (measured on the drawn figure)."""
     tables, left_out = _figure2()
-    fig = plots.ws_figure(tables, ["rf", "drf"], [tmp_path / "f.png"], scaled=scaled, left_out=left_out)
+    fig = ws_figure(tables, ["rf", "drf"], [tmp_path / "f.png"], scaled=scaled, left_out=left_out)
     _, drf_ax = fig.axes
     (note,) = [t for t in drf_ax.texts if t.get_text().startswith("not run")]
     assert "d=768 n=50 L=2 (needs 30.2 GB)" in note.get_text() and "and 4 more" in note.get_text()
@@ -119,7 +121,7 @@ def test_trained_figure_marks_the_layers_left_out(tmp_path):
         {"point": f"trained layer{layer}", "map": "trained", "study": "trained", "layer": layer, "needs_gb": 9.5}
         for layer in (3, 4)
     ]
-    fig = plots.trained_figure(_trained_rows(), [tmp_path / "t.png"], left_out=left_out)
+    fig = trained_figure(_trained_rows(), [tmp_path / "t.png"], left_out=left_out)
     panels = fig.axes[:4]
     heat = panels[-1]
     for ax in panels:
@@ -130,10 +132,10 @@ def test_trained_figure_marks_the_layers_left_out(tmp_path):
     assert values.shape == (4, 2) and np.ma.getmaskarray(values)[2:].all() and not np.ma.getmaskarray(values)[:2].any()
     assert not _covered(fig)
     # every layer left out: the panels say so, no table needed
-    fig = plots.trained_figure(None, [tmp_path / "u.png"], left_out=left_out)
+    fig = trained_figure(None, [tmp_path / "u.png"], left_out=left_out)
     assert all(any("layer=3" in t.get_text() for t in ax.texts) for ax in fig.axes[:4])
     with pytest.raises(ValueError, match="no rows of whole maps"):
-        plots.trained_figure(_trained_rows().iloc[:0], [tmp_path / "v.png"])
+        trained_figure(_trained_rows().iloc[:0], [tmp_path / "v.png"])
 
 
 def _figure5(coincide: bool) -> pd.DataFrame:
@@ -183,7 +185,7 @@ def test_coinciding_points_of_different_penalties_are_drawn_side_by_side(tmp_pat
     penalty's marker is drawn apart from the others (at least 4 points), on the same data position,
     and the panel names the overlap; panels without coinciding points are drawn as they are."""
     table = _figure5(coincide=True)
-    fig = plots.gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "f5.png"], hue="penalty")
+    fig = gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "f5.png"], hue="penalty")
     renderer = _drawn(fig)
     points = renderer.points_to_pixels(1.0)
     by_title = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
@@ -215,7 +217,7 @@ def test_a_few_runaway_rows_leave_the_region_read_legible(tmp_path):
     index = table.index[runaway][:3]
     table.loc[index, "err"] = [330.0, 120.0, 45.0]
     table.loc[index, "gamma_min"] = [18.0, 7.0, 1.0]
-    fig = plots.gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "f4.png"], hue="N")
+    fig = gen_figure(table, [["rf", 8], ["raf", 8]], [tmp_path / "f4.png"], hue="N")
     by_title = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     for title, ax in by_title.items():
         rows = table[

@@ -2,8 +2,8 @@
 (wordsens.studies.swaps.run) on a tiny BERT, and the figure and the text table made from them
 (wordsens.studies.swaps.figure).
 
-Its plan: tests/unit/pipeline/test_plan_swaps.py; its claims: tests/unit/claims/test_claims_swaps.py;
-``wordsens swap``: tests/unit/cli/test_cli_commands.py."""
+Its plan: test_swaps_plan.py; its claims: test_swaps_claims.py; ``wordsens swap``: test_swaps_cli.py and
+tests/unit/cli/test_cli_commands.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import math
 
 import pandas as pd
 import pytest
+
+from wordsens.studies.swaps.plan import NUMERICS
+from wordsens.studies.swaps.settings import SwapSettings
 
 # ----------------------------------------------------------------------------- the rows of a job
 
@@ -32,17 +35,19 @@ TEXTS = [
 ]
 
 
-def _job(**changes):
+def _job(**changes) -> SwapSettings:
     job = dict(
         map="raf", d=16, n=12, options={}, model="demo", reviews=2, positions=2, n_min=8, n_max=12, top_k=4,
         vocabulary="words", screen=16, sample=32, sqrt_d=True, max_steps=100, device="cpu", seed=0,
+        numerics_version=NUMERICS[1],
     )  # fmt: skip
     job.update(changes)
-    return job
+    return SwapSettings(**job)
 
 
 def test_a_jobs_rows(tiny, one_thread):
-    from wordsens.studies.swaps.run import swap_positions, swap_table
+    from wordsens.data.vocabulary import swap_positions
+    from wordsens.studies.swaps.run import swap_table
 
     folder, tokenizer, encoder = tiny
     pool = pd.DataFrame({"text": TEXTS, "review_id": [11, 12], "label": [1, 0]})

@@ -1,6 +1,7 @@
-"""The trained encoder's row of the claims table (report only, no verdict), on hand-made trained-study
-tables (wordsens.claims): the ratio per convention and counterpart, draws and moved rows averaged per
-review, what is absent, the required columns, the registry's counterparts, the table read from a folder."""
+"""The trained encoder's row of the claims table (report only, no verdict), on hand-made trained-study tables
+(``wordsens.studies.trained.claims`` through ``wordsens.claims``): the ratio per convention and counterpart,
+draws and moved rows averaged per review, what is absent, the required columns, the registry's counterparts,
+the table read from a folder."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The figures of the studies beyond the paper (wordsens.plots) on hand-made tables: the log-log slope
-against SciPy's, the variants figure (one curve per map, in registry order), the long-context figure (each
-curve fitted, where IMDb stops marked) and the positions figure (every token kind marked)."""
+"""The figures of the word-sensitivity studies beyond the paper on hand-made tables: the variants figure
+(``wordsens.studies.variants.figure``: one curve per map, in registry order), the long-context figure
+(``wordsens.studies.long_context.figure``: each curve fitted, where IMDb stops marked) and the positions
+figure (``wordsens.studies.positions.figure``: every token kind marked)."""
 
 from __future__ import annotations
 
@@ -9,33 +10,18 @@ import pandas as pd
 import pytest
 from plot_tables import _ws_rows
 
-from wordsens import plots
-from wordsens.claims.intervals import t_quantile
 from wordsens.claims.slope import law_slope, loglog_slope
+from wordsens.studies.long_context.figure import long_context_figure
+from wordsens.studies.positions.figure import positions_figure
+from wordsens.studies.variants.figure import variants_figure
 from wordsens.theory import rf_law
-
-
-def test_loglog_slope_against_scipy():
-    from scipy import stats
-
-    table = _ws_rows({"rf": [64, 256, 1024]}, trials=10, slope=-0.5)
-    slope, lo, hi = loglog_slope(table["n"], table["lower"])
-    fit = stats.linregress(np.log(table["n"]), np.log(table["lower"]))
-    half = stats.t.ppf(0.975, len(table) - 2) * fit.stderr
-    assert slope == pytest.approx(fit.slope, rel=1e-12)
-    assert (lo, hi) == pytest.approx((fit.slope - half, fit.slope + half), rel=1e-7)
-    assert lo < -0.5 < hi
-    for df in (1, 2, 5, 30, 300):
-        assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
-    assert np.isnan(loglog_slope([8, 8, 8], [1, 2, 3])[0])  # one n: no slope
-    assert np.isnan(loglog_slope([8, 16], [1, 2])[1])  # two trials: no interval
 
 
 def test_variants_figure_draws_one_curve_per_map_in_registry_order(tmp_path):
     table = _ws_rows({"raf": [4, 16, 64], "mh_raf": [4, 16, 64], "rf": [4, 16]})
     labels = {"rf": "RF (k = D)", "raf": "RAF (softmax attention)", "mh_raf": "multi-head attention", "block": "b"}
     left_out = [{"point": "variants block d16_n64", "map": "block", "d": 16, "n": 64, "L": None, "needs_gb": 9.0}]
-    fig = plots.variants_figure(table, [tmp_path / "v.png", tmp_path / "v.pdf"], labels=labels, left_out=left_out)
+    fig = variants_figure(table, [tmp_path / "v.png", tmp_path / "v.pdf"], labels=labels, left_out=left_out)
     (ax,) = fig.axes
     assert ax.get_xscale() == "log"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -57,7 +43,7 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
     )
     imdb = _ws_rows({"raf": [64, 256, 512]}, slope=-0.1, trials=10, data="imdb")
     labels = {"rf": "RF", "raf": "RAF"}
-    fig = plots.long_context_figure(
+    fig = long_context_figure(
         {"synthetic": synthetic, "imdb": imdb}, [tmp_path / "l.png"], labels=labels, imdb_limit=512
     )
     (ax,) = fig.axes
@@ -82,7 +68,7 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
     assert len(limit) == 1 and np.allclose(limit[0].get_xdata(), 512)
     assert any("n = 512" in t.get_text() for t in ax.texts)
     with pytest.raises(ValueError, match="no long-context results"):
-        plots.long_context_figure({"imdb": imdb.iloc[:0]}, [tmp_path / "x.png"], labels=labels)
+        long_context_figure({"imdb": imdb.iloc[:0]}, [tmp_path / "x.png"], labels=labels)
 
 
 def test_positions_figure_marks_every_token_kind(tmp_path):
@@ -106,7 +92,7 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
                     }
                 )
     table = pd.DataFrame(rows)
-    fig = plots.positions_figure(table, [tmp_path / "p.png"], labels={"raf": "RAF", "rf": "RF"})
+    fig = positions_figure(table, [tmp_path / "p.png"], labels={"raf": "RAF", "rf": "RF"})
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert sorted(ax.get_title() for ax in axes) == sorted(
         f"{m}, review {r} ({t} tokens)" for m in ("RAF", "RF") for r, t in ((7, 5), (9, 12))
@@ -129,7 +115,7 @@ def test_positions_figure_marks_every_token_kind(tmp_path):
         else:
             assert not laws
     # a map left out (limits.unfit: skip) is named on the figure
-    fig = plots.positions_figure(
+    fig = positions_figure(
         table[table["map"] == "raf"],
         [tmp_path / "q.png"],
         labels={"raf": "RAF", "rf": "RF"},

@@ -1,4 +1,4 @@
-"""The trained study's figure (wordsens.plots, ``fig_trained``) on hand-made tables: the ratios per
+"""The trained study's figure (``wordsens.studies.trained.figure``, ``fig_trained``) on hand-made tables: the ratios per
 counterpart and convention, the entropies and the heads, a missing pair and missing heads marked not run."""
 
 from __future__ import annotations

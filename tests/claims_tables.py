@@ -1,9 +1,9 @@
-"""Hand-made tables for the claims tests (wordsens.claims), built so that each claim's verdict is known.
+"""Hand-made tables for the claims tests (``wordsens.claims`` and the studies' claims), built so that each
+claim's verdict is known.
 
 Tables are deterministic (fixed seeds); a ``noise`` of 0 gives identical trials, hence a degenerate interval
 and a verdict decided by the point, and the noisy tables are sized so that their intervals are wide (few
-trials, large spread) or narrow (many trials, small spread) by a wide margin, as each test says.
-"""
+trials, large spread) or narrow (many trials, small spread) by a wide margin, as each test says."""
 
 from __future__ import annotations
 

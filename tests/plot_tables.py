@@ -1,4 +1,5 @@
-"""Hand-made tables for the figure tests (wordsens.plots): generalisation rows and word-sensitivity trials."""
+"""Hand-made tables for the figure tests (``wordsens.plots`` and the studies' figures; the claims'
+log-log slope): generalisation rows and word-sensitivity trials."""
 
 from __future__ import annotations
 

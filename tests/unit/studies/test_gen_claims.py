@@ -1,6 +1,7 @@
 """The claims of the generalisation figures (Figures 4 and 5) on hand-made rows whose verdicts are known
-(wordsens.claims): the Err bound, the identity D1 - D0 = a (y - t0), RF's alignment and Err, RAF's
-alignment rate, the rows that do not interpolate, the penalty of Figure 5 and zero loss."""
+(``wordsens.studies.gen.claims`` through ``wordsens.claims``): the Err bound, the identity
+D1 - D0 = a (y - t0), RF's alignment and Err, RAF's alignment rate, the rows that do not interpolate, the
+penalty of Figure 5 and zero loss."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 sensitivity at each row's own radius r* is drawn per row, never averaged over rows of different radii;
 the best word, the vocabulary's mean and the continuous values are all legible on one panel (measured
 in the drawn figure); the top substitutions' table has r* and the value at sqrt(d) where the study
-computed it. The figure and text on a real scan: tests/unit/experiments/test_swaps_study.py."""
+computed it. The figure and text on a real scan: test_swaps_run.py."""
 
 from __future__ import annotations
 

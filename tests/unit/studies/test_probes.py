@@ -1,4 +1,7 @@
-"""Probes of a pre-trained encoder, on a tiny BERT built locally (no network)."""
+"""The probes study (Figure 1 left, Figure 3 panels 3-4): the probes of a pre-trained encoder
+(``wordsens.studies.probes.run``) on a tiny BERT built locally (no network), and their attention maps
+read back from the table the figure rules draw from (``wordsens.studies.probes.figure``). Their memory:
+tests/unit/compute/test_probe_memory.py."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import pytest
 import torch
 
 from wordsens.data import demo, pretrained
-from wordsens.experiments import probes
+from wordsens.studies.probes import run as probes
+from wordsens.studies.probes.figure import attention_maps, attention_pair
+from wordsens.studies.probes.run import AttentionMap, attention_table
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 
@@ -150,3 +155,24 @@ def test_fig3_tables_read_panel_3_from_the_pool_without_a_text(bert):
         probes.fig3_tables(model, tokenizer, settings)
     with pytest.raises(ValueError, match="at least 30 tokens"):
         probes.fig3_tables(model, tokenizer, {**settings, "min_tokens": 30}, pool=pool)
+
+
+def test_attention_maps_come_back_from_the_probes_table(tmp_path):
+    """The probes write their maps as a table and the figure rules draw from it: the maps read back
+    equal the ones written (through the CSV, tokens such as "null" kept as text), in label order."""
+    rng = np.random.default_rng(0)
+    written = [
+        AttentionMap(rng.random((3, 3)), ["i", "null", "her"]),
+        AttentionMap(rng.random((3, 3)), ["i", "nan", "smile"]),
+    ]
+    attention_table(written, ["b sentence", "a sentence"]).to_csv(tmp_path / "t.csv", index=False)
+    table = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
+    read = attention_maps(table, "sentence")
+    assert list(read) == ["b sentence", "a sentence"]
+    for back, amap in zip(read.values(), written, strict=True):
+        np.testing.assert_allclose(back.matrix, amap.matrix, rtol=1e-12)
+        assert back.tokens == amap.tokens
+    with pytest.raises(ValueError, match=r"'a sentence' has 8 rows, not 3 x 3"):
+        attention_maps(table.iloc[:-1], "sentence")
+    attention_pair(list(read.values()), list(read), [tmp_path / "f.png"], settings={"dpi": 50})
+    assert (tmp_path / "f.png").stat().st_size > 0

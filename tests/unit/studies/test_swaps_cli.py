@@ -1,7 +1,7 @@
 """``wordsens swap`` as a user reads it: the printed seed redraws the weights that gave the answer, the
 sample is the studies' sample (the embedding step's first n rows), and bad input names its cause
 (a model folder without tokenizer files, a special token's position, n beyond the encoder's
-positions). The top words as text and JSON: test_cli_commands.py."""
+positions). The top words as text and JSON: tests/unit/cli/test_cli_commands.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import torch
 from wordsens import maps
 from wordsens.cli import main
 from wordsens.data import demo
-from wordsens.data.embed import encode, hidden_states, load_encoder
+from wordsens.data.embed import encode, hidden_states
+from wordsens.data.pretrained import load_encoder
 from wordsens.data.samples import normalise
 from wordsens.data.vocabulary import EmbeddingLayer, review_tokens
 

@@ -1,14 +1,15 @@
 """The trained study's job (``wordsens.studies.trained.run.layer_rows``, rule ``trained``): the reviews it
 picks, the samples it searches and the rows it writes, against the planner's count
-(``wordsens.pipeline.TrainedJob.rows``), on the demo's tiny random BERT."""
+(``wordsens.studies.trained.plan.TrainedJob.rows``), on the demo's tiny random BERT."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from wordsens import pipeline
+from wordsens import compute, pipeline
 from wordsens.data import demo, models
+from wordsens.studies.trained.plan import NUMERICS, trained_jobs
 
 LONG = "a good film with a great cast and a sad story " * 3
 SHORT = "bad film"
@@ -30,12 +31,12 @@ def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_
 
     tokenizer, _ = pretrained.load_encoder(tiny_bert, "cpu")
     texts = [SHORT, LONG, SHORT, "the worst movie, bad acting and a dull plot " * 3, LONG]
-    assert pick_reviews(tokenizer, texts, n=10, count=2) == [1, 3]
+    assert pick_reviews(tokenizer, texts, n=10, count=2, section="trained") == [1, 3]
     # "[CLS] bad film [SEP]": 4 tokens, [CLS] and [SEP] included
-    assert pick_reviews(tokenizer, texts, n=4, count=5) == [0, 1, 2, 3, 4]
-    assert pick_reviews(tokenizer, texts, n=5, count=1) == [1]
-    with pytest.raises(ValueError, match=r"only 3 of 5 reviews have at least n = 10 tokens, 4 needed"):
-        pick_reviews(tokenizer, texts, n=10, count=4)
+    assert pick_reviews(tokenizer, texts, n=4, count=5, section="trained") == [0, 1, 2, 3, 4]
+    assert pick_reviews(tokenizer, texts, n=5, count=1, section="trained") == [1]
+    with pytest.raises(ValueError, match=r"only 3 of 5 reviews have at least n = 10 tokens, 4 needed: .*trained\.n"):
+        pick_reviews(tokenizer, texts, n=10, count=4, section="trained")
 
 
 def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_says(tiny_bert, tmp_path):
@@ -79,7 +80,7 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
             {"trained": {**settings, "max_steps": 10}},
         )
     )
-    (job, _) = pipeline.trained_jobs(config)
+    (job, _) = trained_jobs(config, compute.Limits(cpu=2**34, gpu=None), NUMERICS[1])
     # per sample: (1 + 1 draw) attention + (1 + 2 x 1) layer in the paper's, (1 + 1) + (1 + 1) at the model's scale,
     # at 1 moved row; 2 reviews, 2 n; and one row per head
     assert len(rows) == job.rows == 9 * 2 * 2 + models.TINY_BERT_HEADS
