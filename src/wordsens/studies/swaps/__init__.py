@@ -70,6 +70,12 @@ def _claims(rows: Any, tables: Mapping[str, Any]) -> None:
     swap_claims(rows, None if frame is None or frame.empty else frame)
 
 
+def _definitions() -> Any:
+    from .claims import DEFINITIONS
+
+    return DEFINITIONS
+
+
 SPEC = StudySpec(
     name="swaps",
     title="real words against the continuous worst case, scored exactly over an encoder's vocabulary",
@@ -83,6 +89,7 @@ SPEC = StudySpec(
     figures=_figures,
     draw=_draw,
     claims=_claims,
+    definitions=_definitions,
     needs=plan.needs,
     problems=plan.swap_problems,
     coefficients={"swaps_figure": (4.0, None)},

@@ -20,9 +20,43 @@ import pandas as pd
 
 from ...claims.intervals import MIN_REVIEWS, linear
 from ...claims.rows import Rows
-from ...claims.stats import NUMERICAL_TOL
+from ...claims.stats import DERIVED, NUMERICAL_TOL, REPORT, UNIVERSAL, Claim
 
-__all__ = ["SWAPS_REQUIRED", "misses", "swap_claims"]
+__all__ = ["DEFINITIONS", "SWAPS_REQUIRED", "misses", "swap_claims"]
+
+# the study's claims (``StudySpec.definitions``)
+DEFINITIONS = (
+    Claim(
+        "swaps_ratio",
+        "the best real word against the continuous search at the radius it moves (the paper makes no claim)",
+        "mean over reviews of S_words / continuous WS at r = ||x_i(w*) - x_i||, each review's positions averaged",
+        None,
+        None,
+        DERIVED,
+        "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+        kind=REPORT,
+    ),
+    Claim(
+        "swaps_mean_ratio",
+        "the average substitution against the worst one (the paper makes no claim)",
+        "mean over reviews of (mean S over the vocabulary) / S_words, each review's positions averaged",
+        None,
+        None,
+        DERIVED,
+        "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+        kind=REPORT,
+    ),
+    Claim(
+        "continuous_covers_words",
+        "the continuous search at a radius reaches at least what the best real word moving that far reaches",
+        "rows whose S_words exceeds the continuous WS at the same radius (a search miss)",
+        "<=",
+        0.0,
+        DERIVED,
+        "the swaps study: the continuous supremum at radius r bounds every move of norm r",
+        kind=UNIVERSAL,
+    ),
+)
 
 # the columns swap_claims reads; a table without one of them is an error (wordsens.claims.table)
 SWAPS_REQUIRED = (

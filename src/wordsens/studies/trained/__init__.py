@@ -46,6 +46,12 @@ def _claims(rows: Any, tables: Mapping[str, Any]) -> None:
     trained_claims(rows, None if frame is None or frame.empty else frame)
 
 
+def _definitions() -> Any:
+    from .claims import DEFINITIONS
+
+    return DEFINITIONS
+
+
 SPEC = StudySpec(
     name="trained",
     title="a pre-trained encoder's own attention and layers against their random counterparts",
@@ -59,6 +65,7 @@ SPEC = StudySpec(
     figures=_figures,
     draw=_draw,
     claims=_claims,
+    definitions=_definitions,
     needs=plan.needs,
     problems=plan.trained_problems,
     coefficients={"trained_figure": (3.0, None)},

@@ -20,10 +20,27 @@ import pandas as pd
 
 from ...claims.intervals import MIN_REVIEWS, Interval, linear
 from ...claims.rows import Rows
-from ...claims.stats import TRAINED_DATA
+from ...claims.stats import DERIVED, REPORT, TRAINED_DATA, Claim
 from ...maps import CONVENTIONS, registry
 
-__all__ = ["TRAINED_REQUIRED", "trained_claims", "trained_ratios"]
+__all__ = ["DEFINITIONS", "TRAINED_REQUIRED", "trained_claims", "trained_ratios"]
+
+# the study's claim (``StudySpec.definitions``)
+DEFINITIONS = (
+    Claim(
+        "trained_ratio",
+        "word sensitivity of a pre-trained encoder's {map} against a random counterpart ({random}) on the same "
+        "samples, in one convention (the paper makes no claim)",
+        "mean over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows (the random "
+        "map's over its draws too)",
+        None,
+        None,
+        DERIVED,
+        "the trained study: a pre-trained encoder's layers on IMDb reviews (the paper has no trained encoder)",
+        kind=REPORT,
+        defaults=(("map", "trained map"), ("random", "random counterpart")),
+    ),
+)
 
 CLAIM = "trained_ratio"
 # the columns trained_ratios reads; a table without one of them is an error (wordsens.claims.table)
