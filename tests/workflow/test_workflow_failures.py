@@ -1,16 +1,11 @@
 """The Snakemake workflow where something is wrong (slow: ``pytest -m "not slow"`` skips it): a bad
-configuration refused before any job, no network (the reviews fail first, naming the local sources), a
+configuration refused before any job (no network: tests/workflow/test_offline_first_run.py), a
 failed job listed with its log at the end of a run that kept going."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
-from workflow_utils import copy_workflow, env, snakemake, write_config
+from workflow_utils import copy_workflow, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -56,41 +51,6 @@ def test_bad_config_is_refused_before_any_job(demo_run, changes, message):
     out = snakemake(demo_run, "-n", "--configfile", cf, check=False)
     assert out.returncode != 0
     assert message in out.stdout + out.stderr
-
-
-def test_without_network_the_reviews_fail_first_naming_the_local_sources(tmp_path):
-    """snakemake --cores 1 with the shipped configuration and no network: the data steps have
-    priority, so the first job is `reviews`, and it fails, naming data.source and data.path, before
-    any compute job starts (checked by order, not by time)."""
-    workdir = copy_workflow(tmp_path / "wf")
-    small = {**env(), "WORDSENS_MAX_MEMORY_MB": "20000", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1"],
-        cwd=workdir,
-        env=small,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    started, lines = [], []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith(("rule ", "localrule ")):
-                started.append(line.split()[1].rstrip(":"))
-                if started[-1] in ("ws", "gen"):
-                    break  # keep-going: the jobs that need no data go on after the failure
-    finally:
-        if proc.poll() is None:  # the run (in a temporary copy) is not needed any further
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()  # drains the pipe, reaps the process
-    text = "".join(lines)
-    assert started[0] == "reviews", (started, text[-3000:])
-    failure = text.index("Error in rule reviews")
-    first_compute = min([text.find(f"rule {r}:") for r in ("ws", "gen") if f"rule {r}:" in text] or [len(text)])
-    assert failure < first_compute, text[-3000:]
-    assert "data.source" in text and "data.path" in text, text[-3000:]
 
 
 def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
