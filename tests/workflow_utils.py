@@ -14,7 +14,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ("Snakefile", "config.yaml", "workflow", "scripts", "config", "profiles")
 # merged into a test's config: the studies beyond the paper off (the paper's grids only)
-NO_STUDIES = {"variants": None, "long_context": None, "positions": None, "trained": None, "swaps": None}
+NO_STUDIES = {
+    "variants": None,
+    "long_context": None,
+    "positions": None,
+    "trained": None,
+    "swaps": None,
+    "gen_words": None,
+}
 # ... and with them the generalisation figures and the probes: word sensitivity alone
 WS_ONLY = {**NO_STUDIES, "gen": {"fig4": None, "fig5": None}, "probes": {"enabled": False, "lm": {"enabled": False}}}
 BASE_CONFIG, DEMO_CONFIG = ROOT / "config.yaml", ROOT / "config" / "demo.yaml"

@@ -164,7 +164,15 @@ def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
     cluster grants each GPU job a GPU of its own: auto sends only the maps whose cost model prefers a
     GPU (DRF) there."""
     config = _demo({"ws": {"device": "auto"}, "gen": {"device": "auto"}})
-    forced = pipeline.merge(config, {"ws": {"device": "cuda"}, "gen": {"device": "cuda"}, "swaps": {"device": "cuda"}})
+    forced = pipeline.merge(
+        config,
+        {
+            "ws": {"device": "cuda"},
+            "gen": {"device": "cuda"},
+            "swaps": {"device": "cuda"},
+            "gen_words": {"device": "cuda"},
+        },
+    )
     shared = pipeline.Grid(forced, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
     maps = {job.map for job in shared.jobs if job.rule in ("ws", "gen")}
     assert {"rf", "drf", "raf", "relu_raf", "mh_raf", "block"} <= maps  # the studies' maps included

@@ -37,7 +37,7 @@ def test_every_jobs_params_read_back_into_its_settings():
     """The params Snakemake compares (plain data) are the job's settings: ``Settings.of`` gives back an
     equal dataclass for every job of the demo's plan, of every rule."""
     grid = pipeline.Grid(demo_config(), limits=SMALL)
-    assert {job.rule for job in grid.jobs} == {"ws", "gen", "trained", "swaps"}
+    assert {job.rule for job in grid.jobs} == {"ws", "gen", "trained", "swaps", "gen_words"}
     for job in grid.jobs:
         assert type(job.settings).of(job.params) == job.settings, job.key
     params = next(job for job in grid.jobs if job.rule == "ws").params

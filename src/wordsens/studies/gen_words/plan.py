@@ -14,6 +14,7 @@ from ...compute.limits import Limits
 from ...data.models import BERT_VOCAB, bert_family_problem, encoder_size, model_config, model_heads, model_width
 from ...maps import registry
 from ..jobs import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES, Job, JobFiles, JobRule, chunks, job_device
+from ..placing import work_placement
 from ..sensitivity import SearchOptions, map_problems
 from ..spec import Figure, Needs, Output, PlanView, beside
 from .settings import GenWordsSettings
@@ -129,15 +130,18 @@ class GenWordsJob(Job):
         return len(self.settings.simulations) * losses * per
 
 
-def _seconds(spec: Any, n: int, d: int, N: int, options: dict, section: dict, vocab: int, device: str) -> float:
-    """Cost-model seconds of one simulation: its first stage and searches (the map's ``gen_seconds``: the
+def _searches(section: dict) -> int:
+    """The continuous searches of one simulation: every (training, loss) in each of the three settings."""
+    return 3 * len(TRAININGS) * (2 + len(section["penalties"])) if section["continuous"] else 0
+
+
+def _seconds(spec: Any, n: int, d: int, N: int, options: dict, section: dict, vocab: int) -> float:
+    """CPU cost-model seconds of one simulation: its first stage and searches (the map's ``gen_seconds``: the
     three continuous settings' searches, in units of a Figure 4 search) and the scan of the vocabulary (a
     swaps scan of one position, exhaustive)."""
-    losses = len(TRAININGS) * (2 + len(section["penalties"]))
-    searches = 3 * losses if section["continuous"] else 0
     values = spec.option_values(options)
-    scan = swap_costs.scan_seconds(spec, n, d, values, vocab=vocab, screen=vocab, sample=vocab, device=device)
-    return spec.gen_seconds(n, d, N, options, searches=max(searches, 1)) + scan
+    scan = swap_costs.scan_seconds(spec, n, d, values, vocab=vocab, screen=vocab, sample=vocab)
+    return spec.gen_seconds(n, d, N, options, searches=max(_searches(section), 1)) + scan
 
 
 def gen_words_jobs(config: dict, limits: Limits, numerics_version: str) -> list[GenWordsJob]:
@@ -162,15 +166,20 @@ def gen_words_jobs(config: dict, limits: Limits, numerics_version: str) -> list[
     for map_name, ns in gen_words_maps(config).items():
         spec = registry.get(map_name)
         options = dict((section.get("options") or {}).get(map_name) or {})
-        device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu)
         for n in ns:
             for N in section["N"]:
+                # on a GPU, priced as a generalisation simulation of the map (its searches; the scan of the
+                # vocabulary has no GPU measurement of its own)
+                per = _seconds(spec, n, d, N, options, section, vocab)
+                placed = work_placement(limits, f"gen:{map_name}", per, max(_searches(section), 1))
+                pays = placed.pays(section["simulations_per_job"])
+                device = job_device(section["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=pays)
                 arrays = spec.gen_memory(n, d, N, options).bytes + int(section["chunk_mb"] * costs.MB)
                 if device == "cuda":
                     host, on_device = CUDA_HOST_BYTES + encoder.bytes, arrays + CUDA_CONTEXT_BYTES
                 else:
                     host = on_device = costs.MemoryEstimate(arrays + encoder.bytes, encoder.detail).job
-                per = _seconds(spec, n, d, N, options, section, vocab, device)
+                per = placed.seconds(device)
                 for chunk, sims in enumerate(chunks(section["simulations"], section["simulations_per_job"])):
                     jobs.append(
                         GenWordsJob(
@@ -275,8 +284,8 @@ def problems(config: dict) -> list[str]:
                 f"keeps reviews of fewer than data.max_tokens = {config['data']['max_tokens']}: raise it or lower n"
             )
     width = model_width(name)
-    if width is not None and d > width:
-        out.append(f"gen_words.d = {d} > the width {width} of model.name {name!r}: lower gen_words.d (or gen.d)")
+    if width is not None and d > width and section["d"] is not None:  # gen.d's own check names gen.d
+        out.append(f"gen_words.d = {d} > the width {width} of model.name {name!r}: lower gen_words.d")
     if max(section["N"]) + 1 > config["data"]["pool_size"]:
         out.append(
             f"gen_words.N = {max(section['N'])} needs data.pool_size >= {max(section['N']) + 1} (N training reviews "
