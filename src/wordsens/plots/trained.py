@@ -42,8 +42,8 @@ def trained_figure(
     """A pre-trained encoder's layers against their random counterparts (rows of
     ``wordsens.experiments.trained.trained_rows``), at word rows, at the largest n.
 
-    One panel per trained map (``trained_attention``, ``trained_layer``): per layer (x), the mean over
-    reviews of WS(trained) / WS(counterpart) with its 95% t-interval over reviews
+    One panel per trained map (``trained_attention``, ``trained_layer``): per layer (x), the geometric
+    mean over reviews of WS(trained) / WS(counterpart) with its 95% interval over reviews (log scale)
     (``wordsens.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews give
     no interval), one colour per counterpart, the convention as line style and marker (paper solid
     circles, model scale dashed squares), a grey line at 1 (as sensitive as the random map), y on a log
@@ -63,6 +63,8 @@ def trained_figure(
     columns = ["model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws", "entropy"]
     table = pd.DataFrame(columns=columns) if table is None else table
     whole = table[(table["head"] == 0) & (table["token"] == "word")]
+    if "keys" in whole:  # the full samples; the word rows alone (keys "words") are the claims table's
+        whole = whole[whole["keys"].fillna("all") == "all"]
     heads = table[table["head"] > 0]
     if whole.empty and not (left_out and table.empty):
         raise ValueError("no rows of whole maps (head 0) at word rows to draw")
