@@ -220,9 +220,7 @@ def trained_rows(
     rows = moved_rows(n, positions, specials=specials, seed=derive_seed(seed, "trained positions", review, n))
     base = derive_seed(seed, "trained", review, layer)
     samples_of = {"paper": samples.normalise(X, n, d), "model": X.to(torch.float64)}
-    # model_row_norm: the mean norm of the rows the model gives the layer (the paper's convention rescales them)
     common = {"review": review, "layer": layer, "n": n, "d": d}
-    common["model_row_norm"] = float(torch.linalg.vector_norm(X.to(torch.float64), dim=-1).mean())
     if per_head:
         return _head_rows(samples_of["paper"], rows[:1], model, heads, base, max_steps, common)
     runs: list[tuple[str, str, str, int]] = []  # (convention, map, kind, draw)
@@ -240,9 +238,12 @@ def trained_rows(
         draw_seed = base if kind == "trained" else derive_seed(base, "draw", draw)
         W = maps.sample_weights(name, draw_seed, n, d, dtype=torch.float64, **options)
         for keys, moved in samples_of_keys:
-            Xc = samples_of[convention] if keys == "all" else samples_of[convention][1 : n - 1]
+            rows_of = slice(None) if keys == "all" else slice(1, n - 1)
+            Xc = samples_of[convention][rows_of]
             described = {"convention": convention, "map": name, "kind": kind, "head": 0, "draw": draw, "keys": keys}
             described |= _described(name, Xc, W, specials=keys == "all")
+            # the mean norm of these rows as the model gives them to the layer (the paper's convention rescales them)
+            described["model_row_norm"] = float(torch.linalg.vector_norm(samples_of["model"][rows_of], dim=-1).mean())
             for searched in _searched(
                 name, Xc, W, convention, moved, options=options, seed=draw_seed, max_steps=max_steps
             ):
