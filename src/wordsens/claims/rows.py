@@ -51,7 +51,8 @@ class Rows:
     ) -> None:
         """One row: a statistic with its interval (:mod:`wordsens.claims.intervals`) and its verdict
         (:meth:`Claim.verdict`); ``inconclusive`` with "not enough data" where the interval has too few
-        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows.
+        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, or of
+        Gaussian rows on other data.
         ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic."""
         c = CLAIMS[claim]
         if not np.isfinite(interval.value):
@@ -69,6 +70,9 @@ class Rows:
         if c.paper_data_only and not in_paper_setting(data):
             verdict = "no claim"
             notes.insert(0, "outside the paper's setting (synthetic rows): reported without a verdict")
+        elif c.synthetic_only and in_paper_setting(data):
+            verdict = "no claim"
+            notes.insert(0, "a level measured on Gaussian rows, not on these: reported without a verdict")
         else:
             verdict = c.verdict(interval.value, interval.low, interval.high, threshold)
         self._add(
