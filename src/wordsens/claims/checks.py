@@ -194,8 +194,10 @@ def _raf_level(rows: Rows, pts: list[tuple[tuple, np.ndarray]], d: float, data: 
 
 def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str) -> None:
     for (d,), scope, part in slices(relu, ["d"]):
+        # the statistic is on the log scale: trials at WS <= 0 are left out (and said so), as for the slopes
+        (part, dropped_relu), (at_d, dropped_raf) = _positive(part), _positive(raf[raf["d"] == d])
         a = dict(grid_points(part, ["n"], "lower"))
-        b = dict(grid_points(raf[raf["d"] == d], ["n"], "lower"))
+        b = dict(grid_points(at_d, ["n"], "lower"))
         common = sorted(set(a) & set(b))
         if not common:
             rows.not_run(
@@ -216,6 +218,7 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
         note = f"geometric mean over {len(common)} common n; {closest}"
         if left:
             note += f"; {left} common n with fewer than {MIN_UNITS} trials of a map left out"
+        note += "".join(f"; {x} ({m})" for x, m in ((dropped_relu, "ReLU-RAF"), (dropped_raf, "RAF")) if x)
         interval = log_ratio(relu, raf_)
         rows.estimate("relu_raf_below_raf", interval, map_="relu_raf", data=data, scope=scope, note=note)
 
