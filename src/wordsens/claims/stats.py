@@ -57,13 +57,13 @@ TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 # rf_slope: slope of log(WS / law) on log n. 0.1 is a fifth of the distance between RF's decay (-1/2)
 # and no decay (0).
 RF_SLOPE_TOL = 0.1
-# drf_decays, relu_raf_decays, raf_no_decay: a map "decays" when its log-log slope is at least this share of
-# the RF law's over the same n (half RF's decay); below it, it "does not decay" like random features. One
-# boundary with a side each: a flat map fails the decay claims and holds raf_no_decay, a map decaying like RF
-# the reverse, and an interval holding both sides is inconclusive.
+# drf_decays, raf_no_decay: a map "decays" like random features when its log-log slope is at least this
+# share of the RF law's over the same n (half RF's decay); below it, it does not. One boundary with a side
+# each: a flat map fails drf_decays and holds raf_no_decay, a map decaying like RF the reverse, and an
+# interval holding both sides is inconclusive.
 DECAY_SHARE = 0.5
-# relu_raf_decays: the paper gives ReLU attention no rate; "decays" is a quarter of RF's, about half the rate
-# measured at the paper's sizes (docs/claims.md) and well above a flat map's 0.
+# relu_raf_decays: the same statistic; the paper gives ReLU attention no rate, and "decays" is a quarter of
+# RF's, about half the rate measured at the paper's sizes (docs/claims.md) and well above a flat map's 0.
 RELU_DECAY_SHARE = 0.25
 # raf_floor: 1 from d = RAF_FLOOR_D on (the paper's order one), scaled by sqrt(d / 64) below.
 RAF_FLOOR_D = 64
