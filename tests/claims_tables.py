@@ -131,6 +131,7 @@ SEARCHES = (("fine_tune", "surrogate", 0.0), ("retrain", "direct", 0.0))
 
 TRAINED_COLUMNS = ["model", "review", "layer", "n", "d", "convention", "map", "kind", "head", "draw", "position"]
 TRAINED_COLUMNS += ["token", "ws", "phi_norm", "row_norm", "radius", "entropy", "steps", "seconds", "seed"]
+TRAINED_COLUMNS += ["keys", "special_mass", "bias_share", "model_row_norm"]
 COUNTERPARTS = {
     ("trained_attention", "paper"): ["mh_raf"],
     ("trained_attention", "model"): ["matched_attention"],
@@ -140,17 +141,29 @@ COUNTERPARTS = {
 
 
 def trained_table(
-    ratios, *, layers=(1, 2), n=128, d=384, conventions=("paper",), random_ws=0.5, draws=2, model="minilm", token="word"
+    ratios,
+    *,
+    layers=(1, 2),
+    n=128,
+    d=384,
+    conventions=("paper",),
+    random_ws=0.5,
+    draws=2,
+    model="minilm",
+    token="word",
+    keys="all",
 ):
     """Rows of the trained study: per layer, convention and review, each trained map of ``ratios`` (map ->
     one ratio per review) at ``ratio * random_ws`` beside each of its counterparts in that convention,
     whose ``draws`` draws are at ``random_ws * (1 -+ 0.1)`` (mean ``random_ws``; None: no random rows, the
-    trained maps at ``ratio``), whole maps (head 0), one moved row of kind ``token``; entropy 1.5 (trained)
-    and 4.0 (random)."""
+    trained maps at ``ratio``), whole maps (head 0), one moved row of kind ``token``, attention keys
+    ``keys``; entropy 1.5 (trained) and 4.0 (random); attention on [CLS]/[SEP] 0.7 (trained) and 0.03
+    (random), NaN with ``keys`` "words"; bias share 0.4 (trained) and 0 (random); the model's rows of
+    norm 12."""
     rows = []
     for layer in layers:
         for convention in conventions:
-            row_norm = math.sqrt(d) if convention == "paper" else 10.0
+            row_norm = math.sqrt(d) if convention == "paper" else 12.0  # the model's own rows: model_row_norm
             for trained, per_review in ratios.items():
                 for review, ratio in enumerate(per_review):
                     runs = [(trained, "trained", 0, ratio * (1.0 if random_ws is None else random_ws), 1.5)]
@@ -159,12 +172,16 @@ def trained_table(
                         for name in COUNTERPARTS[(trained, convention)]:
                             runs += [(name, "random", k, random_ws * (1 + e), 4.0) for k, e in enumerate(spread)]
                     for name, kind, draw, ws, entropy in runs:
+                        mass = math.nan if keys == "words" else 0.7 if kind == "trained" else 0.03
+                        extra = {"keys": keys, "special_mass": mass, "bias_share": 0.4 if kind == "trained" else 0.0}
                         rows.append(
                             {
                                 **{"model": model, "review": review, "layer": layer, "n": n, "d": d},
                                 **{"convention": convention, "map": name, "kind": kind, "head": 0, "draw": draw},
                                 **{"position": 5, "token": token, "ws": ws, "phi_norm": 1.0, "row_norm": row_norm},
                                 **{"radius": math.sqrt(d), "entropy": entropy, "steps": 10, "seconds": 0.1, "seed": 7},
+                                **extra,
+                                "model_row_norm": 12.0,
                             }
                         )
     return pd.DataFrame(rows, columns=TRAINED_COLUMNS)

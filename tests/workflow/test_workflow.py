@@ -173,17 +173,23 @@ def test_demo_trained_study_puts_each_trained_map_beside_its_counterparts(demo_r
         for c in trained["conventions"]
     }
     per_row = sum(1 + trained["draws"] * len(random) for random in pairs.values())
-    moved = trained["positions"] + (2 if trained["specials"] else 0)
+    # the word rows, once more on the samples without [CLS] and [SEP] with word_keys (the demo sets it)
+    keys = ["all", "words"] if trained["word_keys"] else ["all"]
+    moved = trained["positions"] * len(keys) + (2 if trained["specials"] else 0)
     assert len(whole) == len(layers) * trained["reviews"] * len(trained["n"]) * moved * per_row
     assert np.isfinite(table["ws"]).all() and (table["ws"] > 0).all()
-    # the same sample and moved row for a trained map and its counterparts: review, layer, n, convention, row
-    for (_, _, _, convention, _), sample in whole.groupby(["review", "layer", "n", "convention", "position"]):
+    assert sorted(set(whole["keys"])) == keys and whole.loc[whole["keys"] == "all", "special_mass"].between(0, 1).all()
+    # the same sample and moved row for a trained map and its counterparts: review, layer, n, convention, keys, row
+    for (_, _, _, convention, _, _), sample in whole.groupby(
+        ["review", "layer", "n", "convention", "keys", "position"]
+    ):
         expected = sorted(m for (name, c), random in pairs.items() if c == convention for m in [name, *random])
         assert sorted(sample.drop_duplicates("map")["map"]) == expected
         assert sample["row_norm"].nunique() == 1 and sample["review_id"].nunique() == 1
     assert (whole.loc[whole["convention"] == "paper", "row_norm"] - 8.0).abs().max() < 1e-9  # sqrt(d), d = 64
-    # word rows only (the demo sets specials false): never [CLS] (0) nor [SEP] (n - 1)
-    assert set(whole["token"]) == {"word"} and whole["position"].between(1, max(trained["n"]) - 2).all()
+    # word rows only (the demo sets specials false): never [CLS] (0) nor [SEP] (n - 1) of the full samples
+    full = whole[whole["keys"] == "all"]
+    assert set(whole["token"]) == {"word"} and full["position"].between(1, max(trained["n"]) - 2).all()
     # the same reviews at every layer, n and convention: the pool's first with at least max(n) tokens
     assert (
         whole.groupby(["layer", "n", "convention"])["review_id"].apply(lambda r: tuple(sorted(set(r)))).nunique() == 1
@@ -194,23 +200,24 @@ def test_demo_trained_study_puts_each_trained_map_beside_its_counterparts(demo_r
     assert per_head["ws_heads"].notna().all()
     for ext in config["plots"]["formats"]:
         assert (results / "figures" / f"fig_trained.{ext}").stat().st_size > 5000
-    # claims: one report-only row per (layer, convention, trained map, counterpart), the mean of the per-review
-    # ratios of the mean WS (over the moved rows, and the draws of the random map)
+    # claims: one report-only row per (layer, convention, keys, trained map, counterpart), the geometric mean of
+    # the per-review ratios of the mean WS (over the moved rows, and the draws of the random map)
     claims = pd.read_csv(results / "tables" / "claims.csv")
     ratios = claims[claims["claim"] == "trained_ratio"]
     assert set(ratios["verdict"]) == {"no claim"}
-    assert len(ratios) == len(layers) * sum(len(random) for random in pairs.values())
+    assert len(ratios) == len(layers) * len(keys) * sum(len(random) for random in pairs.values())
     n = max(trained["n"])
     for (name, convention), random in pairs.items():
         for counterpart in random:
             for layer in layers:
-                at = whole[(whole["layer"] == layer) & (whole["n"] == n) & (whole["convention"] == convention)]
+                at = full[(full["layer"] == layer) & (full["n"] == n) & (full["convention"] == convention)]
                 ws = at.pivot_table(index="review", columns="map", values="ws", aggfunc="mean")
                 scope = f"layer={layer}, n={n}, convention={convention}"
                 row = ratios[(ratios["map"] == name) & (ratios["scope"] == scope)]
                 row = row[row["statement"].str.contains(f"({counterpart})", regex=False)]
                 assert len(row) == 1, (name, counterpart, layer)
-                assert row["value"].iloc[0] == pytest.approx((ws[name] / ws[counterpart]).mean(), rel=1e-5)
+                geometric = np.exp(np.log(ws[name] / ws[counterpart]).mean())
+                assert row["value"].iloc[0] == pytest.approx(geometric, rel=1e-5)
 
 
 def test_claims_table_of_the_demo(demo_run):

@@ -64,9 +64,9 @@ class Rows:
     ) -> None:
         """One row: a statistic with its interval (:mod:`wordsens.claims.intervals`) and its verdict
         (:meth:`Claim.verdict`); ``inconclusive`` with "not enough data" where the interval has too few
-        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, and where
-        ``outside`` says why the rows are outside the claim's setting. ``threshold`` replaces the claim's
-        default; ``fields`` fill its statement and statistic."""
+        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, of Gaussian
+        rows on other data, and where ``outside`` says why the rows are outside the claim's setting.
+        ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic."""
         c = self.claims[claim]
         if not np.isfinite(interval.value):
             self.not_run(
@@ -82,6 +82,8 @@ class Rows:
         notes = [interval.short, note]
         if not outside and c.paper_data_only and not in_paper_setting(data):
             outside = "outside the paper's setting (synthetic rows)"
+        if not outside and c.synthetic_only and in_paper_setting(data):
+            outside = "a level measured on Gaussian rows, not on these"
         if outside:
             verdict = "no claim"
             notes.insert(0, f"{outside}: reported without a verdict")

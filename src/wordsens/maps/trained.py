@@ -23,13 +23,14 @@ transformers modules of every layer of the demo's tiny BERT and of the packaged 
 The trained study (``wordsens.studies.trained.run``) also needs, on these weight dicts:
 ``matched_weights`` (the random counterparts of the model's convention: every matrix with random
 singular vectors and the trained singular values, every bias a random direction of its norm) and
-``attention_entropy`` (the regime the softmax works in).
+``attention_entropy`` (the regime the softmax works in), ``attention_mass`` (the attention on given key
+rows: ``[CLS]`` and ``[SEP]``) and ``bias_output`` (the constant row the attention's biases add).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -44,6 +45,8 @@ __all__ = [
     "ATTENTION_KEYS",
     "LAYER_KEYS",
     "attention_entropy",
+    "attention_mass",
+    "bias_output",
     "matched_weights",
     "random_singular_vectors",
     "trained_attention_check",
@@ -116,15 +119,36 @@ def matched_weights(weights: Mapping[str, Any], generator: torch.Generator) -> d
     return out
 
 
+def _attention_log_probs(X: Tensor, weights: Mapping[str, Any]) -> Tensor:
+    """The log softmax attention of ``weights`` (``Wq``, ``Wk`` of shape (h, d, d/h), biases ``bq``,
+    ``bk`` where the dict has them) on ``X`` (..., n, d): (..., h, n queries, n keys)."""
+    Q, K = X.unsqueeze(-3) @ weights["Wq"], X.unsqueeze(-3) @ weights["Wk"]  # (..., h, n, d/h)
+    if "bq" in weights:
+        Q, K = Q + weights["bq"].unsqueeze(-2), K + weights["bk"].unsqueeze(-2)
+    return torch.log_softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), dim=-1)
+
+
 def attention_entropy(X: Tensor, weights: Mapping[str, Any]) -> Tensor:
     """The entropy (nats) of every softmax row of the attention of ``weights`` (``Wq``, ``Wk`` of shape
     (h, d, d/h), biases ``bq``, ``bk`` where the dict has them) on ``X`` (..., n, d): (..., h, n), at
     most ln n (a uniform row), 0 for a one-hot row."""
-    Q, K = X.unsqueeze(-3) @ weights["Wq"], X.unsqueeze(-3) @ weights["Wk"]  # (..., h, n, d/h)
-    if "bq" in weights:
-        Q, K = Q + weights["bq"].unsqueeze(-2), K + weights["bk"].unsqueeze(-2)
-    logp = torch.log_softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), dim=-1)
+    logp = _attention_log_probs(X, weights)
     return -(logp.exp() * logp).sum(-1)
+
+
+def attention_mass(X: Tensor, weights: Mapping[str, Any], columns: Sequence[int]) -> Tensor:
+    """The attention every softmax row of ``weights`` puts on the key rows ``columns`` of ``X``
+    (..., n, d), summed: (..., h, n), in [0, 1] (the trained study: the mass on ``[CLS]`` and ``[SEP]``)."""
+    return _attention_log_probs(X, weights)[..., list(columns)].exp().sum(-1)
+
+
+def bias_output(weights: Mapping[str, Any]) -> Tensor | None:
+    """The row the attention's biases add to every output row: ``concat_h(bv_h) @ Wo + bo`` (every
+    softmax row sums to 1, so the value bias passes through unchanged), or None for a dict without
+    them (``mh_raf``, ``block``: no biases; one head alone: no ``Wo``)."""
+    if "bv" not in weights or "Wo" not in weights:
+        return None
+    return weights["bv"].reshape(-1) @ weights["Wo"] + weights["bo"]
 
 
 # --------------------------------------------------------------------------- weight checks

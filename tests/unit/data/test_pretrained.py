@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from wordsens import search
-from wordsens.claims.stats import rf_level_band
+from wordsens.claims.levels import rf_level_band
 from wordsens.data import demo, embed, models, pretrained, samples
 from wordsens.data import reviews as imdb
 from wordsens.seeds import derive_seed

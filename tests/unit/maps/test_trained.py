@@ -215,3 +215,37 @@ def test_estimate_is_at_least_the_reference(tiny_bert, name, options):
     again = search.estimate(name, X, seed=0, options=options, device="cpu")
     assert again.lower == pytest.approx(ours.lower, rel=1e-6)
     assert ours.delta_norm <= math.sqrt(d) * (1 + 1e-12)
+
+
+def test_attention_mass_and_the_bias_row_against_numpy():
+    """``attention_mass``: the softmax attention summed over chosen key rows (a NumPy softmax);
+    ``bias_output``: the constant row the value and output biases add to every output row (the map with
+    and without those biases differs by it on every row); None without biases or without ``Wo``."""
+    import numpy as np
+
+    from wordsens.maps import trained
+    from wordsens.maps.variants import mh_raf_forward
+
+    g = torch.Generator().manual_seed(0)
+    h, d, n = 2, 8, 5
+    W = {key: torch.randn(shape, generator=g, dtype=torch.float64) for key, shape in (
+        ("Wq", (h, d, d // h)), ("Wk", (h, d, d // h)), ("Wv", (h, d, d // h)), ("bq", (h, d // h)),
+        ("bk", (h, d // h)), ("bv", (h, d // h)), ("Wo", (d, d)), ("bo", (d,)),
+    )}  # fmt: skip
+    X = torch.randn((n, d), generator=g, dtype=torch.float64)
+    mass = trained.attention_mass(X, W, [0, n - 1])
+    x = X.numpy()
+    for head in range(h):
+        logits = (
+            (x @ W["Wq"][head].numpy() + W["bq"][head].numpy())
+            @ (x @ W["Wk"][head].numpy() + W["bk"][head].numpy()).T
+            / np.sqrt(d // h)
+        )
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(mass[head].numpy(), p[:, 0] + p[:, n - 1], rtol=1e-12)
+    row = trained.bias_output(W)
+    plain = {**W, "bv": torch.zeros_like(W["bv"]), "bo": torch.zeros_like(W["bo"])}
+    torch.testing.assert_close(mh_raf_forward(X, W) - mh_raf_forward(X, plain), row.expand(n, d))
+    assert trained.bias_output({k: W[k] for k in ("Wq", "Wk", "Wv", "Wo")}) is None
+    assert trained.bias_output({k: W[k] for k in ("Wq", "Wk", "Wv", "bq", "bk", "bv")}) is None

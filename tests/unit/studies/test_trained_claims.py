@@ -1,7 +1,7 @@
 """The trained encoder's row of the claims table (report only, no verdict), on hand-made trained-study tables
-(``wordsens.studies.trained.claims`` through ``wordsens.claims``): the ratio per convention and counterpart,
-draws and moved rows averaged per review, what is absent, the required columns, the registry's counterparts,
-the table read from a folder."""
+(``wordsens.studies.trained.claims`` through ``wordsens.claims``): the ratio per convention and counterpart (a
+geometric mean over reviews), draws and moved rows averaged per review, the word rows alone apart, what is
+absent, the required columns, the registry's counterparts, the table read from a folder."""
 
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ def test_trained_ratio_per_convention_and_counterpart_at_the_largest_n_without_a
     out = compute_claims({"trained": pd.concat([table, heads], ignore_index=True)})
     rows = rows_of(out, "trained_ratio")
     expected = {}
-    for layer in (1, 2):
+    for layer in (1, 2):  # geometric means over the two reviews
         paper, model = f"layer={layer}, n=128, convention=paper", f"layer={layer}, n=128, convention=model"
-        expected[("trained_attention", "mh_raf", paper)] = 3.0
-        expected[("trained_layer", "block", paper)] = 2.0
-        expected[("trained_layer", "ln_block", paper)] = 2.0
-        expected[("trained_attention", "matched_attention", model)] = 1.0
-        expected[("trained_layer", "matched_layer", model)] = 0.3
+        expected[("trained_attention", "mh_raf", paper)] = math.sqrt(2.0 * 4.0)
+        expected[("trained_layer", "block", paper)] = math.sqrt(1.0 * 3.0)
+        expected[("trained_layer", "ln_block", paper)] = math.sqrt(1.0 * 3.0)
+        expected[("trained_attention", "matched_attention", model)] = math.sqrt(0.5 * 1.5)
+        expected[("trained_layer", "matched_layer", model)] = math.sqrt(0.2 * 0.4)
     got = {(r["map"], r["statement"].split("(")[1].split(")")[0], r["scope"]): r["value"] for _, r in rows.iterrows()}
     assert got == pytest.approx(expected, rel=1e-12)
     assert set(rows["verdict"]) == {"no claim"} and set(rows["units"]) == {2} and set(rows["data"]) == {"imdb"}
@@ -48,15 +48,24 @@ def test_trained_ratio_per_convention_and_counterpart_at_the_largest_n_without_a
     assert "mh_raf: same d and heads; i.i.d. N(0, 1/d) weights" in attention["note"]
     assert "mean attention entropy (nats) trained 1.5, random 4 (uniform: ln n = 4.85)" in attention["note"]
     assert "per-review ratio 2 to 4" in attention["note"] and "2 draw(s) of mh_raf" in attention["note"]
+    # ... and what the convention does to the trained map: where its attention goes, its scale, its biases
+    assert "attention of word rows on [CLS]/[SEP] trained 0.7, random 0.03" in attention["note"]
+    assert (
+        "rows rescaled from the model's mean norm 12 to 19.6 (x1.63: the trained logits' bilinear term x2.67"
+        in (attention["note"])
+    )
+    assert "bias rows / ||phi(X)||: trained 0.4, random 0" in attention["note"]
     model = one(out, "trained_ratio", map="trained_attention", scope="layer=2, n=128, convention=model")
     assert "a ball of radius ||x_i|| around the moved row" in model["note"]
+    assert "rows rescaled" not in model["note"]  # the model's own rows
     assert "matched_attention: the trained weights' singular values" in model["note"]
     assert "matched_attention" in model["statement"] and "{" not in model["statement"]
     five = compute_claims({"trained": trained_table({"trained_attention": [2.0, 4.0, 3.0, 2.5, 3.5]}, layers=(1,))})
     row = one(five, "trained_ratio")
-    assert row["value"] == pytest.approx(3.0) and row["units"] == 5 and row["verdict"] == "no claim"
-    half = 2.776445 * np.std([2.0, 4.0, 3.0, 2.5, 3.5], ddof=1) / math.sqrt(5)  # t(4) quantile
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((3.0 - half, 3.0 + half), rel=1e-4)
+    logs = np.log([2.0, 4.0, 3.0, 2.5, 3.5])
+    assert row["value"] == pytest.approx(math.exp(logs.mean())) and row["units"] == 5 and row["verdict"] == "no claim"
+    half = 2.776445 * np.std(logs, ddof=1) / math.sqrt(5)  # t(4) quantile, on the log scale
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]), rel=1e-4)
     four = compute_claims({"trained": trained_table({"trained_attention": [2.0, 4.0, 3.0, 2.5]}, layers=(1,))})
     assert one(four, "trained_ratio")["note"].startswith("not enough data (4 reviews; at least 5 needed)")
     assert not out.duplicated(["claim", "map", "data", "scope", "statement"]).any()
@@ -130,4 +139,26 @@ def test_trained_table_is_read_from_the_results_folder(tmp_path):
     assert set(read_tables(tmp_path)) == {"trained"}
     assert set(claims_inputs(read_tables(tmp_path))) == {"trained"}
     row = one(claims_from_results(tmp_path), "trained_ratio", scope="layer=2, n=128, convention=paper")
-    assert (row["value"], row["verdict"]) == (3.0, "no claim")
+    assert (row["value"], row["verdict"]) == (pytest.approx(math.sqrt(8.0)), "no claim")
+
+
+def test_trained_ratio_on_the_word_rows_alone_is_its_own_row():
+    """Samples without [CLS] and [SEP] (``keys`` "words": no attention can go to them) give rows of their
+    own, never pooled with the full samples' rows; no attention on the specials to report there."""
+    table = pd.concat(
+        [
+            trained_table({"trained_attention": [3.0] * 5}, layers=(2,)),
+            trained_table({"trained_attention": [1.5] * 5}, layers=(2,), keys="words"),
+        ],
+        ignore_index=True,
+    )
+    out = compute_claims({"trained": table})
+    full = one(out, "trained_ratio", scope="layer=2, n=128, convention=paper")
+    words = one(out, "trained_ratio", scope="layer=2, n=128, convention=paper, word keys")
+    assert (full["value"], words["value"]) == pytest.approx((3.0, 1.5))
+    assert "keys: the word rows alone ([CLS] and [SEP] dropped)" in words["note"]
+    assert "(uniform: ln n = 4.84)" in words["note"]  # n - 2 rows
+    assert "[CLS]/[SEP] trained" not in words["note"] and "[CLS]/[SEP] trained 0.7" in full["note"]
+    # a table written before the column existed: every row is of the full samples
+    old = compute_claims({"trained": table[table["keys"] == "all"].drop(columns="keys")})
+    assert one(old, "trained_ratio")["scope"] == "layer=2, n=128, convention=paper"

@@ -108,3 +108,51 @@ def test_trained_rows_put_each_map_beside_its_counterparts_on_the_same_sample(ti
     assert [r["head"] for r in heads] == [1, 2, 3, 4] and {r["convention"] for r in heads} == {"paper"}
     together = math.sqrt(sum(r["phi_norm"] ** 2 for r in heads))
     assert [r["ws_heads"] for r in heads] == pytest.approx([r["ws"] * r["phi_norm"] / together for r in heads])
+
+
+def test_word_keys_rows_and_what_each_row_says_about_the_attention(tiny_bert):
+    """``special_mass``: the attention word rows put on the first and last rows, against a NumPy softmax
+    of the checkpoint's queries and keys; ``bias_share`` 0 for a map without biases; with ``word_keys``
+    every map searched again on the sample without its [CLS] and [SEP] rows, at the same word rows."""
+    import numpy as np
+
+    from wordsens.maps.checkpoint import layer_weights
+    from wordsens.studies.trained.run import trained_rows
+
+    X = synthetic_sample(7, 64, seed=11) * 0.5
+    common = {"model": tiny_bert, "layer": 1, "heads": 4, "seed": 5, "review": 0, "max_steps": 20}
+    rows = trained_rows(X, positions=1, specials=False, draws=1, maps_=("trained_attention",), word_keys=True, **common)
+    assert [(r["convention"], r["map"], r["keys"]) for r in rows] == [
+        (c, m, k)
+        for c, ms in (("paper", ("trained_attention", "mh_raf")), ("model", ("trained_attention", "matched_attention")))
+        for m in ms
+        for k in ("all", "words")
+    ]
+    full, words = rows[0], rows[1]
+    assert words["position"] == full["position"] - 1 and words["token"] == "word"
+    assert math.isnan(words["special_mass"]) and 0 < full["special_mass"] < 1
+    # the word rows alone: the search of the same map and weights on X without its first and last rows
+    paper = X * (8.0 / X.norm(dim=-1, keepdim=True))
+    again = search.estimate(
+        "trained_attention",
+        paper[1:6],
+        seed=words["seed"],
+        position=words["position"],
+        options={"model": tiny_bert, "layer": 1},
+        device="cpu",
+        max_steps=20,
+    )
+    assert again.lower == pytest.approx(words["ws"], rel=1e-6)
+    # the attention on [CLS] and [SEP] of the word rows, mean over heads: a NumPy softmax
+    W = {k: v.double().numpy() for k, v in layer_weights(tiny_bert, 1).items() if k != "eps"}
+    x = paper.numpy()
+    mass = []
+    for h in range(4):
+        logits = (x @ W["Wq"][h] + W["bq"][h]) @ (x @ W["Wk"][h] + W["bk"][h]).T / math.sqrt(16)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        mass.append((p[1:6, 0] + p[1:6, 6]).mean())
+    assert full["special_mass"] == pytest.approx(float(np.mean(mass)), rel=1e-9)
+    mh = next(r for r in rows if r["map"] == "mh_raf" and r["keys"] == "all")
+    assert mh["bias_share"] == 0.0 and mh["model_row_norm"] == pytest.approx(float(X.norm(dim=-1).mean()))
+    assert full["bias_share"] >= 0.0

@@ -111,3 +111,22 @@ def test_the_plan_refuses_more_word_rows_than_the_smallest_sample_has():
         pipeline.validate(pipeline.merge(demo_config, {"trained": {"n": [8, 16], "positions": 7}}))
     with pytest.raises(pipeline.ConfigError, match=r"trained\.normalise"):
         pipeline.validate(pipeline.merge(demo_config, {"trained": {"normalise": [True]}}))
+
+
+def test_word_keys_double_the_word_rows_in_the_plan_and_are_a_param_only_when_on():
+    """``trained.word_keys``: every word row searched again on the sample without [CLS] and [SEP] (the
+    rows ``trained_rows`` writes with ``keys`` "words"); off (the default) it is no param, so turning the
+    key on re-runs the layers, and a run without it re-runs nothing."""
+    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
+    demo_config = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())
+    section = {"n": [6, 10], "reviews": 2, "positions": 1, "specials": True, "draws": 1, "head_n": None}
+
+    def job(**extra):
+        config = pipeline.validate(pipeline.merge(pipeline.merge(base, demo_config), {"trained": {**section, **extra}}))
+        return trained_jobs(config, compute.Limits(cpu=2**34, gpu=None), NUMERICS[1])[0]
+
+    plain, words = job(), job(word_keys=True)
+    assert "word_keys" not in plain.params and words.params["word_keys"] is True
+    # per sample 9 searches (see above) at 1 word row and 2 specials; word_keys adds the word row once more
+    assert plain.rows == 9 * 3 * 2 * 2 and words.rows == 9 * 4 * 2 * 2
+    assert words.seconds > plain.seconds

@@ -13,12 +13,13 @@ verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ...claims.intervals import MIN_REVIEWS, Interval, linear
+from ...claims.intervals import Interval, geometric
 from ...claims.rows import Rows
 from ...claims.stats import DERIVED, REPORT, TRAINED_DATA, Claim
 from ...maps import CONVENTIONS, registry
@@ -31,8 +32,8 @@ DEFINITIONS = (
         "trained_ratio",
         "word sensitivity of a pre-trained encoder's {map} against a random counterpart ({random}) on the same "
         "samples, in one convention (the paper makes no claim)",
-        "mean over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows (the random "
-        "map's over its draws too)",
+        "geometric mean over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows "
+        "(the random map's over its draws too)",
         None,
         None,
         DERIVED,
@@ -47,6 +48,8 @@ CLAIM = "trained_ratio"
 TRAINED_REQUIRED = ("model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws")
 # the trained maps of a table: the checkpoint maps that name counterparts (registry order)
 _ORDER = ("word", "[CLS]", "[SEP]")
+# the keys the attention read (the column ``keys``): every row, or the word rows alone ([CLS] and [SEP] dropped)
+KEYS = ("all", "words")
 
 
 def _trained_maps() -> list[str]:
@@ -83,7 +86,7 @@ def _pair(at: pd.DataFrame, trained: str, random: str) -> dict[str, Any]:
         return {"why": "; ".join([f"no review with a finite, positive WS({random})", *notes])}
     ratios = t[usable] / r[usable]
     out: dict[str, Any] = {
-        "interval": linear([ratios], [1.0], minimum=MIN_REVIEWS, unit="reviews"),
+        "interval": geometric(ratios) if (ratios > 0).all() else None,
         "ws_trained": float(t[usable].mean()),
         "ws_random": float(r[usable].mean()),
         "ratio_min": float(ratios.min()),
@@ -92,23 +95,21 @@ def _pair(at: pd.DataFrame, trained: str, random: str) -> dict[str, Any]:
         "rows_per_review": int(t_rows.groupby("review").size().min()),
         "notes": notes,
     }
+    if out["interval"] is None:
+        return {"why": "; ".join([f"a review with WS({trained}) <= 0: no geometric mean of the ratios", *notes])}
     for side, rows in (("trained", t_rows), ("random", r_rows)):
-        out[f"entropy_{side}"] = float(_per_review(rows, "entropy").mean()) if "entropy" in rows else np.nan
+        for column in ("entropy", "special_mass", "bias_share"):
+            out[f"{column}_{side}"] = float(_per_review(rows, column).mean()) if column in rows else np.nan
+    for column in ("row_norm", "model_row_norm"):  # the searched rows' norm and the model's own
+        out[column] = float(t_rows[column].mean()) if column in t_rows else np.nan
     return out
 
 
-def trained_ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """The trained / random ratios of a trained study's table, whole maps only (``head`` 0), at the
-    largest n of each (model, convention): one row per (model, convention, layer, token: the kind of
-    moved row, word rows first, trained map, counterpart) with ``value``, ``low``, ``high`` (the mean
-    over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows, the random
-    map's over its draws too, and its t-interval over reviews: NaN bounds and ``short`` below
-    ``MIN_REVIEWS``), ``units`` (reviews), ``ws_trained``, ``ws_random``, ``entropy_trained``,
-    ``entropy_random`` (mean attention entropy on the samples), ``ratio_min``, ``ratio_max``, ``draws``,
-    ``rows_per_review``, ``note``; ``why`` (and NaN values) where the pair cannot be compared. The pairs
-    are the trained maps' counterparts in each convention (``MapSpec.counterparts``)."""
-    records: list[dict[str, Any]] = []
+def _slices(frame: pd.DataFrame) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+    """The whole-map rows (``head`` 0) of each (model, convention, keys, layer, token) at the largest n of
+    the (model, convention), with those keys as a dict; a table without ``keys`` has every key ("all")."""
     whole = frame[frame["head"] == 0]
+    whole = whole.assign(keys=whole["keys"].fillna("all")) if "keys" in whole else whole.assign(keys="all")
     for model in sorted(whole["model"].astype(str).unique()):
         at_model = whole[whole["model"].astype(str) == model]
         for convention in [c for c in CONVENTIONS if c in set(at_model["convention"])]:
@@ -116,59 +117,102 @@ def trained_ratios(frame: pd.DataFrame) -> pd.DataFrame:
             n = int(part["n"].max())
             at_n = part[part["n"] == n]
             tokens = sorted(set(at_n["token"]), key=lambda t: (_ORDER.index(t) if t in _ORDER else len(_ORDER), t))
-            for layer in sorted({int(x) for x in at_n["layer"]}):
-                for token in tokens:
-                    at = at_n[(at_n["layer"] == layer) & (at_n["token"] == token)]
-                    for trained in _trained_maps():
-                        for counterpart in registry.get(trained).counterparts:
-                            if counterpart.convention != convention:
-                                continue
-                            pair = at[at["map"].isin([trained, counterpart.map])]
-                            if pair.empty:
-                                continue
-                            found = _pair(pair, trained, counterpart.map)
-                            interval: Interval | None = found.pop("interval", None)
-                            records.append(
-                                {
-                                    "model": model,
-                                    "convention": convention,
-                                    "n": n,
-                                    "layer": layer,
-                                    "token": token,
-                                    "map": trained,
-                                    "random": counterpart.map,
-                                    "matches": counterpart.matches,
-                                    "value": interval.value if interval else np.nan,
-                                    "low": interval.low if interval else np.nan,
-                                    "high": interval.high if interval else np.nan,
-                                    "units": interval.units if interval else 0,
-                                    "short": interval.short if interval else "",
-                                    "note": "; ".join(found.pop("notes", [])),
-                                    "why": found.pop("why", ""),
-                                    **found,
-                                }
-                            )
+            for keys in [k for k in KEYS if k in set(at_n["keys"])]:
+                for layer in sorted({int(x) for x in at_n["layer"]}):
+                    for token in tokens:
+                        at = at_n[(at_n["layer"] == layer) & (at_n["token"] == token) & (at_n["keys"] == keys)]
+                        what = {"model": model, "convention": convention, "n": n, "keys": keys, "layer": layer}
+                        yield {**what, "token": token}, at
+
+
+def trained_ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """The trained / random ratios of a trained study's table, whole maps only (``head`` 0), at the
+    largest n of each (model, convention): one row per (model, convention, keys: every row or the word
+    rows alone, layer, token: the kind of moved row, word rows first, trained map, counterpart) with
+    ``value``, ``low``, ``high`` (the geometric mean over reviews of WS(trained) / WS(random), each
+    review's WS the mean over its moved rows, the random map's over its draws too, and its t-interval
+    on the log scale over reviews: NaN bounds and ``short`` below ``MIN_REVIEWS``), ``units``
+    (reviews), ``ws_trained``, ``ws_random``, ``entropy_*``, ``special_mass_*`` (the attention word rows
+    put on ``[CLS]`` and ``[SEP]``), ``bias_share_*`` (the share of the output norm the attention's biases
+    add) of both maps, ``model_row_norm`` (the model's mean row norm before any rescaling),
+    ``ratio_min``, ``ratio_max``, ``draws``, ``rows_per_review``, ``note``; ``why`` (and NaN values)
+    where the pair cannot be compared. The pairs are the trained maps' counterparts in each convention
+    (``MapSpec.counterparts``)."""
+    records: list[dict[str, Any]] = []
+    for what, at in _slices(frame):
+        for trained in _trained_maps():
+            for counterpart in registry.get(trained).counterparts:
+                pair = at[at["map"].isin([trained, counterpart.map])]
+                if counterpart.convention != what["convention"] or pair.empty:
+                    continue
+                found = _pair(pair, trained, counterpart.map)
+                interval: Interval | None = found.pop("interval", None)
+                records.append(
+                    {
+                        **what,
+                        "map": trained,
+                        "random": counterpart.map,
+                        "matches": counterpart.matches,
+                        "value": interval.value if interval else np.nan,
+                        "low": interval.low if interval else np.nan,
+                        "high": interval.high if interval else np.nan,
+                        "units": interval.units if interval else 0,
+                        "short": interval.short if interval else "",
+                        "note": "; ".join(found.pop("notes", [])),
+                        "why": found.pop("why", ""),
+                        **found,
+                    }
+                )
     return pd.DataFrame.from_records(records)
 
 
 def _note(row: pd.Series) -> str:
     """What a claims row says beside its number: the convention and counterpart defined, the regime
-    (entropies), both mean WS, the range of the per-review ratios, the draws and moved rows."""
-    head = (
-        f"{row['convention']} convention: {CONVENTIONS[row['convention']]}; {row['random']}: {row['matches']}; "
+    (entropies, the attention on ``[CLS]``/``[SEP]``), how the convention scales the trained map (its
+    rows' norm against the model's, the biases' share of the output), both mean WS, the range of the
+    per-review ratios, the draws and moved rows."""
+    parts = [
+        f"{row['convention']} convention: {CONVENTIONS[row['convention']]}; {row['random']}: {row['matches']}",
+        "keys: the word rows alone ([CLS] and [SEP] dropped)" if row["keys"] == "words" else "",
         f"mean attention entropy (nats) trained {row['entropy_trained']:.3g}, random {row['entropy_random']:.3g} "
-        f"(uniform: ln n = {np.log(row['n']):.3g}); mean WS {row['map']} {row['ws_trained']:.4g}, "
-        f"{row['random']} {row['ws_random']:.4g}; per-review ratio {row['ratio_min']:.4g} to {row['ratio_max']:.4g}; "
-        f"{row['token']} rows: {row['rows_per_review']} per review, {row['draws']} draw(s) of {row['random']}"
-    )
-    return "; ".join(filter(None, [head, row["note"]]))
+        f"(uniform: ln n = {np.log(row['n'] - (2 if row['keys'] == 'words' else 0)):.3g})",
+        f"attention of word rows on [CLS]/[SEP] trained {row['special_mass_trained']:.2g}, random "
+        f"{row['special_mass_random']:.2g}"
+        if np.isfinite(row["special_mass_trained"])
+        else "",
+        _scale(row),
+        f"mean WS {row['map']} {row['ws_trained']:.4g}, {row['random']} {row['ws_random']:.4g}; geometric mean over "
+        f"reviews, per-review ratio {row['ratio_min']:.4g} to {row['ratio_max']:.4g}",
+        f"{row['token']} rows: {row['rows_per_review']} per review, {row['draws']} draw(s) of {row['random']}",
+        row["note"],
+    ]
+    return "; ".join(x for x in parts if x)
+
+
+def _scale(row: pd.Series) -> str:
+    """How the convention scales the trained map: rows rescaled from the model's norm (the bilinear
+    term of its logits grows with the square of the factor), and the share of the output norm that the
+    attention's biases add (the random counterpart's beside it)."""
+    out = []
+    factor = row["row_norm"] / row["model_row_norm"]
+    if np.isfinite(factor) and abs(factor - 1) > 1e-6:
+        out.append(
+            f"rows rescaled from the model's mean norm {row['model_row_norm']:.3g} to {row['row_norm']:.3g} "
+            f"(x{factor:.3g}: the trained logits' bilinear term x{factor**2:.3g}, the biases unscaled)"
+        )
+    if np.isfinite(row["bias_share_trained"]):
+        out.append(
+            f"bias rows / ||phi(X)||: trained {row['bias_share_trained']:.2g}, random {row['bias_share_random']:.2g}"
+        )
+    return "; ".join(out)
 
 
 def trained_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
     """The ``trained_ratio`` rows of the trained study's table (None: the study did not run): one per
     row of :func:`trained_ratios`, scope ``layer=3, n=128, convention=paper`` (``, at [CLS]`` for the
-    special rows), prefixed by ``model=...`` where the table holds several models. Conventions,
-    counterparts and kinds of moved rows are never pooled."""
+    special rows, ``, word keys`` for the samples of word rows alone), prefixed by ``model=...`` where
+    the table holds several models. Conventions, counterparts, keys and kinds of moved rows are never
+    pooled."""
     if frame is None or frame.empty:
         rows.not_run(CLAIM, "no trained-encoder table (trained.parquet): the trained study did not run")
         return
@@ -184,6 +228,7 @@ def trained_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
         scope = f"layer={row['layer']}, n={row['n']}, convention={row['convention']}"
         scope = (f"model={row['model']}, " if several else "") + scope
         scope += "" if row["token"] == "word" else f", at {row['token']}"
+        scope += ", word keys" if row["keys"] == "words" else ""
         fields = {"map": str(row["map"]), "random": str(row["random"])}
         if row["why"]:
             rows.not_run(CLAIM, str(row["why"]), map_=str(row["map"]), data=TRAINED_DATA, scope=scope, fields=fields)

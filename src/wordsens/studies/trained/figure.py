@@ -40,21 +40,20 @@ def trained_figure(
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
     """A pre-trained encoder's layers against their random counterparts (rows of
-    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n.
-
-    One panel per trained map (``trained_attention``, ``trained_layer``): per layer (x), the mean over
-    reviews of WS(trained) / WS(counterpart) with its 95% t-interval over reviews
-    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews give
-    no interval), one colour per counterpart, the convention as line style and marker (paper solid
-    circles, model scale dashed squares), a grey line at 1 (as sensitive as the random map), y on a log
-    scale when a panel spans a factor of 4. Third panel: the mean attention entropy of the trained
-    attention and of its counterparts on the samples (the regime each softmax works in), per layer and
-    convention, with ln n (a uniform row) as a dotted line. Last panel: the heat map of each (layer,
-    head) of the trained attention alone, on the scale that compares heads (``ws_heads``: relative to
-    the norm of every head's output together; ``ws`` in older tables), at the n of those rows (the
-    largest, should there be several), marked not run without such rows. A panel without its rows is
-    marked not run. Layers ``left_out`` by the limits (``wordsens.pipeline.Grid.left_out``: points
-    with ``layer``) are named under every panel and as blank rows of the heat map.
+    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n.  One panel per trained map
+    (``trained_attention``, ``trained_layer``): per layer (x), the geometric mean over reviews of WS(trained)
+    / WS(counterpart) with its 95% interval over reviews (log scale)
+    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5
+    reviews give no interval), one colour per counterpart, the convention as line style and marker (paper
+    solid circles, model scale dashed squares), a grey line at 1 (as sensitive as the random map), y on a log
+    scale when a panel spans a factor of 4. Third panel: the mean attention entropy of the trained attention
+    and of its counterparts on the samples (the regime each softmax works in), per layer and convention, with
+    ln n (a uniform row) as a dotted line. Last panel: the heat map of each (layer, head) of the trained
+    attention alone, on the scale that compares heads (``ws_heads``: relative to the norm of every head's
+    output together; ``ws`` in older tables), at the n of those rows (the largest, should there be several),
+    marked not run without such rows. A panel without its rows is marked not run. Layers ``left_out`` by the
+    limits (``wordsens.pipeline.Grid.left_out``: points with ``layer``) are named under every panel and as
+    blank rows of the heat map.
 
     ``settings``: ``context`` (seaborn), ``palette`` (the counterparts' colours), ``dpi`` and ``stamp``
     (``run_stamp``). Raises ValueError without whole-map (``head`` 0) word rows, unless every layer was
@@ -63,6 +62,8 @@ def trained_figure(
     columns = ["model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws", "entropy"]
     table = pd.DataFrame(columns=columns) if table is None else table
     whole = table[(table["head"] == 0) & (table["token"] == "word")]
+    if "keys" in whole:  # the full samples; the word rows alone (keys "words") are the claims table's
+        whole = whole[whole["keys"].fillna("all") == "all"]
     heads = table[table["head"] > 0]
     if whole.empty and not (left_out and table.empty):
         raise ValueError("no rows of whole maps (head 0) at word rows to draw")

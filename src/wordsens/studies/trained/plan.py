@@ -58,10 +58,12 @@ def counterparts(trained: str, convention: str) -> list[str]:
     return [c.map for c in registry.get(trained).counterparts if c.convention == convention]
 
 
-def moved_count(n: int, positions: int | str, specials: bool) -> int:
+def moved_count(n: int, positions: int | str, specials: bool, word_keys: bool = False) -> int:
     """How many rows of a review's sample of n tokens are searched (``wordsens.studies.trained.run.moved_rows``):
-    ``positions`` word rows (``all``: the n - 2 of them), and ``[CLS]``, ``[SEP]`` with ``specials``."""
-    return (n - 2 if positions == "all" else int(positions)) + (2 if specials else 0)
+    ``positions`` word rows (``all``: the n - 2 of them), and ``[CLS]``, ``[SEP]`` with ``specials``; with
+    ``word_keys`` the word rows once more, on the sample without [CLS] and [SEP]."""
+    words = n - 2 if positions == "all" else int(positions)
+    return words * (2 if word_keys else 1) + (2 if specials else 0)
 
 
 def trained_model(config: dict) -> str:
@@ -240,7 +242,8 @@ class TrainedJob(Job):
         per_sample = sum(
             1 + p.draws * len(counterparts(m, c)) for m in p.maps for c in p.conventions if counterparts(m, c)
         )
-        whole = sum(per_sample * moved_count(n, p.positions, p.specials) for n in p.n) * p.reviews
+        moved = [moved_count(n, p.positions, p.specials, p.word_keys) for n in p.n]
+        whole = sum(per_sample * count for count in moved) * p.reviews
         return whole + (p.heads * (p.head_reviews or 0) if p.head_n is not None else 0)
 
 
@@ -248,7 +251,7 @@ def _searches(section: dict, heads: int) -> list[tuple[str, int, int]]:
     """The searches of one layer job of the ``trained`` section, as (map, n, how many)."""
     searches: list[tuple[str, int, int]] = []
     for n in section["n"]:
-        runs = section["reviews"] * moved_count(n, section["positions"], section["specials"])
+        runs = section["reviews"] * moved_count(n, section["positions"], section["specials"], section["word_keys"])
         for trained in section["maps"]:
             for convention in section["conventions"]:
                 random = counterparts(trained, convention)
@@ -326,6 +329,7 @@ def trained_jobs(config: dict, limits: Limits, numerics_version: str) -> list[Tr
                 max_steps=section["max_steps"],
                 seed=config["seed"],
                 numerics_version=numerics_version,
+                word_keys=section["word_keys"],
             ),
         )
         for layer in trained_layers(config)

@@ -20,10 +20,14 @@ own (column ``token``). Each random counterpart is drawn ``draws`` times per (la
 has one seed for every counterpart and position (``block`` and ``ln_block`` share their random
 weights, ``mh_raf`` its attention with them). Each row records the mean entropy of its map's
 attention rows on the sample (``attention_entropy``: ln n is uniform, 0 one-hot), the regime the
-softmax works in. Per head: ``trained_attention`` of every head alone on the first ``head_reviews``
-reviews (paper convention, their first drawn word row), with ``ws_heads``: the head's change
-relative to the norm of every head's output together (concatenated, before ``Wo``), comparable
-across heads and layers, beside ``ws`` (relative to the head's own output).
+softmax works in, the attention its word rows put on ``[CLS]`` and ``[SEP]`` (``special_mass``) and the
+share of its output norm that the attention's biases add (``bias_share``: the paper's convention rescales
+the rows, not the biases). With ``word_keys`` every map is searched a second time on the word rows alone
+(``keys`` "words": ``[CLS]`` and ``[SEP]`` dropped, so no attention goes to them). Per head:
+``trained_attention`` of every head alone on the first ``head_reviews`` reviews (paper convention, their
+first drawn word row), with ``ws_heads``: the head's change relative to the norm of every head's output
+together (concatenated, before ``Wo``), comparable across heads and layers, beside ``ws`` (relative to
+the head's own output).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from ...data.inputs import InputError, check_near_duplicates, check_review_unk
 from ...data.reviews import pick_reviews
 from ...experiments.rows import token_kinds
 from ...maps import registry
-from ...maps.trained import attention_entropy
+from ...maps.trained import attention_entropy, attention_mass, bias_output
 from ...search import estimate
 from ...seeds import derive_seed
 
@@ -183,13 +187,16 @@ def trained_rows(
     per_head: bool = False,
     maps_: Sequence[str] = TRAINED_MAPS,
     max_steps: int = 1000,
+    word_keys: bool = False,
 ) -> list[dict[str, Any]]:
     """One review's rows at one layer from its sample ``X`` (n, d) at the model's own scale: for each
     convention of ``conventions``, each trained map of ``maps_`` that has counterparts in it and
     each of those counterparts (``draws`` draws each, from seeds derived from ``seed``, the review,
     the layer and the draw), searched at the moved rows (``moved_rows``, drawn from ``seed`` and the
-    review). With ``per_head`` instead: ``trained_attention`` of every head (1-based ``head``), paper
-    convention, at the first moved row."""
+    review); column ``keys`` "all". With ``word_keys`` each map is also searched on the sample without
+    its ``[CLS]`` and ``[SEP]`` rows (the word rows alone: no attention can go to the specials' columns),
+    at the same word rows and with the same weights, column ``keys`` "words". With ``per_head`` instead:
+    ``trained_attention`` of every head (1-based ``head``), paper convention, at the first moved row."""
     n, d = X.shape
     unknown = sorted(set(maps_) - set(TRAINED_MAPS))
     if unknown:
@@ -210,33 +217,51 @@ def trained_rows(
             if counterparts:
                 runs.append((convention, trained, "trained", 0))
                 runs += [(convention, name, "random", k) for name in counterparts for k in range(draws)]
+    # the keys the attention reads: every row, and with word_keys the word rows alone ([CLS] and [SEP] dropped)
+    samples_of_keys = [("all", rows)] + ([("words", [(i - 1, t) for i, t in rows if t == "word"])] if word_keys else [])
     out = []
     for convention, name, kind, draw in runs:
-        Xc = samples_of[convention]
         options = _options(name, model, layer, heads)
         draw_seed = base if kind == "trained" else derive_seed(base, "draw", draw)
         W = maps.sample_weights(name, draw_seed, n, d, dtype=torch.float64, **options)
-        with torch.no_grad():
-            phi_norm = float(torch.linalg.vector_norm(maps.apply(name, Xc, W)))
-            entropy = float(attention_entropy(Xc, W).mean())
-        row_norm = float(torch.linalg.vector_norm(Xc, dim=-1).mean())
-        for searched in _searched(name, Xc, W, convention, rows, options=options, seed=draw_seed, max_steps=max_steps):
-            out.append(
-                {
-                    **common,
-                    "convention": convention,
-                    "map": name,
-                    "kind": kind,
-                    "head": 0,
-                    "draw": draw,
-                    **searched,
-                    "phi_norm": phi_norm,
-                    "row_norm": row_norm,
-                    "entropy": entropy,
-                    "seed": draw_seed,
-                }
-            )
+        for keys, moved in samples_of_keys:
+            rows_of = slice(None) if keys == "all" else slice(1, n - 1)
+            Xc = samples_of[convention][rows_of]
+            described = {"convention": convention, "map": name, "kind": kind, "head": 0, "draw": draw, "keys": keys}
+            described |= _described(name, Xc, W, specials=keys == "all")
+            # the mean norm of these rows as the model gives them to the layer (the paper's convention rescales them)
+            described["model_row_norm"] = float(torch.linalg.vector_norm(samples_of["model"][rows_of], dim=-1).mean())
+            for searched in _searched(
+                name, Xc, W, convention, moved, options=options, seed=draw_seed, max_steps=max_steps
+            ):
+                out.append({**common, **described, **searched, "seed": draw_seed})
     return out
+
+
+def _described(name: str, X: Tensor, W: Any, *, specials: bool) -> dict[str, float]:
+    """What a row says about the map ``name`` with weights ``W`` on the sample ``X`` beside its WS:
+    ``phi_norm``; ``row_norm`` (the sample's mean row norm); ``entropy`` (the attention's mean entropy);
+    ``special_mass`` (the attention the word rows put on ``[CLS]`` and ``[SEP]``, the sample's first and
+    last rows, mean over heads and word rows; NaN without ``specials``: a sample of word rows alone);
+    ``bias_share`` (the norm of the constant rows the attention's biases add, ``sqrt(n) ||bias_output||``,
+    over ``phi_norm``; 0 for a map without biases; NaN for a whole layer, whose LayerNorms mix them)."""
+    n = X.shape[0]
+    with torch.no_grad():
+        phi_norm = float(torch.linalg.vector_norm(maps.apply(name, X, W)))
+        entropy = float(attention_entropy(X, W).mean())
+        mass = float(attention_mass(X, W, [0, n - 1])[..., 1 : n - 1].mean()) if specials else math.nan
+        bias = bias_output(W)
+    layer = "W1" in W
+    share = (
+        math.nan if layer else 0.0 if bias is None else math.sqrt(n) * float(torch.linalg.vector_norm(bias)) / phi_norm
+    )
+    return {
+        "phi_norm": phi_norm,
+        "row_norm": float(torch.linalg.vector_norm(X, dim=-1).mean()),
+        "entropy": entropy,
+        "special_mass": mass,
+        "bias_share": share,
+    }
 
 
 def _head_rows(
@@ -268,6 +293,7 @@ def _head_rows(
                     "kind": "trained",
                     "head": head,
                     "draw": 0,
+                    "keys": "all",
                     **searched,
                     "phi_norm": phi_norm,
                     "row_norm": float(torch.linalg.vector_norm(X, dim=-1).mean()),
@@ -300,14 +326,15 @@ def layer_rows(
     max_steps: int = 1000,
     names: Sequence[Any] | None = None,
     log: Any = None,
+    word_keys: bool = False,
 ) -> list[dict[str, Any]]:
     """Every row of the trained study at one layer (the ``trained`` rule's job): for each review of
     ``texts`` (each with at least max(ns) tokens: ``wordsens.data.reviews.pick_reviews``) and n of ``ns``, the rows of
     ``trained_rows``; then, at ``head_n`` (None: none) on the first ``head_reviews`` reviews, every
-    head alone. The samples entering the layer must differ: two reviews whose samples at some n have a
-    cosine similarity of at least ``NEAR_DUPLICATE`` are refused (``check_near_duplicates``, naming them
-    by ``names``, default their index). ``model`` is what the maps load (``encoder``'s folder or name);
-    ``log`` (a callable) gets a line per sample."""
+    head alone (``word_keys``: as ``trained_rows``). The samples entering the layer must differ: two
+    reviews whose samples at some n have a cosine similarity of at least ``NEAR_DUPLICATE`` are refused
+    (``check_near_duplicates``, naming them by ``names``, default their index). ``model`` is what the
+    maps load (``encoder``'s folder or name); ``log`` (a callable) gets a line per sample."""
     heads = int(encoder.config.num_attention_heads)
     rows: list[dict[str, Any]] = []
     passes = [(n, len(texts), False) for n in sorted(ns)]
@@ -332,6 +359,7 @@ def layer_rows(
                 per_head=per_head,
                 maps_=maps_,
                 max_steps=max_steps,
+                word_keys=word_keys,
             )
             if log is not None:
                 what = "head by head" if per_head else ", ".join(conventions)
@@ -386,6 +414,7 @@ def layer_table(
         max_steps=job.max_steps,
         names=names,
         log=log,
+        word_keys=job.word_keys,
     )
     frame = pd.DataFrame(rows)
     frame.insert(0, "model", job.model)

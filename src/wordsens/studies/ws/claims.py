@@ -11,10 +11,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...claims.intervals import MIN_UNITS, linear, worst_point
+from ...claims.intervals import MIN_UNITS, linear, log_ratio, worst_point
+from ...claims.levels import raf_reference, rf_level_band
 from ...claims.rows import Rows
 from ...claims.slope import law_slope, slope_coefficients
-from ...claims.stats import KNOWN_MAPS, raf_floor_threshold, rf_level_band
+from ...claims.stats import KNOWN_MAPS, raf_floor_threshold
 from ...claims.units import grid_points, slices
 from ...maps import registry
 from ...theory import rf_law, rf_law_finite
@@ -163,6 +164,7 @@ def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
                 if x
             ),
         )
+        _raf_level(rows, pts, float(d), data, scope, left)
         positive, note = _positive(part)
         if len(all_pts) < 2:
             rows.not_run("raf_no_decay", f"one n value only (n = {_ns(all_pts)})", map_="raf", data=data, scope=scope)
@@ -170,10 +172,31 @@ def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
         _slope_row(rows, "raf_no_decay", [positive], "raf", data, scope, transform="log", note=note, per_law=True)
 
 
+def _raf_level(rows: Rows, pts: list[tuple[tuple, np.ndarray]], d: float, data: str, scope: str, left: str) -> None:
+    """``raf_level`` at one d: the mean over the grid points of mean WS / ``raf_reference(n, d)``; not run
+    where a point has no reference."""
+    refs = np.array([raf_reference(float(n), d) for (n,), _ in pts])
+    if not np.isfinite(refs).all():
+        outside = ", ".join(str(n) for ((n,), _), r in zip(pts, refs, strict=True) if not np.isfinite(r))
+        why = f"no reference level at d = {d:g}, n = {outside} (measured at d = 192-768, n = 10-250)"
+        rows.not_run("raf_level", why, map_="raf", data=data, scope=scope)
+        return
+    groups = [v for _, v in pts]
+    ratios = np.array([v.mean() for v in groups]) / refs
+    low = int(np.argmin(ratios))
+    note = f"mean WS / reference from {ratios.min():.3f} (n={pts[low][0][0]}) to {ratios.max():.3f}"
+    interval = linear(groups, 1 / (len(groups) * refs))
+    rows.estimate(
+        "raf_level", interval, map_="raf", data=data, scope=scope, note="; ".join(x for x in (note, left) if x)
+    )
+
+
 def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str) -> None:
     for (d,), scope, part in slices(relu, ["d"]):
+        # the statistic is on the log scale: trials at WS <= 0 are left out (and said so), as for the slopes
+        (part, dropped_relu), (at_d, dropped_raf) = _positive(part), _positive(raf[raf["d"] == d])
         a = dict(grid_points(part, ["n"], "lower"))
-        b = dict(grid_points(raf[raf["d"] == d], ["n"], "lower"))
+        b = dict(grid_points(at_d, ["n"], "lower"))
         common = sorted(set(a) & set(b))
         if not common:
             rows.not_run(
@@ -186,10 +209,16 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
             continue
         enough = [p for p in common if min(len(a[p]), len(b[p])) >= MIN_UNITS] or common
         left = len(common) - len(enough)
-        interval, i = worst_point([a[p] for p in enough], lowest=False, divide_by=[b[p] for p in enough])
-        note = f"closest point n={enough[i][0]}: ratio {interval.value:.3f} ({len(common)} common n)"
+        relu, raf_ = [a[p] for p in enough], [b[p] for p in enough]
+        worst, i = worst_point(relu, lowest=False, divide_by=raf_)
+        closest = f"closest point n={enough[i][0]}: ratio {worst.value:.3f}"
+        if np.isfinite(worst.low):
+            closest += f" [{worst.low:.3f}, {worst.high:.3f}] (simultaneous over the {len(enough)} n)"
+        note = f"geometric mean over {len(common)} common n; {closest}"
         if left:
             note += f"; {left} common n with fewer than {MIN_UNITS} trials of a map left out"
+        note += "".join(f"; {x} ({m})" for x, m in ((dropped_relu, "ReLU-RAF"), (dropped_raf, "RAF")) if x)
+        interval = log_ratio(relu, raf_)
         rows.estimate("relu_raf_below_raf", interval, map_="relu_raf", data=data, scope=scope, note=note)
 
 
@@ -213,9 +242,9 @@ def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
                 raise ValueError(f"table 'ws_drf' has no column {depth}: re-run snakemake to rebuild it")
             positive, note = _positive(part)
             for _, scope, piece in slices(positive, ["d", *depth]):
-                _slope_row(rows, "drf_decays", [piece], "drf", data, scope, transform="log", note=note)
+                _slope_row(rows, "drf_decays", [piece], "drf", data, scope, transform="log", note=note, per_law=True)
     if "raf" not in ws:
-        for c in ("raf_floor", "raf_no_decay"):
+        for c in ("raf_floor", "raf_level", "raf_no_decay"):
             rows.not_run(c, "no RAF word-sensitivity table (ws_raf.parquet)", map_="raf")
     else:
         for data in datas(ws["raf"]):
@@ -233,7 +262,9 @@ def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
                 _ws_relu_vs_raf(rows, relu, raf, data)
             positive, note = _positive(relu)
             for _, scope, piece in slices(positive, ["d"]):
-                _slope_row(rows, "relu_raf_decays", [piece], "relu_raf", data, scope, transform="log", note=note)
+                _slope_row(
+                    rows, "relu_raf_decays", [piece], "relu_raf", data, scope, transform="log", note=note, per_law=True
+                )
     for map_ in sorted(set(ws) - set(KNOWN_MAPS)):
         for data in datas(ws[map_]):
             _ws_slope(rows, "map_slope", ws[map_][ws[map_]["data"] == data], map_, data)
