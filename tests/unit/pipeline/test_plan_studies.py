@@ -102,16 +102,18 @@ def test_the_trained_study_plans_one_job_per_encoder_layer(tmp_path):
     job = grid.job({"layer": "2"})
     assert job is jobs[1] and job.key == "trained/layer2" and job.store is None and job.family == "ws:trained"
     trained = config["trained"]
-    # per review (5) and moved row (1): paper (1 + 2 draws of mh_raf) + (1 + 2 x 2 of block, ln_block), model
-    # (1 + 2 of matched_attention) + (1 + 2 of matched_layer); 4 heads on 1 review
-    assert job.rows == 14 * 5 * 1 + models.TINY_BERT_HEADS * 1 == 74
+    # per review (5) and moved row (1, searched twice: the demo's word_keys, without [CLS] and [SEP] too): paper
+    # (1 + 2 draws of mh_raf) + (1 + 2 x 2 of block, ln_block), model (1 + 2 of matched_attention) + (1 + 2 of
+    # matched_layer); 4 heads on 1 review
+    assert trained["word_keys"] and job.params["word_keys"]
+    assert job.rows == 14 * 5 * 2 + models.TINY_BERT_HEADS * 1 == 144
     assert job.params["model"] == "demo-tiny-bert" and job.params["heads"] == models.TINY_BERT_HEADS
     assert job.params["n"] == trained["n"] and job.params["numerics_version"] == numerics_versions()["trained"]
     # two float32 copies of the encoder (tests/unit/compute/test_trained_memory.py), its processes and the searches
     held = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * 4 * encoder_size("demo-tiny-bert")
     assert job.memory_bytes >= held + job.arrays and job.seconds > 0
     more = pipeline.Grid(_demo({"trained": {"n": [8, 16, 24]}}), limits=SMALL).job({"layer": "2"})
-    assert more.params != job.params and more.rows == 14 * 5 * 3 + 4
+    assert more.params != job.params and more.rows == 14 * 5 * 3 * 2 + 4
     # listed layers, and an encoder known from its local config.json (layers and heads)
     folder = tmp_path / "my-bert"
     folder.mkdir()

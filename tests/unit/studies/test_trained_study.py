@@ -55,6 +55,7 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
         "draws": 1,
         "head_n": 10,
         "head_reviews": 1,
+        "word_keys": False,
     }
     rows = layer_rows(
         tokenizer,
@@ -120,6 +121,7 @@ def test_word_keys_double_the_word_rows_in_the_plan_and_are_a_param_only_when_on
     base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
     demo_config = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())
     section = {"n": [6, 10], "reviews": 2, "positions": 1, "specials": True, "draws": 1, "head_n": None}
+    section["word_keys"] = False  # the demo's is on
 
     def job(**extra):
         config = pipeline.validate(pipeline.merge(pipeline.merge(base, demo_config), {"trained": {**section, **extra}}))
