@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
     from wordsens.claims import compute_claims
     from wordsens.claims import simulate as sim
 
-
     real = pd.read_csv(args.noise)
     records = []
     for data in args.data:

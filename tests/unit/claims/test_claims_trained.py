@@ -50,8 +50,9 @@ def test_trained_ratio_per_convention_and_counterpart_at_the_largest_n_without_a
     assert "per-review ratio 2 to 4" in attention["note"] and "2 draw(s) of mh_raf" in attention["note"]
     # ... and what the convention does to the trained map: where its attention goes, its scale, its biases
     assert "attention of word rows on [CLS]/[SEP] trained 0.7, random 0.03" in attention["note"]
-    assert "rows rescaled from the model's mean norm 12 to 19.6 (x1.63: the trained logits' bilinear term x2.67" in (
-        attention["note"]
+    assert (
+        "rows rescaled from the model's mean norm 12 to 19.6 (x1.63: the trained logits' bilinear term x2.67"
+        in (attention["note"])
     )
     assert "bias rows / ||phi(X)||: trained 0.4, random 0" in attention["note"]
     model = one(out, "trained_ratio", map="trained_attention", scope="layer=2, n=128, convention=model")
