@@ -29,7 +29,9 @@ __version__ = "0.1.0"
 #        Gram matrix, no m x m eigendecomposition): the same law, other numbers
 #   trained: the trained study (wordsens.experiments.trained: the samples entering each encoder layer
 #        and the searches of its maps and their random models); trained-1: its first version; trained-2:
-#        drawn word rows, the paper's and the model's conventions, the counterparts and their draws
+#        drawn word rows, the paper's and the model's conventions, the counterparts and their draws;
+#        trained-3: the attention on [CLS]/[SEP], the biases' share and the model's row norm per row, and
+#        the samples of word rows alone (keys)
 #   swaps: the swaps study (wordsens.experiments.swaps: real words scored by wordsens.search.swaps
 #        beside the continuous search); swaps-1: its first version
-NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-2", "swaps": "swaps-1"}
+NUMERICS_VERSIONS = {"ws": "ws-3", "gen": "gen-5", "trained": "trained-3", "swaps": "swaps-1"}
