@@ -141,7 +141,8 @@ def test_smallest_mean_interval_covers_the_smallest_true_mean(trials, spread):
 
 @pytest.mark.parametrize("trials", [3, 10])
 def test_largest_ratio_interval_covers_the_largest_true_ratio(trials):
-    """``relu_raf_below_raf``: the largest ratio of ReLU-RAF's mean to RAF's over the common n."""
+    """The largest ratio of ReLU-RAF's mean to RAF's over the common n (the closest point that
+    ``relu_raf_below_raf``'s note names with this interval)."""
     rng = np.random.default_rng(500 + trials)
     raf = np.array([2.0, 2.2, 2.4, 2.5, 2.6, 2.6, 2.6])
     relu = np.array([1.2, 1.0, 0.8, 0.7, 0.6, 0.6, 0.6])

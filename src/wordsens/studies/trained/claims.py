@@ -3,12 +3,12 @@ pre-trained encoder's maps against their random counterparts on the same samples
 
 The study's table (``RESULTS/tables/trained.parquet``, rows of
 ``wordsens.studies.trained.run.trained_rows``) holds, per (model, review, layer, n, convention, moved
-row), the word sensitivity of each trained map and of the random counterparts its registry entry
+row, keys), the word sensitivity of each trained map and of the random counterparts its registry entry
 names for that convention (``MapSpec.counterparts``), each drawn a few times. :func:`trained_ratios`
-turns it into one ratio per (model, convention, layer, kind of moved row, trained map, counterpart)
-with its interval over reviews; the claims rows and the figure (``wordsens.studies.trained.figure``) both
-read it. The paper makes no claim about trained encoders, so every row is reported without a
-verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
+turns it into one ratio per (model, convention, keys, layer, kind of moved row, trained map,
+counterpart): the geometric mean over reviews with its interval; the claims rows and the figure
+(``wordsens.studies.trained.figure``) both read it. The paper makes no claim about trained encoders, so every
+row is reported without a verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _per_review(rows: pd.DataFrame, column: str = "ws") -> pd.Series:
 
 def _pair(at: pd.DataFrame, trained: str, random: str) -> dict[str, Any]:
     """One (trained map, counterpart) on the rows ``at`` of one (model, convention, n, layer, token):
-    the interval of the mean over reviews of WS(trained) / WS(random) and what the note says; ``why``
+    the interval of the geometric mean over reviews of WS(trained) / WS(random) and what the note says; ``why``
     (without ``interval``) where one side is absent or no review has a usable pair."""
     t_rows, r_rows = at[at["map"] == trained], at[at["map"] == random]
     if t_rows.empty or r_rows.empty:
