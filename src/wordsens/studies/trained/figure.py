@@ -40,7 +40,7 @@ def trained_figure(
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
     """A pre-trained encoder's layers against their random counterparts (rows of
-    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n.  One panel per trained map
+    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n. One panel per trained map
     (``trained_attention``, ``trained_layer``): per layer (x), the geometric mean over reviews of WS(trained)
     / WS(counterpart) with its 95% interval over reviews (log scale)
     (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5
