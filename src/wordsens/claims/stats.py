@@ -15,7 +15,6 @@ each claim means, why its threshold is what it is and the smallest effect it fai
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +45,6 @@ __all__ = [
     "in_paper_setting",
     "raf_alignment_threshold",
     "raf_floor_threshold",
-    "table_kind",
 ]
 
 DERIVED = "derived (not in the paper)"
@@ -418,11 +416,3 @@ def err_lower_bound(alignment: np.ndarray | float, gamma: np.ndarray | float) ->
     g = np.asarray(gamma, dtype=float)
     applies = (a >= 0) & (g < 1)
     return np.where(applies, ((1 + a) * (1 - g)) ** 2, np.nan)
-
-
-def table_kind(key: str) -> tuple[str, str] | None:
-    """('ws', map) or ('gen', figure) for a table key, None for another table."""
-    if key.startswith("ws_") and len(key) > 3:
-        return "ws", key[3:]
-    m = re.fullmatch(r"gen_(fig[45])_(.+)", key)
-    return ("gen", m.group(1)) if m else None

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -17,12 +19,19 @@ from ...claims.stats import (
     ZERO_LOSS_TOL,
     err_lower_bound,
     raf_alignment_threshold,
-    table_kind,
 )
 from ...claims.units import GEN_GRID, plain, slices
 from ...theory import rf_law
 
 __all__ = ["GEN_CLAIMS", "check_identity", "gen_claims"]
+
+
+def _figure(key: str) -> str:
+    """The figure (``fig4``, ``fig5``) of a generalisation table's stem (``gen_fig4_imdb``)."""
+    m = re.fullmatch(r"gen_(fig[45])_.+", key)
+    if m is None:
+        raise ValueError(f"{key!r} is not a generalisation table (gen_fig4_<data> or gen_fig5_<data>)")
+    return m.group(1)
 
 
 def check_identity(gen: pd.DataFrame) -> None:
@@ -232,7 +241,7 @@ def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
 
 
 def _gen_interpolation(rows: Rows, key: str, frame: pd.DataFrame) -> None:
-    figure = table_kind(key)[1]  # type: ignore[index]
+    figure = _figure(key)
     data = ", ".join(sorted(str(x) for x in frame["data"].unique()))
     if "interpolates" not in frame:
         rows.not_run(
@@ -269,7 +278,7 @@ def gen_claims(rows: Rows, gen: dict[str, pd.DataFrame]) -> None:
         for c, m in GEN_CLAIMS:
             rows.not_run(c, "no generalisation tables (gen_fig4_<data>.parquet, gen_fig5_<data>.parquet)", map_=m)
         return
-    frames = [frame.assign(figure=table_kind(key)[1]) for key, frame in gen.items()]  # type: ignore[index]
+    frames = [frame.assign(figure=_figure(key)) for key, frame in gen.items()]
     allgen = pd.concat(frames, ignore_index=True)
     check_identity(allgen)
     for data in sorted(str(x) for x in allgen["data"].unique()):
