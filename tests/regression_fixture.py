@@ -74,9 +74,11 @@ TABLES: dict[str, tuple[list[str], str]] = {
         for data in ("imdb", "synthetic")
     },
     # the trained study on the demo's tiny BERT: one row per search
-    "trained": (["layer", "n", "convention", "review", "map", "head", "draw", "position"], "trained"),
+    "trained": (["layer", "n", "convention", "keys", "review", "map", "head", "draw", "position"], "trained"),
     # the swaps study on the demo's tiny BERT: one row per (map, n, review, word position)
     "swaps": (["map", "d", "n", "review", "position"], "swaps"),
+    # the gen_words study: one row per (map, n, N, simulation, training, loss, penalty, setting)
+    "gen_words": (["map", "n", "N", "d", "simulation", "training", "loss", "penalty", "setting"], "gen_words"),
     "claims": (["claim", "map", "data", "scope", "statement"], "claims"),  # the statement names a counterpart
 }
 # measured per run, not results: timings, memory, where and from which commit it ran
@@ -101,7 +103,10 @@ CLAIM_NUMBERS = {"value", "ci_low", "ci_high"}
 NOT_COMPARED = {"steps", "verdict", "straddles", "note"}
 # the swaps study: its top words' order and their scores as text (near ties among the top 10 may swap
 # places with rounding); the best word, its S_words and the vocabulary's statistics are compared
-NOT_COMPARED |= {"top_words", "top_scores"}
+NOT_COMPARED |= {"top_words", "top_scores", "top_values"}
+# the gen_words study: the words' loss statistics over the vocabulary (its scan); a row's radius is the
+# search's move for the continuous settings (the point reached: not compared)
+WORDS_SCAN = {"value", "mean", "median", "p01", "frontier_err_at_1"}
 SWAP_SCAN = {"s_words", "mean", "median", "p99", "mean_over_best", "radius"}  # the float32 scan
 FLOAT32_SEARCH = {"rf", "drf", "mh_raf", "block", "trained_attention", "trained_layer"}
 FLOAT32_SEARCH |= {"matched_attention", "matched_layer", "ln_block"}
@@ -121,6 +126,10 @@ def tolerance(table: str, column: str, map_name: str) -> tuple[float, float] | N
         return None
     if table == "claims":
         return CLAIMS if column in CLAIM_NUMBERS else FIRST_STAGE
+    if table == "gen_words" and column in WORDS_SCAN:
+        return SCAN
+    if table == "gen_words" and column == "radius":
+        return None
     if table.startswith("gen_"):
         if column in GEN_SEARCH or (column == "err" and map_name in KINKED):
             return None
