@@ -15,11 +15,11 @@ rule claims:
         ),
     log:
         f"{LOGS}/claims/claims.log",
-    params:
-        # the grid points the limits left out: a "not run" row each
-        left_out=GRID.left_out(),
     localrule: True
     conda:
         ENV
+    params:
+        # the grid points the limits left out: a "not run" row each
+        left_out=GRID.left_out(),
     script:
         "../../scripts/claims.py"

@@ -13,11 +13,11 @@ PROBE_LM = probe_request(config, LIMITS, "lm")
 
 
 rule demo_lm:
-    localrule: True
     output:
         config=f"{RSRC}/demo/tiny-lm/config.json",
     log:
         f"{LOGS}/demo_lm/demo_lm.log",
+    localrule: True
     conda:
         ENV
     params:
@@ -51,13 +51,13 @@ rule fig1_attention:
 
 
 rule fig1_attention_figure:
-    localrule: True
     input:
         table=rules.fig1_attention.output.table,
     output:
         figures=report_figures("fig1_attention", caption("fig1.rst"), "Figure 1"),
     log:
         f"{LOGS}/fig1_attention/fig1_attention_figure.log",
+    localrule: True
     conda:
         ENV
     params:
@@ -99,7 +99,6 @@ rule fig3_probes:
 
 
 rule fig3_figures:
-    localrule: True
     input:
         layers=rules.fig3_probes.output.layers,
         scores=rules.fig3_probes.output.scores,
@@ -107,9 +106,12 @@ rule fig3_figures:
         panel3=report_figures(
             "fig3_panel3_layer_changes", caption("fig3_panel3.rst"), "Figure 3"
         ),
-        panel4=report_figures("fig3_panel4_scores", caption("fig3_panel4.rst"), "Figure 3"),
+        panel4=report_figures(
+            "fig3_panel4_scores", caption("fig3_panel4.rst"), "Figure 3"
+        ),
     log:
         f"{LOGS}/fig3_probes/fig3_figures.log",
+    localrule: True
     conda:
         ENV
     params:
@@ -148,13 +150,13 @@ rule fig1_lm:
 
 
 rule fig1_lm_figure:
-    localrule: True
     input:
         table=rules.fig1_lm.output.table,
     output:
         figures=report_figures("fig1_lm_answers", caption("fig1_lm.rst"), "Figure 1"),
     log:
         f"{LOGS}/fig1_lm/fig1_lm_figure.log",
+    localrule: True
     conda:
         ENV
     params:
