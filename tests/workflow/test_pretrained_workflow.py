@@ -53,6 +53,7 @@ TINY = {
     "long_context": None,
     "positions": None,  # the demo's studies are tested there
     "trained": None,
+    "gen_words": None,
 }
 # Nothing here loads model.name: synthetic rows only, no probes.
 UNUSED = {
@@ -65,6 +66,7 @@ UNUSED = {
     "positions": None,  # IMDb reviews only
     "trained": None,  # the encoder's own layers
     "swaps": None,  # the encoder's vocabulary
+    "gen_words": None,  # the encoder's vocabulary too
 }
 
 
@@ -162,6 +164,7 @@ def test_pretrained_config_plans(tmp_path):
         assert jobs["ws"] == expected["ws"] and jobs["gen"] == expected["gen"]
         assert jobs["trained"] == expected["trained"] == SPEC.layers and jobs["trained_figure"] == 1
         assert jobs["swaps"] == expected["swaps"] == 10  # config/pretrained.yaml: 5 maps x 2 n
+        assert jobs["gen_words"] == 10  # the paper's 5 (map, n) of Figures 4-5 x 2 chunks of 3 simulations
         for rule in ("packaged_model", "reviews", "pool", "embed", "fig1_attention", "fig3_probes"):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs

@@ -96,6 +96,7 @@ def test_changing_a_plot_setting_reruns_only_plots(demo_run):
         "positions_figure": 1,
         "trained_figure": 1,
         "swaps_figure": 1,
+        "gen_words_figure": 1,
         "all": 1,
     }
 

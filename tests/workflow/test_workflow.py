@@ -419,6 +419,7 @@ def test_a_plugin_map_runs_through_a_tiny_workflow(tmp_path):
             "long_context": None,
             "positions": None,
             "trained": None,
+            "gen_words": None,
             "gen": {
                 "data": ["synthetic"],
                 "d": 8,

@@ -27,6 +27,7 @@ DEMO = "config/demo.yaml"
                 "long_context": None,
                 "positions": None,
                 "trained": None,
+                "gen_words": None,
                 "swaps": None,
             },
             "no study runs a job",
@@ -74,6 +75,7 @@ def test_a_failed_job_is_listed_with_its_log_at_the_end(tmp_path):
             "long_context": None,
             "positions": None,
             "trained": None,
+            "gen_words": None,
         },
     )
     out = snakemake(workdir, "--cores", "1", "--configfile", cf, check=False)

@@ -114,6 +114,7 @@ def test_the_embedding_starts_at_the_first_free_core_after_its_pool(tmp_path):
         "long_context": None,
         "positions": None,
         "trained": None,
+        "gen_words": None,
         "probes": {"enabled": False},
     }
     config = write_config(workdir, "busy.yaml", DEMO, changes)
