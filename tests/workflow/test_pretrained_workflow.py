@@ -136,7 +136,19 @@ def _expected_jobs(config: dict) -> dict[str, int]:
     layers = SPEC.layers if trained and trained["layers"] == "all" else len(trained["layers"]) if trained else 0
     swaps = config.get("swaps")
     swap_jobs = len(swaps["maps"]) * len(swaps["n"]) if swaps else 0  # one swaps job per map and n
-    return {"ws": ws_jobs, "gen": gen_jobs, "trained": layers, "swaps": swap_jobs}  # one trained job per layer
+    words = config.get("gen_words")
+    words_jobs = 0
+    if words:  # one job per (map, n, N) and chunk of simulations; paper: the (map, n) of Figures 4-5 once each
+        grids = [gen[f]["maps"] for f in ("fig4", "fig5") if gen[f]] if words["maps"] == "paper" else [words["maps"]]
+        pairs = {(m, n) for grid in grids for m, ns in grid.items() for n in ns or ()}
+        words_jobs = len(pairs) * len(words["N"]) * math.ceil(words["simulations"] / words["simulations_per_job"])
+    return {
+        "ws": ws_jobs,
+        "gen": gen_jobs,
+        "trained": layers,  # one trained job per layer
+        "swaps": swap_jobs,
+        "gen_words": words_jobs,
+    }
 
 
 @pytest.mark.slow  # a Snakemake dry run: a workflow test
@@ -164,7 +176,9 @@ def test_pretrained_config_plans(tmp_path):
         assert jobs["ws"] == expected["ws"] and jobs["gen"] == expected["gen"]
         assert jobs["trained"] == expected["trained"] == SPEC.layers and jobs["trained_figure"] == 1
         assert jobs["swaps"] == expected["swaps"] == 10  # config/pretrained.yaml: 5 maps x 2 n
-        assert jobs["gen_words"] == 10  # the paper's 5 (map, n) of Figures 4-5 x 2 chunks of 3 simulations
+        assert (
+            jobs["gen_words"] == expected["gen_words"] == 10
+        )  # the paper's 5 (map, n) of Figures 4-5 x 2 chunks of 3 simulations
         for rule in ("packaged_model", "reviews", "pool", "embed", "fig1_attention", "fig3_probes"):
             assert jobs[rule] == 1, rule
         assert "fig1_lm" not in jobs
