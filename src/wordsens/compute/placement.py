@@ -9,7 +9,8 @@ processes (no MPS), so a job running beside others gets its share of the GPU. Th
 ``per_search`` seconds of latency per estimate (small kernels and host synchronisations: an RF or
 attention search takes hundreds of steps of a few small products) and ``ratio`` GPU seconds per second
 of the CPU model (the arrays' work). ``GPU_RATES`` holds them per family, fitted (``fit_rates``) on
-one H200 node's run of the default configuration and single jobs (docs/gpu.md, "What runs where").
+one H200 node's run of the default configuration and single jobs (docs/gpu.md, "What runs where"), each
+given by the job rule that runs the family (``JobRule.gpu_rates``) and joined when its study registers.
 
 ``gpu_pays``: ``device: auto`` sends a job to the GPU only where its GPU time, counted ``cores /
 slots`` times, is below its CPU time: each of the GPU's ``slots`` must do the work of ``cores /
@@ -34,6 +35,7 @@ __all__ = [
     "GPU_STARTUP",
     "GpuRate",
     "GpuSample",
+    "add_rates",
     "cpu_seconds",
     "fit_rates",
     "gpu_pays",
@@ -41,7 +43,9 @@ __all__ = [
     "gpu_seconds",
     "gpu_trials_per_job",
     "gpu_work",
+    "rates_snapshot",
     "rates_table",
+    "restore_rates",
     "working_dtype",
 ]
 
@@ -70,49 +74,53 @@ class GpuRate:
         return self.per_search * searches + self.ratio * model_seconds
 
 
-# Fitted by fit_rates on the H200 run of the default configuration (tests/data/gpu/h200_run.csv; docs/gpu.md),
-# each job's work shared evenly with the GPU jobs beside it. Single jobs alone on the same node show that this
-# understates a search's latency alone (time-slicing is not even): RF's and RAF's latencies are raised to what
-# single jobs of every position took, and DRF's rates are its single jobs' in bfloat16 and float32, which the
-# run's few float32 DRF jobs, each beside many others, fit poorly (docs/benchmarks.md, "Where the constants
-# come from").
-GPU_RATES: dict[str, GpuRate] = {
-    "ws:rf": GpuRate(0.306, 0.00316),
-    "ws:drf": GpuRate(0.0, 0.00946),
-    "ws:drf:bfloat16": GpuRate(0.0, 0.00129),
-    "ws:raf": GpuRate(0.186, 0.0355),
-    "ws:relu_raf": GpuRate(0.0503, 0.0282),
-    "ws:block": GpuRate(0.174, 0.0),
-    "ws:linear_raf": GpuRate(0.15, 0.0),
-    "ws:mh_raf": GpuRate(0.119, 0.0078),
-    "ws:sigmoid_raf": GpuRate(0.119, 0.0),
-    "gen:rf": GpuRate(0.0218, 0.0099),
-    "gen:raf": GpuRate(0.0358, 0.0275),
-    "gen:relu_raf": GpuRate(0.0287, 0.0294),
-    "swaps:rf": GpuRate(0.612, 0.00175),
-    "swaps:raf": GpuRate(0.246, 0.0388),
-    "swaps:relu_raf": GpuRate(0.0967, 0.103),
-}
-# A family not measured on a GPU (a plugin's map) is priced as the slowest of its kind, so that it is
-# not sent there on a guess.
-_KINDS = ("ws", "gen", "swaps")
-POOLED = {
-    kind: GpuRate(
-        max(r.per_search for f, r in GPU_RATES.items() if f.startswith(f"{kind}:")),
-        max(r.ratio for f, r in GPU_RATES.items() if f.startswith(f"{kind}:")),
-    )
-    for kind in _KINDS
-}
+# Each job rule's families (``JobRule.gpu_rates``, joined by the study registry through ``add_rates``), fitted
+# by fit_rates on the H200 run of the default configuration (docs/gpu.md; docs/benchmarks.md, "Where the
+# constants come from"). A family ``kind:map`` may have one per working dtype (``kind:map:dtype``).
+GPU_RATES: dict[str, GpuRate] = {}
+
+
+def add_rates(rates: Mapping[str, GpuRate]) -> None:
+    """Add job families' GPU rates (a registered job rule's); the same ones again are a no-op, other
+    ones for a known family an error."""
+    for family, rate in rates.items():
+        if GPU_RATES.setdefault(family, rate) != rate:
+            raise ValueError(f"the GPU rate of {family!r} is {GPU_RATES[family]}, not {rate}")
+
+
+def rates_snapshot() -> dict[str, GpuRate]:
+    """A copy of the GPU rates (``restore_rates`` puts it back)."""
+    return dict(GPU_RATES)
+
+
+def restore_rates(saved: Mapping[str, GpuRate]) -> None:
+    GPU_RATES.clear()
+    GPU_RATES.update(saved)
+
+
+def _slowest(rates: Iterable[GpuRate]) -> GpuRate | None:
+    rates = list(rates)
+    if not rates:
+        return None
+    return GpuRate(max(r.per_search for r in rates), max(r.ratio for r in rates))
 
 
 def gpu_rate(family: str, dtype: str | None = None) -> GpuRate:
     """The GPU rate of ``family`` searching in ``dtype`` (``ws:drf`` in bfloat16 has its own), else the
-    family's, else the slowest of its kind."""
+    family's, else the slowest of its kind (the part before ``:``; a plugin's map, not measured on a GPU,
+    is not sent there on a guess), else the slowest of all."""
     if dtype and f"{family}:{dtype}" in GPU_RATES:
         return GPU_RATES[f"{family}:{dtype}"]
     if family in GPU_RATES:
         return GPU_RATES[family]
-    return POOLED.get(family.partition(":")[0], POOLED["ws"])
+    kind = family.partition(":")[0]
+    rate = _slowest(r for f, r in GPU_RATES.items() if f.startswith(f"{kind}:")) or _slowest(GPU_RATES.values())
+    if rate is None:
+        raise LookupError(
+            f"no GPU rate for {family!r}: none is registered; the job rules' rates join with the studies "
+            "(wordsens.studies.registry.specs() loads them)"
+        )
+    return rate
 
 
 def gpu_work(family: str, model_seconds: float, searches: int, *, sharing: int = 1, dtype: str | None = None) -> float:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Self
 
 from ..compute import costs
 from ..compute.limits import Limits
+from ..compute.placement import GpuRate
 from ..data.models import model_tag
 from ..seeds import canonical
 
@@ -382,7 +383,7 @@ class JobRule:
     columns its log prints (``summary``), its body ``run(params, files, **extras)`` (a DataFrame: the
     job's rows, from its params and ``JobFiles``; a callable, or ``"module:attribute"`` where the body
     lives above the module that defines the rule: ``body`` resolves it in the job's process) and the
-    built-in calibration of its families."""
+    built-in calibration of its families, CPU (``coefficients``) and GPU (``gpu_rates``)."""
 
     name: str
     output: str
@@ -392,6 +393,8 @@ class JobRule:
     summary: Sequence[str] | Callable[[Any], str] = ()
     # built-in calibration of its families (``wordsens.compute.timing``): family -> (fixed s, scale or None)
     coefficients: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
+    # its families' GPU time model (``wordsens.compute.placement``): family (or family:dtype) -> its rate
+    gpu_rates: Mapping[str, GpuRate] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..compute import timing
+from ..compute import placement, timing
 from ..maps import registry as maps_registry
 from .jobs import JobRule
 from .spec import StudySpec
@@ -54,7 +54,8 @@ _builtins_loaded = False
 
 def register(spec: StudySpec, *, replace: bool = False) -> StudySpec:
     """Add ``spec`` to the registry (``replace=True`` to redefine a name); returns it. Its built-in
-    calibration (``StudySpec.coefficients``) joins the planner's (``wordsens.compute.timing``)."""
+    calibration (``StudySpec.coefficients``) joins the planner's (``wordsens.compute.timing``), its job
+    rules' GPU rates the placement's (``wordsens.compute.placement``)."""
     _load_builtins()
     if spec.name in _REGISTRY and not replace and _REGISTRY[spec.name] != spec:
         raise ValueError(f"a study named {spec.name!r} is already registered")
@@ -72,6 +73,8 @@ def _add(spec: StudySpec) -> None:
     for coefficients in (spec.coefficients, *(rule.coefficients for rule in spec.rules)):
         for family, (fixed, scale) in coefficients.items():
             timing.add_builtin(family, fixed, scale)
+    for rule in spec.rules:
+        placement.add_rates(rule.gpu_rates)
 
 
 def _load_builtins() -> None:
@@ -146,6 +149,7 @@ def isolated() -> Iterator[None]:
     _load_builtins()
     saved = dict(_REGISTRY)
     saved_timing: Mapping[str, Any] = timing.builtin_snapshot()
+    saved_rates = placement.rates_snapshot()
     try:
         with maps_registry.isolated():
             yield
@@ -153,3 +157,4 @@ def isolated() -> Iterator[None]:
         _REGISTRY.clear()
         _REGISTRY.update(saved)
         timing.restore_builtin(saved_timing)
+        placement.restore_rates(saved_rates)

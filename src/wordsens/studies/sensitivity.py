@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from ..compute import costs
 from ..compute.limits import Limits
+from ..compute.placement import GpuRate
 from ..maps import registry
 from .jobs import Job, JobRule, Settings, Store, chunks, data_label, job_device
 from .jobs import placed as placed_bytes
@@ -182,6 +183,17 @@ WS_RULE = JobRule(
         "ws:linear_raf": (_FIXED_WS, 0.28),
         "ws:mh_raf": (_FIXED_WS, 0.34),
         "ws:sigmoid_raf": (_FIXED_WS, 0.59),
+    },
+    gpu_rates={  # fitted on the H200 run (docs/gpu.md); DRF's are its single jobs' in each dtype
+        "ws:rf": GpuRate(0.306, 0.00316),
+        "ws:drf": GpuRate(0.0, 0.00946),
+        "ws:drf:bfloat16": GpuRate(0.0, 0.00129),
+        "ws:raf": GpuRate(0.186, 0.0355),
+        "ws:relu_raf": GpuRate(0.0503, 0.0282),
+        "ws:block": GpuRate(0.174, 0.0),
+        "ws:linear_raf": GpuRate(0.15, 0.0),
+        "ws:mh_raf": GpuRate(0.119, 0.0078),
+        "ws:sigmoid_raf": GpuRate(0.119, 0.0),
     },
 )
 

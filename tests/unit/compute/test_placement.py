@@ -169,3 +169,33 @@ def test_the_profile_and_the_plan_count_the_same_slots():
     profile = yaml.safe_load((ROOT / "profiles" / "gpu-node" / "config.yaml").read_text())
     assert profile["resources"]["gpu"] == placement.GPU_SLOTS and profile["scheduler"] == "greedy"
     assert math.isclose(compute.Limits(0, None).gpu_slots, placement.GPU_SLOTS)
+
+
+def test_the_rates_are_the_job_rules_and_an_unmeasured_family_is_priced_as_the_slowest():
+    """Each job rule gives its families' GPU rates (``JobRule.gpu_rates``), joined as its study registers;
+    a family without one is priced as the slowest of its kind, a kind without any as the slowest of all,
+    and with none registered the lookup says so instead of guessing."""
+    from wordsens.studies import registry as studies_registry
+
+    rules = studies_registry.job_rules()
+    joined = {f: r for rule in rules.values() for f, r in rule.gpu_rates.items()}
+    assert joined == GPU_RATES and {f.split(":")[0] for f in joined} == {"ws", "gen", "swaps"}
+    ws = [r for f, r in GPU_RATES.items() if f.startswith("ws:")]
+    slowest_ws = placement.gpu_rate("ws:a_plugin_map")
+    assert slowest_ws.per_search == max(r.per_search for r in ws) and slowest_ws.ratio == max(r.ratio for r in ws)
+    assert placement.gpu_rate("gen:rf") == GPU_RATES["gen:rf"]
+    assert placement.gpu_rate("ws:drf", "bfloat16") == GPU_RATES["ws:drf:bfloat16"]
+    assert placement.gpu_rate("ws:rf", "bfloat16") == GPU_RATES["ws:rf"]  # no bfloat16 rate of its own
+    anything = placement.gpu_rate("a_plugin_kind:x")
+    assert anything.per_search == max(r.per_search for r in GPU_RATES.values())
+    assert anything.ratio == max(r.ratio for r in GPU_RATES.values())
+    saved = placement.rates_snapshot()
+    try:
+        placement.restore_rates({})
+        with pytest.raises(LookupError, match=r"no GPU rate for 'ws:rf'.*studies"):
+            placement.gpu_rate("ws:rf")
+    finally:
+        placement.restore_rates(saved)
+    with pytest.raises(ValueError, match="the GPU rate of 'ws:rf' is"):
+        placement.add_rates({"ws:rf": placement.GpuRate(1.0, 1.0)})
+    assert placement.gpu_rate("ws:rf") == saved["ws:rf"]

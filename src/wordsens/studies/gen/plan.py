@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...compute.limits import Limits
+from ...compute.placement import GpuRate
 from ...data.models import model_width
 from ...maps import registry
 from ..jobs import Job, JobFiles, JobRule, chunks, data_label, job_device, main_store
@@ -72,6 +73,11 @@ GEN_RULE = JobRule(
         "gen:rf": (_FIXED_GEN, 0.61),
         "gen:raf": (_FIXED_GEN, 0.78),
         "gen:relu_raf": (_FIXED_GEN, 0.70),
+    },
+    gpu_rates={  # fitted on the H200 run (docs/gpu.md)
+        "gen:rf": GpuRate(0.0218, 0.0099),
+        "gen:raf": GpuRate(0.0358, 0.0275),
+        "gen:relu_raf": GpuRate(0.0287, 0.0294),
     },
 )
 

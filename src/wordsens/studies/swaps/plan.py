@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from ...compute import costs, swap_costs
 from ...compute.limits import Limits
+from ...compute.placement import GpuRate
 from ...data.models import (
     BERT_VOCAB,
     bert_family_problem,
@@ -154,6 +155,11 @@ SWAPS_RULE = JobRule(
     summary=("position", "original", "best_word", "s_words", "continuous", "ratio", "mean"),
     # a swaps job's start: torch, transformers and the encoder loaded, its vocabulary's rows (not yet fitted)
     coefficients={"swaps:*": (8.0, 1.0)},
+    gpu_rates={  # fitted on the H200 run (docs/gpu.md)
+        "swaps:rf": GpuRate(0.612, 0.00175),
+        "swaps:raf": GpuRate(0.246, 0.0388),
+        "swaps:relu_raf": GpuRate(0.0967, 0.103),
+    },
 )
 
 
