@@ -228,6 +228,12 @@ class Calibration:
         own, fitted_kind = self.coefficients.get(family), self.coefficients.get(kind)
         built = BUILTIN[family].times(self.speed) if family in BUILTIN else None
         built_kind = BUILTIN[kind].times(self.speed) if kind in BUILTIN else None
+        if own is None and built is None and fitted_kind is None and built_kind is None:
+            raise LookupError(
+                f"no time model for the job family {family!r} (nor its kind {kind!r}): a study's families "
+                "join the built-in ones when it registers (wordsens.studies.registry.specs() loads them), "
+                "a plugin study's with its StudySpec.coefficients or JobRule.coefficients"
+            )
         if kind == "rule:*":
             first = next(c for c in (own, built, fitted_kind, built_kind) if c is not None)
             return Coefficients(first.fixed, None, first.count)

@@ -112,6 +112,22 @@ def test_the_fit_recovers_known_coefficients():
     assert Calibration.from_dict(json.loads(json.dumps(calibration.to_dict()))) == calibration
 
 
+def test_a_family_of_no_registered_study_is_a_clear_error_not_a_guess():
+    """A job family whose kind nothing gives a time for (a plugin's kind before its study registers)
+    is refused with what to do; a kind's unknown family takes the kind's pooled time."""
+    from wordsens.compute import timing
+
+    with pytest.raises(LookupError, match=r"'toy:norms' \(nor its kind 'toy:\*'\).*registers"):
+        Calibration().of("toy:norms")
+    saved = timing.builtin_snapshot()
+    try:
+        timing.add_builtin("toy:*", 3.0, 2.0)
+        assert Calibration().seconds("toy:norms", 5.0) == pytest.approx(13.0)
+    finally:
+        timing.restore_builtin(saved)
+    assert Calibration().seconds("my_step") == pytest.approx(Calibration().seconds("rule:*"))
+
+
 def test_one_long_job_does_not_set_its_familys_scale():
     """The fit weighs relative errors: ten jobs at 1 x their model and one long job at 4 x (as a
     long-context search measured) give a scale near 1, which prices the ten within 15%; least
