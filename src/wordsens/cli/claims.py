@@ -13,9 +13,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "claims",
         help="print the claims table of a run: the paper's statements checked on its own tables",
         description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
-        "(RESULTS_DIR/tables: ws_<map>.parquet, gen_fig4_<data>.parquet, gen_fig5_<data>.parquet, and "
-        "variants.parquet for the maps without a ws_<map> table) and "
-        "print it: per claim and scope the statistic, its 95% interval from the independent units it rests on "
+        "(RESULTS_DIR/tables/*.parquet: each registered study reads its own, e.g. ws_<map>, gen_fig4_<data>, "
+        "trained, swaps, gen_words; variants for the maps without a ws_<map> table; a table not there makes "
+        "its claims 'not run') and print it: per claim and scope the statistic, its 95% interval from the independent units it rests on "
         "(trials, simulations, reviews), the expectation, the setting the claim comes from and the verdict "
         "(holds, fails, inconclusive, not run, no claim; docs/claims.md). The same table as the workflow's "
         "tables/claims.csv.",
