@@ -15,10 +15,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Compute the claims table (wordsens.claims) from the tables of a workflow's results folder "
         "(RESULTS_DIR/tables/*.parquet: each registered study reads its own, e.g. ws_<map>, gen_fig4_<data>, "
         "trained, swaps, gen_words; variants for the maps without a ws_<map> table; a table not there makes "
-        "its claims 'not run') and print it: per claim and scope the statistic, its 95% interval from the independent units it rests on "
-        "(trials, simulations, reviews), the expectation, the setting the claim comes from and the verdict "
-        "(holds, fails, inconclusive, not run, no claim; docs/claims.md). The same table as the workflow's "
-        "tables/claims.csv.",
+        "its claims 'not run') and print it: per claim and scope the statistic, its 95% interval from the "
+        "independent units it rests on (trials, simulations, reviews), the expectation, the setting the claim "
+        "comes from and the verdict (holds, fails, inconclusive, not run, no claim; docs/claims.md). The same "
+        "table as the workflow's tables/claims.csv.",
     )
     claims.add_argument("results", metavar="RESULTS_DIR", help="the results folder of a run (config key 'results')")
     claims.add_argument(

@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from plot_tables import _gen_table, _ws_rows
 
 from wordsens import plots
-from wordsens.studies.gen.figure import gen_figure
+from wordsens.plots.generalisation import gen_figure
 from wordsens.studies.long_context.figure import long_context_figure
 from wordsens.studies.variants.figure import variants_figure
 

@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.markers import MarkerStyle
 from plot_tables import _gen_table
 
-from wordsens.studies.gen.figure import gen_figure
+from wordsens.plots.generalisation import gen_figure
 from wordsens.studies.trained.figure import trained_figure
 from wordsens.studies.ws.figure import ws_figure
 from wordsens.theory import rf_law

@@ -35,7 +35,7 @@ REQUIRED = (
 
 
 def _draw(kind: str, tables: dict[str, Any], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
-    from .figure import gen_figure
+    from ...plots.generalisation import gen_figure
 
     for name, y in (("figures", "err"), ("alignment", "alignment")):
         gen_figure(

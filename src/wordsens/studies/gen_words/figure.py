@@ -4,7 +4,7 @@
 direct losses' best word, beside the continuous Delta of the same simulations at [CLS], at the word's
 position and at the radius the best word moves; colour = setting) and, with penalties, Figure 5 with real
 words (the penalised loss's best word; colour = penalty), both in the layout of the paper's figures
-(``wordsens.studies.gen.figure.gen_figure``). ``gen_words_text``: per map, n and N each simulation's
+(``wordsens.plots.generalisation.gen_figure``). ``gen_words_text``: per map, n and N each simulation's
 review around the word position with its best words, their Err, gamma_min and alignment, and whether some
 word of the vocabulary learns the opposite label while the first stage stays unsure.
 """
@@ -22,7 +22,7 @@ import pandas as pd
 from ...io import atomic_path
 from ...maps import registry
 from ...plots.common import map_label
-from ..gen.figure import TRAINING_TITLES, gen_figure
+from ...plots.generalisation import TRAINING_TITLES, gen_figure
 
 __all__ = ["SETTING_LABELS", "gen_words_figure", "gen_words_text"]
 

@@ -1,4 +1,4 @@
-"""The generalisation figures (Figures 4 and 5, ``wordsens.studies.gen.figure.gen_figure``) on hand-made
+"""The generalisation figures (Figures 4 and 5, ``wordsens.plots.generalisation.gen_figure``) on hand-made
 tables: what each panel holds (points, hollow markers of the rows that do not interpolate, the reference
 line a = 1, legends), checked on the returned figures and the written files; a table without the column
 refused.
@@ -14,7 +14,7 @@ import seaborn as sns
 from matplotlib.colors import to_rgba
 from plot_tables import _gen_table
 
-from wordsens.studies.gen.figure import gen_figure
+from wordsens.plots.generalisation import gen_figure
 
 
 def _hollow_points(fig) -> int:

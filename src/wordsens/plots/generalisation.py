@@ -1,5 +1,6 @@
 """Figures 4 and 5 from the generalisation tables: the test error (or the alignment ratio) against
-gamma_min after changing one word (``gen_figure``).
+gamma_min after changing one word (``gen_figure``). The gen study draws the paper's figures with it and
+the gen_words study the same layout with real words (its ``hue``: how the sentence was changed).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.transforms import offset_copy
 
-from ...plots.common import map_label, not_run_note, note_under, save
-from ...plots.scatter import on_scale, side_by_side
+from .common import map_label, not_run_note, note_under, save
+from .scatter import on_scale, side_by_side
 
 __all__ = ["GEN_Y", "LOSS_MARKERS", "SIDE_BY_SIDE_POINTS", "TRAINING_TITLES", "gen_figure"]
 
