@@ -93,7 +93,7 @@ def test_trained_figure_draws_the_ratios_per_counterpart_and_convention_the_entr
     # per counterpart one series over the layers (paper solid, model dashed), at the word rows of the largest n
     assert _styles(attention) == {"-": 1, "--": 1} and _styles(layer) == {"-": 2, "--": 1}
     expected = trained_ratios(table[(table["head"] == 0) & (table["token"] == "word")])
-    first = next(line for line in attention.get_lines() if line.get_label() == "mh_raf, paper")
+    first = next(line for line in attention.get_lines() if line.get_label() == "mh_raf, paper, all")
     mh = expected[(expected["random"] == "mh_raf")].sort_values("layer")
     assert list(first.get_ydata()) == pytest.approx(list(mh["value"]))
     reviews = np.arange(5) / 10  # per review (layer + 1 + review / 10) / 1: their geometric mean
@@ -131,3 +131,33 @@ def test_trained_figure_marks_a_missing_pair_and_missing_heads_not_run(tmp_path)
         assert any(text.get_text().startswith("not run") for text in ax.texts)
     assert any("layer=3 (needs 40 GB)" in text.get_text() for text in attention.texts)
     assert [t.get_text() for t in fig.texts if t.get_label() == "stamp"] == ["toy"]
+
+
+def test_the_ratios_on_the_word_rows_alone_are_drawn_beside_hollow_and_dotted(tmp_path):
+    """With ``trained.word_keys`` rows (``keys`` "words"), each ratio series has a hollow, dotted twin with
+    the word rows' own ratios; a table without them draws none and names none in the legend."""
+    import pandas as pd
+
+    from wordsens.studies.trained.claims import trained_ratios
+    from wordsens.studies.trained.figure import trained_figure
+
+    table = _trained_table().assign(keys="all")
+    words = table[table["head"] == 0].assign(keys="words")
+    words.loc[words["kind"] == "trained", "ws"] *= 0.6  # the trained map less sensitive among the words alone
+    both = pd.concat([table, words], ignore_index=True)
+    fig = trained_figure(both, [tmp_path / "fig_trained.png"])
+    attention, layer = fig.axes[:2]
+    assert _styles(attention) == {"-": 1, "--": 1, ":": 2} and _styles(layer) == {"-": 2, "--": 1, ":": 3}
+    hollow = next(line for line in attention.get_lines() if line.get_label() == "mh_raf, paper, words")
+    assert hollow.get_markerfacecolor() == "none" and hollow.get_linestyle() == ":"
+    alone = words[words["token"] == "word"]
+    expected = trained_ratios(alone)
+    mh = expected[(expected["map"] == "trained_attention") & (expected["random"] == "mh_raf")].sort_values("layer")
+    assert list(hollow.get_ydata()) == pytest.approx(list(mh["value"]))
+    full = next(line for line in attention.get_lines() if line.get_label() == "mh_raf, paper, all")
+    assert all(w < f for w, f in zip(hollow.get_ydata(), full.get_ydata(), strict=True))
+    assert any("[CLS], [SEP] dropped" in text.get_text() for text in fig.legends[0].get_texts())
+
+    plain = trained_figure(table, [tmp_path / "plain.png"])
+    assert ":" not in _styles(plain.axes[0])
+    assert not any("dropped" in text.get_text() for text in plain.legends[0].get_texts())

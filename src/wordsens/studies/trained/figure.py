@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FuncFormatter
 
 from ...maps import registry
 from ...plots.common import NOTE_STYLE, mark_not_run, not_run_note, save
@@ -26,6 +27,9 @@ __all__ = ["trained_figure"]
 # each convention's line style and marker; the word rows are drawn (the special rows are in the table)
 _STYLE = {"paper": ("-", "o"), "model": ("--", "s")}
 _CONVENTION_LABEL = {"paper": "paper (rows sqrt(d), ball sqrt(d))", "model": "model scale (ball ||x_i||)"}
+# the ratios on the word rows alone as keys (trained.word_keys): hollow markers, dotted, lighter
+_WORD_KEYS_LABEL = "hollow, dotted: [CLS], [SEP] dropped (word rows alone)"
+_WORD_KEYS_ALPHA = 0.75
 
 
 def _trained_maps() -> list[str]:
@@ -41,19 +45,20 @@ def trained_figure(
 ) -> plt.Figure:
     """A pre-trained encoder's layers against their random counterparts (rows of
     ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n. One panel per trained map
-    (``trained_attention``, ``trained_layer``): per layer (x), the geometric mean over reviews of WS(trained)
-    / WS(counterpart) with its 95% interval over reviews (log scale)
-    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5
-    reviews give no interval), one colour per counterpart, the convention as line style and marker (paper
-    solid circles, model scale dashed squares), a grey line at 1 (as sensitive as the random map), y on a log
-    scale when a panel spans a factor of 4. Third panel: the mean attention entropy of the trained attention
-    and of its counterparts on the samples (the regime each softmax works in), per layer and convention, with
-    ln n (a uniform row) as a dotted line. Last panel: the heat map of each (layer, head) of the trained
-    attention alone, on the scale that compares heads (``ws_heads``: relative to the norm of every head's
-    output together; ``ws`` in older tables), at the n of those rows (the largest, should there be several),
-    marked not run without such rows. A panel without its rows is marked not run. Layers ``left_out`` by the
-    limits (``wordsens.pipeline.Grid.left_out``: points with ``layer``) are named under every panel and as
-    blank rows of the heat map.
+    (``trained_attention``, ``trained_layer``): per layer (x), the geometric mean over reviews of WS(trained) /
+    WS(counterpart) with its 95% interval over reviews (log scale)
+    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews
+    give no interval), one colour per counterpart, the convention as line style and marker (paper solid circles,
+    model scale dashed squares), the same ratios on the word rows alone as keys (``keys`` "words", from
+    ``trained.word_keys``: [CLS] and [SEP] dropped) beside them, hollow and dotted, a grey line at 1 (as sensitive
+    as the random map), y on a log scale when a panel spans a factor of 4. Third panel: the mean attention entropy
+    of the trained attention and of its counterparts on the samples (the regime each softmax works in), per layer
+    and convention, with ln n (a uniform row) as a dotted line. Last panel: the heat map of each (layer, head) of
+    the trained attention alone, on the scale that compares heads (``ws_heads``: relative to the norm of every
+    head's output together; ``ws`` in older tables), at the n of those rows (the largest, should there be several),
+    marked not run without such rows. A panel without its rows is marked not run. Layers ``left_out`` by the limits
+    (``wordsens.pipeline.Grid.left_out``: points with ``layer``) are named under every panel and as blank rows of
+    the heat map.
 
     ``settings``: ``context`` (seaborn), ``palette`` (the counterparts' colours), ``dpi`` and ``stamp``
     (``run_stamp``). Raises ValueError without whole-map (``head`` 0) word rows, unless every layer was
@@ -62,13 +67,15 @@ def trained_figure(
     columns = ["model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws", "entropy"]
     table = pd.DataFrame(columns=columns) if table is None else table
     whole = table[(table["head"] == 0) & (table["token"] == "word")]
-    if "keys" in whole:  # the full samples; the word rows alone (keys "words") are the claims table's
-        whole = whole[whole["keys"].fillna("all") == "all"]
+    keys = whole["keys"].fillna("all") if "keys" in whole else pd.Series("all", index=whole.index)
+    words_only = whole[keys == "words"]  # every map searched on the word rows alone (trained.word_keys)
+    whole = whole[keys == "all"]
     heads = table[table["head"] > 0]
     if whole.empty and not (left_out and table.empty):
         raise ValueError("no rows of whole maps (head 0) at word rows to draw")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     ratios = trained_ratios(whole) if not whole.empty else pd.DataFrame(columns=["map", "random", "convention"])
+    without = trained_ratios(words_only) if not words_only.empty else None
     counterparts = list(dict.fromkeys(ratios["random"])) if not ratios.empty else []
     palette = sns.color_palette(settings.get("palette", "colorblind"), max(len(counterparts), 1))
     colours = dict(zip(counterparts, palette[: len(counterparts)], strict=True))
@@ -79,7 +86,7 @@ def trained_figure(
         1, len(trained) + 2, figsize=(4.4 * len(trained) + 9.0, 4.6), width_ratios=(*[1.0] * len(trained), 1.0, 1.2)
     )
     for ax, name in zip(axes[: len(trained)], trained, strict=True):
-        _ratio_panel(ax, ratios, name, colours, not_run=not_run)
+        _ratio_panel(ax, ratios, name, colours, not_run=not_run, without=without)
     _entropy_panel(axes[-2], ratios, colours, not_run=not_run)
     _heads_panel(axes[-1], heads, missing_layers, not_run=not_run)
     handles = [
@@ -91,6 +98,20 @@ def trained_figure(
         for convention, (ls, marker) in _STYLE.items()
         if not ratios.empty and convention in set(ratios["convention"])
     ]
+    if without is not None and not without.empty:
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                color="black",
+                ls=":",
+                marker="o",
+                mfc="none",
+                ms=4,
+                label=_WORD_KEYS_LABEL,
+                alpha=_WORD_KEYS_ALPHA,
+            )
+        )
     ncol = max(1, min(len(handles), 4))
     rows = -(-max(len(handles), 1) // ncol)
     top = 1.0 - (0.12 + 0.25 * rows) / fig.get_figheight()  # room for the legend above the panels
@@ -109,8 +130,17 @@ def _offsets(count: int, width: float = 0.3) -> np.ndarray:
     return np.linspace(-width / 2, width / 2, count) if count > 1 else np.zeros(1)
 
 
-def _ratio_panel(ax: plt.Axes, ratios: pd.DataFrame, trained: str, colours: dict[str, Any], *, not_run: str) -> None:
-    """One trained map's ratios to each counterpart, per layer, with their intervals."""
+def _ratio_panel(
+    ax: plt.Axes,
+    ratios: pd.DataFrame,
+    trained: str,
+    colours: dict[str, Any],
+    *,
+    not_run: str,
+    without: pd.DataFrame | None = None,
+) -> None:
+    """One trained map's ratios to each counterpart, per layer, with their intervals; ``without``: the same
+    ratios on the word rows alone as keys, drawn beside them hollow and dotted."""
     ax.set_title(f"{registry.get(trained).label}: WS(trained) / WS(random)", fontsize="small")
     part = ratios[(ratios["map"] == trained)] if not ratios.empty else ratios
     part = part[np.isfinite(part["value"].astype(float))] if not part.empty else part
@@ -118,25 +148,44 @@ def _ratio_panel(ax: plt.Axes, ratios: pd.DataFrame, trained: str, colours: dict
         ax.set_axis_off()
         mark_not_run(ax, "\n".join(filter(None, [f"not run: no {trained} rows beside a counterpart", not_run])))
         return
-    series = list(part.groupby(["random", "convention"], sort=False))
-    for (random, convention), at in series:
-        offset = _offsets(len(series))[[s for s, _ in series].index((random, convention))]
+    frames = [part.assign(_keys="all")]
+    if without is not None and not without.empty:
+        words = without[without["map"] == trained]
+        frames.append(words[np.isfinite(words["value"].astype(float))].assign(_keys="words"))
+    part = pd.concat(frames, ignore_index=True)
+    series = list(part.groupby(["random", "convention", "_keys"], sort=False))
+    offsets = _offsets(len(series), width=0.3 if len(series) <= 4 else 0.5)
+    for index, ((random, convention, keys), at) in enumerate(series):
         at = at.sort_values("layer")
-        x = at["layer"].to_numpy(float) + offset
+        x = at["layer"].to_numpy(float) + offsets[index]
         value = at["value"].to_numpy(float)
         low, high = at["low"].to_numpy(float), at["high"].to_numpy(float)
         ls, marker = _STYLE.get(str(convention), ("-", "o"))
-        ax.plot(x, value, ls=ls, marker=marker, ms=4, lw=1.3, color=colours[random], label=f"{random}, {convention}")
+        style: dict[str, Any] = {"ls": ls, "lw": 1.3, "alpha": 1.0}
+        if keys == "words":
+            style = {"ls": ":", "lw": 1.0, "mfc": "none", "alpha": _WORD_KEYS_ALPHA}
+        ax.plot(x, value, marker=marker, ms=4, color=colours[random], label=f"{random}, {convention}, {keys}", **style)
         has = np.isfinite(low) & np.isfinite(high)
         if has.any():
             err = np.vstack([value[has] - low[has], high[has] - value[has]])
-            ax.errorbar(x[has], value[has], yerr=err, fmt="none", ecolor=colours[random], elinewidth=1, capsize=2)
+            ax.errorbar(
+                x[has],
+                value[has],
+                yerr=err,
+                fmt="none",
+                ecolor=colours[random],
+                elinewidth=1,
+                capsize=2,
+                alpha=style["alpha"],
+            )
     ax.axhline(1.0, color="gray", lw=0.8, zorder=0)
     values = part[["value", "low", "high"]].to_numpy(float)
     values = values[np.isfinite(values) & (values > 0)]
     if values.size and values.max() / values.min() >= 4:
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(plt.ScalarFormatter())
+        plain = FuncFormatter(lambda value, _: f"{value:g}")  # 2, 3, 4 rather than 2 x 10^0
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
     layers = sorted({int(layer) for layer in part["layer"]})
     ax.set_xticks(layers)
     ax.set_xlabel("encoder layer")
