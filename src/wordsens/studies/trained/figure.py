@@ -89,6 +89,25 @@ def trained_figure(
         _ratio_panel(ax, ratios, name, colours, not_run=not_run, without=without)
     _entropy_panel(axes[-2], ratios, colours, not_run=not_run)
     _heads_panel(axes[-1], heads, missing_layers, not_run=not_run)
+    handles = _legend_handles(counterparts, colours, ratios, without)
+    ncol = max(1, min(len(handles), 4))
+    rows = -(-max(len(handles), 1) // ncol)
+    top = 1.0 - (0.12 + 0.25 * rows) / fig.get_figheight()  # room for the legend above the panels
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, top))
+    if handles:
+        fig.legend(
+            handles=handles, loc="upper center", ncol=ncol, frameon=False, fontsize="small", bbox_to_anchor=(0.5, 1.0)
+        )
+    fig.suptitle(_title(whole, table), y=1.0, va="bottom", fontsize="medium")
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return fig
+
+
+def _legend_handles(
+    counterparts: Sequence[str], colours: dict[str, Any], ratios: pd.DataFrame, without: pd.DataFrame | None
+) -> list[plt.Line2D]:
+    """The legend: a colour per counterpart, a line style per convention drawn, and the hollow dotted twin
+    where the word rows alone were searched too."""
     handles = [
         plt.Line2D([], [], color=colours[name], lw=2, label=f"vs {registry.get(name).label} ({name})")
         for name in counterparts
@@ -112,17 +131,7 @@ def trained_figure(
                 alpha=_WORD_KEYS_ALPHA,
             )
         )
-    ncol = max(1, min(len(handles), 4))
-    rows = -(-max(len(handles), 1) // ncol)
-    top = 1.0 - (0.12 + 0.25 * rows) / fig.get_figheight()  # room for the legend above the panels
-    fig.tight_layout(rect=(0.0, 0.0, 1.0, top))
-    if handles:
-        fig.legend(
-            handles=handles, loc="upper center", ncol=ncol, frameon=False, fontsize="small", bbox_to_anchor=(0.5, 1.0)
-        )
-    fig.suptitle(_title(whole, table), y=1.0, va="bottom", fontsize="medium")
-    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return fig
+    return handles
 
 
 def _offsets(count: int, width: float = 0.3) -> np.ndarray:
