@@ -70,3 +70,12 @@ def demo_run(tmp_path_factory):
     workdir = copy_workflow(tmp_path_factory.mktemp("demo"))
     snakemake(workdir, "--cores", "2", "--configfile", "config/demo.yaml")
     return workdir
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> str:
+    """The demo's tiny random BERT, as the workflow builds it (2 layers, width 64, 4 heads), built once per
+    module; a module that needs another shape defines its own ``tiny_bert``."""
+    from wordsens.data import demo
+
+    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))

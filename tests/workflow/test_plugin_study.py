@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from workflow_utils import DEMO_CONFIG, ROOT, copy_workflow, planned_jobs, snakemake, write_config
+from workflow_utils import DEMO_CONFIG, ROOT, WS_ONLY, copy_workflow, planned_jobs, snakemake, write_config
 
 pytestmark = pytest.mark.slow  # a Snakemake run (about a minute)
 
@@ -25,14 +25,7 @@ def _changes(samples: int) -> dict:
             "trials_per_job": 2,
             "maps": {"rf": None, "drf": None, "relu_raf": None, "raf": {"d": [8], "n": [4]}},
         },
-        "variants": None,
-        "long_context": None,
-        "positions": None,
-        "trained": None,
-        "swaps": None,
-        "gen_words": None,
-        "gen": {"fig4": None, "fig5": None},
-        "probes": {"enabled": False, "lm": {"enabled": False}},
+        **WS_ONLY,
     }
 
 

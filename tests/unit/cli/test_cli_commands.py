@@ -10,8 +10,6 @@ import json
 import pytest
 from workflow_utils import run_cli
 
-from wordsens.data import demo
-
 
 def test_cli_prints_one_json_line():
     out = run_cli("ws", "--map", "raf", "--d", 8, "--n", 5, "--seed", 2)
@@ -47,12 +45,6 @@ def test_cli_gen_prints_one_json_line():
     assert row["err"] == pytest.approx((row["D1"] + row["y"]) ** 2)
     bad = run_cli(*retrain, "--loss", "direct", "--penalty", 0.5)
     assert bad.returncode == 2 and "penalised" in bad.stderr
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    """The demo's tiny random BERT, as the workflow builds it (2 layers, width 64, 4 heads)."""
-    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))
 
 
 @pytest.mark.slow

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from search_reference import fast_problem, full_value
 
 from wordsens import maps, search
-from wordsens.data import demo, models
+from wordsens.data import models
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import checkpoint, registry
 from wordsens.maps.trained import ATTENTION_KEYS
-from wordsens.search import SearchContext
 
 ROOT = Path(__file__).resolve().parents[3]
 MINILM = models.PACKAGED_MODELS["minilm"]
@@ -33,12 +33,6 @@ needs_minilm = pytest.mark.skipif(
 @pytest.fixture(autouse=True)
 def _one_thread(one_thread):
     """These searches run on one torch thread (``one_thread`` in conftest.py)."""
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    """The demo's tiny random BERT, as the workflow builds it (2 layers, width 64, 4 heads)."""
-    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))
 
 
 def _attention(W: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -178,20 +172,14 @@ def test_fast_value_and_gradient_against_the_full_map(tiny_bert, head):
         key: value.double()
         for key, value in checkpoint.trained_attention_weights(0, n, d, model=tiny_bert, layer=2, head=head).items()
     }
-    spec = registry.get("trained_attention")
-    options = spec.option_values({"model": tiny_bert, "layer": 2, "head": head})
-    ctx = SearchContext(spec=spec, dtype=torch.float64, device=torch.device("cpu"), options=options)
-    prepare = registry.resolve(spec.fast)(X, 0, W, ctx)
+    prepare = fast_problem("trained_attention", X, W, {"model": tiny_bert, "layer": 2, "head": head})
     gen = torch.Generator().manual_seed(4)
     for position in (0, n - 1):
         problem = prepare(position)
         D = 3 * torch.randn(5, d, dtype=torch.float64, generator=gen)
         D[0] = 0.0
         Dg = D.clone().requires_grad_(True)
-        onehot = torch.zeros((n, 1), dtype=X.dtype)
-        onehot[position] = 1.0
-        diff = maps.apply("trained_attention", X + onehot * Dg[:, None, :], W) - maps.apply("trained_attention", X, W)
-        full = (diff.flatten(1) ** 2).sum(-1)
+        full = full_value("trained_attention", X, W, position, Dg)
         (g_full,) = torch.autograd.grad(full.sum(), Dg)
         value, grad = problem.value_and_grad(D)
         torch.testing.assert_close(value, full.detach(), rtol=1e-9, atol=1e-10)

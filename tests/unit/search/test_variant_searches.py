@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
+from search_reference import fast_problem, full_value
 
 from wordsens import maps, search
 from wordsens.data.samples import synthetic_sample
 from wordsens.maps import registry
-from wordsens.search import SearchContext
 
 VARIANTS = ("sigmoid_raf", "linear_raf", "mh_raf", "block")
 # small instances: (n, d, options)
@@ -28,18 +28,7 @@ SMALL = {
 
 
 def _problem(name, X, W, position, options, dtype=torch.float64):
-    spec = registry.get(name)
-    ctx = SearchContext(spec=spec, dtype=dtype, device=torch.device("cpu"), options=spec.option_values(options))
-    return registry.resolve(spec.fast)(X, 0, W, ctx)(position)
-
-
-def _full_value(name, X, W, position, D):
-    """||phi(X^i(D_r)) - phi(X)||^2 for each row of D, with the plain map (autograd-able)."""
-    onehot = torch.zeros((X.shape[0], 1), dtype=X.dtype)
-    onehot[position] = 1.0
-    moved = X + onehot * D[:, None, :]
-    diff = (maps.apply(name, moved, W) - maps.apply(name, X, W)).flatten(1)
-    return (diff * diff).sum(-1)
+    return fast_problem(name, X, W, options, dtype)(position)
 
 
 @pytest.mark.parametrize(
@@ -63,12 +52,12 @@ def test_fast_value_and_gradient_against_the_full_map(name, n, d, options):
         problem = _problem(name, X, W, position, options)
         D = 2 * torch.randn(5, d, dtype=torch.float64, generator=gen)
         D[0] = 0.0
-        full = _full_value(name, X, W, position, D)
+        full = full_value(name, X, W, position, D)
         torch.testing.assert_close(problem.value(D), full, rtol=1e-9, atol=1e-10)
         torch.testing.assert_close(problem.exact(D), full.sqrt(), rtol=1e-12, atol=1e-12)
         value, grad = problem.value_and_grad(D)
         Dg = D.clone().requires_grad_(True)
-        (g_full,) = torch.autograd.grad(_full_value(name, X, W, position, Dg).sum(), Dg)
+        (g_full,) = torch.autograd.grad(full_value(name, X, W, position, Dg).sum(), Dg)
         torch.testing.assert_close(value, full, rtol=1e-9, atol=1e-10)
         torch.testing.assert_close(grad[1:], g_full[1:], rtol=1e-7, atol=1e-8)
         assert problem.phi_norm == pytest.approx(float(maps.apply(name, X, W).norm()), rel=1e-12)
@@ -135,7 +124,7 @@ def test_estimate_is_at_least_the_reference(name, n, d, options):
         # both numbers are the map's own relative change at the Delta found
         for res in (ours, ref):
             assert res.delta_norm <= math.sqrt(d) * (1 + 1e-12)
-            change = _full_value(name, X, W, 0, res.delta.double()[None]).sqrt() / maps.apply(name, X, W).norm()
+            change = full_value(name, X, W, 0, res.delta.double()[None]).sqrt() / maps.apply(name, X, W).norm()
             assert res.lower == pytest.approx(float(change[0]), rel=1e-9)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from search_reference import fast_problem, full_value
 
 from wordsens import maps
 from wordsens.data import demo, embed, inputs, models, pretrained
@@ -297,16 +298,11 @@ def test_near_duplicate_samples_are_refused_with_the_reviews_named(shaped_bert):
 
 @pytest.mark.parametrize("name", ["trained_layer", "ln_block", "matched_layer"])
 def test_the_layer_search_has_the_values_and_gradients_of_the_plain_map(shaped_bert, name):
-    from wordsens.maps import registry
-    from wordsens.search import SearchContext
-
     n, d = 7, 64
     X = torch.randn(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(8)) * 1.3
     options = {"model": shaped_bert, "layer": 2}
     W = maps.sample_weights(name, 3, n, d, dtype=torch.float64, **options)
-    spec = registry.get(name)
-    ctx = SearchContext(spec=spec, dtype=torch.float64, device=torch.device("cpu"), options=spec.option_values(options))
-    prepare = registry.resolve(spec.fast)(X, 0, W, ctx)
+    prepare = fast_problem(name, X, W, options)
     gen = torch.Generator().manual_seed(4)
     base = maps.apply(name, X, W)
     for position in (0, 3, n - 1):
@@ -314,9 +310,7 @@ def test_the_layer_search_has_the_values_and_gradients_of_the_plain_map(shaped_b
         D = 3 * torch.randn(5, d, dtype=torch.float64, generator=gen)
         D[0] = 0.0
         Dg = D.clone().requires_grad_(True)
-        onehot = torch.zeros((n, 1), dtype=X.dtype)
-        onehot[position] = 1.0
-        full = ((maps.apply(name, X + onehot * Dg[:, None, :], W) - base).flatten(1) ** 2).sum(-1)
+        full = full_value(name, X, W, position, Dg)
         (g_full,) = torch.autograd.grad(full.sum(), Dg)
         value, grad = problem.value_and_grad(D)
         torch.testing.assert_close(value, full.detach(), rtol=1e-9, atol=1e-11)

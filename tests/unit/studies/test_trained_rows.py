@@ -9,19 +9,12 @@ import pytest
 import torch
 
 from wordsens import search
-from wordsens.data import demo
 from wordsens.data.samples import synthetic_sample
 
 
 @pytest.fixture(autouse=True)
 def _one_thread(one_thread):
     """These searches run on one torch thread (``one_thread`` in conftest.py)."""
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    """The demo's tiny random BERT, as the workflow builds it (2 layers, width 64, 4 heads)."""
-    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))
 
 
 # --------------------------------------------------------------------------- the study's rows

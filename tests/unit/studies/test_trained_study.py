@@ -5,10 +5,10 @@ picks, the samples it searches and the rows it writes, against the planner's cou
 from __future__ import annotations
 
 import pytest
-import yaml
+from workflow_utils import demo_config
 
 from wordsens import compute, pipeline
-from wordsens.data import demo, models
+from wordsens.data import models
 from wordsens.studies.trained.plan import NUMERICS, trained_jobs
 
 LONG = "a good film with a great cast and a sad story " * 3
@@ -18,11 +18,6 @@ SHORT = "bad film"
 @pytest.fixture(autouse=True)
 def _one_thread(one_thread):
     """These searches run on one torch thread (``one_thread`` in conftest.py)."""
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    return str(demo.make_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"))
 
 
 def test_pick_reviews_takes_the_first_long_enough_and_says_what_is_missing(tiny_bert):
@@ -74,13 +69,7 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
         max_steps=10,
     )
     # the planner's count for the same settings (the aggregation refuses a file of another length)
-    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
-    config = pipeline.validate(
-        pipeline.merge(
-            pipeline.merge(base, yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())),
-            {"trained": {**settings, "max_steps": 10}},
-        )
-    )
+    config = pipeline.validate(demo_config({"trained": {**settings, "max_steps": 10}}, check=False))
     (job, _) = trained_jobs(config, compute.Limits(cpu=2**34, gpu=None), NUMERICS[1])
     # per sample: (1 + 1 draw) attention + (1 + 2 x 1) layer in the paper's, (1 + 1) + (1 + 1) at the model's scale,
     # at 1 moved row; 2 reviews, 2 n; and one row per head
@@ -103,28 +92,22 @@ def test_layer_rows_are_trained_rows_of_every_sample_and_as_many_as_the_plan_say
 
 
 def test_the_plan_refuses_more_word_rows_than_the_smallest_sample_has():
-    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
-    demo_config = pipeline.merge(
-        base, yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())
-    )
-    pipeline.validate(pipeline.merge(demo_config, {"trained": {"n": [8, 16], "positions": 6}}))  # 6 words at n = 8
+    pipeline.validate(demo_config({"trained": {"n": [8, 16], "positions": 6}}, check=False))  # 6 words at n = 8
     with pytest.raises(pipeline.ConfigError, match=r"trained.positions = 7 > the 6 word rows of a sample at n = 8"):
-        pipeline.validate(pipeline.merge(demo_config, {"trained": {"n": [8, 16], "positions": 7}}))
+        pipeline.validate(demo_config({"trained": {"n": [8, 16], "positions": 7}}, check=False))
     with pytest.raises(pipeline.ConfigError, match=r"trained\.normalise"):
-        pipeline.validate(pipeline.merge(demo_config, {"trained": {"normalise": [True]}}))
+        pipeline.validate(demo_config({"trained": {"normalise": [True]}}, check=False))
 
 
 def test_word_keys_double_the_word_rows_in_the_plan_and_are_a_param_only_when_on():
     """``trained.word_keys``: every word row searched again on the sample without [CLS] and [SEP] (the
     rows ``trained_rows`` writes with ``keys`` "words"); off (the default) it is no param, so turning the
     key on re-runs the layers, and a run without it re-runs nothing."""
-    base = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config.yaml").read_text())
-    demo_config = yaml.safe_load((pipeline.SCHEMA.parents[2] / "config" / "demo.yaml").read_text())
     section = {"n": [6, 10], "reviews": 2, "positions": 1, "specials": True, "draws": 1, "head_n": None}
     section["word_keys"] = False  # the demo's is on
 
     def job(**extra):
-        config = pipeline.validate(pipeline.merge(pipeline.merge(base, demo_config), {"trained": {**section, **extra}}))
+        config = pipeline.validate(demo_config({"trained": {**section, **extra}}, check=False))
         return trained_jobs(config, compute.Limits(cpu=2**34, gpu=None), NUMERICS[1])[0]
 
     plain, words = job(), job(word_keys=True)

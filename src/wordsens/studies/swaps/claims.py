@@ -24,6 +24,9 @@ from ...claims.stats import DERIVED, NUMERICAL_TOL, REPORT, UNIVERSAL, Claim
 
 __all__ = ["DEFINITIONS", "SWAPS_REQUIRED", "misses", "swap_claims"]
 
+# the setting every claim of the study comes from
+_SETTING = "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0"
+
 # the study's claims (``StudySpec.definitions``)
 DEFINITIONS = (
     Claim(
@@ -33,7 +36,7 @@ DEFINITIONS = (
         None,
         None,
         DERIVED,
-        "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+        _SETTING,
         kind=REPORT,
     ),
     Claim(
@@ -43,7 +46,7 @@ DEFINITIONS = (
         None,
         None,
         DERIVED,
-        "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0",
+        _SETTING,
         kind=REPORT,
     ),
     Claim(
