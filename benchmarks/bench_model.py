@@ -43,21 +43,19 @@ def worker(job_json: str) -> dict:
     """Run one unit of the job (its first trial or simulation) on synthetic rows; CPU seconds of
     the unit alone (after the imports)."""
     import torch
-
-    from wordsens.experiments import ws_rows
+    from wordsens.studies.gen import GenJob
     from wordsens.studies.gen.run import gen_rows
-    from wordsens.studies.gen.settings import GenSettings
-    from wordsens.studies.sensitivity import WSSettings
+    from wordsens.studies.sensitivity import WSJob, ws_rows
 
     torch.set_num_threads(1)
     params = json.loads(job_json)
     synthetic = {"data": "synthetic", "data_label": "synthetic"}
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     if "figure" in params:
-        gen = GenSettings.of(params)
+        gen = GenJob.of(params)
         gen_rows(dataclasses.replace(gen, simulations=gen.simulations[:1], **synthetic), "synthetic")
     else:
-        ws = WSSettings.of(params)
+        ws = WSJob.of(params)
         ws_rows(dataclasses.replace(ws, trials=ws.trials[:1], **synthetic), "synthetic")
     return {"cpu": time.process_time() - start_cpu, "wall": time.perf_counter() - start_wall}
 
@@ -83,7 +81,7 @@ def pick(grid, families: list[str] | None, per_family: int, max_seconds: float |
         by_family.setdefault(job.family, {}).setdefault((job.map, job.setting), job)
     chosen = []
     for family in sorted(by_family):
-        jobs = sorted(by_family[family].values(), key=lambda j: j.seconds / _units(j))
+        jobs = sorted(by_family[family].values(), key=lambda j: j.cost.seconds / _units(j))
         order = [jobs[-1], jobs[0], *(jobs[len(jobs) * i // per_family] for i in range(1, per_family))]
         seen: list = []
         for job in order:
@@ -124,7 +122,7 @@ def main() -> None:
     scales: dict[str, list[float]] = {}
     for job in jobs:
         units = _units(job)
-        model = job.seconds / units
+        model = job.cost.seconds / units
         planned = (grid.estimate(job) - grid.calibration.of(job.family).fixed) / units
         out = run_worker(__file__, ["--job", json.dumps(job.params)])
         if "error" in out:

@@ -96,7 +96,7 @@ def report(log: Path, workdir: Path, *, width: int = 70) -> None:
             f"{r.rule:22s} {r.jobs:5d} {r.total:8.0f} {r.longest:10.0f} {r.first_start:12.0f} {r.last_end:9.0f}"
             f"  {','.join(sorted(devices[r.rule]))}"
         )
-    busy = sum(j.seconds for j in jobs)
+    busy = sum(j.cost.seconds for j in jobs)
     total = info.get("elapsed", max(j.end for j in jobs))
     cores = info.get("cores")
     print(
@@ -105,7 +105,7 @@ def report(log: Path, workdir: Path, *, width: int = 70) -> None:
     )
     path = critical_path(jobs)
     print(
-        f"\ncritical path ({len(path)} jobs, {sum(s.job.seconds for s in path):.0f} s running, "
+        f"\ncritical path ({len(path)} jobs, {sum(s.job.cost.seconds for s in path):.0f} s running, "
         f"{sum(s.wait for s in path):.0f} s waiting after their inputs were ready):"
     )
     for step in path:

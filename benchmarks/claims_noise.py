@@ -1,7 +1,7 @@
 """Word-sensitivity trials on the paper's grids, for the claims' power and coverage: the per-point
 levels and trial-to-trial spreads of real runs (tests/statistical/test_claim_power.py resamples them).
 
-Runs the workflow's own trial loop (``wordsens.experiments.ws_rows``: the same seeds as a run of
+Runs the workflow's own trial loop (``wordsens.studies.sensitivity.ws_rows``: the same seeds as a run of
 config.yaml with seed 0) on the paper's grids (Figure 2 left: RF, d = 192, 384, 768, n = 90..150;
 Figure 3: RAF and ReLU-RAF, d = 192, 384, 768, n = 10..250; Figure 2 right: DRF, n = 50..80,
 L = 2, 4, 8, at a ``--drf-d`` a CPU affords instead of the paper's 768; ``rf_small``: RF at d = 4..128,
@@ -39,9 +39,8 @@ import torch
 from wordsens.data import embed, pretrained
 from wordsens.data import reviews as imdb
 from wordsens.data.store import EmbeddingStore
-from wordsens.experiments import ws_rows
 from wordsens.studies import numerics_versions
-from wordsens.studies.sensitivity import SearchOptions, WSRun, WSSettings
+from wordsens.studies.sensitivity import WSJob, ws_rows
 
 RF_N = list(range(90, 151, 10))
 ATT_N = [10, 20, 50, 100, 150, 200, 250]
@@ -107,10 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=KEEP)
-    run = WSRun(
-        position=0, method="default", device="cpu", min_tokens=False, max_memory_gb=None, draw_on="device",
-        search=SearchOptions(max_steps=1000),
-    )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for source in args.sources:
             store, label = ("synthetic", "synthetic") if source == "synthetic" else _store(source, args, Path(tmp))
@@ -121,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
                     have = have[have["L"] == L]
                 if len(have) >= args.trials:
                     continue
-                job = WSSettings(
-                    map=map_, d=d, n=n, swept={} if L is None else {"L": L}, trials=tuple(range(args.trials)),
-                    seed=args.seed, data="synthetic" if source == "synthetic" else "imdb", data_label=label,
-                    settings=run, numerics_version=numerics_versions()["ws"],
+                job = WSJob(
+                    study="ws", folder="ws", map=map_, d=d, n=n, swept={} if L is None else {"L": L},
+                    trials=tuple(range(args.trials)), seed=args.seed, search={"max_steps": 1000},
+                    data="synthetic" if source == "synthetic" else "imdb", data_label=label,
+                    numerics_version=numerics_versions()["ws"],
                 )  # fmt: skip
                 frame = ws_rows(job, store)
                 frame = frame.reindex(columns=KEEP)

@@ -7,15 +7,14 @@ Each scenario changes one map's truth: the measured per-point means of a real ru
 shape (``decay``: the map's WS at its first n times ``(law(n) / law(n0))^rho``, ``rho`` the share of
 RF's decay: 0 flat, 1 like RF) or by a multiple of RAF's (``relu_ratio``: ReLU-RAF at ``q`` times RAF at
 every n); ``measured`` keeps the real means. Trials are drawn around that truth by resampling each
-point's real log residuals (``wordsens.claims.simulate``), ``--tables`` tables per scenario, effect,
+point's real log residuals (``benchmarks/claims_simulate.py``), ``--tables`` tables per scenario, effect,
 trial count and data source, and every claims row's verdict is counted. Writes one CSV row per (code,
 data, trials, scenario, effect, claim, scope) with the counts; ``--report`` prints the rates of
 several such CSVs side by side (the code before and after a change: run this script once with each
-``PYTHONPATH``; code older than ``wordsens.claims.simulate`` gets this checkout's copy of it)::
+``PYTHONPATH``; the simulated tables are this folder's, whatever the code)::
 
     PYTHONPATH=src python benchmarks/claims_power.py --label after --out after.csv
     git archive 805d7a6 src | tar -x -C /tmp/before
-    cp src/wordsens/claims/simulate.py /tmp/before/src/wordsens/claims/
     PYTHONPATH=/tmp/before/src python benchmarks/claims_power.py --label before --out before.csv
     python benchmarks/claims_power.py --report before.csv after.csv
 """
@@ -29,6 +28,7 @@ import zlib
 from collections import Counter
 from pathlib import Path
 
+import claims_simulate as sim
 import numpy as np
 import pandas as pd
 
@@ -50,8 +50,6 @@ SCENARIOS: dict[str, tuple[str, list]] = {  # scenario -> (the map it changes, i
 
 def truth(scenario: str, effect: float, means: dict) -> dict[str, dict]:
     """The true means of every map of a scenario (map -> key -> mean)."""
-    from wordsens.claims import simulate as sim
-
     out = {m: dict(v) for m, v in means.items()}
     target = SCENARIOS[scenario][0]
     if scenario in ("rf_factor", "raf_factor"):
@@ -66,16 +64,13 @@ def truth(scenario: str, effect: float, means: dict) -> dict[str, dict]:
 
 
 def _tables(truths: dict, noise: dict, trials: int, rng: np.random.Generator, data: str) -> dict[str, pd.DataFrame]:
-    from wordsens.claims import simulate as sim
-
     return {
         f"ws_{m}": sim.simulated_table(m, t, noise[m], trials, rng, data=data) for m, t in truths.items() if t and m
     }
 
 
 def run(args: argparse.Namespace) -> pd.DataFrame:
-    from wordsens.claims import compute_claims
-    from wordsens.claims import simulate as sim
+    from wordsens.studies.claims import compute_claims
 
     real = pd.read_csv(args.noise)
     records = []

@@ -1,6 +1,6 @@
 """The GPU's time model and the plan's scheduler against a run of the default configuration on one GPU
-node: the fit of ``wordsens.compute.placement`` (GPU_RATES) on its jobs, and the replay of the run by
-``wordsens.pipeline.schedule.simulate``.
+node: the fit of ``wordsens.compute.placement``'s rates (GPU_RATES) on its jobs, and the replay of the run
+by ``wordsens.pipeline.schedule.simulate`` (both in gpu_replay.py).
 
     python benchmarks/gpu_fit.py                                   # tests/data/gpu/h200_run.csv
     python benchmarks/gpu_fit.py --log RUN/.snakemake/log/X.snakemake.log --stop 468 --write RUN.csv
@@ -25,17 +25,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from wordsens import compute, pipeline  # noqa: E402
-from wordsens.compute import placement  # noqa: E402
-from wordsens.compute.timing import Calibration  # noqa: E402
-from wordsens.pipeline.replay import (  # noqa: E402
+from gpu_replay import (  # noqa: E402
+    fit_rates,
     gpu_samples,
     logged_jobs,
+    rates_table,
     read_jobs,
     replay_tasks,
     steps_done,
     write_jobs,
 )
+
+from wordsens import compute, pipeline  # noqa: E402
+from wordsens.compute import placement  # noqa: E402
+from wordsens.compute.timing import Calibration  # noqa: E402
 
 GB = 1024**3
 
@@ -61,9 +64,9 @@ def main() -> None:
     node = replace(on_cpu, gpu=int(args.gpu_gb * GB), cores=args.cores) if args.gpu_gb else on_cpu
     planned = pipeline.Grid(config, limits=node, calibration=Calibration()).jobs
     samples = gpu_samples(jobs, planned, args.stop, config["results"], cpu)
-    start, rates = placement.fit_rates(samples)
+    start, rates = fit_rates(samples)
     print(f"fit on {len(samples)} finished GPU jobs: start-up {start:.2f} s beside the shared work")
-    print("\n".join(placement.rates_table(rates)))
+    print("\n".join(rates_table(rates)))
     for label, table, startup in (("the fit", rates, start), ("GPU_RATES", placement.GPU_RATES, start)):
         errors = [
             (startup + s.sharing * table.get(s.family, placement.gpu_rate(s.family)).work(s.model, s.searches))

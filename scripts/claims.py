@@ -4,8 +4,9 @@ point the limits left out."""
 
 import pandas as pd
 
-from wordsens.claims import claims_inputs, compute_claims, format_claims, write_claims
+from wordsens.claims import format_claims, write_claims
 from wordsens.io import log_to
+from wordsens.studies.claims import claims_inputs, compute_claims
 
 log_to(snakemake.log[0])
 tables = claims_inputs({name: pd.read_parquet(path) for name, path in snakemake.input.items()})

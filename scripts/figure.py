@@ -1,10 +1,11 @@
-"""Snakemake adapter: one figure of any study, drawn by the study's registration (StudySpec.draw) from
-its tables, with the run's stamp and the plot settings."""
+"""Snakemake adapter: one figure of any study, drawn by the study's registration (StudySpec.draw) from its
+tables, with the run's stamp and the plot settings."""
 
 import pandas as pd
 
 from wordsens.io import log_to
 from wordsens.studies import get
+from wordsens.studies.spec import bound
 
 log_to(snakemake.log[0])
 p = snakemake.params
@@ -13,4 +14,4 @@ files, outputs = list(snakemake.output), {}
 for name, count in p.outputs:
     outputs[name], files = files[:count], files[count:]
 settings = {**p.plots, "stamp": p.stamp}  # the run's stamp ("toy demo: ..." on a random model)
-get(p.study).draw(p.kind, tables, outputs, dict(p.figure), settings)
+bound(get(p.study).draw)(tables, outputs, dict(p.figure), settings)

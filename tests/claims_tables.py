@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wordsens.claims import compute_claims
+from wordsens.studies.claims import compute_claims
 
 DATA = "synthetic"
 

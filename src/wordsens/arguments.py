@@ -1,18 +1,26 @@
-"""What the ``wordsens`` commands share (``wordsens.cli``'s and the studies' own): the argument types
-(``positive_int``, ``position``, ``parse_option``) and the options that more than one command takes
-(``--option``, ``--data`` with ``--min-tokens``, ``--plugin``). argparse only."""
+"""What the ``wordsens`` commands share, the CLI's own and the studies': the argument types (``positive_int``,
+``position``, ``parse_option``), ``add_command`` (a subcommand whose module docstring is its help), the
+options more than one command takes (``--map`` with ``--d`` and ``--n``, ``--option``, ``--data`` with
+``--min-tokens``, the encoder and its reviews, ``--plugin``) and ``picked`` (options handed on by name).
+argparse only: the parser builds without torch."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "PLUGIN_HELP",
+    "add_command",
     "add_data_args",
+    "add_encoder_args",
+    "add_map_args",
+    "add_method_arg",
     "add_option_arg",
     "add_plugin_arg",
     "parse_option",
+    "picked",
     "position",
     "positive_int",
 ]
@@ -93,3 +101,63 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-tokens", action="store_true", help="with --data PATH: draw only reviews with at least n real tokens"
     )
+
+
+def add_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, doc: str | None
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` with its texts from its module's docstring ``doc``: the first paragraph, less the
+    prefix that names the command, is its line in ``wordsens --help``; the rest is the description its own
+    ``--help`` prints (argparse rewraps both)."""
+    summary, _, description = (doc or "").partition("\n\n")
+    return sub.add_parser(name, help=summary.removeprefix(f"``wordsens {name}``: "), description=description or None)
+
+
+def add_map_args(
+    parser: argparse.ArgumentParser,
+    maps: Sequence[str],
+    map_help: str = "the feature map: any registered map (`wordsens maps` lists them with their formulas)",
+    n_help: str = "context length (tokens kept)",
+    encoder: bool = False,
+) -> None:
+    """``--map`` (one of the registered ``maps``), ``--d`` and ``--n``: what every study command needs;
+    ``encoder``: a command on an encoder's words, whose width bounds d."""
+    parser.add_argument("--map", required=True, choices=maps, help=map_help)
+    d_help = "at most the encoder's width" if encoder else "coordinates kept per token"
+    parser.add_argument("--d", required=True, type=positive_int, help=f"embedding dimension ({d_help})")
+    parser.add_argument("--n", required=True, type=positive_int, help=n_help)
+
+
+def add_method_arg(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--method``: ``default`` (the package's algorithm) or ``reference`` (the authors')."""
+    parser.add_argument("--method", choices=["default", "reference"], default="default", help=help)
+
+
+def add_encoder_args(parser: argparse.ArgumentParser) -> None:
+    """The commands on real words: the encoder (``--model``), the reviews (``--data``, ``--split``) and the
+    candidate words (``--vocabulary``)."""
+    parser.add_argument(
+        "--model",
+        default="bert-base-uncased",
+        help="the encoder: a local folder, a Hub name, 'minilm' (the packaged all-MiniLM-L6-v2, unpacked into "
+        "--cache) or 'demo-tiny-bert' (built into --cache); default bert-base-uncased",
+    )
+    parser.add_argument(
+        "--data",
+        default="hub",
+        metavar="hub|demo|PATH",
+        help="the reviews: 'hub' (stanfordnlp/imdb), 'demo' (a generated corpus) or a local copy (a .parquet file "
+        "or folder, an aclImdb/ folder, aclImdb_v1.tar.gz)",
+    )
+    parser.add_argument("--split", default="train", help="the IMDb split (default train)")
+    parser.add_argument(
+        "--vocabulary",
+        choices=["words", "tokens"],
+        default="words",
+        help="candidates: whole-word tokens (default) or every token (## pieces too); never specials or [unused*]",
+    )
+
+
+def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The options ``names`` of ``args`` as keyword arguments, for a function whose parameters they name."""
+    return {name: getattr(args, name) for name in names}

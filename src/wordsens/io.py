@@ -1,11 +1,9 @@
 """Files: atomic writes, JSON, result tables (written, and stacked with checks), a job's log.
 
-Every output is written to a temporary name beside its target and renamed into place, so a killed
-job never leaves a file that looks finished; it gets the mode the umask allows (0644 under 022), and
-so does what a library writes on its own (``umask_modes``: transformers' ``save_pretrained``). A
-damaged cache (an unreadable JSON, a checksum that does not match) is a ``CorruptCache``. The bottom
-floor of the package: it imports nothing of wordsens (the embedding store is ``wordsens.data.store``,
-the run logs ``wordsens.pipeline.runs``).
+Every output is written to a temporary name beside its target and renamed into place, so a killed job
+never leaves a file that looks finished, with the mode the umask allows (and so is what a library writes
+on its own: ``umask_modes``). A damaged cache is a ``CorruptCache``. The bottom floor of the package: it
+imports nothing of wordsens.
 """
 
 from __future__ import annotations
@@ -57,9 +55,8 @@ def _umask_mode(path: Path, umask: int) -> int:
 def umask_modes(*paths: str | os.PathLike) -> None:
     """Give each path, and everything under each folder among them, the mode an ordinary ``open`` or
     ``mkdir`` would give it under this process's umask (0644 files, 0755 folders and executables under
-    umask 022; 0640 and 0750 under 027): for what a library writes with a mode of its own, e.g.
-    transformers' ``save_pretrained``, whose ``model.safetensors`` comes out 0600 (safetensors 0.8's
-    ``save_file`` writes private files), unreadable by the rest of the group. Links are left as they are."""
+    umask 022): for what a library writes with a mode of its own, e.g. ``save_pretrained``'s private
+    ``model.safetensors`` (0600). Links are left as they are."""
     umask = current_umask()
     for path in map(Path, paths):
         found = [path, *path.rglob("*")] if path.is_dir() else [path]

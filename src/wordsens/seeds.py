@@ -1,14 +1,10 @@
 """Stable seed derivation and the canonical form of configuration values.
 
-Every random draw in wordsens comes from a CPU ``torch.Generator`` whose seed is derived from
-plain values (the global seed, the experiment, its configuration, the trial, the purpose of the
-draw) through a stable hash. The same values give the same seed on every machine, Python
-version and job order; this is what makes a configuration reproducible.
-
-``canonical`` and ``canonical_json`` are the one place where configuration values are put in a
-canonical form: for seeds and the configuration hash recorded in result rows (``canonical_json``),
-and for the params of workflow jobs (``canonical``: Snakemake compares params as text, so the
-order of keys in a config file must not trigger re-runs).
+Every random draw in wordsens comes from a CPU ``torch.Generator`` whose seed is derived from plain
+values (the global seed, the experiment, the trial, the purpose of the draw) through a stable hash: the
+same on every machine, Python version and job order. ``canonical`` and ``canonical_json`` are the one
+place where configuration values are put in a canonical form (for seeds and the configuration hash, and
+for the params of workflow jobs, which Snakemake compares as text).
 """
 
 from __future__ import annotations

@@ -20,33 +20,21 @@ def rf_law(n: np.ndarray | float) -> np.ndarray:
     """Back-of-envelope RF word sensitivity ``(1 + sqrt(2/n)) / sqrt(n)``: this project's estimate
     (shared/paper.md, section 2), not a formula of the paper, which states only ``O(1/sqrt(n))``.
 
-    For RF with Gaussian ``V``, rows of norm ``sqrt(d)`` and ``k = D``, the supremum over changes of
-    one word is about this value (0.12 at n = 90, 0.09 at n = 150), independent of ``d``. Its
-    log-log slope is not -1/2 on a finite grid (-0.558 over n = 90..150, -0.64 over 8..24:
-    ``wordsens.claims.slope.law_slope``). The searched WS sits a few percent below it, more at small
-    d (docs/claims.md; the figures: docs/benchmarks.md, "Where the constants come from"). It is the
-    dotted line of Figure 2 (workflow/report/ws_figure.rst) and the reference of the ``rf_slope`` and
-    ``rf_law`` claims.
+    For RF with Gaussian ``V``, rows of norm ``sqrt(d)`` and ``k = D``, the supremum over changes of one
+    word is about this value (0.12 at n = 90), independent of ``d``; its log-log slope is not -1/2 on a
+    finite grid (``wordsens.claims.slope.law_slope``). The dotted line of Figure 2 and the reference of
+    the ``rf_slope`` and ``rf_law`` claims (docs/claims.md).
     """
     n = np.asarray(n, dtype=float)
     return (1 + np.sqrt(2 / n)) / np.sqrt(n)
 
 
 def rf_finite_factor(n: np.ndarray | float, d: np.ndarray | float) -> np.ndarray:
-    """``rf_law_finite(n, d) / rf_law(n)``: the first-order finite-size corrections of the law (below 1).
-
-    The law is ``sqrt(d) s_max(B_A) / ||phi(X)||`` for a change along the top right singular vector
-    of the active block ``B_A`` (``m = k / 2`` rows of N(0, 1/D) entries, ``d`` columns), with the edge
-    ``sqrt(m) + sqrt(d)`` for ``sqrt(D) s_max`` and every unit keeping its sign. Two corrections, each of
-    first order (docs/claims.md derives both):
-
-    * the edge: ``E[s_max] = sqrt(m) + sqrt(d) + TW1_MEAN / 2 (1/sqrt(m) + 1/sqrt(d))^(1/3)`` (Johnstone's
-      Tracy-Widom limit of the largest singular value), a factor ``1 - tau``;
-    * units that change sign: a unit moved across 0 changes less than linearly (``u`` N(0, 1) near 0,
-      the moves of relative size ``sigma = rf_law(n)``): the squared change falls by
-      ``2 sigma / (3 pi)``, the word sensitivity by a factor ``1 - sigma / (3 pi)``.
-
-    Both vanish as d and n grow: 0.985 at (n, d) = (90, 192), 0.91 at (8, 16), 0.90 at (16, 4).
+    """``rf_law_finite(n, d) / rf_law(n)``: the first-order finite-size corrections of the law (below 1;
+    docs/claims.md derives both): the edge of the largest singular value of the active block (``m = k / 2``
+    rows), ``E[s_max] = sqrt(m) + sqrt(d) + TW1_MEAN / 2 (1/sqrt(m) + 1/sqrt(d))^(1/3)`` (Johnstone's
+    Tracy-Widom limit), a factor ``1 - tau``; and the units a move takes across 0, a factor
+    ``1 - rf_law(n) / (3 pi)``. 0.985 at (n, d) = (90, 192), 0.91 at (8, 16).
     """
     n = np.asarray(n, dtype=float)
     d = np.asarray(d, dtype=float)

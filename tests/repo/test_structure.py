@@ -38,10 +38,24 @@ def _package(name: str) -> str:
     return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
 
 
-def _imports(name: str) -> Iterator[tuple[str, list[str]]]:
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The ids of the import nodes under ``if TYPE_CHECKING:`` (they never run: annotations only)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out |= {id(inner) for stmt in node.body for inner in ast.walk(stmt)}
+    return out
+
+
+def _imports(name: str, *, runtime: bool = False) -> Iterator[tuple[str, list[str]]]:
     """``(module, imported names)`` of every import of a module, at any depth (module level, in
-    functions, under ``TYPE_CHECKING``), relative imports resolved; ``import x.y`` gives ``(x.y, [])``."""
-    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+    functions, under ``TYPE_CHECKING`` but with ``runtime``), relative imports resolved; ``import x.y`` gives
+    ``(x.y, [])``."""
+    tree = ast.parse(MODULES[name].read_text())
+    skipped = _typing_only(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, []
@@ -56,12 +70,13 @@ def _imports(name: str) -> Iterator[tuple[str, list[str]]]:
 
 
 def _edges(name: str) -> set[str]:
-    """The wordsens modules that importing ``name`` runs: each imported module (``from P import m``
-    with ``m`` a submodule: ``P.m``, else ``P``) and the packages above it that are not above
-    ``name`` too (those are being imported already)."""
+    """The wordsens modules that importing ``name`` or calling its functions runs (function-local imports
+    counted; the typing-only ones under ``TYPE_CHECKING`` never run): each imported module (``from P import m``
+    with ``m`` a submodule: ``P.m``, else ``P``) and the packages above it that are not above ``name`` too
+    (those are being imported already)."""
     own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
     out: set[str] = set()
-    for module, names in _imports(name):
+    for module, names in _imports(name, runtime=True):
         if not module.startswith("wordsens"):
             continue
         targets = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
@@ -78,6 +93,35 @@ def test_the_layout_has_few_top_level_modules_and_no_long_module():
     assert len(top) <= 6, f"at most 6 modules beside the sub-packages, found {top}"
     long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 450}
     assert not long, f"split these modules (450 lines at most, as ruff formats them): {long}"
+
+
+def _package_of(module: str) -> str:
+    """The sub-package (``wordsens.claims``) or top-level module (``wordsens.io``) a module belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_package_level_import_loop():
+    """The sub-packages import each other one way: no loop among them, counting every import that runs
+    (function-local ones included; the typing-only ones under ``TYPE_CHECKING`` never run)."""
+    graph: dict[str, set[str]] = {}
+    for name in MODULES:
+        mine = _package_of(name)
+        graph.setdefault(mine, set())
+        graph[mine] |= {_package_of(t) for t in _edges(name) if _package_of(t) not in (mine, "wordsens")}
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph.get(name, ())):
+            if state.get(target) == 1:
+                pytest.fail("package-level import loop: " + " -> ".join([*path[path.index(target) :], target]))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
 
 
 def test_no_import_cycle():

@@ -15,21 +15,20 @@ Each is drawn at 3 and at 10 trials per point (the demo's and the paper's).
 
 The last test goes through the wiring instead: tables simulated around the measured means of real runs
 at the paper's sizes, every trial's noise resampled from that grid point's real residuals
-(tests/data/claims_noise.csv, ``wordsens.claims.simulate``), passed to ``compute_claims``, each row's
+(tests/data/claims_noise.csv, ``benchmarks/claims_simulate.py``), passed to ``compute_claims``, each row's
 interval checked against the truth of its claim and scope computed by an independent formula.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.claims import compute_claims
-from wordsens.claims import simulate as sim
 from wordsens.claims.intervals import (
     MIN_REVIEWS,
     clopper_pearson,
@@ -40,7 +39,11 @@ from wordsens.claims.intervals import (
 )
 from wordsens.claims.levels import raf_reference
 from wordsens.claims.slope import slope_coefficients
+from wordsens.studies.claims import compute_claims
 from wordsens.theory import rf_law, rf_law_finite
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the simulated tables
+import claims_simulate as sim
 
 TABLES = 600
 NOMINAL = 0.95
@@ -260,7 +263,7 @@ def _slope(points: dict, value, *, per_d: bool = True) -> dict[str, float]:
 
 def _truths(means: dict, noise: dict) -> dict[tuple[str, str], float]:
     """The true statistic of every (claim, scope) the tables give, from the truth (``means``) and the
-    noise's expected log (``wordsens.claims.simulate.expected_log``), by independent formulas."""
+    noise's expected log (``expected_log`` of benchmarks/claims_simulate.py), by independent formulas."""
     out: dict[tuple[str, str], float] = {}
     elog = {m: {k: sim.expected_log(v, noise[m][k]) for k, v in means[m].items()} for m in means}
     if "rf" in means:
@@ -303,7 +306,7 @@ DRF_N = [50, 60, 70, 80]
 def test_claims_rows_cover_their_truth_through_compute_claims(maps, data, min_d, trials):
     """Every word-sensitivity claim's interval, as compute_claims computes it from a table, covers the
     true statistic at 95%: tables simulated around the measured means with the real runs' residuals
-    resampled (wordsens.claims.simulate: IMDb rows, ReLU-RAF's spread up to 96% with outliers); the
+    resampled (benchmarks/claims_simulate.py: IMDb rows, ReLU-RAF's spread up to 96% with outliers); the
     truths by independent formulas. Every row needs 90%: measured over 300 tables per case, the
     intervals cover 92-100% at 3 and at 10 trials (docs/claims.md)."""
     measured = {m: _measured(m, data, min_d) for m in maps}

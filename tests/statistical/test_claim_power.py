@@ -8,7 +8,7 @@ Gaussian rows (``synthetic``), on IMDb reviews through the BERT-Base architectur
 random weights (``imdb:bert-base-architecture-random-weights:layer0``: the pre-trained weights are not
 available offline) and through the packaged MiniLM's (``imdb:all-MiniLM-L6-v2:layer0``, d <= 384). A
 simulated table keeps a map's measured per-point means as its truth, or changes them by a known effect
-(``wordsens.claims.simulate``: a factor, a tilt, a decay like a share of RF's), and draws every trial by
+(``benchmarks/claims_simulate.py``: a factor, a tilt, a decay like a share of RF's), and draws every trial by
 resampling that point's real log residuals: the spreads (RF 0.2-1%, RAF 1-11%, ReLU-RAF 2-9% on Gaussian
 rows and 14-96% on IMDb rows, DRF in the CSV), their skew and their outliers are the measured ones.
 
@@ -20,6 +20,7 @@ benchmark saw no such verdict in 100 tables. The seeds are fixed, so the outcome
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,10 +28,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.claims import compute_claims
-from wordsens.claims import simulate as sim
 from wordsens.claims.stats import raf_alignment_threshold
+from wordsens.studies.claims import compute_claims
 from wordsens.theory import rf_law
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the simulated tables
+import claims_simulate as sim
 
 NOISE = Path(__file__).resolve().parents[1] / "data" / "claims_noise.csv"
 SEEDS = 40

@@ -15,12 +15,12 @@ import torch
 from scipy import stats
 
 from wordsens import maps, search
-from wordsens.claims import compute_claims
 from wordsens.claims.levels import rf_level_band
 from wordsens.data.samples import synthetic_sample
 from wordsens.search.engine import matvec64
 from wordsens.search.first_layer import rest_gaussian
 from wordsens.seeds import derive_seed
+from wordsens.studies.claims import compute_claims
 
 ALPHA = 0.01  # every two-sample test runs at the 1% level
 Z_ALPHA = stats.norm.ppf(1 - ALPHA / 2)  # 2.576, two-sided

@@ -225,7 +225,8 @@ def test_claims_table_of_the_demo(demo_run):
     inconclusive: the run completes anyway), its HTML page is written, and `wordsens claims` prints
     the same table. On the demo RF follows its law, so no RF claim fails; RAF, ReLU-RAF and
     Figure 4 claims have a row for every d the demo ran, none of them "not run"."""
-    from wordsens.claims import COLUMNS, VERDICTS, catalogue
+    from wordsens.claims import COLUMNS, VERDICTS
+    from wordsens.studies.claims import catalogue
 
     config = _demo_config()
     results = demo_run / config["results"]
@@ -287,7 +288,7 @@ def test_the_demos_claims_fail_on_tables_made_wrong(demo_run):
     trials and stays inconclusive, as does the pooled row), and never holds; RAF whose alignment stays
     near 1 (rescaled into [0.97, 1], D1 and Err recomputed so the identity holds) fails the Figure 4
     claim at every (d, n)."""
-    from wordsens.claims import claims_inputs, compute_claims, read_tables
+    from wordsens.studies.claims import claims_inputs, compute_claims, read_tables
 
     tables = claims_inputs(read_tables(demo_run / _demo_config()["results"]))
     tables["ws_rf"] = tables["ws_rf"].assign(lower=tables["ws_rf"]["lower"] * 1.12)
@@ -374,7 +375,7 @@ def test_every_chunk_holds_the_rows_its_job_promises(demo_run):
     import pandas as pd
 
     from wordsens import pipeline
-    from wordsens.studies.trained.plan import TrainedJob
+    from wordsens.studies.trained import TrainedJob
 
     base = yaml.safe_load((ROOT / "config.yaml").read_text())
     config = pipeline.validate(pipeline.merge(base, _demo_config()))

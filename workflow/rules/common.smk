@@ -64,7 +64,7 @@ envvars:
 
 
 GRID = wsplan.Grid(config, limits=LIMITS)
-RUNNING = [spec for spec in studies.specs() if spec.active(config)]
+RUNNING = [spec for spec in studies.specs() if spec.runs(config)]
 # the embedding stores: the main one (its rules always exist: the pool is every study's) and those the
 # running studies declare
 STORES = {"main": main_store(config)}
@@ -216,7 +216,7 @@ def get_claims_tables(wildcards):
     out = {}
     for stem in GRID.tables():
         spec = studies.owner(stem)
-        if spec is not None and (spec.claims is not None or spec.lends_ws_rows):
+        if spec is not None and spec.checked():
             out[stem] = table_file(stem)
     return out
 
@@ -252,16 +252,13 @@ def constrained(pattern, constraints):
 
 
 def job_output(kind):
-    """The output pattern of a kind of job (wordsens.studies.JobRule), below results/, with the regular
-    expression of each wildcard: the kind's own, else the values the grid's jobs of that rule take (one
-    that never matches where there are none)."""
-    constraints = dict(kind.constraints())
+    """The output pattern of a kind of job (wordsens.studies.Job), below results/, with the regular
+    expression of each wildcard: the values the grid's jobs of that kind take (one that never matches
+    where there are none)."""
+    constraints = {}
     for wildcard in re.findall(r"\{(\w+)\}", kind.output):
-        if wildcard not in constraints:
-            values = sorted(
-                {job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.name}
-            )
-            constraints[wildcard] = "|".join(re.escape(v) for v in values) or "(?!)"
+        values = sorted({job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.rule})
+        constraints[wildcard] = "|".join(re.escape(v) for v in values) or "(?!)"
     return constrained(kind.output, constraints)
 
 
@@ -272,6 +269,8 @@ def job_value(rule, what, wildcards):
     job = GRID.job(wildcards, rule)
     if what == "priority":
         return PRIORITY[job.key]
+    if what == "params":
+        return job.params
     return GRID.runtime(job) if what == "runtime" else getattr(job, what)
 
 

@@ -1,30 +1,14 @@
 """The intervals of the claims table, each computed from the independent units its statistic rests
-on (NumPy only).
-
-What is independent: the trials of a word-sensitivity grid point (each draws its own review or
-Gaussian sample and its own weights, from seeds that include the point), the simulations of a
-generalisation grid point, the reviews of the trained study (the random draws of one review are
-averaged first: they share its sample). Grid points never share a unit, so a statistic that pools
+on (NumPy only): the trials of a word-sensitivity grid point, the simulations of a generalisation grid
+point, the reviews of the trained study. Grid points never share a unit, so a statistic that pools
 several points has the variance of the sum of theirs.
 
-The methods, one per kind of statistic (docs/claims.md says which claim uses which):
-
-* :func:`linear` -- a linear combination of grid-point means (a mean of ratios to a law, a
-  least-squares slope, a slope over the law's): Welch-Satterthwaite t-interval from the per-point
-  sample variances;
-* :func:`geometric` -- a geometric mean of positive units (the trained study's ratios over reviews):
-  the t-interval of the mean log, exponentiated;
-* :func:`log_ratio` -- the geometric mean over grid points of the ratio of two maps' geometric means:
-  :func:`linear` on the log scale;
-* :func:`worst_point` -- the smallest (or largest) of the grid points' means, or of their ratios
-  between two maps: simultaneous (Bonferroni) t-intervals per point, so that the interval of the
-  extreme covers the extreme of the true values whenever every point's interval covers its own;
-* :func:`clopper_pearson` -- a rate: the exact binomial interval;
-* :func:`median_interval` -- a median: the distribution-free interval between two order statistics.
-
-Below :data:`MIN_UNITS` units per grid point (:data:`MIN_REVIEWS` reviews, or the 6 units a 95% median
-interval needs) there is no interval: the row says "not enough data" (:class:`Interval` ``short``).
-Each method's coverage at the nominal 95% is measured on simulated tables with a known truth in
+One method per kind of statistic (docs/claims.md says which claim uses which): :func:`linear` (a linear
+combination of grid-point means: Welch-Satterthwaite), :func:`geometric` and :func:`log_ratio` (the same
+on the log scale), :func:`worst_point` (the extreme grid point: simultaneous Bonferroni intervals),
+:func:`clopper_pearson` (a rate) and :func:`median_interval` (a median: order statistics). Below
+:data:`MIN_UNITS` units per grid point (:data:`MIN_REVIEWS` reviews, 6 for a median) there is no interval
+(:class:`Interval` ``short``). Each method's coverage is measured in
 ``tests/statistical/test_claim_coverage.py``.
 """
 

@@ -85,15 +85,8 @@ _TABLE_COLUMNS = [
 
 
 def _cells(row: pd.Series) -> list[str]:
-    out = []
-    for col, _ in _TABLE_COLUMNS:
-        if col == "value":
-            out.append(_value(row))
-        elif col == "note":
-            out.append(_note(row))
-        else:
-            out.append(str(row[col]))
-    return out
+    special = {"value": _value, "note": _note}
+    return [special[col](row) if col in special else str(row[col]) for col, _ in _TABLE_COLUMNS]
 
 
 def claims_markdown(frame: pd.DataFrame) -> str:

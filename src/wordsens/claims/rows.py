@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .intervals import Interval
-from .stats import COLUMNS, Claim, Threshold, catalogue, in_paper_setting
+from .intervals import Interval, linear
+from .stats import COLUMNS, Claim, Threshold, in_paper_setting
 
 __all__ = ["Rows", "check_columns"]
 
@@ -30,11 +30,11 @@ def check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> Non
 
 class Rows:
     """The rows of the claims table, added one claim and scope at a time; :meth:`frame` gives the table.
-    ``claims``: the definitions by id (default: every claim, ``wordsens.claims.stats.catalogue``)."""
+    ``claims``: the definitions by id (every claim of the run: ``wordsens.studies.claims.catalogue``)."""
 
-    def __init__(self, claims: Mapping[str, Claim] | None = None) -> None:
+    def __init__(self, claims: Mapping[str, Claim]) -> None:
         self.rows: list[dict[str, object]] = []
-        self.claims = dict(catalogue() if claims is None else claims)
+        self.claims = dict(claims)
 
     def not_run(
         self,
@@ -47,12 +47,12 @@ class Rows:
         threshold: Threshold | None = None,
         fields: dict[str, str] | None = None,
     ) -> None:
-        self._add(claim, map_, data, scope, math.nan, (math.nan, math.nan), 0, "not run", why, threshold, fields)
+        self._add(claim, (map_, data, scope), math.nan, "not run", why, threshold=threshold, fields=fields)
 
     def estimate(
         self,
         claim: str,
-        interval: Interval,
+        interval: Interval | Sequence[float] | np.ndarray,
         *,
         map_: str,
         data: str,
@@ -66,18 +66,14 @@ class Rows:
         (:meth:`Claim.verdict`); ``inconclusive`` with "not enough data" where the interval has too few
         units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, of Gaussian
         rows on other data, and where ``outside`` says why the rows are outside the claim's setting.
-        ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic."""
+        ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic. Values
+        instead of an interval: their mean with its t-interval, each value a unit (``intervals.linear``)."""
+        if not isinstance(interval, Interval):
+            interval = linear([np.asarray(interval, float)], [1.0])
         c = self.claims[claim]
         if not np.isfinite(interval.value):
-            self.not_run(
-                claim,
-                "the statistic is undefined on these rows" + (f"; {note}" if note else ""),
-                map_=map_,
-                data=data,
-                scope=scope,
-                threshold=threshold,
-                fields=fields,
-            )
+            why = "the statistic is undefined on these rows" + (f"; {note}" if note else "")
+            self.not_run(claim, why, map_=map_, data=data, scope=scope, threshold=threshold, fields=fields)
             return
         notes = [interval.short, note]
         if not outside and c.paper_data_only and not in_paper_setting(data):
@@ -89,19 +85,9 @@ class Rows:
             notes.insert(0, f"{outside}: reported without a verdict")
         else:
             verdict = c.verdict(interval.value, interval.low, interval.high, threshold)
-        self._add(
-            claim,
-            map_,
-            data,
-            scope,
-            interval.value,
-            (interval.low, interval.high),
-            interval.units,
-            verdict,
-            "; ".join(x for x in notes if x),
-            threshold,
-            fields,
-        )
+        note = "; ".join(x for x in notes if x)
+        ci = (interval.low, interval.high)
+        self._add(claim, (map_, data, scope), interval.value, verdict, note, ci, interval.units, threshold, fields)
 
     def universal(
         self,
@@ -119,20 +105,8 @@ class Rows:
         k = len(counterexamples)
         named = "; ".join(counterexamples[:3]) + (f"; and {k - 3} more" if k > 3 else "")
         text = f"{k} counterexample{'s' if k != 1 else ''} of {checked} rows" + (f": {named}" if k else "")
-        verdict = "fails" if k else "holds"
-        self._add(
-            claim,
-            map_,
-            data,
-            scope,
-            float(k),
-            (math.nan, math.nan),
-            checked,
-            verdict,
-            f"{text}; {note}".strip("; "),
-            None,
-            None,
-        )
+        note = f"{text}; {note}".strip("; ")
+        self._add(claim, (map_, data, scope), float(k), "fails" if k else "holds", note, units=checked)
 
     def left_out(self, point: Mapping[str, object]) -> None:
         """A grid point the limits left out (``wordsens.pipeline.Grid.left_out``): a ``not run`` row of the
@@ -140,47 +114,29 @@ class Rows:
         needs = [f"needs {point['needs_gb']} GB on {point.get('device', 'cpu')}"] if "needs_gb" in point else []
         needs += [f"about {point['needs_hours']} hours"] if "needs_hours" in point else []
         why = "left out by the limits" + (f": {'; '.join(needs)}" if needs else "")
-        self.not_run("left_out", why, map_=str(point.get("map") or ""), data=str(point.get("data") or ""),
-                     scope=str(point.get("point", "")))  # fmt: skip
+        where = (str(point.get("map") or ""), str(point.get("data") or ""), str(point.get("point", "")))
+        self._add("left_out", where, math.nan, "not run", why)
 
     def count(self, claim: str, value: int, units: int, *, map_: str, data: str, scope: str, note: str) -> None:
-        self._add(claim, map_, data, scope, float(value), (math.nan, math.nan), units, "no claim", note, None, None)
+        self._add(claim, (map_, data, scope), float(value), "no claim", note, units=units)
 
     def _add(
         self,
         claim: str,
-        map_: str,
-        data: str,
-        scope: str,
+        where: tuple[str, str, str],
         value: float,
-        ci: tuple[float, float],
-        units: int,
         verdict: str,
         note: str,
-        threshold: Threshold | None,
-        fields: dict[str, str] | None,
+        ci: tuple[float, float] = (math.nan, math.nan),
+        units: int = 0,
+        threshold: Threshold | None = None,
+        fields: dict[str, str] | None = None,
     ) -> None:
+        """One row of ``COLUMNS``: the claim's statement and statistic (``fields`` filled in), ``where`` (map,
+        data, scope) and the row's values."""
         c = self.claims[claim]
-        statement, statistic = c.text(fields)
-        self.rows.append(
-            {
-                "claim": claim,
-                "map": map_,
-                "data": data,
-                "scope": scope,
-                "statement": statement,
-                "statistic": statistic,
-                "value": value,
-                "ci_low": ci[0],
-                "ci_high": ci[1],
-                "expectation": c.expectation(threshold),
-                "verdict": verdict,
-                "units": units,
-                "source": c.source,
-                "setting": c.setting,
-                "note": note,
-            }
-        )
+        values = [claim, *where, *c.text(fields), value, *ci, c.expectation(threshold), verdict, units]
+        self.rows.append(dict(zip(COLUMNS, [*values, c.source, c.setting, note], strict=True)))
 
     def frame(self) -> pd.DataFrame:
         frame = pd.DataFrame(self.rows, columns=COLUMNS)

@@ -1,15 +1,7 @@
-"""The claims' definitions and the rows of the claims table.
-
-:data:`CLAIMS` (each :class:`Claim`: statement, statistic, expectation, source, the setting it comes
-from, its kind -- an estimate with an interval, a universal statement, a rate or a report -- and the
-rule that turns a statistic and its interval into one verdict), the thresholds and how they depend
-on d (:func:`raf_floor_threshold`, :func:`raf_alignment_threshold`; the levels of ``rf_law`` and
-``raf_level`` in :mod:`wordsens.claims.levels`), the bound
-:func:`err_lower_bound`; :class:`wordsens.claims.rows.Rows` turns a statistic and its interval
-(:mod:`wordsens.claims.intervals`) into a row of the table. The log-log slope is in
-:mod:`wordsens.claims.slope`, the computations of the claims in :mod:`wordsens.studies.ws.claims`; what
-each claim means, why its threshold is what it is and the smallest effect it fails on in
-``docs/claims.md``.
+"""The claims' definitions: :data:`CLAIMS` (each :class:`Claim`: statement, statistic, expectation,
+source, setting, kind and the rule that turns a statistic and its interval into a verdict), their
+thresholds and how they depend on d, and the bound :func:`err_lower_bound`. What each claim means and why
+its threshold is what it is: ``docs/claims.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +32,6 @@ __all__ = [
     "VERDICTS",
     "ZERO_LOSS_TOL",
     "Claim",
-    "catalogue",
     "err_lower_bound",
     "in_paper_setting",
     "raf_alignment_threshold",
@@ -92,23 +83,16 @@ def in_paper_setting(data: str) -> bool:
 
 
 def raf_floor_threshold(d: float) -> float:
-    """``min(1, sqrt(d / 64))``: the floor of RAF's mean WS at width ``d`` (claim ``raf_floor``).
-
-    A word of norm ``sqrt(d)`` shifts an attention score by at most ``||W^T x|| ~ sqrt(d)``, so the
-    attention it can attract, and with it the sensitivity, shrinks with d (measured 2.1 -> 1.5 at
-    d = 64, 2.6-3.8 at d = 192..384, about 1 at d = 16..32 on n <= 32). From d = 64 on the floor is
-    the paper's order one; below it is scaled by ``sqrt(d / 64)``.
-    """
+    """``min(1, sqrt(d / 64))``: the floor of RAF's mean WS at width ``d`` (claim ``raf_floor``): a word
+    shifts an attention score by at most ``~ sqrt(d)``, so the sensitivity shrinks with d (measured 2.1 ->
+    1.5 at d = 64, 2.6-3.8 at d = 192..384, about 1 at d = 16..32 on n <= 32; docs/claims.md)."""
     return float(min(1.0, math.sqrt(d / RAF_FLOOR_D)))
 
 
 def raf_alignment_threshold(d: float) -> float:
     """``1 - 0.5 min(1, sqrt(d / 768))``: the alignment ratio below which a RAF row separates the two
-    sentences at width ``d`` (claim ``fig4_raf_alignment``): 0.5 at the paper's d = 768, 0.75 at
-    d = 192, 0.93 at d = 16. The separation ``1 - a`` a word can produce grows with the score shift
-    it can give (``~ sqrt(d)``, see :func:`raf_floor_threshold`); measured median ``1 - a`` of RAF's
-    surrogate-loss rows: 0.25-0.4 at d = 16, about 0.5 at d = 192, 0.9-1.3 at d = 384, > 1 at 768.
-    """
+    sentences at width ``d`` (claim ``fig4_raf_alignment``): 0.5 at the paper's d = 768, 0.93 at d = 16,
+    the separation a word can produce growing with its score shift ``~ sqrt(d)`` (docs/claims.md)."""
     return float(1.0 - RAF_SEPARATION * min(1.0, math.sqrt(d / RAF_SEPARATION_D)))
 
 
@@ -147,15 +131,17 @@ class Claim:
     its own (:meth:`Rows.estimate`). ``setting`` says where the statement comes from (the data and
     sizes of the paper's figure, or the assumptions of a derivation); ``paper_data_only`` claims get
     no verdict on the synthetic companion's rows, ``synthetic_only`` ones none on any other data.
+    A report (``Claim(id, statement, statistic, setting=..., kind=REPORT)``) needs no ``op``,
+    ``threshold`` or ``source``.
     """
 
     id: str
     statement: str
     statistic: str
-    op: str | None  # ">=", ">", "<=", "<", "in"
-    threshold: Threshold | None
-    source: str
-    setting: str
+    op: str | None = None  # ">=", ">", "<=", "<", "in"
+    threshold: Threshold | None = None
+    source: str = DERIVED
+    setting: str = ""
     kind: str = ESTIMATE
     paper_data_only: bool = False
     synthetic_only: bool = False  # a verdict on Gaussian rows only (a level measured on them)
@@ -348,10 +334,7 @@ CLAIMS: dict[str, Claim] = {
             "Figure 5: simulations whose penalised loss is 0 at every penalty (Err = 0 with D0 = 0): the "
             "penalty has nothing to trade, and the small Err at small gamma_min holds at every penalty",
             f"number of simulations with Err + penalty D0^2 <= {ZERO_LOSS_TOL:g} at every penalty",
-            None,
-            None,
-            DERIVED,
-            _FIG5,
+            setting=_FIG5,
             kind=REPORT,
         ),
         Claim(
@@ -359,10 +342,7 @@ CLAIMS: dict[str, Claim] = {
             "generalisation rows whose first-stage model does not interpolate its training set "
             "(pseudo-inverse solution)",
             "number of rows with interpolates == False",
-            None,
-            None,
-            DERIVED,
-            "every generalisation table",
+            setting="every generalisation table",
             kind=REPORT,
         ),
         Claim(
@@ -370,38 +350,18 @@ CLAIMS: dict[str, Claim] = {
             "a grid point the run's limits left out (limits.unfit: skip): the claims of its study rest on the "
             "points that ran",
             "what the point needs against what the limits allow",
-            None,
-            None,
-            DERIVED,
-            "every study: the planner's limits (limits.memory_gb, limits.gpu_memory_gb, limits.max_job_hours)",
+            setting="every study: the planner's limits (limits.memory_gb, limits.gpu_memory_gb, limits.max_job_hours)",
             kind=REPORT,
         ),
         Claim(
             "map_slope",
             "word sensitivity of a map the paper makes no claim about",
             "least-squares slope of log WS on log n over every trial (all d: one slope, an intercept per d)",
-            None,
-            None,
-            DERIVED,
-            "a registered map outside the paper",
+            setting="a registered map outside the paper",
             kind=REPORT,
         ),
     ]
 }
-
-
-def catalogue() -> dict[str, Claim]:
-    """Every claim by id: :data:`CLAIMS` and those of the registered studies (``StudySpec.definitions``), in
-    the registry's order; ValueError where two define one id."""
-    from .. import studies
-
-    out = dict(CLAIMS)
-    for spec in studies.specs():
-        for claim in spec.definitions() if spec.definitions is not None else ():
-            if claim.id in out:
-                raise ValueError(f"study {spec.name!r} defines the claim {claim.id!r}, which is defined already")
-            out[claim.id] = claim
-    return out
 
 
 def err_lower_bound(alignment: np.ndarray | float, gamma: np.ndarray | float) -> np.ndarray:

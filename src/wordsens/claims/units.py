@@ -25,11 +25,7 @@ GEN_GRID = ["figure", "map", "n", "N", "d"]  # a generalisation grid point; simu
 
 def grid_points(frame: pd.DataFrame, by: list[str], value: str) -> list[tuple[tuple, np.ndarray]]:
     """(key, values) per grid point, sorted by key."""
-    out = []
-    for key, part in frame.groupby(by, sort=True, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        out.append((tuple(plain(k) for k in key), part[value].to_numpy(dtype=float)))
-    return out
+    return [(key, part[value].to_numpy(dtype=float)) for key, _, part in slices(frame, by)]
 
 
 def plain(v: object) -> object:

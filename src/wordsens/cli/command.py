@@ -1,22 +1,32 @@
-"""The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (the CLI's own,
-each from its module: ``maps``, ``plan``, ``claims``; and each command a registered study adds,
-``StudySpec.commands``: ``ws``, ``gen``, ``swap``, ``gen-words``, a plugin's), then the subcommand's ``run``,
-whose text is printed. A bad input, a missing or corrupt file and an estimate that cannot fit end in
-``wordsens <command>: error: ...`` and exit status 2."""
+"""The ``wordsens`` command: ``--plugin`` loaded first, then the parser of every subcommand (the CLI's own and
+those of the registered studies, ``StudySpec.commands``), then the subcommand's ``run``, whose text is printed.
+A bad input, a missing or corrupt file and an estimate that cannot fit end in ``wordsens <command>: error: ...``
+and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from importlib import import_module
+from typing import Any
 
 from ..arguments import add_plugin_arg
 from . import claims, maps, plan
 
 __all__ = ["build_parser", "load_plugins", "main"]
 
-COMMANDS = {"maps": maps.run, "plan": plan.run, "claims": claims.run}
+
+def _commands() -> dict[str, Any]:
+    """Every subcommand's module, with its ``add_parser(sub, maps)`` and ``run(args)``: the CLI's own, then
+    each registered study's (``StudySpec.commands``: a module or its name)."""
+    from ..studies import registry as studies
+
+    found: dict[str, Any] = {"maps": maps, "plan": plan, "claims": claims}
+    for spec in studies.specs():
+        found |= {name: import_module(m) if isinstance(m, str) else m for name, m in spec.commands.items()}
+    return found
 
 
 def load_plugins(argv: Sequence[str]) -> None:
@@ -36,7 +46,6 @@ def load_plugins(argv: Sequence[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand; ``--map`` offers the maps registered when it is built."""
     from ..maps import registry
-    from ..studies import registry as studies
 
     parser = argparse.ArgumentParser(
         prog="wordsens",
@@ -44,22 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_plugin_arg(parser, default=[])
     sub = parser.add_subparsers(dest="command", required=True)
-    maps.add_parser(sub)
-    plan.add_parser(sub)
-    claims.add_parser(sub)
-    for spec in studies.specs():
-        for command in spec.commands:
-            command.add_parser(sub, registry.names())
+    for command in _commands().values():
+        command.add_parser(sub, registry.names())
     return parser
-
-
-def _runner(name: str) -> Callable[[argparse.Namespace], str]:
-    """The ``run`` of a subcommand: the CLI's own, or a registered study's."""
-    from ..studies import registry as studies
-
-    if name in COMMANDS:
-        return COMMANDS[name]
-    return next(command.run for spec in studies.specs() for command in spec.commands if command.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..io import CorruptCache
 
     try:
-        text = _runner(args.command)(args)
+        text = _commands()[args.command].run(args)
     except (ValueError, FileNotFoundError, CorruptCache, InsufficientResources) as err:
         print(f"wordsens {args.command}: error: {err}", file=sys.stderr)
         return 2

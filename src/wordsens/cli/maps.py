@@ -1,25 +1,21 @@
-"""``wordsens maps``: the registered feature maps (``wordsens.maps``) with their formulas, weight
-laws and options."""
+"""``wordsens maps``: list the registered feature maps: formula, weight law, options
+
+List every registered feature map (wordsens.maps: the paper's four, the attention variants, and the maps of
+--plugin modules): its name (for --map and the workflow's config), plot label, formula, weight law, options
+with their defaults, and the options a grid may sweep (DRF's depth L)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-from ..arguments import add_plugin_arg
+from ..arguments import add_command, add_plugin_arg
 
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    maps = sub.add_parser(
-        "maps",
-        help="list the registered feature maps: formula, weight law, options",
-        description="List every registered feature map (wordsens.maps: the paper's four, the attention "
-        "variants, and the maps of --plugin modules): its name (for --map and the workflow's config), "
-        "plot label, formula, weight law, options with their defaults, and the options a grid may sweep "
-        "(DRF's depth L).",
-    )
-    add_plugin_arg(maps)
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
+    add_plugin_arg(add_command(sub, "maps", __doc__))
 
 
 def run(args: argparse.Namespace) -> str:

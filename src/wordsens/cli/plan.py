@@ -1,12 +1,19 @@
-"""``wordsens plan``: the planned grid of a workflow configuration and when its run ends
-(``wordsens.pipeline.plan_text``), before anything runs. The planner and Snakemake's ``--config``
-parser are imported only when the plan is made."""
+"""``wordsens plan``: print the planned grid: jobs, hours, memory, devices, the jobs left out, when the run ends
+
+Load config.yaml, --configfile files and --config values the way Snakemake does: validated against
+workflow/schemas/config.schema.yaml with its defaults filled, then checked across keys. Print, before anything
+runs, the jobs per map and figure with their estimated hours, peak memory and device, the jobs that cannot fit
+this machine (limits.memory_gb, limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out
+(limits.unfit: skip) or refuses (fail), and the expected wall time of the run on --cores cores with its critical
+path (docs/cli.md)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from ..arguments import add_command
 
 __all__ = ["add_parser", "run"]
 
@@ -18,19 +25,9 @@ def _cores(text: str) -> int:
     return int(text)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``plan`` subcommand and its options, which ``plan_text`` takes."""
-    plan = sub.add_parser(
-        "plan",
-        help="print the planned grid: jobs, hours, memory, devices, the jobs left out, when the run ends",
-        description="Load config.yaml, --configfile files and --config values the way Snakemake does: "
-        "validated against workflow/schemas/config.schema.yaml with its defaults filled, then checked "
-        "across keys. Print, before anything runs, the jobs per map and figure with their estimated "
-        "hours, peak memory and device, the jobs that cannot fit this machine (limits.memory_gb, "
-        "limits.gpu_memory_gb, limits.max_job_hours), which the workflow leaves out (limits.unfit: skip) "
-        "or refuses (fail), and the expected wall time of the run on --cores cores with its critical path "
-        "(docs/cli.md).",
-    )
+    plan = add_command(sub, "plan", __doc__)
     plan.add_argument("--configfile", nargs="*", default=[], help="config files merged over config.yaml, in order")
     plan.add_argument(
         "--config",
@@ -74,7 +71,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> str:
-    """What ``plan_text`` prints for ``args``, ``--config`` read by Snakemake's own parser."""
+    """What ``plan_text`` prints for ``args``, ``--config`` read by Snakemake's own parser. The planner and
+    Snakemake are imported only here."""
     from ..pipeline import plan_text
 
     # Snakemake's own parser (imported only when used: importing snakemake.cli takes seconds)

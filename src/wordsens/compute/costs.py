@@ -1,23 +1,15 @@
 """Memory and time models of every job, the one place they live.
 
-Each registered map supplies a ``CostModel`` (``MapSpec.cost``): the memory and time of one
-word-sensitivity estimate (``ws_memory``, ``ws_seconds``; DRF streams its tail layers within a
-budget, ``wordsens.compute.map_costs.drf_layout``), of one generalisation simulation
-(``gen_memory``, ``gen_seconds``), and how its weights may be drawn (``samplers``,
-``choose_sampler``). ``DenseCost`` (here) serves every map without a model of its own: a few copies of
-every weight and the autograd graph of the full map; ``wordsens.compute.map_costs`` holds the built-in
-maps' models (``FirstLayerCost`` for RF, ``DeepCost`` for DRF, ``AttentionCost`` for the attention
-maps with a moved-row fast path).
-The data steps' models sit beside them: ``embed_memory`` (hidden states of a pool),
-``probe_memory`` (the encoder probes, from the encoder's size; the language-model probe), and the
-size of a pre-trained encoder read from its config.json (``encoder_parameters``) with the memory of
-a job that holds and runs it (``encoder_memory``: the trained study's layers, the swaps study, the
-probes).
+Each registered map supplies a ``CostModel`` (``MapSpec.cost``), asked with one request (``Work``: the
+sizes, the map's resolved options and how it searches) for the memory and time of one word-sensitivity
+estimate (``ws_memory``, ``ws_seconds``) and of one generalisation simulation (``gen_memory``,
+``gen_seconds``), and how its weights are drawn (``choose_sampler``). ``DenseCost`` serves every map
+without a model of its own; ``wordsens.compute.map_costs`` holds the built-in maps'. Beside them the data
+steps' models: ``embed_memory``, ``probe_memory``, an encoder's size from its config.json
+(``encoder_parameters``) and the memory of a job that holds and runs it (``encoder_memory``).
 
-The same estimates serve two purposes: the numerical code checks them before allocating (and
-refuses with the ways out rather than swapping or dying, ``wordsens.compute.devices.check_fits``),
-and the workflow turns them into the ``mem_mb`` and runtime it requests from a scheduler. Nothing
-of wordsens and no torch is imported: the map catalogue, the planner and the numerics all use it.
+The numerical code checks these estimates before allocating (``wordsens.compute.devices.check_fits``), and
+the workflow turns them into the ``mem_mb`` and runtime it requests. Torch-free, nothing of wordsens.
 """
 
 from __future__ import annotations
@@ -44,11 +36,14 @@ __all__ = [
     "CostModel",
     "DenseCost",
     "MemoryEstimate",
+    "Work",
     "embed_memory",
     "encoder_memory",
     "encoder_parameters",
     "itemsize",
+    "on_device",
     "probe_memory",
+    "simulation_bytes",
     "solve_seconds",
 ]
 
@@ -69,6 +64,24 @@ MODEL_LOAD_OVERHEAD = 128 * MB
 # A probe job of an encoder whose size is not known without loading it (a Hub name not in the cache)
 FALLBACK_PROBE = 4096 * MB
 
+# Throughputs of a 2-core laptop-class CPU (this project's CI machine: docs/benchmarks.md, "Where the
+# constants come from"); estimates are deliberately on the generous side (they size scheduler requests).
+RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
+GEMM_FLOPS = 4.0e10  # float64 matrix products
+STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
+# A data-centre GPU (H100 class), conservatively: float32 Gaussian draws by the device's own
+# generator, and bytes per second through a matrix-vector product. Assumed figures, not measured by
+# this project.
+GPU_RANDN_PER_S = 5.0e10
+GPU_STREAM_BYTES = 1.5e12
+CHUNK = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.search)
+# The restarts an estimate's memory counts where neither the request nor the model names them, and
+# those of a generalisation simulation's batched Delta searches
+PLANNED_RESTARTS = 8
+GEN_RESTARTS = 16
+
+SAMPLERS = ("auto", "exact", "dense", "blockwise")
+
 
 @dataclass(frozen=True)
 class MemoryEstimate:
@@ -88,6 +101,41 @@ class MemoryEstimate:
         return self.total + JOBSTEP_OVERHEAD
 
 
+@dataclass(frozen=True)
+class Work:
+    """One question to a cost model: a sample of ``n`` tokens of width ``d`` (``N`` of them: a
+    generalisation simulation's training set), the map's ``options`` resolved against its defaults
+    (``MapSpec.work``), and how the estimate runs: ``method``, ``sampler`` (None: the map's first,
+    ``CostModel.samplers``), working ``dtype``, ``restarts`` held at once (None: the model's,
+    ``CostModel.restarts``), a memory ``budget`` in bytes (DRF streams the layers beyond it), the
+    search's ``steps`` (None: the model's), ``max_steps`` (the authors' schedule runs too where it fits),
+    ``device`` and a simulation's Delta ``searches``."""
+
+    n: int
+    d: int
+    options: Mapping[str, Any]
+    N: int = 0
+    method: str = "default"
+    sampler: str | None = None
+    dtype: Any = "float32"
+    restarts: int | None = None
+    budget: int | None = None
+    steps: int | None = None
+    max_steps: int = 1000
+    device: str = "cpu"
+    searches: float = 4.0
+
+    @property
+    def number_bytes(self) -> int:
+        """Bytes per number of the search: float64 for the reference method, else ``dtype``'s."""
+        return 8 if self.method == "reference" else itemsize(self.dtype)
+
+    @property
+    def gen_restarts(self) -> int:
+        """The restarts of a simulation's batched Delta searches: ``restarts``, else ``GEN_RESTARTS``."""
+        return GEN_RESTARTS if self.restarts is None else self.restarts
+
+
 def itemsize(dtype: Any) -> int:
     """Bytes per number of ``dtype`` (a torch dtype or its name)."""
     name = str(dtype).replace("torch.", "")
@@ -97,178 +145,159 @@ def itemsize(dtype: Any) -> int:
     return sizes[name]
 
 
-SAMPLERS = ("auto", "exact", "dense", "blockwise")
-
-
-# Throughputs of a 2-core laptop-class CPU (this project's CI machine: docs/benchmarks.md, "Where the
-# constants come from"); estimates are deliberately on the generous side (they size scheduler requests).
-RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
-GEMM_FLOPS = 4.0e10  # float64 matrix products
-STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
-# A data-centre GPU (H100 class), conservatively: float32 Gaussian draws by the device's own
-# generator, and bytes per second through a matrix-vector product. Assumed figures, not measured by
-# this project.
-GPU_RANDN_PER_S = 5.0e10
-GPU_STREAM_BYTES = 1.5e12
-CHUNK = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.search)
-
-
-class _Settings(Protocol):
-    @property
-    def restarts(self) -> int: ...
-    @property
-    def follow_authors(self) -> bool: ...
+def on_device(seconds: float, device: str) -> float:
+    """CPU-model seconds on ``device``: a data-centre GPU (``cuda``) takes a twentieth."""
+    return seconds / 20 if device == "cuda" else seconds
 
 
 class MapSpec(Protocol):
-    """What a cost model reads of a map's spec (``wordsens.maps.spec.MapSpec``)."""
+    """What the cost models read of a map's spec (``wordsens.maps.spec.MapSpec``)."""
 
     @property
     def name(self) -> str: ...
-    @property
-    def settings(self) -> _Settings: ...
+    def option_values(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
     def weight_count(self, n: int, d: int, options: Mapping[str, Any] | None = None) -> int: ...
+    @property
+    def settings(self) -> Any: ...  # its SearchSettings: restarts, keep, follow_authors
     def reference_steps(self, n: int) -> int: ...
+    @property
+    def cost(self) -> CostModel: ...
 
 
 class CostModel:
-    """The resource model of a map (``MapSpec.cost``). Subclasses override what differs; every
-    method gets the map's spec (its options' defaults, weight shapes, search settings, the authors'
-    schedule) and the map's options as resolved for the job.
+    """The resource model of a map (``MapSpec.cost``): subclasses override what differs. Every method
+    takes the map's spec (its weights' shapes, search settings, the authors' schedule) and the request.
 
-    ``samplers``: how the weights of a word-sensitivity estimate can be drawn (``"dense"``: all of them;
-    first-layer maps also ``"exact"`` and ``"blockwise"``, see ``choose_sampler``). ``draws_on_device``:
-    large weight blocks bound for a GPU are drawn there (the ``draw_on`` setting applies).
-    ``prefers_gpu``: ``ws.device: auto`` sends the map's jobs to a GPU when one is visible.
+    ``samplers``: how an estimate's weights can be drawn, the default first (``choose_sampler``).
+    ``draws_on_device``: large weight blocks bound for a GPU are drawn there (the ``draw_on`` setting
+    applies). ``prefers_gpu``: ``ws.device: auto`` sends the map's jobs to a GPU when one is visible.
     ``streams_layers``: an estimate may regenerate layers instead of holding them (``drf_layout``).
+    ``own_restarts``: an estimate holds the map's own restarts (``SearchSettings.restarts``) where the
+    request names none, not ``PLANNED_RESTARTS``.
     """
 
     samplers: tuple[str, ...] = ("dense",)
     draws_on_device: bool = False
     prefers_gpu: bool = False
     streams_layers: bool = False
+    own_restarts: bool = False
 
     def choose_sampler(
         self, *, position: int | str = 0, method: str = "default", sampler: str = "auto", explicit_weights: bool = False
     ) -> str:
-        """How the weights of one word-sensitivity estimate are drawn: the one place this is decided
-        (``wordsens.search.estimate`` runs it, ``wordsens.studies.jobs`` sizes jobs with it). Maps
-        with one sampler: ``"dense"``; first-layer maps see ``FirstLayerCost.choose_sampler``."""
+        """How the weights of one estimate are drawn, the one place this is decided: ``"dense"`` (all of
+        them: the only way for most maps, and for explicit weights and the reference method), else
+        ``"exact"`` (only the moved token's block, exact in law; one position) or ``"blockwise"`` (the
+        dense matrix one block at a time; the default for ``position="all"``)."""
         if sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        return "dense"
+        if "exact" not in self.samplers or explicit_weights or method == "reference":
+            return "dense"
+        if sampler == "auto":
+            return "blockwise" if position == "all" else "exact"
+        if sampler == "exact" and position == "all":
+            raise ValueError(
+                "sampler 'exact' draws one position's block; use 'blockwise' or 'dense' with position='all'"
+            )
+        return sampler
 
-    def features(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> int:
-        """The number of coordinates of ``phi(X)`` (``n d`` unless the map says otherwise)."""
-        return n * d
-
-    def forward_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float:
-        """Floating-point operations of one forward on a sample (n, d): ``2 n`` times the map's weights
-        (at least ``12 d^2``: a transformer layer) plus ``4 n^2 d`` for attention scores."""
-        weights = max(spec.weight_count(n, d, options), 12 * d * d)
-        return 2.0 * n * weights + 4.0 * n * n * d
-
-    def screen_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float | None:
-        """Floating-point operations of the map's structural vocabulary screen for one word (its
-        problem's ``screener``, ``wordsens.search.swaps.screen_scores``), or None: the map's problem
-        has none, and the screen is the first-order score of the map's value."""
-        return None
-
-    def ws_memory(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "dense",
-        dtype: Any = "float32",
-        restarts: int = 8,
-        budget: int | None = None,
-    ) -> MemoryEstimate:
-        """Peak array memory of one estimate: every weight in the working dtype and in float64, and
-        per restart the autograd graph of the full map (a few (n, n) scores and (n, 4 d) activations)."""
-        b = 8 if method == "reference" else itemsize(dtype)
-        R = 1 if method == "reference" else restarts
-        weights = spec.weight_count(n, d, options) * (b + 8)
-        graph = R * 12 * (n * n + 4 * n * d) * max(b, 4) * (2 if method == "reference" else 1)
-        return MemoryEstimate(
-            int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + CHUNK,
-            f"{spec.name} weights and the graph of {R} restarts at n = {n}, d = {d}",
-        )
-
-    def ws_seconds(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "dense",
-        steps: int | None = None,
-        max_steps: int = 1000,
-        device: str = "cpu",
-        budget: int | None = None,
-    ) -> float:
-        """Rough wall time (seconds) of one position's estimate on a 2-core CPU, or a data-centre GPU
-        (``device="cuda"``: the CPU time / 20), including the authors' algorithm where the default
-        search runs it too (``SearchSettings.follow_authors``, ``50 n <= max_steps``)."""
-        if method == "reference":
-            t = self.reference_seconds(spec, n, d, options, steps=steps)
-        else:
-            t = self.search_seconds(spec, n, d, options, steps=steps)
-            if spec.settings.follow_authors and spec.reference_steps(n) <= max_steps:
-                t += self.reference_seconds(spec, n, d, options)
-        return t / 20 if device == "cuda" else t
+    def restarts(self, spec: MapSpec, work: Work) -> int:
+        """The restarts an estimate holds at once: 1 for the reference method, else the request's, else
+        the map's own (``own_restarts``) or ``PLANNED_RESTARTS``."""
+        if work.method == "reference":
+            return 1
+        if work.restarts is not None:
+            return work.restarts
+        return spec.settings.restarts if self.own_restarts else PLANNED_RESTARTS
 
     def scale(self) -> float:
         """The factor of the map's measured time against the model (``AttentionCost``, ``DenseCost``)."""
         return 1.0
 
-    def search_seconds(
-        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
-    ) -> float:
+    def features(self, spec: MapSpec, work: Work) -> int:
+        """The number of coordinates of ``phi(X)`` (``n d`` unless the map says otherwise)."""
+        return work.n * work.d
+
+    def forward_flops(self, spec: MapSpec, work: Work) -> float:
+        """Floating-point operations of one forward on a sample: ``2 n`` times the map's weights (at
+        least ``12 d^2``: a transformer layer) plus ``4 n^2 d`` for attention scores."""
+        n, d = work.n, work.d
+        weights = max(spec.weight_count(n, d, work.options), 12 * d * d)
+        return 2.0 * n * weights + 4.0 * n * n * d
+
+    def screen_flops(self, spec: MapSpec, work: Work) -> float | None:
+        """Floating-point operations of the map's structural vocabulary screen for one word
+        (``wordsens.search.swaps.screen_scores``), or None: the screen is the first-order score."""
+        return None
+
+    def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        """Peak array memory of one estimate: every weight in the working dtype and in float64, and
+        per restart the autograd graph of the full map (a few (n, n) scores and (n, 4 d) activations)."""
+        n, d, b, R = work.n, work.d, work.number_bytes, self.restarts(spec, work)
+        weights = spec.weight_count(n, d, work.options) * (b + 8)
+        graph = R * 12 * (n * n + 4 * n * d) * max(b, 4) * (2 if work.method == "reference" else 1)
+        return MemoryEstimate(
+            int(weights + graph + 8 * (4 * n * n + 12 * n * d)) + CHUNK,
+            f"{spec.name} weights and the graph of {R} restarts at n = {n}, d = {d}",
+        )
+
+    def ws_seconds(self, spec: MapSpec, work: Work) -> float:
+        """Rough wall time of one position's estimate on a 2-core CPU (``on_device``), including the
+        authors' algorithm where the default search runs it too (``SearchSettings.follow_authors``,
+        their steps within ``max_steps``)."""
+        if work.method == "reference":
+            t = self.reference_seconds(spec, work, work.steps)
+        else:
+            t = self.search_seconds(spec, work)
+            if spec.settings.follow_authors and spec.reference_steps(work.n) <= work.max_steps:
+                t += self.reference_seconds(spec, work)
+        return on_device(t, work.device)
+
+    def search_seconds(self, spec: MapSpec, work: Work) -> float:
         """The default search: forward and backward of the full map per restart and step."""
-        full = 2 * n * n * d + 2 * n * spec.weight_count(n, d, options)
-        return (steps or 300) * (3 * full * spec.settings.restarts / GEMM_FLOPS + 1e-3) * self.scale()
+        full = _full_flops(spec, work)
+        return (work.steps or 300) * (3 * full * spec.settings.restarts / GEMM_FLOPS + 1e-3) * self.scale()
 
-    def reference_seconds(
-        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
-    ) -> float:
-        """The authors' algorithm: forward and backward of the full map per step."""
-        full = 2 * n * n * d + 2 * n * spec.weight_count(n, d, options)
-        return (steps or spec.reference_steps(n)) * (3 * full / GEMM_FLOPS + 1e-3) * self.scale()
+    def reference_seconds(self, spec: MapSpec, work: Work, steps: int | None = None) -> float:
+        """The authors' algorithm (``steps``; None: their schedule): forward and backward of the full
+        map per step."""
+        full = _full_flops(spec, work)
+        return (steps or spec.reference_steps(work.n)) * (3 * full / GEMM_FLOPS + 1e-3) * self.scale()
 
-    def gen_memory(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, restarts: int = 16
-    ) -> MemoryEstimate:
+    def gen_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
         """Peak array memory of one generalisation simulation (``wordsens.generalisation.core``): the
         features of the training set and their QR, the Gram matrix, the weights and the searches' graph."""
-        p = self.features(spec, n, d, options)
-        weights = spec.weight_count(n, d, options) * 16
-        arrays = 4 * N * p * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * p * 8
-        return MemoryEstimate(arrays + weights, f"features {N} x {p} and their QR")
+        p = self.features(spec, work)
+        weights = spec.weight_count(work.n, work.d, work.options) * 16
+        return MemoryEstimate(simulation_bytes(work, p) + weights, f"features {work.N} x {p} and their QR")
 
-    def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
-    ) -> float:
+    def gen_seconds(self, spec: MapSpec, work: Work) -> float:
         """Rough CPU wall time of one generalisation simulation with ``searches`` Delta searches."""
-        p = self.features(spec, n, d, options)
-        full = 2 * n * n * d + 2 * n * spec.weight_count(n, d, options)
+        N, p, full = work.N, self.features(spec, work), _full_flops(spec, work)
         prepare = N * full * 2 / GEMM_FLOPS + 2 * N * N * p / GEMM_FLOPS
         per_search = 300 * (3 * full * 16 / GEMM_FLOPS + 1e-3)
-        return prepare + solve_seconds(p, N) + searches * per_search * self.scale()
+        return prepare + solve_seconds(p, N) + work.searches * per_search * self.scale()
+
+
+def _full_flops(spec: MapSpec, work: Work) -> int:
+    """A forward of the full map: ``2 n^2 d`` for the scores, ``2 n`` per weight."""
+    n, d = work.n, work.d
+    return 2 * n * n * d + 2 * n * spec.weight_count(n, d, work.options)
+
+
+def simulation_bytes(work: Work, p: int) -> int:
+    """A simulation's arrays beside its weights: the training set's ``p`` features and their QR, the
+    Gram matrix, the sample's activations and the graph of the batched searches."""
+    n, d, N, restarts = work.n, work.d, work.N, work.gen_restarts
+    return 4 * N * p * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * p * 8
 
 
 def solve_seconds(p: int, N: int) -> float:
     """The first stage on one thread (gen jobs run with ``gen.threads`` = 1), its usual path
     (``wordsens.generalisation.first_stage``): the float32 Gram matrix of the (N, p) features in 8 row
-    panels (9/16 of one product; float32 products priced at ``0.75 GEMM_FLOPS`` on one thread, the
-    rate of this project's 2-core machine: docs/benchmarks.md, "Where the constants come from"), its
-    float32 eigendecomposition, and about 25 float64 passes over the features (the float64 copy, the
-    refinement, Rayleigh-Ritz). Ill-conditioned training sets take the Householder QR instead (about
+    panels (9/16 of one product; float32 products priced at ``0.75 GEMM_FLOPS`` on one thread: docs/
+    benchmarks.md, "Where the constants come from"), its float32 eigendecomposition, and about 25 float64
+    passes over the features. Ill-conditioned training sets take the Householder QR instead (about
     ``6 p N^2`` float64 flops more), not priced here."""
     gram = 2 * (9 / 16) * N * N * p / (0.75 * GEMM_FLOPS)
     return gram + 25 * N * p * 8 / STREAM_BYTES + 8 * N**3 / GEMM_FLOPS
@@ -311,14 +340,11 @@ def probe_memory(
     length: int = 512,
 ) -> MemoryEstimate:
     """Memory of a probe job (``wordsens.studies.probes.run``). ``"encoder"`` (Figure 1 attention, Figure 3
-    panels 3-4): one encoder of ``parameters`` float32 parameters (``encoder_parameters``; ``width``,
-    ``layers``, ``heads`` from its config.json) run on one sequence of at most ``length`` tokens (the
-    encoder's positions: the probes' texts are shorter): ``encoder_memory`` with two sequences'
-    activations (a forward, and the backward of the attracting Delta's ascent), what the probes keep of
-    a forward twice (before and after a move): every layer's hidden states ((layers + 1) x length x
-    width) and attention maps (layers x heads x length^2), float32, and ``MODEL_LOAD_OVERHEAD`` (the
-    encoder loaded through AutoModel). An encoder whose size is not known without loading it: 4 GB in
-    all (``FALLBACK_PROBE``). ``"lm"``: a 7B causal language model in half precision, 32 GB; the demo's
+    panels 3-4): ``encoder_memory`` of one encoder of ``parameters`` (``width``, ``layers``, ``heads`` from
+    its config.json) with two sequences of ``length`` tokens (a forward, and the backward of the attracting
+    Delta's ascent), what the probes keep of a forward twice (before and after a move: every layer's hidden
+    states and attention maps, float32), and ``MODEL_LOAD_OVERHEAD``; an encoder of unknown size:
+    ``FALLBACK_PROBE`` in all. ``"lm"``: a 7B causal language model in half precision, 32 GB; the demo's
     tiny LM, 2 GB."""
     overhead = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD
     if kind == "encoder":
@@ -341,12 +367,9 @@ def probe_memory(
 def encoder_parameters(
     *, width: int, layers: int, vocab: int, positions: int, intermediate: int | None = None, type_vocab: int = 2
 ) -> int:
-    """Parameters of a BERT-family encoder from its config.json (``hidden_size``, ``num_hidden_layers``,
-    ``vocab_size``, ``max_position_embeddings``, ``intermediate_size``: 4 x width where unknown,
-    ``type_vocab_size``) without loading it: the embeddings ((vocab + positions + type_vocab) x width
-    and their LayerNorm), per layer the attention (query, key, value, output: 4 (width^2 + width)), the
-    feed-forward (2 width x intermediate + intermediate + width) and two LayerNorms, and the pooler
-    (width^2 + width). BERT-Base: 109.5 million (its config: 768, 12, 30,522, 512, 3,072)."""
+    """Parameters of a BERT-family encoder from its config.json (``intermediate``: 4 x width where
+    unknown) without loading it: the embeddings and their LayerNorm, per layer the attention, the
+    feed-forward and two LayerNorms, and the pooler. BERT-Base: 109.5 million."""
     f = 4 * width if intermediate is None else intermediate
     embeddings = (vocab + positions + type_vocab) * width + 2 * width
     layer = 4 * (width * width + width) + 2 * width * f + f + width + 4 * width
@@ -357,10 +380,9 @@ def encoder_memory(
     *, parameters: int, copies: int, batch: int, length: int, width: int, heads: int, detail: str = "an encoder"
 ) -> MemoryEstimate:
     """Peak array memory of a job that holds ``copies`` copies of a pre-trained encoder of ``parameters``
-    parameters in float32 (``encoder_parameters``) and runs it without gradients on ``batch`` sequences
-    of ``length`` tokens: the weights, and one batch's activations (about 40 arrays of (batch, length,
-    width), as ``embed_memory`` counts them, and 3 of the attention scores (batch, heads, length,
-    length)), float32; and ``TRANSFORMERS_OVERHEAD`` for the library and a tokenizer."""
+    float32 parameters and runs it without gradients on ``batch`` sequences of ``length`` tokens: the
+    weights, one batch's activations (about 40 arrays of (batch, length, width), as ``embed_memory``
+    counts them, and 3 of the attention scores), and ``TRANSFORMERS_OVERHEAD``."""
     weights = copies * parameters * 4
     activations = batch * length * (40 * width + 3 * heads * length) * 4
     return MemoryEstimate(

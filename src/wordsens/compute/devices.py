@@ -1,8 +1,6 @@
-"""What a machine has, and what a job reached: the device a job runs on, the memory it may use
-(free memory, cgroup and SLURM limits), the refusal of jobs that cannot fit (``check_fits``, with the
-ways out), and the peak memory of a process and of its SLURM job step.
-
-Torch is imported only to ask a GPU (the planner runs without it).
+"""What a machine has, and what a job reached: the device a job runs on, the memory it may use (free
+memory, cgroup and SLURM limits), the refusal of jobs that cannot fit (``check_fits``, with the ways out),
+and the peak memory of a process and of its SLURM job step. Torch is imported only to ask a GPU.
 """
 
 from __future__ import annotations
@@ -51,12 +49,9 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 def workflow_device(planned: str) -> str:
     """The device a workflow job planned for ``planned`` (``cpu``, ``cuda`` or ``auto``) runs on here:
-    ``planned``, except that a job planned for ``cuda`` where no CUDA device is visible runs on the
-    CPU, and says so on stderr (the job's log). That happens where the plan assumed a GPU this
-    machine lacks: ``limits.gpu_memory_gb`` set to a number on a machine without one, or a node whose
-    GPU is gone. The rows record the device the job ran on; its numbers are equal in law to a GPU
-    run's, not equal. (``wordsens ws --device cuda`` on the command line is refused instead:
-    ``resolve_device``.)"""
+    ``planned``, except that a job planned for ``cuda`` where no CUDA device is visible (a plan for a GPU
+    this machine lacks) runs on the CPU and says so in its log; its rows record the CPU, its numbers are
+    equal in law to a GPU run's. (The command line refuses ``--device cuda`` instead: ``resolve_device``.)"""
     import torch
 
     if planned == "cuda" and not torch.cuda.is_available():
@@ -84,11 +79,9 @@ def _cgroup_limit() -> int | None:
 
 
 def available_bytes(device: torch.device | str) -> int:
-    """Memory a job may use on ``device``.
-
-    CUDA: free device memory. CPU: the smallest of MemAvailable, the cgroup limit, the SLURM
-    allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and ``WORDSENS_MAX_MEMORY_MB``.
-    """
+    """Memory a job may use on ``device``. CUDA: free device memory. CPU: the smallest of MemAvailable, the
+    cgroup limit, the SLURM allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and
+    ``WORDSENS_MAX_MEMORY_MB``."""
     if str(device).startswith("cuda"):
         import torch
 
@@ -152,11 +145,8 @@ def check_fits(estimate: MemoryEstimate, device: torch.device, what: str, *, lim
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident memory of this process so far (bytes).
-
-    Linux: ``VmHWM`` of /proc/self/status. (``ru_maxrss`` is not used there: after fork + exec it
-    keeps the parent's peak, so a small job started from a big process would report the parent's.)
-    """
+    """Peak resident memory of this process so far (bytes): Linux's ``VmHWM`` (``ru_maxrss`` keeps the
+    parent's peak after fork + exec, so a small job started from a big process would report the parent's)."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:

@@ -8,16 +8,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from . import costs
+from .costs import GB
 from .devices import available_bytes
 from .placement import GPU_SLOTS
 
 __all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "on_machine", "planned_limits"]
 
-GB = costs.GB
 # Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
 # profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, stay well
 # within it, and the run ends within the hour; at 0.5 h the variants' DRF point at n = 50 runs too, and the
@@ -80,29 +79,11 @@ class Limits:
 
     def to_text(self) -> str:
         """JSON text for ``from_text`` (the planner hands its limits to the jobs' processes)."""
-        return json.dumps(
-            {
-                "cpu": self.cpu,
-                "gpu": self.gpu,
-                "hours": self.hours,
-                "shared_gpu": self.shared_gpu,
-                "gpu_slots": self.gpu_slots,
-                "cores": self.cores,
-            }
-        )
+        return json.dumps(asdict(self))
 
     @classmethod
     def from_text(cls, text: str) -> Limits:
-        values = json.loads(text)
-        hours = values.get("hours")
-        return cls(
-            int(values["cpu"]),
-            None if values["gpu"] is None else int(values["gpu"]),
-            None if hours is None else float(hours),
-            bool(values.get("shared_gpu", True)),
-            int(values.get("gpu_slots", GPU_SLOTS)),
-            values.get("cores"),
-        )
+        return cls(**json.loads(text))
 
 
 PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"

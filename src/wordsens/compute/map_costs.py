@@ -7,7 +7,7 @@ budget by ``drf_layout``), ``AttentionCost`` (attention maps with a moved-row fa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 from .costs import (
     CHUNK,
@@ -16,13 +16,15 @@ from .costs import (
     GPU_STREAM_BYTES,
     MB,
     RANDN_PER_S,
-    SAMPLERS,
     STREAM_BYTES,
     CostModel,
     DenseCost,
     MapSpec,
     MemoryEstimate,
+    Work,
     itemsize,
+    on_device,
+    simulation_bytes,
     solve_seconds,
 )
 
@@ -82,15 +84,12 @@ def drf_layout(
     sampler: str = "exact",
 ) -> DRFLayout:
     """The tail layout of a default-method DRF estimate: every tail layer resident when the arrays fit
-    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block.
-
-    The fixed part: the first layer (its ``(D, d)`` block, or with ``sampler="dense"`` the whole
-    ``(D, D)`` matrix), the per-restart activations and masks of every layer, float64 chunks of the
-    exact evaluation. When even no resident layer fits, the layout still streams everything and its
-    ``bytes`` exceed the budget: ``check_fits`` then refuses the job. A ``dtype`` narrower than float32
-    (bfloat16: ``wordsens.search.drf.ReducedDRFProblem``) holds the layers in it, beside the float32
-    first-layer block; its exact evaluation regenerates float32 blocks (a streamed block's buffer).
-    """
+    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block, beside
+    the fixed part (the first layer's block, or with ``sampler="dense"`` its whole matrix, the restarts'
+    activations and masks, the exact evaluation's chunks). Where even no resident layer fits, ``bytes``
+    exceed the budget and ``check_fits`` refuses the job. A ``dtype`` narrower than float32 (bfloat16:
+    ``wordsens.search.drf.ReducedDRFProblem``) holds the layers in it; its exact evaluation regenerates
+    float32 blocks (a streamed block's buffer)."""
     D = n * d
     b = itemsize(dtype)
     w = max(b, 4)  # the weights of the map: float32 draws, whatever the products' dtype
@@ -126,57 +125,39 @@ class AttentionCost(CostModel):
     def scale(self) -> float:
         return self.time_scale
 
-    def ws_memory(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "dense",
-        dtype: Any = "float32",
-        restarts: int = 8,
-        budget: int | None = None,
-    ) -> MemoryEstimate:
-        R = 1 if method == "reference" else restarts
-        work = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
-        if method == "reference":
-            work += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
-        return MemoryEstimate(work, f"attention arrays for n = {n}, d = {d}")
+    def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        n, d, R = work.n, work.d, self.restarts(spec, work)
+        arrays = 8 * (4 * n * n + 12 * n * d + 3 * d * d + 12 * R * (n + d)) * 2
+        if work.method == "reference":
+            arrays += 16 * (n * n * 8 + n * d * 8)  # autograd graph of the full map
+        return MemoryEstimate(arrays, f"attention arrays for n = {n}, d = {d}")
 
-    def search_seconds(
-        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
-    ) -> float:
-        t = (steps or 300) * (16 * (d * d + 3 * n * d) * 4 / GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / GEMM_FLOPS
+    def search_seconds(self, spec: MapSpec, work: Work) -> float:
+        n, d = work.n, work.d
+        steps = work.steps or 300
+        t = steps * (16 * (d * d + 3 * n * d) * 4 / GEMM_FLOPS + 5e-4) + 300 * (d * d + n * d) * 2 / GEMM_FLOPS
         return t * self.time_scale
 
-    def reference_seconds(
-        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
-    ) -> float:
+    def reference_seconds(self, spec: MapSpec, work: Work, steps: int | None = None) -> float:
+        n, d = work.n, work.d
         return (steps or 50 * n) * (6 * n * n * d * 2 / GEMM_FLOPS + 1e-3) * self.time_scale
 
-    def gen_memory(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, restarts: int = 16
-    ) -> MemoryEstimate:
-        D = n * d
-        arrays = 4 * N * D * 8 + 3 * N * N * 8 + 8 * (4 * n * n + 20 * n * d + 3 * d * d) + 16 * restarts * n * d * 8
-        return MemoryEstimate(arrays, f"features {N} x {D} and their QR")
+    def gen_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        D = work.n * work.d
+        return MemoryEstimate(simulation_bytes(work, D), f"features {work.N} x {D} and their QR")
 
-    def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
-    ) -> float:
+    def gen_seconds(self, spec: MapSpec, work: Work) -> float:
         """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, priced at
         ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
         flops they are float64, but then they take under a second either way), the first stage
         (``solve_seconds``) and the batched Delta searches."""
-        D = n * d
+        n, d, N = work.n, work.d, work.N
         features = attention_features_flops(N, n, d) / (0.7 * GEMM_FLOPS)
         # the searches run together (one batched ascent; restarts halved as they go), so the four share
         # each step's loop: a fixed 2.5e-4 s per search and step over the model's 300 steps, fitted to timed
         # searches at d = 768 and demo-sized simulations (docs/benchmarks.md, "Where the constants come from")
         per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 2.5e-4)
-        return features + solve_seconds(D, N) + searches * per_search
+        return features + solve_seconds(n * d, N) + work.searches * per_search
 
 
 # RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each two
@@ -201,77 +182,31 @@ class FirstLayerCost(CostModel):
     samplers = ("exact", "blockwise", "dense")
     draws_on_device = True
 
-    def choose_sampler(
-        self, *, position: int | str = 0, method: str = "default", sampler: str = "auto", explicit_weights: bool = False
-    ) -> str:
-        """``"exact"`` (only the perturbed token's block, exact in law; one position), ``"blockwise"``
-        (the dense matrix one block at a time; the default for ``position="all"``) or ``"dense"``
-        (explicit weights and the reference method)."""
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        if explicit_weights or method == "reference":
-            return "dense"
-        if sampler == "auto":
-            return "blockwise" if position == "all" else "exact"
-        if sampler == "exact" and position == "all":
-            raise ValueError(
-                "sampler 'exact' draws one position's block; use 'blockwise' or 'dense' with position='all'"
-            )
-        return sampler
+    def features(self, spec: MapSpec, work: Work) -> int:
+        return int(work.options.get("k") or work.n * work.d)
 
-    def features(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> int:
-        return int(options.get("k") or n * d)
-
-    def ws_memory(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "exact",
-        dtype: Any = "float32",
-        restarts: int = 8,
-        budget: int | None = None,
-    ) -> MemoryEstimate:
-        D, k = n * d, self.features(spec, n, d, options)
-        b = 8 if method == "reference" else itemsize(dtype)
-        R = 1 if method == "reference" else restarts
-        if method == "reference" or sampler == "dense":
+    def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        d, D, k = work.d, work.n * work.d, self.features(spec, work)
+        b, R = work.number_bytes, self.restarts(spec, work)
+        if work.method == "reference" or work.sampler == "dense":
             weights, detail = k * D * b, f"RF matrix V {k} x {D}"
         else:
             weights, detail = k * d * b, f"RF block {k} x {d}"
         return MemoryEstimate(weights + 12 * R * k * max(b, 4) + CHUNK + k * d * 4, detail)
 
-    def ws_seconds(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "exact",
-        steps: int | None = None,
-        max_steps: int = 1000,
-        device: str = "cpu",
-        budget: int | None = None,
-    ) -> float:
-        D, k = n * d, self.features(spec, n, d, options)
-        if method == "reference":
-            t = k * D / RANDN_PER_S + (steps or 300) * 2 * k * D * 8 / STREAM_BYTES
+    def ws_seconds(self, spec: MapSpec, work: Work) -> float:
+        d, D, k = work.d, work.n * work.d, self.features(spec, work)
+        if work.method == "reference":
+            t = k * D / RANDN_PER_S + (work.steps or 300) * 2 * k * D * 8 / STREAM_BYTES
         else:
             # the draw, the float64 Gram matrix of the block (the certificate) and the subspace ascent
-            block = k * D if sampler in ("dense", "blockwise") else k * d
+            block = k * D if work.sampler in ("dense", "blockwise") else k * d
             step = RF_STEP_SECONDS + k * d * RF_STEP_SECONDS_PER_ENTRY
-            t = block / RANDN_PER_S + k * d * d * RF_GRAM_SECONDS + (steps or RF_STEPS) * step
-        return t / 20 if device == "cuda" else t
+            t = block / RANDN_PER_S + k * d * d * RF_GRAM_SECONDS + (work.steps or RF_STEPS) * step
+        return on_device(t, work.device)
 
-    def gen_memory(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, restarts: int = 16
-    ) -> MemoryEstimate:
-        D, k = n * d, self.features(spec, n, d, options)
+    def gen_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        d, N, D, k = work.d, work.N, work.n * work.d, self.features(spec, work)
         m = N + 1 + d
         # features and the Householder QR copy of them at once (wordsens.generalisation.first_stage: the
         # QR path; the Gram path holds a float32 copy, half of it)
@@ -282,21 +217,19 @@ class FirstLayerCost(CostModel):
             + k * d * 4
             + 3 * k * 8
             + 3 * 8 * MB
-            + 16 * restarts * k * 4
+            + 16 * work.gen_restarts * k * 4
         )
         return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
 
-    def gen_seconds(
-        self, spec: MapSpec, n: int, d: int, N: int, options: dict[str, Any], *, searches: float = 4.0
-    ) -> float:
-        """One thread (gen jobs run with ``gen.threads`` = 1; float64 products priced at ``0.44 GEMM_FLOPS``,
-        float32 at ``0.75``): the span sampler (``wordsens.generalisation.functionals.span_rf``: the
-        Gram matrix of the samples' rests as a lower triangle, its Cholesky factor, the Gaussian draws,
-        the training columns as float32 products where they pay, ``u`` and the check's rows in float64;
-        ``B`` is the draw itself), the first stage (``solve_seconds``) and the batched searches. The
-        rates, the factor 1.3 and the searches' 200 passes over ``B`` come from timed simulations
-        (rf-40-{100,700,1300}-768: docs/benchmarks.md, "Where the constants come from")."""
-        D, k = n * d, self.features(spec, n, d, options)
+    def gen_seconds(self, spec: MapSpec, work: Work) -> float:
+        """One thread (float64 products priced at ``0.44 GEMM_FLOPS``, float32 at ``0.75``): the span
+        sampler (``wordsens.generalisation.functionals.span_rf``: the Gram matrix of the samples' rests
+        as a lower triangle, its Cholesky factor, the Gaussian draws, the training columns as float32
+        products where they pay, ``u`` and the check's rows in float64), the first stage
+        (``solve_seconds``) and the batched searches. The rates, the factor 1.3 and the searches' 200
+        passes over ``B`` come from timed simulations (docs/benchmarks.md, "Where the constants come
+        from")."""
+        d, N, D, k = work.d, work.N, work.n * work.d, self.features(spec, work)
         m = N + 1 + d
         f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
         span = (
@@ -306,7 +239,7 @@ class FirstLayerCost(CostModel):
             + 2 * k * m * 9 / f64  # u and the rounding check's 8 rows
         )
         per_search = 200 * 2 * k * d * 4 / STREAM_BYTES  # the (k, d) block B, streamed twice per step
-        return 1.3 * (span + solve_seconds(k, N)) + searches * per_search
+        return 1.3 * (span + solve_seconds(k, N)) + work.searches * per_search
 
 
 @dataclass(frozen=True)
@@ -318,60 +251,37 @@ class DeepCost(CostModel):
     draws_on_device = True
     prefers_gpu = True
     streams_layers = True
+    own_restarts = True
 
-    choose_sampler = FirstLayerCost.choose_sampler
-
-    def forward_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float:
+    def forward_flops(self, spec: MapSpec, work: Work) -> float:
         """``L`` dense layers on the flattened sample: ``2 L (n d)^2``."""
-        return 2.0 * int(options["L"]) * (n * d) ** 2
+        return 2.0 * int(work.options["L"]) * (work.n * work.d) ** 2
 
-    def ws_memory(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "exact",
-        dtype: Any = "float32",
-        restarts: int | None = None,
-        budget: int | None = None,
-    ) -> MemoryEstimate:
-        """``restarts``: the search's batch (None: the map's default, ``spec.settings.restarts``)."""
-        D, L = n * d, int(options["L"])
-        if method == "reference":
-            work = (6 * L + 8) * D * 8 + D * d * 4 + CHUNK
-            return MemoryEstimate(L * D * D * 8 + work, f"{L} DRF matrices {D} x {D}")
-        restarts = spec.settings.restarts if restarts is None else restarts
-        layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
+    def _layout(self, spec: MapSpec, work: Work, dtype: Any) -> DRFLayout:
+        L, restarts, sampler = int(work.options["L"]), self.restarts(spec, work), work.sampler or "exact"
+        return drf_layout(work.n, work.d, L, budget=work.budget, restarts=restarts, dtype=dtype, sampler=sampler)
+
+    def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
+        D, L = work.n * work.d, int(work.options["L"])
+        if work.method == "reference":
+            arrays = (6 * L + 8) * D * 8 + D * work.d * 4 + CHUNK
+            return MemoryEstimate(L * D * D * 8 + arrays, f"{L} DRF matrices {D} x {D}")
+        layout = self._layout(spec, work, work.dtype)
         return MemoryEstimate(layout.bytes, layout.detail)
 
-    def ws_seconds(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "exact",
-        steps: int | None = None,
-        max_steps: int = 1000,
-        device: str = "cpu",
-        budget: int | None = None,
-    ) -> float:
-        D, L = n * d, int(options["L"])
-        randn, stream = (GPU_RANDN_PER_S, GPU_STREAM_BYTES) if device == "cuda" else (RANDN_PER_S, STREAM_BYTES)
-        b = 8 if method == "reference" else 4
-        steps = steps or (300 if method == "reference" else 150)
-        if method == "reference":
+    def ws_seconds(self, spec: MapSpec, work: Work) -> float:
+        D, L = work.n * work.d, int(work.options["L"])
+        cuda = work.device == "cuda"
+        randn, stream = (GPU_RANDN_PER_S, GPU_STREAM_BYTES) if cuda else (RANDN_PER_S, STREAM_BYTES)
+        reference = work.method == "reference"
+        b = 8 if reference else 4
+        steps = work.steps or (300 if reference else 150)
+        if reference:
             resident, streamed, width = L, 0, 1.0
         else:
-            restarts = spec.settings.restarts
-            layout = drf_layout(n, d, L, budget=budget, restarts=restarts, sampler=sampler)
-            resident, streamed = layout.resident + (sampler == "dense"), layout.streamed
-            width = 1.0 if device == "cuda" else DRF_STEP_BASE + DRF_STEP_PER_RESTART * restarts
+            layout = self._layout(spec, work, "float32")
+            resident, streamed = layout.resident + (work.sampler == "dense"), layout.streamed
+            width = 1.0 if cuda else DRF_STEP_BASE + DRF_STEP_PER_RESTART * self.restarts(spec, work)
         # resident layers are drawn once and read twice per step (forward, backward); streamed layers
         # are drawn and read twice per step
         return (
@@ -386,56 +296,28 @@ class DeepCost(CostModel):
 BLOCK_SCREEN_STEPS = 20
 
 
-class _Screening(Protocol):
-    """What ``ScreenedCost`` reads of a map's search settings (``wordsens.maps.spec.SearchSettings``)."""
-
-    @property
-    def restarts(self) -> int: ...
-    @property
-    def keep(self) -> int: ...
-
-
 @dataclass(frozen=True)
 class ScreenedCost(DenseCost):
     """A full-map search that screens its starts (``block``, the post-LayerNorm layers): all
     ``restarts`` for the first ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step
-    costs one step of the full map (``reference_seconds``). Their problems screen a vocabulary by
-    their first sublayer (``screen_flops``)."""
+    costs one step of the full map (``reference_seconds``). Its memory counts every restart of the
+    screening (``own_restarts``): it holds them all at once, so a model of fewer understates the peak
+    (docs/benchmarks.md, "Where the constants come from"). Their problems screen a vocabulary by their
+    first sublayer (``screen_flops``)."""
 
-    def ws_memory(
-        self,
-        spec: MapSpec,
-        n: int,
-        d: int,
-        options: dict[str, Any],
-        *,
-        method: str = "default",
-        sampler: str = "dense",
-        dtype: Any = "float32",
-        restarts: int | None = None,
-        budget: int | None = None,
-    ) -> MemoryEstimate:
-        """``DenseCost.ws_memory`` with every restart of the screening (None: the map's
-        ``spec.settings.restarts``): the screening holds all of them at once, so a model of fewer restarts
-        understates the peak (docs/benchmarks.md, "Where the constants come from")."""
-        restarts = spec.settings.restarts if restarts is None else restarts
-        return super().ws_memory(
-            spec, n, d, options, method=method, sampler=sampler, dtype=dtype, restarts=restarts, budget=budget
-        )
+    own_restarts = True
 
-    def screen_flops(self, spec: MapSpec, n: int, d: int, options: dict[str, Any]) -> float | None:
+    def screen_flops(self, spec: MapSpec, work: Work) -> float | None:
         """The post-LayerNorm layers' screen (``wordsens.search.heads.PostLNProblem.screener``) per word:
         the moved token's key, value, query and output rows and its feed-forward row (``12 d^2``), the
         closed-form attention change of every row and both LayerNorms (``n d (2 h + 8)``, ``h`` heads:
         the option, else 12)."""
-        heads = int(options.get("heads") or 12)
+        n, d = work.n, work.d
+        heads = int(work.options.get("heads") or 12)
         return 2.0 * (12 * d * d + n * d * (2 * heads + 8))
 
-    def search_seconds(
-        self, spec: MapSpec, n: int, d: int, options: dict[str, Any], *, steps: int | None = None
-    ) -> float:
-        steps = steps or 300
+    def search_seconds(self, spec: MapSpec, work: Work) -> float:
+        steps = work.steps or 300
         first = min(steps, BLOCK_SCREEN_STEPS)
-        settings = cast(_Screening, spec.settings)
-        restart_steps = first * settings.restarts + (steps - first) * settings.keep
-        return self.reference_seconds(spec, n, d, options, steps=restart_steps)
+        restart_steps = first * spec.settings.restarts + (steps - first) * spec.settings.keep
+        return self.reference_seconds(spec, work, restart_steps)

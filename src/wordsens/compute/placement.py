@@ -1,50 +1,52 @@
 """Where a job runs on one machine with a shared GPU: on the CPU or on the GPU, by its cost model.
 
-A job's CPU time is its family's calibrated time (``wordsens.compute.timing``, the built-in
-coefficients: a fixed rule, so that a new calibration never moves a job, whose device is in its
-params, to another device). Its GPU time is ``GPU_STARTUP`` (the process, torch's CUDA context, the
-sample and the write) plus the work, which the ``slots`` processes sharing the GPU
-(``Limits.gpu_slots``, the profile's ``gpu`` resource) slow down ``slots`` times: CUDA time-slices
-processes (no MPS), so a job running beside others gets its share of the GPU. The work is
-``per_search`` seconds of latency per estimate (small kernels and host synchronisations: an RF or
-attention search takes hundreds of steps of a few small products) and ``ratio`` GPU seconds per second
-of the CPU model (the arrays' work). ``GPU_RATES`` holds them per family, fitted (``fit_rates``) on
-one H200 node's run of the default configuration and single jobs (docs/gpu.md, "What runs where"), each
-given by the job rule that runs the family (``JobRule.gpu_rates``) and joined when its study registers.
+A job's CPU time is its family's built-in calibrated time (``wordsens.compute.timing``: a fixed rule, so
+that a new calibration never moves a job, whose device is in its params, to another device). Its GPU time
+is ``GPU_STARTUP`` plus the work, which the ``slots`` processes sharing the GPU (``Limits.gpu_slots``)
+slow down ``slots`` times (CUDA time-slices processes: no MPS). The work is a ``GpuRate`` per family,
+each given by the job rule that runs it (``JobRule.gpu_rates``) and joined when its study registers
+(``GPU_RATES``; their fit on a GPU node's run: docs/gpu.md, "What runs where").
 
-``gpu_pays``: ``device: auto`` sends a job to the GPU only where its GPU time, counted ``cores /
-slots`` times, is below its CPU time: each of the GPU's ``slots`` must do the work of ``cores /
-slots`` cores, or the GPU becomes the queue the run waits for while cores idle (a job moved to the
-GPU shortens the CPU side by its time over ``cores``, and lengthens the GPU side by its GPU time over
-``slots``). ``gpu_trials_per_job``: the trials of a map worth a GPU split into as many jobs as can
-run there side by side. Torch-free, and nothing of wordsens beyond ``wordsens.compute.timing``.
+``gpu_pays``: ``device: auto`` sends a job to the GPU only where its GPU time, counted ``cores / slots``
+times, is below its CPU time: each of the GPU's ``slots`` must do the work of ``cores / slots`` cores, or
+the GPU becomes the queue the run waits for while cores idle. ``gpu_trials_per_job``: the trials of a map
+worth a GPU split into as many jobs as can run there side by side. Torch-free.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .timing import Calibration
+from .costs import GB, JOBSTEP_OVERHEAD, MB, PROCESS_OVERHEAD, MemoryEstimate
+from .timing import Calibration, Registered
+
+if TYPE_CHECKING:
+    from .limits import Limits
 
 __all__ = [
+    "CUDA_CONTEXT_BYTES",
+    "CUDA_HOST_BYTES",
     "DTYPES",
     "GPU_RATES",
     "GPU_SLOTS",
     "GPU_STARTUP",
+    "Cost",
     "GpuRate",
-    "GpuSample",
+    "Placement",
+    "Request",
     "add_rates",
-    "cpu_seconds",
-    "fit_rates",
+    "gpu_mem_mb",
     "gpu_pays",
     "gpu_rate",
-    "gpu_seconds",
     "gpu_trials_per_job",
     "gpu_work",
+    "job_device",
+    "placed",
     "rates_snapshot",
-    "rates_table",
+    "request",
     "restore_rates",
     "working_dtype",
 ]
@@ -64,8 +66,8 @@ GPU_STARTUP = 5.5
 
 @dataclass(frozen=True)
 class GpuRate:
-    """A family's GPU work, alone on the GPU: ``per_search`` seconds per estimate (its latency) plus
-    ``ratio`` seconds per second of its CPU cost model."""
+    """A family's GPU work, alone on the GPU: ``per_search`` seconds per estimate (its latency: small
+    kernels and host synchronisations) plus ``ratio`` seconds per second of its CPU cost model."""
 
     per_search: float
     ratio: float
@@ -75,34 +77,16 @@ class GpuRate:
 
 
 # Each job rule's families (``JobRule.gpu_rates``, joined by the study registry through ``add_rates``), fitted
-# by fit_rates on the H200 run of the default configuration (docs/gpu.md; docs/benchmarks.md, "Where the
-# constants come from"). A family ``kind:map`` may have one per working dtype (``kind:map:dtype``).
-GPU_RATES: dict[str, GpuRate] = {}
+# on the H200 run of the default configuration (docs/gpu.md; docs/benchmarks.md, "Where the constants come
+# from"). A family ``kind:map`` may have one per working dtype (``kind:map:dtype``).
+GPU_RATES: Registered[GpuRate] = Registered("the GPU rate")
+rates_snapshot, restore_rates = GPU_RATES.snapshot, GPU_RATES.restore
 
 
 def add_rates(rates: Mapping[str, GpuRate]) -> None:
-    """Add job families' GPU rates (a registered job rule's); the same ones again are a no-op, other
-    ones for a known family an error."""
+    """Add job families' GPU rates (a registered job rule's: ``Registered.join``)."""
     for family, rate in rates.items():
-        if GPU_RATES.setdefault(family, rate) != rate:
-            raise ValueError(f"the GPU rate of {family!r} is {GPU_RATES[family]}, not {rate}")
-
-
-def rates_snapshot() -> dict[str, GpuRate]:
-    """A copy of the GPU rates (``restore_rates`` puts it back)."""
-    return dict(GPU_RATES)
-
-
-def restore_rates(saved: Mapping[str, GpuRate]) -> None:
-    GPU_RATES.clear()
-    GPU_RATES.update(saved)
-
-
-def _slowest(rates: Iterable[GpuRate]) -> GpuRate | None:
-    rates = list(rates)
-    if not rates:
-        return None
-    return GpuRate(max(r.per_search for r in rates), max(r.ratio for r in rates))
+        GPU_RATES.join(family, rate)
 
 
 def gpu_rate(family: str, dtype: str | None = None) -> GpuRate:
@@ -114,30 +98,18 @@ def gpu_rate(family: str, dtype: str | None = None) -> GpuRate:
     if family in GPU_RATES:
         return GPU_RATES[family]
     kind = family.partition(":")[0]
-    rate = _slowest(r for f, r in GPU_RATES.items() if f.startswith(f"{kind}:")) or _slowest(GPU_RATES.values())
-    if rate is None:
+    rates = [r for f, r in GPU_RATES.items() if f.startswith(f"{kind}:")] or list(GPU_RATES.values())
+    if not rates:
         raise LookupError(
             f"no GPU rate for {family!r}: none is registered; the job rules' rates join with the studies "
             "(wordsens.studies.registry.specs() loads them)"
         )
-    return rate
+    return GpuRate(max(r.per_search for r in rates), max(r.ratio for r in rates))
 
 
 def gpu_work(family: str, model_seconds: float, searches: int, *, sharing: int = 1, dtype: str | None = None) -> float:
     """Seconds of GPU work of a job (its ``GpuRate``), ``sharing`` processes sharing the GPU."""
     return sharing * gpu_rate(family, dtype).work(model_seconds, searches)
-
-
-def gpu_seconds(
-    family: str, model_seconds: float, searches: int, *, sharing: int = 1, dtype: str | None = None
-) -> float:
-    """Wall seconds of a job on the GPU: ``GPU_STARTUP`` and its ``gpu_work``."""
-    return GPU_STARTUP + gpu_work(family, model_seconds, searches, sharing=sharing, dtype=dtype)
-
-
-def cpu_seconds(family: str, model_seconds: float) -> float:
-    """Wall seconds of a job on one core: the built-in calibrated time of its family."""
-    return Calibration().seconds(family, model_seconds)
 
 
 def gpu_pays(
@@ -150,12 +122,13 @@ def gpu_pays(
     dtype: str | None = None,
 ) -> bool:
     """Whether a job is sent to the GPU shared by ``slots`` processes beside ``cores`` cores (None: as
-    many as slots): its ``gpu_seconds`` there times ``cores / slots`` below its ``cpu_seconds``."""
+    many as slots): its wall seconds there (``GPU_STARTUP`` and its ``gpu_work``) times ``cores / slots``
+    below its built-in calibrated seconds on one core."""
     if slots < 1:
         raise ValueError(f"the GPU's slots must be at least 1, got {slots}")
     weight = (cores or slots) / slots
-    gpu = gpu_seconds(family, model_seconds, searches, sharing=slots, dtype=dtype)
-    return gpu * weight < cpu_seconds(family, model_seconds)
+    gpu = GPU_STARTUP + gpu_work(family, model_seconds, searches, sharing=slots, dtype=dtype)
+    return gpu * weight < Calibration().seconds(family, model_seconds)
 
 
 DTYPES = ("auto", "float32", "bfloat16", "float64")
@@ -183,47 +156,128 @@ def gpu_trials_per_job(trials: int, per_job: int, job_bytes: int, budget: int, s
     return max(1, min(per_job, math.ceil(trials / side_by_side)))
 
 
-# ----------------------------------------------------------------------------- the fit
+# ----------------------------------------------------------------------------- a job's device and request
+
+
+# Host memory of a job whose arrays live on a GPU: its Python process, the Snakemake job process
+# and torch's CUDA context and kernels (1-2 GB resident; not measured here: the CI machine has no GPU).
+CUDA_HOST_BYTES = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD + 2 * GB
+# GPU memory a job's process holds beyond its arrays: the CUDA context, library workspaces and the
+# caching allocator's slack (0.3-0.6 GB on recent drivers, 1 GB to be safe; not measured here: the
+# CI machine has no GPU). Every job sharing a GPU holds its own.
+CUDA_CONTEXT_BYTES = 1 * GB
+
+
+def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True, gpu_pays: bool | None = None) -> str:
+    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``limits.gpu``)
+    and either the GPU is shared by the jobs of one machine (``limits.shared_gpu``: the jobs whose cost
+    model says the GPU pays, ``gpu_pays``; None: every job) or the job gains enough to be granted a GPU of
+    its own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in maps), else ``cpu``.
+    The one rule for every job and step."""
+    if setting == "auto":
+        if limits.gpu is None:
+            return "cpu"
+        if limits.shared_gpu:
+            return "cpu" if gpu_pays is False else "cuda"
+        return "cuda" if prefers_gpu else "cpu"
+    return setting
+
+
 @dataclass(frozen=True)
-class GpuSample:
-    """One job measured on a GPU: its family, estimates (``searches``), CPU cost-model seconds, wall
-    seconds and the mean number of GPU jobs running beside it (itself included: ``sharing``)."""
+class Placement:
+    """One unit of work of a grid point (a WS trial, a simulation, a swaps row) on either device: its
+    ``family``, CPU cost-model seconds (``model``), estimates (``searches``), working dtype on each device
+    (None: the map's own) and the processes sharing the GPU with it (``sharing``) beside ``cores`` cores
+    ."""
 
     family: str
-    searches: int
     model: float
-    measured: float
-    sharing: float
+    searches: int
+    cpu_dtype: str | None = None
+    gpu_dtype: str | None = None
+    sharing: int = 1
+    cores: int | None = None
+
+    @classmethod
+    def on(cls, limits: Limits, family: str, model: float, searches: int, **dtypes: str | None) -> Placement:
+        """A unit under ``limits``: the shared GPU's slots share it, else one GPU per job (a cluster)."""
+        return cls(
+            family, model, searches, sharing=limits.gpu_slots if limits.shared_gpu else 1, cores=limits.cores, **dtypes
+        )
+
+    def device(self, setting: str, limits: Limits, units: int, prefers_gpu: bool) -> str:
+        """Where a job of ``units`` units runs (``job_device``; ``auto`` weighs ``placement.gpu_pays``)."""
+        pays = gpu_pays(
+            self.family,
+            self.model * units,
+            self.searches * units,
+            slots=self.sharing,
+            cores=self.cores,
+            dtype=self.gpu_dtype,
+        )
+        return job_device(setting, limits, prefers_gpu=prefers_gpu, gpu_pays=pays)
+
+    def dtype(self, device: str) -> str | None:
+        return self.gpu_dtype if device == "cuda" else self.cpu_dtype
+
+    def seconds(self, device: str) -> float:
+        """Seconds of one unit on ``device``: the cost model's on the CPU (the calibration scales it), the
+        GPU's work under its sharing on ``cuda`` (its start-up added per job: ``Grid.estimate``)."""
+        if device != "cuda":
+            return self.model
+        return gpu_work(self.family, self.model, self.searches, sharing=self.sharing, dtype=self.gpu_dtype)
 
 
-def fit_rates(samples: Iterable[GpuSample]) -> tuple[float, dict[str, GpuRate]]:
-    """The start-up and each family's ``GpuRate`` from jobs measured on a shared GPU: ``measured =
-    startup + sharing (per_search searches + ratio model)``, by non-negative least squares on relative
-    errors (a coefficient that comes out negative is set to 0 and the rest fitted again). The work of
-    ``sharing`` processes shares the GPU; their start-up runs beside it."""
-    import numpy as np
+@dataclass(frozen=True)
+class Cost:
+    """What a job asks of the machine: its estimated ``seconds`` on its device (the cost model's CPU seconds,
+    which the calibration turns into wall time; its GPU work on a GPU), the peak bytes of its ``arrays``, the
+    host memory it requests (``host_bytes``: on the CPU its arrays too, and its processes), what must fit its
+    device (``device_bytes``), its ``threads`` and the arrays its memory setting allows (``cap``:
+    ``ws.max_memory_gb``; None: no such setting)."""
 
-    rows = [s for s in samples if s.measured > 0 and math.isfinite(s.measured)]
-    families = sorted({s.family for s in rows})
-    columns = 1 + 2 * len(families)
-    A = np.zeros((len(rows), columns))
-    for i, s in enumerate(rows):
-        j = 1 + 2 * families.index(s.family)
-        A[i, 0], A[i, j], A[i, j + 1] = 1.0, s.sharing * s.searches, s.sharing * s.model
-    t = np.array([s.measured for s in rows])
-    A, b = A / t[:, None], np.ones(len(rows))
-    free = [j for j in range(columns) if A[:, j].any()]
-    while True:
-        x = np.zeros(columns)
-        x[free] = np.linalg.lstsq(A[:, free], b, rcond=None)[0]
-        negative = [j for j in free if x[j] < 0]
-        if not negative:
-            break
-        free = [j for j in free if j not in negative]
-    rates = {f: GpuRate(float(x[1 + 2 * i]), float(x[2 + 2 * i])) for i, f in enumerate(families)}
-    return float(x[0]), rates
+    seconds: float = 1.0
+    arrays: int = 0
+    host_bytes: int = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD
+    device_bytes: int = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD
+    threads: int = 1
+    cap: int | None = None
 
 
-def rates_table(rates: Mapping[str, GpuRate]) -> list[str]:
-    """The rates, one line per family (what docs/gpu.md shows)."""
-    return [f"  {f:18s} {r.per_search:8.4f} s/search  {r.ratio:9.5f} s per model s" for f, r in sorted(rates.items())]
+def placed(
+    arrays: int, device: str, seconds: float, *, resident: int = 0, threads: int = 1, cap: int | None = None
+) -> Cost:
+    """The cost of a job whose arrays take ``arrays`` bytes on ``device`` for ``seconds``, holding
+    ``resident`` host bytes beside them (an encoder)."""
+    if device == "cuda":
+        return Cost(seconds, arrays, CUDA_HOST_BYTES + resident, arrays + CUDA_CONTEXT_BYTES, threads, cap)
+    host = MemoryEstimate(arrays + resident, "").job
+    return Cost(seconds, arrays, host, host, threads, cap)
+
+
+def gpu_mem_mb(device: str, device_bytes: int) -> int:
+    """GPU memory (MB) a job declares to Snakemake (its ``gpu_mem_mb`` resource): what must fit the GPU
+    on ``cuda``, 0 on the CPU. Jobs share one GPU while their sum fits ``--resources gpu_mem_mb=...``."""
+    return -(-device_bytes // MB) if device == "cuda" else 0
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a step outside the grid requests (an embedding, a probe): host ``mem_mb``, the ``device`` the
+    plan puts it on and the GPU memory it declares there (``gpu_mem_mb``, 0 on the CPU)."""
+
+    mem_mb: int
+    device: str
+    gpu_mem_mb: int
+
+    @property
+    def gpu(self) -> int:
+        """GPUs to request (the SLURM plugin's ``--gpus``): 1 on ``cuda``."""
+        return 1 if self.device == "cuda" else 0
+
+
+def request(estimate: MemoryEstimate, setting: str, limits: Limits, *, prefers_gpu: bool) -> Request:
+    """A step of memory ``estimate`` and device ``setting``; on a GPU it declares its whole estimate and its
+    CUDA context."""
+    device = job_device(setting, limits, prefers_gpu=prefers_gpu)
+    return Request(-(-estimate.job // MB), device, gpu_mem_mb(device, estimate.bytes + CUDA_CONTEXT_BYTES))

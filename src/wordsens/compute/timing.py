@@ -1,26 +1,18 @@
 """Wall time of a workflow job on this machine: the cost model's seconds, calibrated.
 
-The cost models (``wordsens.compute.costs``, ``wordsens.compute.map_costs``) give the work of a
-job in model seconds of a reference 2-core CPU; a job's measured wall time adds a fixed part (the
-process that imports torch, reads its inputs and writes its rows) and runs at this machine's speed.
-A ``Calibration`` holds, per job family (``ws:<map>``, ``gen:<map>``, a rule name such as
-``embed`` or ``gen_figure``), the two coefficients of
+The cost models (``wordsens.compute.costs``, ``wordsens.compute.map_costs``) give the work of a job in
+model seconds of a reference 2-core CPU; a job's measured wall time adds a fixed part (the process that
+imports torch, reads its inputs and writes its rows) and runs at this machine's speed. A ``Calibration``
+holds, per job family (``ws:<map>``, ``gen:<map>``, a rule name such as ``embed``), the coefficients of
 
     wall seconds = fixed + scale * model seconds
 
-fitted (``fit``) on measured jobs (``Sample``: Snakemake benchmark files and logs, read by
-``wordsens.io``) by least squares on relative errors (each job's error over its measured seconds):
-one start-up time (``fixed``) per kind of job (word sensitivity, generalisation) and one ``scale``
-per family, the typical ratio of its jobs rather than that of its longest one (a family's ratio
-varies across its grid, and one long job far off it would set the scale alone: docs/benchmarks.md,
-"Where the constants come from"); a family whose jobs are all start-up (less than
-``MIN_MODEL_SECONDS`` of model time) gets no scale of its own, a rule without a cost model (data
-steps, tables, figures, probes) its mean time. Families without their own samples take
-the built-in coefficients (``BUILTIN``, fitted on three runs of this project's 2-core machine)
-stretched by this machine's speed (``Calibration.speed``: the median measured / built-in ratio of
-the measured jobs, or the speed probe's), with their kind's start-up time fitted here; families
-unknown to both (a plugin's map) take the pooled fit of their kind (``ws:*``, ``gen:*``,
-``rule:*``). Torch-free, and nothing of wordsens is imported.
+fitted (``fit``) on measured jobs (``Sample``: Snakemake benchmark files and logs) by least squares on
+relative errors: one start-up time per kind of job and one scale per family. Families without samples of
+their own take the built-in coefficients (``BUILTIN``, fitted on this project's 2-core machine and
+joined by the studies as they register) stretched by this machine's speed (``Calibration.speed``), and
+families unknown to both (a plugin's map) their kind's pooled fit (``ws:*``, ``gen:*``, ``rule:*``).
+The fit's choices and runs: docs/benchmarks.md. Torch-free, nothing of wordsens.
 """
 
 from __future__ import annotations
@@ -28,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 __all__ = [
     "BUILTIN",
@@ -37,6 +30,7 @@ __all__ = [
     "REFERENCE_SECONDS",
     "Calibration",
     "Coefficients",
+    "Registered",
     "Sample",
     "add_builtin",
     "builtin_snapshot",
@@ -150,43 +144,58 @@ def fit(samples: Iterable[Sample]) -> dict[str, Coefficients]:
     return dict(sorted(out.items()))
 
 
+V = TypeVar("V")
+
+
+class Registered(dict[str, V], Generic[V]):
+    """Values per job family that the studies join as they register (``BUILTIN``,
+    ``wordsens.compute.placement.GPU_RATES``): ``join`` adds one (the same again is a no-op, another for
+    a known family an error); ``snapshot`` and ``restore`` save and put back the whole."""
+
+    def __init__(self, what: str, values: Mapping[str, V] | None = None) -> None:
+        super().__init__(values or {})
+        self.what = what
+
+    def join(self, family: str, value: V) -> None:
+        if self.setdefault(family, value) != value:
+            raise ValueError(f"{self.what} of {family!r} is {self[family]}, not {value}")
+
+    def snapshot(self) -> dict[str, V]:
+        return dict(self)
+
+    def restore(self, saved: Mapping[str, V]) -> None:
+        self.clear()
+        self.update(saved)
+
+
 # The built-in coefficients were fitted (``fit``) on three runs of this project's 2-core machine
 # (docs/benchmarks.md, "The built-in coefficients": the runs, the date and the fit). On a machine twice
 # as fast or as slow they are 2x off: ``wordsens plan --probe`` scales them by that machine's speed
 # (``Calibration.speed``), ``--calibrate RESULTS_DIR`` fits its own on a finished run. A kind's pooled
 # scale (``ws:*``, ``gen:*``: for maps of plugins) is the largest of the kind: a new map is not planned cheap.
-BUILTIN: dict[str, Coefficients] = {
-    # the steps without a cost model: their mean wall seconds over the three runs (``rule:*``: of all)
-    "rule:*": Coefficients(4.9, None),
-    "reviews": Coefficients(1.7, None),
-    "demo_corpus": Coefficients(1.0, None),
-    "demo_model": Coefficients(10.0, None),
-    "packaged_model": Coefficients(2.0, None),
-    "pool": Coefficients(5.0, None),
-    "embed": Coefficients(11.8, None),
-    "table": Coefficients(1.0, None),
-    "claims": Coefficients(1.3, None),
-}
-# The studies' families (their jobs' kinds, their figures and steps) join BUILTIN when a study is
-# registered (``wordsens.studies.registry``: ``StudySpec.coefficients``, ``JobRule.coefficients``).
+# Here only the steps without a cost model; the studies' families join as the studies register
+# (``wordsens.studies.registry``: ``StudySpec.coefficients``, ``JobRule.coefficients``).
+BUILTIN: Registered[Coefficients] = Registered(
+    "the built-in time",
+    {
+        # the steps without a cost model: their mean wall seconds over the three runs (``rule:*``: of all)
+        "rule:*": Coefficients(4.9, None),
+        "reviews": Coefficients(1.7, None),
+        "demo_corpus": Coefficients(1.0, None),
+        "demo_model": Coefficients(10.0, None),
+        "packaged_model": Coefficients(2.0, None),
+        "pool": Coefficients(5.0, None),
+        "embed": Coefficients(11.8, None),
+        "table": Coefficients(1.0, None),
+        "claims": Coefficients(1.3, None),
+    },
+)
+builtin_snapshot, restore_builtin = BUILTIN.snapshot, BUILTIN.restore
 
 
 def add_builtin(family: str, fixed: float, scale: float | None) -> None:
-    """Add a family's built-in coefficients (a registered study's); the same ones again are a no-op,
-    other ones for a known family an error."""
-    new = Coefficients(fixed, scale)
-    if BUILTIN.setdefault(family, new) != new:
-        raise ValueError(f"the built-in coefficients of {family!r} are {BUILTIN[family]}, not {new}")
-
-
-def builtin_snapshot() -> dict[str, Coefficients]:
-    """A copy of the built-in coefficients (``restore_builtin`` puts it back)."""
-    return dict(BUILTIN)
-
-
-def restore_builtin(saved: Mapping[str, Coefficients]) -> None:
-    BUILTIN.clear()
-    BUILTIN.update(saved)
+    """Add a family's built-in coefficients (a registered study's: ``Registered.join``)."""
+    BUILTIN.join(family, Coefficients(fixed, scale))
 
 
 # Downloads from the Hugging Face Hub, not measured here (the development machine has no Hub):
@@ -196,11 +205,10 @@ DOWNLOAD_SECONDS = {"reviews": 30.0, "model": 60.0}
 
 @dataclass(frozen=True)
 class Calibration:
-    """Coefficients per family (``fit``), with the built-in ones beneath them; ``sources``: the
-    results folders and logs they were fitted on; ``speed``: how many times slower than the built-in
-    machine this one runs (2: twice as slow), from the speed probe (``wordsens.search.probe``) or
-    from the measured jobs themselves (``measured_speed``), which stretches the built-in
-    coefficients, not the fitted ones (they were measured here)."""
+    """Coefficients per family (``fit``) over the built-in ones; ``sources``: the results folders and logs
+    they were fitted on; ``speed``: how many times slower than the built-in machine this one runs (the
+    speed probe's, ``wordsens.search.probe``, or ``measured_speed``), which stretches only the built-in
+    coefficients (the fitted ones were measured here)."""
 
     coefficients: Mapping[str, Coefficients] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
@@ -296,13 +304,12 @@ MAX_FACTOR = 10.0
 def speed_factor(seconds: float) -> float:
     """This machine's probe time over the built-in machine's (2: twice as slow); ``seconds``: the time of
     the speed probe (``wordsens.search.probe.probe_seconds``) here."""
-    measured = seconds
-    if not (math.isfinite(measured) and measured > 0):
-        raise ValueError(f"the speed probe took {measured} s: expected a positive time")
-    factor = measured / REFERENCE_SECONDS
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"the speed probe took {seconds} s: expected a positive time")
+    factor = seconds / REFERENCE_SECONDS
     if not MIN_FACTOR <= factor <= MAX_FACTOR:
         raise ValueError(
-            f"the speed probe took {measured:.3g} s, {factor:.3g} x the built-in machine's {REFERENCE_SECONDS} s: "
+            f"the speed probe took {seconds:.3g} s, {factor:.3g} x the built-in machine's {REFERENCE_SECONDS} s: "
             f"outside the {MIN_FACTOR}-{MAX_FACTOR} x a machine's speed can plausibly differ by (was it busy?); "
             "run it again on a quiet machine, or calibrate on a finished run (wordsens plan --calibrate RESULTS_DIR)"
         )

@@ -7,6 +7,7 @@ file gets the mode the umask allows (``wordsens.io.umask_modes``: safetensors wr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -115,18 +116,6 @@ def make_corpus(
     return Path(directory) / "aclImdb"
 
 
-def _write_vocab(directory: Path) -> Path:
-    pieces = ["##s", "##ing", "##ed", "##ly"]
-    vocab = _SPECIALS + _PUNCT + VOCAB_WORDS + pieces + [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    seen: list[str] = []
-    for token in vocab:
-        if token not in seen:
-            seen.append(token)
-    path = directory / "vocab.txt"
-    path.write_text("\n".join(seen) + "\n", encoding="utf-8")
-    return path
-
-
 def make_tiny_bert(
     directory: str | Path,
     *,
@@ -141,13 +130,9 @@ def make_tiny_bert(
 
     ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention
     scores are large enough for attention to concentrate (with 0.02 it is nearly uniform)."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
+    from transformers import BertConfig, BertModel
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab = _write_vocab(directory)
-    tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)  # vocab_file= is ignored by transformers 5
+    tokenizer = _tokenizer(Path(directory))
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
         hidden_size=hidden,
@@ -157,25 +142,16 @@ def make_tiny_bert(
         max_position_embeddings=max_positions,
         initializer_range=initializer_range,
     )
-    torch.manual_seed(seed)
-    model = BertModel(config)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    umask_modes(directory)  # save_pretrained's model.safetensors is private (0600)
-    return directory
+    return _save(Path(directory), tokenizer, BertModel, config, seed)
 
 
 def make_tiny_causal_lm(
     directory: str | Path, *, hidden: int = 32, layers: int = 2, heads: int = 2, seed: int = 0
 ) -> Path:
     """A randomly initialised GPT-2 style causal LM with the demo WordPiece tokenizer."""
-    import torch
-    from transformers import BertTokenizerFast, GPT2Config, GPT2LMHeadModel  # type: ignore[attr-defined]
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab = _write_vocab(directory)
-    tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True)
+    tokenizer = _tokenizer(Path(directory))
     # no end-of-text token: a random model would often emit it first and answer nothing
     config = GPT2Config(
         vocab_size=tokenizer.vocab_size,
@@ -188,8 +164,27 @@ def make_tiny_causal_lm(
         initializer_range=0.5,
         pad_token_id=tokenizer.pad_token_id,
     )
+    return _save(Path(directory), tokenizer, GPT2LMHeadModel, config, seed)
+
+
+def _tokenizer(directory: Path) -> Any:
+    """The demo WordPiece tokenizer, its vocabulary written to ``directory`` (made if missing)."""
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
+
+    directory.mkdir(parents=True, exist_ok=True)
+    pieces = ["##s", "##ing", "##ed", "##ly"]
+    vocab = _SPECIALS + _PUNCT + VOCAB_WORDS + pieces + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    path = directory / "vocab.txt"
+    path.write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
+    return BertTokenizerFast(vocab=str(path), do_lower_case=True)  # transformers 5 ignores vocab_file=
+
+
+def _save(directory: Path, tokenizer: Any, model_class: Any, config: Any, seed: int) -> Path:
+    """A model of ``model_class`` drawn with ``seed``, saved with its tokenizer (``save_pretrained``)."""
+    import torch
+
     torch.manual_seed(seed)
-    model = GPT2LMHeadModel(config)
+    model = model_class(config)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     umask_modes(directory)  # save_pretrained's model.safetensors is private (0600)

@@ -36,15 +36,9 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------- hidden states
-
-# Model types whose base model is ``embeddings`` followed by ``encoder.layer`` (a ModuleList run in
-# order, with no final norm), so that running the first l layers gives ``hidden_states[l]``
-# exactly: wordsens.data.models.TRUNCATABLE. Others run the full forward pass (tests/unit/data/test_data.py
-# checks every type listed).
-
-
 def _layer_list(model) -> torch.nn.ModuleList | None:
+    """The encoder's layers where running the first l gives ``hidden_states[l]`` exactly (the model types
+    of ``wordsens.data.models.TRUNCATABLE``), else None."""
     import torch
 
     base = getattr(model, "base_model", model)
@@ -173,14 +167,11 @@ def embed_pool(
     log: Callable[[str], Any] | None = None,
 ) -> EmbeddedPool:
     """The embedding store of a review pool (the ``embed`` rule's job), checked before it is written
-    (docs/inputs.md): the tokenizer's vocabulary against the model's word-embedding rows
-    (``check_vocabulary``, its line to ``log``), the hidden states of ``layer`` (``hidden_states``:
-    no NaN/Inf), then enough distinct samples at every n of ``ns`` (the context lengths of the jobs
-    that read the store) for ``min_share`` of the reviews (``check_store``, counting the pool's
-    ``[UNK]`` tokens where it has the columns ``tokens`` and ``unk``). A refused store raises
-    ``wordsens.data.inputs.InputError`` and nothing is returned. ``source``: the folder or name the
-    model was loaded from; ``model_name``: the configuration's; ``store``: the store as messages
-    name it; ``pool_path``: recorded in the metadata."""
+    (docs/inputs.md): the tokenizer's vocabulary (``check_vocabulary``, its line to ``log``), the hidden
+    states of ``layer`` (no NaN/Inf), then enough distinct samples at every n of ``ns`` for ``min_share``
+    of the reviews (``check_store``); a refused store raises ``wordsens.data.inputs.InputError``.
+    ``source``: the folder or name the model was loaded from; ``model_name``: the configuration's;
+    ``store``: the store as messages name it; ``pool_path``: recorded in the metadata."""
     import pandas as pd
 
     rows = int(model.get_input_embeddings().num_embeddings)

@@ -29,14 +29,9 @@ def hub_cached(name: str) -> bool:
 
 
 def hub_reachable(timeout: float = 10.0, *, for_datasets: bool = False) -> bool:
-    """Whether the Hugging Face Hub can be used: not in Hugging Face's offline mode, and its
-    endpoint answers within ``timeout`` seconds (a fast failure without network).
-
-    Offline mode is Hugging Face's own decision: ``huggingface_hub.constants.HF_HUB_OFFLINE``
-    (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``), and with ``for_datasets=True`` also
-    ``datasets.config.HF_HUB_OFFLINE`` (which ``HF_DATASETS_OFFLINE`` sets). The endpoint is
-    ``huggingface_hub.constants.ENDPOINT`` (``HF_ENDPOINT``: a mirror counts).
-    """
+    """Whether the Hugging Face Hub can be used: not in Hugging Face's offline mode (``HF_HUB_OFFLINE``,
+    ``TRANSFORMERS_OFFLINE``; with ``for_datasets`` also ``HF_DATASETS_OFFLINE``), and its endpoint
+    (``HF_ENDPOINT``: a mirror counts) answers within ``timeout`` seconds."""
     from urllib.parse import urlsplit
 
     from huggingface_hub import constants

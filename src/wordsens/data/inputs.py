@@ -1,28 +1,16 @@
-"""Checks that the experiments' inputs can carry them (docs/inputs.md): a tokenizer that fits the
-model and knows the reviews' words, and an embedding store whose reviews give distinct, finite
-samples. Torch-free and pandas-free: the planner (``wordsens plan``) reads the same verdicts.
+"""Checks that the experiments' inputs can carry them (docs/inputs.md), torch-free and pandas-free: the
+planner (``wordsens plan``) reads the same verdicts.
 
 * **Tokenizer** (at pool time): its vocabulary may not exceed the model's word-embedding rows
-  (``check_vocabulary``), and the share of its unknown token (``[UNK]``) over the pool's tokens stays
-  at most ``data.max_unk_share`` (``check_unk_share``). A tokenizer saved from a vocabulary file that
-  ``transformers`` ignored (``BertTokenizerFast(vocab_file=...)`` in transformers 5 keeps only its 5
-  special tokens) maps every word to ``[UNK]``: the pool step stops, naming the share and the fix.
-  A model folder without tokenizer files gives a tokenizer of the special tokens too (``AutoTokenizer``
-  builds one from config.json, silently): every load refuses it, saying the files are missing and from
-  which folder (``check_tokenizer_files``).
-* **Store** (when it is written): no NaN/Inf (``check_finite``), and at every context length n that
-  a job reads, and at the store's length, at least ``data.min_distinct_share`` of the reviews give
-  distinct samples (``store_problems``). Samples are compared bitwise: two reviews whose first n
-  stored rows are identical give the same sample. The count of distinct samples can only grow with
-  n (a longer sample holds the shorter one), so the smallest n decides; [PAD] rows past a review's
-  end are expected, identical reviews are not.
-* **The trained study** (``wordsens.studies.trained.run``): its own tokenizer (``trained.model``'s) on
-  the reviews it reads, review by review (``check_review_unk``, the limit ``data.max_unk_share``), and
-  its samples at every n it reads: no two reviews' samples may have a cosine similarity of at least
-  ``NEAR_DUPLICATE`` (``check_near_duplicates``: bitwise equality misses near-copies).
-* **Tasks** (generalisation): ``duplicates`` counts the training samples that equal another one or
-  the new sample (``wordsens.generalisation`` refuses a drawn task that has any, and names them when
-  the new sample's features lie in the span of the training features).
+  (``check_vocabulary``), its unknown token's share of the pool's tokens stays at most
+  ``data.max_unk_share`` (``check_unk_share``; review by review for the trained study,
+  ``check_review_unk``), and a model folder without tokenizer files is refused
+  (``check_tokenizer_files``: ``transformers`` builds a tokenizer of the special tokens from it, silently).
+* **Store** (when it is written): no NaN/Inf (``check_finite``), and at every context length n a job
+  reads at least ``data.min_distinct_share`` of the reviews give distinct (bitwise) samples
+  (``store_problems``); the trained study's samples have no near-duplicates (``check_near_duplicates``).
+* **Tasks** (generalisation): ``duplicates`` counts the training samples equal to another one or to the
+  new sample.
 """
 
 from __future__ import annotations
@@ -124,11 +112,14 @@ def check_tokenizer_files(
     )
 
 
+def _total(counts: Iterable[int]) -> int:
+    return int(np.sum(np.asarray(list(counts), dtype=np.int64)))
+
+
 def unk_share(tokens: Iterable[int], unk: Iterable[int]) -> float:
     """The share of unknown tokens among all tokens (per-review counts summed); 0 for no tokens."""
-    total = int(np.sum(np.asarray(list(tokens), dtype=np.int64)))
-    unknown = int(np.sum(np.asarray(list(unk), dtype=np.int64)))
-    return unknown / total if total else 0.0
+    total = _total(tokens)
+    return _total(unk) / total if total else 0.0
 
 
 def check_unk_share(
@@ -147,9 +138,8 @@ def check_unk_share(
     name), ``unk_token`` its unknown token (None: it has none, and nothing is unknown);
     ``tokenizer_size`` and ``embedding_rows`` (``check_vocabulary``'s numbers) are named in the error.
     """
-    total = int(np.sum(np.asarray(tokens, dtype=np.int64)))
-    unknown = int(np.sum(np.asarray(unk, dtype=np.int64)))
-    share = unk_share(tokens, unk)
+    total, unknown = _total(tokens), _total(unk)
+    share = unknown / total if total else 0.0
     if unk_token is None:
         return f"[UNK] share 0 of {total} tokens: the tokenizer {tokenizer} has no unknown token"
     if share > limit:
@@ -290,8 +280,8 @@ def store_checks(
     }
     if tokens is not None and unk is not None:
         out |= {
-            "tokens": int(np.sum(np.asarray(tokens, dtype=np.int64))),
-            "unk_tokens": int(np.sum(np.asarray(unk, dtype=np.int64))),
+            "tokens": _total(tokens),
+            "unk_tokens": _total(unk),
             "unk_share": unk_share(tokens, unk),
         }
     return out

@@ -207,20 +207,17 @@ def model_width(name: str) -> int | None:
 
 
 def model_positions(name: str) -> int | None:
-    """Position limit (``max_position_embeddings``) of the encoder ``name`` where it can be known
-    without loading it, else None."""
+    """Position limit (``max_position_embeddings``) of the encoder ``name``, as ``model_width``."""
     return _model_facts(name)[1]
 
 
 def model_layers(name: str) -> int | None:
-    """Encoder layers (``num_hidden_layers``) of the encoder ``name`` where it can be known without
-    loading it, else None."""
+    """Encoder layers (``num_hidden_layers``) of the encoder ``name``, as ``model_width``."""
     return _model_facts(name)[2]
 
 
 def model_heads(name: str) -> int | None:
-    """Attention heads per layer (``num_attention_heads``) of the encoder ``name`` where it can be
-    known without loading it, else None."""
+    """Attention heads per layer (``num_attention_heads``) of the encoder ``name``, as ``model_width``."""
     return _model_facts(name)[3]
 
 

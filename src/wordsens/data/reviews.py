@@ -122,10 +122,6 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
             f"downloading {name!r} from the Hub failed ({type(err).__name__}: {err}); {_LOCAL_HELP}"
         ) from err
     frame = ds.to_pandas()
-    return _read_parquet_frame(frame)
-
-
-def _read_parquet_frame(frame: pd.DataFrame) -> pd.DataFrame:
     # the Hub copy is already in canonical order; file ids are not part of it
     pairs = zip(frame["label"], frame["text"], strict=True)
     rows = [(int(label), i, str(text)) for i, (label, text) in enumerate(pairs)]
@@ -176,17 +172,11 @@ def select_pool(
     batch_size: int = 256,
 ) -> pd.DataFrame:
     """A balanced, seeded pool of reviews with at least ``min_tokens`` and fewer than ``max_tokens``
-    WordPiece tokens (``None``: no upper bound).
-
-    Special tokens are not counted. The paper's pool keeps short reviews (``data.max_tokens``); the
-    long-context pool keeps long ones (``min_tokens``), so that its reviews fill every position.
-    ``section`` is the configuration section named in the errors. Reviews of each label are
-    visited in a seeded random order and tokenised in batches until ``pool_size / 2`` of each are
-    found, so the whole corpus is only tokenised when such reviews are rare. Returns ``review_id``,
-    ``label``, ``tokens`` (WordPiece tokens, specials excluded), ``unk`` (how many of them are the
-    tokenizer's unknown token: ``wordsens.data.inputs.check_unk_share`` reads the pool's share),
-    ``text``, in the visiting order (positives and negatives interleaved).
-    """
+    WordPiece tokens (``None``: no upper bound; special tokens not counted): the paper's pool keeps short
+    reviews, the long-context pool long ones. Reviews of each label are visited in a seeded random order
+    and tokenised in batches until ``pool_size / 2`` of each are found. Returns ``review_id``, ``label``,
+    ``tokens``, ``unk`` (how many are the tokenizer's unknown token), ``text``, in the visiting order
+    (labels interleaved); ``section``: the configuration section the errors name."""
     if pool_size < 2 or pool_size % 2:
         raise ValueError(f"{section}.pool_size must be an even number >= 2 (half per label), got {pool_size}")
     if max_tokens is not None and max_tokens <= max(min_tokens, 0):
@@ -211,14 +201,14 @@ def select_pool(
                 break
         if len(picked[label]) < half:
             which = "positive" if label else "negative"
-            if min_tokens > 0:
-                raise ValueError(
-                    f"only {len(picked[label])} {which} reviews have at least {min_tokens} tokens, {half} "
-                    f"needed; lower {section}.pool_size or {section}.max_length"
-                )
+            bound, fix = (
+                (f"at least {min_tokens}", f"{section}.max_length")
+                if min_tokens > 0
+                else (f"fewer than {max_tokens}", f"raise {section}.max_tokens")
+            )
             raise ValueError(
-                f"only {len(picked[label])} {which} reviews have fewer than {max_tokens} tokens, {half} "
-                f"needed; lower {section}.pool_size or raise {section}.max_tokens"
+                f"only {len(picked[label])} {which} reviews have {bound} tokens, {half} needed; lower "
+                f"{section}.pool_size or {fix}"
             )
     rows = [row for pair in zip(picked[0], picked[1], strict=False) for row in pair]
     return pd.DataFrame(rows, columns=["review_id", "label", "tokens", "unk", "text"])

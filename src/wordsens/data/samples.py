@@ -18,6 +18,12 @@ Tensor = torch.Tensor
 __all__ = ["draw_sample", "eligible_reviews", "normalise", "review_samples", "synthetic_sample"]
 
 
+def _check_sizes(n: int, d: int) -> None:
+    for key, value in (("n", n), ("d", d)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+
+
 def normalise(embeddings: Tensor | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64) -> Tensor:
     """Keep the first ``n`` tokens and the first ``d`` coordinates, rescale rows to norm sqrt(d).
 
@@ -25,9 +31,7 @@ def normalise(embeddings: Tensor | np.ndarray, n: int, d: int, *, dtype: torch.d
     Raises ``ValueError`` when the sequence is shorter than ``n`` tokens, narrower than ``d``
     coordinates, holds NaN/Inf, or has a (truncated) row of norm 0.
     """
-    for key, value in (("n", n), ("d", d)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    _check_sizes(n, d)
     E = torch.as_tensor(np.asarray(embeddings) if not isinstance(embeddings, Tensor) else embeddings)
     if E.ndim < 2:
         raise ValueError(f"embeddings must have shape (tokens, width), got {tuple(E.shape)}")
@@ -49,9 +53,7 @@ def synthetic_sample(
     n: int, d: int, seed: int | torch.Generator, *, batch: tuple[int, ...] = (), dtype: torch.dtype = torch.float64
 ) -> Tensor:
     """A synthetic sample: i.i.d. standard Gaussian rows rescaled to norm sqrt(d), shape (*batch, n, d)."""
-    for key, value in (("n", n), ("d", d)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    _check_sizes(n, d)
     G = torch.randn((*batch, n, d), generator=generator(seed), dtype=torch.float64)
     return normalise(G, n, d, dtype=dtype)
 
@@ -59,13 +61,10 @@ def synthetic_sample(
 def draw_sample(
     source: object, n: int, d: int, seed: int, *, min_tokens: bool = False, dtype: torch.dtype = torch.float64
 ) -> tuple[Tensor, dict[str, object]]:
-    """One normalised sample (n, d) and its provenance, from ``"synthetic"`` or an embedding store.
-
-    ``source`` is the string ``"synthetic"`` (Gaussian rows) or a ``wordsens.data.store.EmbeddingStore``;
-    a review is drawn uniformly with ``seed``. With ``min_tokens`` only reviews with at least ``n``
-    real tokens (``[CLS]`` and ``[SEP]`` included) are eligible; otherwise rows past the review
-    are the model's ``[SEP]``/``[PAD]`` embeddings, as in the authors' runs.
-    """
+    """One normalised sample (n, d) and its provenance, from ``"synthetic"`` (Gaussian rows) or a review
+    of an embedding store drawn uniformly with ``seed`` (``eligible_reviews``: with ``min_tokens`` only
+    reviews of at least ``n`` tokens; otherwise rows past the review are its [SEP]/[PAD] embeddings, as in
+    the authors' runs)."""
     if isinstance(source, str):
         if source != "synthetic":
             raise ValueError(f"unknown data source {source!r}; use 'synthetic' or an embedding store")

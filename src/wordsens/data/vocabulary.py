@@ -1,19 +1,13 @@
 """Real words as rows of a sample: an encoder's vocabulary through its own embedding layer.
 
-At layer 0 (the embedding output, the paper's setting) the row of token ``w`` at position ``i`` is
-``LN(E_word[w] + E_pos[i] + E_type[0])``, with the encoder's word, position and token-type
-embeddings and its LayerNorm; the pipeline then keeps its first ``d`` coordinates and rescales it
-to norm ``sqrt(d)`` (``wordsens.data.samples.normalise``). Putting ``w`` at position ``i`` replaces
-row ``i`` of the sample by that row and leaves every other row as it is, so the substitutions of a
-vocabulary at a position are a finite set of moves ``x_i(w) - x_i`` (``wordsens.search.swaps``
-scores them). Here: the embedding layer in float64 (``EmbeddingLayer``: the sample of a review and
-the candidate rows of every word at a position, by one formula), the vocabulary a study scans
-(``candidate_ids``: whole-word tokens by default; specials and ``[unused*]`` never; ``##`` pieces on
-request), and the tokens of a review's sample (``review_tokens``: the first n tokens of the sequence
-the embedding step encodes, ``[CLS] review [SEP]`` padded to ``model.max_length``, so that row n-1
-is the review's own token where the review is longer than n - 1 tokens, as in the word-sensitivity
-studies' samples; the swaps study and ``wordsens swap`` both read a review this way). Torch is
-imported by the functions that need it.
+At layer 0 (the paper's setting) the row of token ``w`` at position ``i`` is
+``LN(E_word[w] + E_pos[i] + E_type[0])``, its first ``d`` coordinates rescaled to norm ``sqrt(d)``
+(``wordsens.data.samples.normalise``); putting ``w`` at position ``i`` replaces row ``i`` and leaves the
+others, so the substitutions of a vocabulary at a position are a finite set of moves ``x_i(w) - x_i``
+(``wordsens.search.swaps`` scores them). Here: the embedding layer in float64 (``EmbeddingLayer``: a
+review's sample and the candidate rows of every word at a position, by one formula), the vocabulary a
+study scans (``candidate_ids``) and the tokens of a review's sample (``review_tokens``). Torch is imported
+by the functions that need it.
 """
 
 from __future__ import annotations
@@ -135,14 +129,21 @@ class EmbeddingLayer:
     def width(self) -> int:
         return int(self.word.shape[1])
 
-    def outputs(self, ids: Sequence[int] | np.ndarray, positions: Sequence[int] | np.ndarray | int) -> torch.Tensor:
-        """The layer's output (m, width) for tokens ``ids`` at ``positions`` (one per token, or one for all):
-        ``LN(E_word[w] + E_pos[i] + E_type[0])``, float64 (``hidden_states[0]`` of the model, token type 0)."""
+    def token_ids(self, ids: Sequence[int] | np.ndarray) -> torch.Tensor:
+        """``ids`` as a tensor, checked: ValueError unless every id is a row of the word embeddings."""
         import torch
 
         ids_t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
         if ids_t.numel() and (int(ids_t.min()) < 0 or int(ids_t.max()) >= self.word.shape[0]):
             raise ValueError(f"token ids must be in [0, {self.word.shape[0] - 1}] (the encoder's vocabulary)")
+        return ids_t
+
+    def outputs(self, ids: Sequence[int] | np.ndarray, positions: Sequence[int] | np.ndarray | int) -> torch.Tensor:
+        """The layer's output (m, width) for tokens ``ids`` at ``positions`` (one per token, or one for all):
+        ``LN(E_word[w] + E_pos[i] + E_type[0])``, float64 (``hidden_states[0]`` of the model, token type 0)."""
+        import torch
+
+        ids_t = self.token_ids(ids)
         pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))
         if pos.numel() and int(pos.max()) >= self.position.shape[0]:
             raise ValueError(f"position {int(pos.max())} is beyond the encoder's {self.position.shape[0]} positions")
@@ -176,13 +177,8 @@ class WordRows:
     ``rows`` to 1e-12)."""
 
     def __init__(self, layer: EmbeddingLayer, ids: Sequence[int] | np.ndarray) -> None:
-        import torch
-
         self.layer = layer
-        ids_t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
-        if ids_t.numel() and (int(ids_t.min()) < 0 or int(ids_t.max()) >= layer.word.shape[0]):
-            raise ValueError(f"token ids must be in [0, {layer.word.shape[0] - 1}] (the encoder's vocabulary)")
-        E = layer.word[ids_t]
+        E = layer.word[layer.token_ids(ids)]
         self.centred = E - E.mean(dim=1, keepdim=True)
         self.norm2 = (self.centred * self.centred).sum(dim=1)
 

@@ -1,20 +1,14 @@
-"""The Delta searches of one simulation run together: ``ascend_groups`` is ``wordsens.search.engine.ascend``
-run on several groups of restarts at once (one group per search: its own starts, loss, halving and
-stopping rule), so that every step evaluates the functionals of all the searches still running in one
-batched call instead of one small call per search. Each group follows exactly the rule of ``ascend``;
-only the batch its rows are evaluated in differs (which can change the last bits of a matrix product).
-
-``least_squares_groups`` serves losses that are a sum of squares of linear functions of the three
-functionals, ``||L f(Delta) + b||^2`` (the penalised loss of Figure 5: two residuals): a
-Levenberg-Marquardt (damped Gauss-Newton) step on the ball ``||Delta|| <= radius``, in the span of the
-residuals' gradients and ``Delta``, where the normalised-gradient ascent creeps along the sphere
-(Figure 5's searches at d = 768 mostly stop at its step cap, well above the losses of longer runs:
-docs/benchmarks.md, "Figure 5's penalised searches by Levenberg-Marquardt steps").
+"""The Delta searches of one simulation run together (docs/methods.md, "Generalisation without p x p
+matrices"): ``ascend_groups`` is ``wordsens.search.engine.ascend`` on several groups of restarts at once
+(one group per search, each following ``ascend``'s rule; only the batch its rows are evaluated in differs),
+and ``least_squares_groups`` takes Levenberg-Marquardt steps on the ball for losses ``||L f(Delta) + b||^2``
+(the penalised loss of Figure 5).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -22,7 +16,7 @@ from ..search.engine import ETA0, ETA_MAX, HALVE_EVERY, project
 
 Tensor = torch.Tensor
 
-__all__ = ["LM_DAMPING0", "LM_DAMPING_MAX", "ascend_groups", "least_squares_groups"]
+__all__ = ["LM_DAMPING0", "LM_DAMPING_MAX", "Stopping", "ascend_groups", "least_squares_groups"]
 
 # value_and_grad(D (R, d), groups (R,) int64 group of each row) -> (values (R,), gradients (R, d))
 ValueAndGrad = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -39,53 +33,67 @@ def _unit(x: Tensor) -> Tensor:
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-30)
 
 
+@dataclass(frozen=True)
+class Stopping:
+    """When a group of a batched search stops: after ``max_steps`` steps, or when its best score gained
+    less than ``tol`` (relative) in ``patience`` steps; its rows are halved every ``HALVE_EVERY`` steps
+    down to ``keep``."""
+
+    max_steps: int
+    tol: float
+    patience: int
+    keep: int
+
+
+def _stacked(starts: Sequence[Tensor], radius: float) -> tuple[Tensor, Tensor]:
+    """Every group's starts stacked (R, d) and projected on the ball, and the group of each row (R,)."""
+    group = torch.cat([torch.full((s.shape[0],), g, dtype=torch.int64) for g, s in enumerate(starts)])
+    return group.to(starts[0].device), project(torch.cat(list(starts)), radius)
+
+
 class _Groups:
     """The bookkeeping shared by the batched searches: per group (rows ``group``, scores: higher is
-    better) its step count and best-score history, successive halving every ``HALVE_EVERY`` steps
-    down to ``keep`` rows, its stopping rule (``max_steps``, every row converged, or a best score that
-    gained less than ``tol`` (relative) in ``patience`` steps), and ``out``: each stopped group's
-    points and steps."""
+    better) its step count and best-score history, successive halving and its stopping rule
+    (``Stopping``, or every row converged); ``results``: each group's points and steps once stopped."""
 
-    def __init__(
-        self, group: Tensor, score: Tensor, *, keep: Sequence[int], max_steps: int, tol: float, patience: int
-    ) -> None:
-        groups = len(keep)
+    def __init__(self, groups: int, group: Tensor, score: Tensor, D: Tensor, stop: Stopping) -> None:
         self.history = [[float(score[group == g].max())] for g in range(groups)]
         self.steps = [0] * groups
-        self.out: dict[int, tuple[Tensor, int]] = {}
-        self.keep, self.max_steps, self.tol, self.patience = keep, max_steps, tol, patience
+        self.stop = stop
+        self.out = {g: (D[group == g], 0) for g in range(groups)} if stop.max_steps <= 0 else {}
 
     def next_rows(self, group: Tensor, score: Tensor, converged: Tensor, D: Tensor) -> Tensor | None:
         """One step of every running group; returns the rows kept for the next step (None: every
         group stopped)."""
         rows = []
+        stop = self.stop
         for g in torch.unique_consecutive(group).tolist():
             idx = (group == g).nonzero()[:, 0]
             self.steps[g] += 1
             self.history[g].append(float(score[idx].max()))
-            if self.steps[g] % HALVE_EVERY == 0 and idx.numel() > self.keep[g]:
-                order = torch.argsort(score[idx], descending=True)[: max(self.keep[g], idx.numel() // 2)]
+            if self.steps[g] % HALVE_EVERY == 0 and idx.numel() > stop.keep:
+                order = torch.argsort(score[idx], descending=True)[: max(stop.keep, idx.numel() // 2)]
                 idx = idx[order]
             h = self.history[g]
-            stop = self.steps[g] >= self.max_steps or bool(converged[idx].all())
-            if len(h) > self.patience and h[-1] - h[-self.patience - 1] <= self.tol * max(abs(h[-1]), 1e-30):
-                stop = True
-            if stop:
+            done = self.steps[g] >= stop.max_steps or bool(converged[idx].all())
+            if len(h) > stop.patience and h[-1] - h[-stop.patience - 1] <= stop.tol * max(abs(h[-1]), 1e-30):
+                done = True
+            if done:
                 self.out[g] = (D[idx], self.steps[g])
             else:
                 rows.append(idx)
         return torch.cat(rows) if rows else None
+
+    def results(self) -> list[tuple[Tensor, int]]:
+        return [self.out[g] for g in range(len(self.steps))]
 
 
 def ascend_groups(
     value_and_grad: ValueAndGrad,
     starts: Sequence[Tensor],
     radius: float,
+    stop: Stopping,
     *,
-    max_steps: int,
-    tol: float,
-    patience: int,
-    keep: Sequence[int],
     momentum: float,
     eta_min: float = 1e-4,
 ) -> list[tuple[Tensor, int]]:
@@ -93,16 +101,12 @@ def ascend_groups(
     halving and its stopping rule) for every group of ``starts`` at once; returns, per group, the
     points reached by its survivors and its step count."""
     r = radius
-    sizes = [s.shape[0] for s in starts]
-    group = torch.cat([torch.full((n,), g, dtype=torch.int64) for g, n in enumerate(sizes)]).to(starts[0].device)
-    D = project(torch.cat(list(starts)), r)
+    group, D = _stacked(starts, r)
     val, grad = value_and_grad(D, group)
     eta = torch.full_like(val, ETA0)
     mom = torch.zeros_like(D)
-    book = _Groups(group, val, keep=keep, max_steps=max_steps, tol=tol, patience=patience)
-    if max_steps <= 0:
-        return [(D[group == g], 0) for g in range(len(sizes))]
-    while group.numel():
+    book = _Groups(len(starts), group, val, D, stop)
+    while stop.max_steps > 0:
         direction = _unit(_unit(grad) + momentum * mom)
         cand = project(D + (eta * r)[:, None] * direction, r)
         cval, cgrad = value_and_grad(cand, group)
@@ -117,7 +121,7 @@ def ascend_groups(
         if idx is None:
             break
         D, val, grad, eta, mom, group = D[idx], val[idx], grad[idx], eta[idx], mom[idx], group[idx]
-    return [book.out[g] for g in range(len(sizes))]
+    return book.results()
 
 
 def _ball_step(Jr: Tensor, r: Tensor, D: Tensor, damping: Tensor, radius: float) -> Tensor:
@@ -155,34 +159,21 @@ def _ball_step(Jr: Tensor, r: Tensor, D: Tensor, damping: Tensor, radius: float)
 
 
 def least_squares_groups(
-    vjp: VJP,
-    L: Sequence[Tensor],
-    b: Sequence[Tensor],
-    starts: Sequence[Tensor],
-    radius: float,
-    *,
-    max_steps: int,
-    tol: float,
-    patience: int,
-    keep: Sequence[int],
+    vjp: VJP, L: Sequence[Tensor], b: Sequence[Tensor], starts: Sequence[Tensor], radius: float, stop: Stopping
 ) -> list[tuple[Tensor, int]]:
     """Minimise ``||L_g f(Delta) + b_g||^2`` (``L_g`` (2, 3), ``b_g`` (2,): group ``g``'s residuals,
     linear in the functionals ``f``) over ``||Delta|| <= radius`` from every start of every group, by
     Levenberg-Marquardt steps on the ball (``_ball_step``): a step that does not increase the loss is
     taken and the damping falls 3-fold, else it is refused and the damping grows 10-fold. Each
     iteration evaluates the functionals and the two residuals' gradients of every running row in one
-    ``vjp`` call (the rows twice: one product per residual). Successive halving as ``ascend_groups``;
-    a group stops after ``max_steps`` iterations, when every damping exceeds ``LM_DAMPING_MAX`` (no step
-    is taken any more: converged to rounding), or when its best loss falls by less than ``tol``
-    (relative) in ``patience`` iterations. Returns, per group, the points reached by its survivors and
-    its iterations."""
-    r_ = radius
-    sizes = [s.shape[0] for s in starts]
-    dev = starts[0].device
-    group = torch.cat([torch.full((n,), g, dtype=torch.int64) for g, n in enumerate(sizes)]).to(dev)
-    Ls = torch.stack([x.to(device=dev, dtype=torch.float64) for x in L])[group]  # (R, 2, 3)
-    bs = torch.stack([x.to(device=dev, dtype=torch.float64) for x in b])[group]  # (R, 2)
+    ``vjp`` call. Successive halving and stopping as ``ascend_groups`` (``stop``; also when every
+    damping exceeds ``LM_DAMPING_MAX``: converged to rounding). Returns, per group, the points reached
+    by its survivors and its iterations."""
     dtype = starts[0].dtype
+    group, D = _stacked(starts, radius)
+    D = D.to(torch.float64)
+    Ls = torch.stack([x.to(device=D.device, dtype=torch.float64) for x in L])[group]  # (R, 2, 3)
+    bs = torch.stack([x.to(device=D.device, dtype=torch.float64) for x in b])[group]  # (R, 2)
 
     def evaluate(D: Tensor, Lr: Tensor, br: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Residuals (R, 2), their gradients (R, 2, d) and the loss (R,) at ``D``, float64."""
@@ -192,14 +183,11 @@ def least_squares_groups(
         Jr = torch.stack([grads[:R], grads[R:]], dim=1).to(torch.float64)
         return res, Jr, (res * res).sum(-1)
 
-    D = project(torch.cat(list(starts)), r_).to(torch.float64)
     res, Jr, loss = evaluate(D.to(dtype), Ls, bs)
     damping = torch.full_like(loss, LM_DAMPING0)
-    book = _Groups(group, -loss, keep=keep, max_steps=max_steps, tol=tol, patience=patience)
-    if max_steps <= 0:
-        return [(D[group == g].to(dtype), 0) for g in range(len(sizes))]
-    while group.numel():
-        cand = _ball_step(Jr, res, D, damping, r_)
+    book = _Groups(len(starts), group, -loss, D, stop)
+    while stop.max_steps > 0:
+        cand = _ball_step(Jr, res, D, damping, radius)
         cres, cJr, closs = evaluate(cand.to(dtype), Ls, bs)
         ok = torch.isfinite(closs) & (closs <= loss)
         D = torch.where(ok[:, None], cand, D)
@@ -212,4 +200,4 @@ def least_squares_groups(
             break
         D, res, Jr, loss, damping, group = D[idx], res[idx], Jr[idx], loss[idx], damping[idx], group[idx]
         Ls, bs = Ls[idx], bs[idx]
-    return [(book.out[g][0].to(dtype), book.out[g][1]) for g in range(len(sizes))]
+    return [(D.to(dtype), steps) for D, steps in book.results()]

@@ -1,14 +1,8 @@
-"""One generalisation simulation in three settings side by side (``word_simulation``): the paper's continuous
-Delta at ``[CLS]``, the continuous Delta at a word position (at the paper's radius ``sqrt(d)`` and at the
-radius of the best word's move) and the real words at that position (``wordsens.generalisation.words``).
-
-All settings share the simulation: one training set, new sample, weights and first stage (``prepare`` at the
-word position with ``also=(cls,)``; ``Setup.at`` moves the [CLS] token instead, on the same weights: for RF
-the two blocks are drawn jointly). So the rows of one simulation differ only in the move: where it is
-(``[CLS]`` or the word's position), how far it may go (``sqrt(d)``, or the distance ``r*`` the best word
-moves for that loss) and whether it must be a word. The continuous supremum over the ball of radius ``r*``
-bounds every word that moves as far: a best word below the continuous search at ``r*`` is the restriction to
-words, a continuous search at the word position below the one at ``[CLS]`` is the position.
+"""One generalisation simulation in three settings side by side (``word_simulation``; docs/methods.md,
+"The settings side by side"): the paper's continuous Delta at ``[CLS]``, the continuous Delta at a word
+position (at the paper's radius ``sqrt(d)`` and at the radius of the best word's move) and the real words
+at that position (``wordsens.generalisation.words``), all on one training set, new sample, weights and
+first stage: the rows of a simulation differ only in the move.
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
-"""Generalisation after changing one word (the paper's Figures 4-5), without p x p matrices.
+"""Generalisation after changing one word (the paper's Figures 4-5), without p x p matrices: ``prepare``
+computes a simulation's features, first stage and the three functionals of the perturbed features,
+``(phi'.theta*, phi'.phi, phi'.P phi)`` with ``phi' = phi(X^i(Delta))`` and ``P = I - pinv(Phi) Phi``,
+from which ``Setup`` reads every outcome::
 
-A simulation: a training set (N samples, labels +-1), a new sample (X, y), a map and its weights.
-The min-norm interpolator ``theta* = pinv(Phi) Y`` learns the training set; the new sample is then
-learned by fine-tuning (``theta_f``) or re-training (``theta_r``). The modified sentence
-``X^i(Delta)`` carries the opposite label; its test error is ``Err = (phi(X^i(Delta))^T theta + y)^2``.
+    D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2,   D1 (re-train) = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
+    Err = (D1 + y)^2,   D0 = phi'.theta*
 
-Everything the Delta search needs reduces to three linear functionals of the perturbed features
-``phi' = phi(X^i(Delta))``: ``phi'.theta*`` (= D0), ``phi'.phi`` and ``phi'.P phi`` with
-``P = I - pinv(Phi) Phi``. They are computed once per simulation through the N x N Gram matrix
-(``wordsens.generalisation.first_stage``: float64 results, from a float32 Gram matrix refined in
-float64, or a QR where that is not safe), so neither P nor, for RF, the k x D weight matrix is
-ever formed. Where the training set's features dominate the cost (RAF, ReLU-RAF, RF at the paper's
-sizes), they are computed in float32 and kept only where a float64 check shows that their rounding
-moves t0, cond(K) and ``||P phi||^2`` by at most 1e-6 (``first_stage.RoundingCheck``; else float64
-features); the new sample's features are always float64:
-
-    theta* = Phi^T K^-1 Y,   P phi = phi - Phi^T K^-1 (Phi phi),   K = Phi Phi^T
-    D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2
-    D1 (re-train)  = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
-
-RF weights are drawn only on the span they act on: with
-``Z = [flat(X_1) .. flat(X_N), flat(X), e_block]`` (D x m), the rows of ``V Z`` are i.i.d.
-``N(0, Z^T Z / D)``: the block's weights are drawn as they are, and the products of the rest of
-each row with the samples from the Cholesky factor of the samples' Gram matrix without their
-perturbed row (``functionals.span_rf``): exact in law even when it is singular, and the D x m
-matrix ``Z`` (and a QR factorisation of it) is never formed.
+How each map computes them (the Gram-matrix first stage, RF weights drawn on the span of the samples,
+float32 training features where a float64 check accepts them): docs/methods.md, "Generalisation without
+p x p matrices", and ``wordsens.generalisation.functionals``.
 """
 
 from __future__ import annotations
@@ -43,7 +27,7 @@ from ..data.inputs import duplicates
 from ..maps import registry
 from ..maps.spec import MapSpec
 from .first_stage import Fit
-from .functionals import AttentionFunctionals, FullMapFunctionals, RFFunctionals, full_map_setup
+from .functionals import GenInputs, full_map_setup
 from .tasks import check_task
 
 Tensor = torch.Tensor
@@ -52,9 +36,6 @@ __all__ = ["LOSSES", "TRAININGS", "Setup", "prepare"]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
-
-
-# --------------------------------------------------------------------------- the setup
 
 
 @dataclass
@@ -84,7 +65,7 @@ class Setup:
 
     def at(self, position: int) -> Setup:
         """The same simulation (weights, features, first stage) with the token at ``position`` moved
-        instead: one of ``positions`` (``prepare``'s ``position`` and ``also``)."""
+        instead: one of ``positions`` (``prepare``'s ``position`` and ``also``), by the functionals' ``at``."""
         if position == self.position:
             return self
         if position not in self.positions:
@@ -92,24 +73,37 @@ class Setup:
                 f"the setup moves the tokens at positions {list(self.positions or [self.position])}, not "
                 f"{position}: prepare it with also=({position},)"
             )
-        return replace(self, position=position, functionals=_functionals_at(self.functionals, position))
+        if not hasattr(self.functionals, "at"):
+            raise ValueError(f"the setup's functionals ({type(self.functionals).__name__}) cannot move")
+        return replace(self, position=position, functionals=self.functionals.at(position))
+
+    def _mode(self, training: str) -> tuple[int, float]:
+        """The functional a training reads and its squared norm: fine-tune ``phi'.phi`` and ``||phi||^2``,
+        re-train ``phi'.P phi`` and ``||P phi||^2``."""
+        return (1, self.phi2) if training == "fine_tune" else (2, self.pphi2)
 
     def outcome(self, f: Tensor, training: str) -> tuple[Tensor, Tensor, Tensor]:
         """``(D0, D1, Err)`` from functional values ``f`` (..., 3)."""
+        k, norm = self._mode(training)
         D0 = f[..., 0]
-        if training == "fine_tune":
-            D1 = D0 + f[..., 1] * (self.y - self.t0) / self.phi2
-        else:
-            D1 = D0 + f[..., 2] * (self.y - self.t0) / self.pphi2
+        D1 = D0 + f[..., k] * (self.y - self.t0) / norm
         return D0, D1, (D1 + self.y) ** 2
 
     def alignment(self, f: Tensor, training: str) -> Tensor:
         """The alignment ratio ``a`` of the perturbed features with the learned direction, from
-        functional values ``f`` (..., 3): fine-tune ``phi'.phi / ||phi||^2``, re-train
-        ``phi'.P phi / ||P phi||^2``. Since ``D1 - D0 = a (y - t0)``, one word can flip the learned
-        prediction only through a small (or negative) ``a``; ``a ~ 1`` leaves ``D1 - D0 = y - t0``.
-        """
-        return f[..., 1] / self.phi2 if training == "fine_tune" else f[..., 2] / self.pphi2
+        functional values ``f`` (..., 3): ``D1 - D0 = a (y - t0)``, so one word can flip the learned
+        prediction only through a small (or negative) ``a``."""
+        k, norm = self._mode(training)
+        return f[..., k] / norm
+
+    def summary(self, f: Tensor, training: str) -> dict[str, float]:
+        """What a result reports of functional values ``f`` (3,): ``D0``, ``D1``, ``err``, ``gamma_min``,
+        ``alignment`` and ``d0_shift = |D0 - t0|``."""
+        D0, D1, err = (float(x) for x in self.outcome(f, training))
+        alignment = float(self.alignment(f, training))
+        return dict(
+            D0=D0, D1=D1, err=err, gamma_min=max(abs(self.t0), abs(D0)), alignment=alignment, d0_shift=abs(D0 - self.t0)
+        )
 
     def gamma_min(self, D0: Tensor) -> Tensor:
         """``max(|t0|, |D0|)``: the smallest gamma with which the first-stage model is unsure of both
@@ -133,7 +127,7 @@ class Setup:
         functional and squared norm), plus ``penalty * f_0^2`` for the penalised loss; the surrogate
         ``(f_k / norm + 1)^2``. The Gauss-Newton search's form of ``loss``
         (``batched.least_squares_groups``)."""
-        k, norm = (1, self.phi2) if training == "fine_tune" else (2, self.pphi2)
+        k, norm = self._mode(training)
         L = torch.zeros((2, 3), dtype=torch.float64)
         b = torch.zeros(2, dtype=torch.float64)
         if loss == "surrogate":
@@ -146,7 +140,7 @@ class Setup:
 
     def loss_grad(self, f: Tensor, training: str, loss: str, penalty: float) -> Tensor:
         """The derivative (..., 3) of ``loss`` with respect to the functional values ``f`` (..., 3)."""
-        k, norm = (1, self.phi2) if training == "fine_tune" else (2, self.pphi2)
+        k, norm = self._mode(training)
         g = torch.zeros_like(f)
         if loss == "surrogate":
             g[..., k] = 2 * (self.alignment(f, training) + 1) / norm
@@ -175,19 +169,14 @@ def prepare(
     k: int | None = None,
     also: Sequence[int] = (),
 ) -> Setup:
-    """Features, interpolator and functionals of one simulation (see the module docstring), for any
-    registered map: its ``MapSpec.gen`` setup where it has one (RF: weights drawn on the span of the
-    samples; RAF, ReLU-RAF: the moved row and column of the scores), else the full map
-    (``wordsens.generalisation.functionals.full_map_setup``).
+    """Features, interpolator and functionals of one simulation, for any registered map: its
+    ``MapSpec.gen`` setup where it has one, else the full map (``functionals.full_map_setup``).
 
-    ``options``: the map's options (``k``: an alias of RF's width). ``sampler`` (RF): ``"span"``
-    (exact in law on the span of the samples and the perturbed block; default), ``"dense"`` (the whole
-    k x D matrix; also used with explicit ``weights``); other maps draw their weights whole (``"dense"``).
-    ``dtype``: the working dtype of the Delta search (the map's search dtype by default). The new
-    sample's features and the first stage's results are float64; the training set's features are float32
-    where that pays and a float64 check accepts it (``Setup.fit.features``; module docstring).
-    ``also``: further positions it can move (``Setup.at``: the same weights; RF draws their blocks jointly).
-    """
+    ``options``: the map's options (``k``: an alias of RF's width). ``sampler`` (RF): ``"span"`` (exact in
+    law on the span of the samples and the perturbed block; default) or ``"dense"`` (the whole k x D
+    matrix; also with explicit ``weights``). ``dtype``: the Delta search's working dtype (the map's search
+    dtype by default); the new sample's features and the first stage are float64. ``also``: further
+    positions the setup can move (``Setup.at``: the same weights)."""
     spec = registry.get(map_name)  # resolved once: the spec travels down from here
     values = _option_values(spec, options, k)
     N, n, d = check_task(X_train, y_train, X, y)
@@ -201,19 +190,7 @@ def prepare(
     X64 = X.detach().to(device=dev, dtype=torch.float64)
     Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
     setup = registry.resolve(spec.gen) if spec.gen is not None else full_map_setup
-    parts = setup(
-        spec,
-        Xt64,
-        X64,
-        Y,
-        seed=seed,
-        position=position,
-        weights=weights,
-        options=values,
-        sampler=sampler,
-        dtype=dtype,
-        **({"also": positions[1:]} if positions[1:] else {}),  # a plugin's setup need not know it
-    )
+    parts = setup(GenInputs(spec, Xt64, X64, Y, seed, position, weights, values, sampler, dtype, positions[1:]))
     phi, pphi = parts.phi, parts.pphi
     phi2, pphi2 = _learnable_norms(phi, pphi, X_train, X)
     return Setup(
@@ -240,22 +217,6 @@ def prepare(
     )
 
 
-def _functionals_at(f: Any, position: int) -> Any:
-    """The functionals ``f`` of a setup with the token at ``position`` moved instead (the same weights and
-    vectors): the attention and full maps at any position, RF at a position whose block it drew; a
-    plugin's own functionals by their ``at``."""
-    if isinstance(f, AttentionFunctionals):
-        row = f.row
-        return AttentionFunctionals(row.X, row.W64.to(f.dtype), position, row.norm, f.V3_64, row.X64, row.W64)
-    if isinstance(f, FullMapFunctionals):
-        return FullMapFunctionals(f.forward, f.problem.X64, f.problem.W64, position, f.V3_64, f.dtype)
-    if isinstance(f, RFFunctionals) and position in f.blocks:
-        return RFFunctionals(f.blocks[position], f.layer.u64, f.V3_64, f.blocks)
-    if hasattr(f, "at"):
-        return f.at(position)
-    raise ValueError(f"the setup's functionals ({type(f).__name__}) cannot move to position {position}")
-
-
 def _positions(position: int, also: Sequence[int], n: int) -> tuple[int, ...]:
     """``position`` and the distinct ``also`` after it, checked: token indices in [0, n - 1]."""
     if not 0 <= position < n:
@@ -274,6 +235,12 @@ def _option_values(spec: MapSpec, options: dict[str, Any] | None, k: int | None)
     return spec.option_values(given)
 
 
+# ||P phi||^2 / ||phi||^2 at or below which phi(X) lies in the span of the training features. A new sample equal
+# to a training sample is refused by that equality, not by this ratio: its rounding leaves up to 2e-17 on this CPU
+# (exactly 0 on another), above what an ill-conditioned but learnable set leaves (5e-19, reference tests)
+IN_SPAN = 1e-24
+
+
 def _learnable_norms(phi: Tensor, pphi: Tensor, X_train: Tensor, X: Tensor) -> tuple[float, float]:
     """``(||phi||^2, ||P phi||^2)`` of the new sample, refused where it cannot be learned: no features
     (``phi = 0``) or features in the span of the training features (``P phi`` ~ 0: the reason why)."""
@@ -281,7 +248,7 @@ def _learnable_norms(phi: Tensor, pphi: Tensor, X_train: Tensor, X: Tensor) -> t
     if phi2 == 0:
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
     pphi2 = float(pphi @ pphi)
-    if pphi2 <= 1e-24 * phi2:
+    if pphi2 <= IN_SPAN * phi2 or bool((X_train == X).flatten(1).all(1).any()):
         raise ValueError(_in_span_message(X_train, X, phi.numel()))
     return phi2, pphi2
 

@@ -1,27 +1,13 @@
 """The first stage of a generalisation simulation: ``theta* = pinv(Phi) Y`` and ``P phi`` with
 ``P = I - pinv(Phi) Phi``, never forming a p x p matrix, and ``Fit`` (how well it fits).
 
-Two algorithms with the same result, chosen per training set by a float64 check:
-
-* ``gram_interpolate`` (``Phi`` of full row rank with ``cond(K) <= GRAM_MAX_COND``, the usual case):
-  the N x N Gram matrix ``K = Phi Phi^T`` (``gram``: the products in float32, half the flops of a
-  Householder QR of the p x N ``Phi^T``, at twice the speed, and only its lower block triangle; of the
-  centred rows, the mean's part added in float64, so that a large common component of the rows, such
-  as every review's [CLS] row and position embeddings, costs no float32 accuracy), its float64
-  eigendecomposition as a preconditioner, and iterative refinement of ``K c = [Y, Phi phi]`` whose
-  residuals are computed in float64 from ``Phi`` itself (two passes over ``Phi`` per iteration): the
-  result is float64-accurate (relative error about ``eps * cond(K)``, and ``cond(K)`` is capped), not
-  float32. The extreme eigenvalues of ``K`` (``Fit.cond``) come from a float64 Rayleigh-Ritz step on
-  the subspaces of the preconditioner's extreme eigenvectors.
-* ``qr_interpolate`` (everything else: rank-deficient or ill-conditioned training sets, N >= p, or a
-  refinement that does not converge): a Householder QR of ``Phi^T`` and the SVD of its R factor.
-
-Where computing the training set's features dominates (``float32_features_pay``), a map's setup
-computes them in float32 and ``interpolate32`` solves the first stage exactly (float64, as above) for
-those rounded features, then checks in float64 how far the rounding moved what the simulation reports
-(``RoundingCheck``): it recomputes a few training samples' features in float64, measures the rounding
-along the directions that matter, and propagates it to first order. Where the Gram path declines the
-training set or the check fails, the features are computed again in float64 and ``interpolate`` runs.
+Two algorithms with the same result, chosen per training set by a float64 check (docs/methods.md,
+"Generalisation without p x p matrices"): ``gram_interpolate`` (the usual case: the N x N Gram matrix
+multiplied in float32 from the centred rows, then refined to float64 accuracy) and ``qr_interpolate``
+(everything else). Where the training set's features dominate the cost (``float32_features_pay``), a
+map's setup computes them in float32 and ``interpolate32`` solves the first stage for those rounded
+features, keeping them where ``RoundingCheck`` shows that the rounding moves what the simulation reports
+by at most ``FEATURES32_TOL``.
 """
 
 from __future__ import annotations
@@ -78,15 +64,11 @@ FEATURES32_ROWS = 8
 
 @dataclass(frozen=True)
 class Fit:
-    """How the first stage fitted its training set (the min-norm least-squares solution).
-
-    ``cond``: condition number of the Gram matrix ``K = Phi Phi^T`` (the squared ratio of the
-    extreme singular values of ``Phi``; inf when one falls below the cutoff: K is singular);
-    ``rank``: singular values of ``Phi`` kept by the cutoff; ``residual``: ``max |Phi theta* - Y|``;
-    ``interpolates``: the residual is at most ``INTERPOLATION_TOL``; ``features``: the dtype the
-    training set's features were computed in (``"float32"`` only where ``RoundingCheck`` accepted
-    them; the residual is then that of the rounded features the first stage solved for).
-    """
+    """How the first stage fitted its training set (the min-norm least-squares solution): ``cond`` of the
+    Gram matrix ``K = Phi Phi^T`` (inf where K is singular), ``rank`` of ``Phi`` (singular values above the
+    cutoff), ``residual`` ``max |Phi theta* - Y|``, ``interpolates`` (residual at most
+    ``INTERPOLATION_TOL``) and the dtype of the training ``features`` (``"float32"`` where ``RoundingCheck``
+    accepted them: the residual is then that of the rounded features)."""
 
     cond: float
     rank: int  # singular values of Phi above the cutoff of ``interpolate``
@@ -97,17 +79,10 @@ class Fit:
 
 def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
     """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64 (``Phi`` (N, p)
-    float64): ``gram_interpolate`` where its float64 checks pass, else ``qr_interpolate``.
-
-    The cutoff is explicit: singular values ``s <= max(N, p) * eps * s_max`` count as zero (the
-    default of ``torch.linalg.pinv`` and of the array API: below it a singular value cannot be told
-    from rounding). The authors call ``numpy.linalg.pinv``, whose cutoff ``1e-15 * s_max`` is lower;
-    on ill-conditioned training sets (RAF on BERT-like rows with N > d, repeated reviews) the two can
-    differ along directions with singular values between the two cutoffs. Such sets get the min-norm
-    least-squares solution instead of an error, and ``Fit`` records how well it fits.
-    ``tests/unit/generalisation/`` checks the result against ``numpy.linalg.pinv`` and the two
-    paths against each other.
-    """
+    float64): ``gram_interpolate`` where its float64 checks pass, else ``qr_interpolate``. Singular values
+    ``s <= max(N, p) * eps * s_max`` count as zero (``torch.linalg.pinv``'s cutoff; the authors'
+    ``numpy.linalg.pinv`` has a lower one: docs/methods.md); an ill-conditioned training set gets the
+    min-norm least-squares solution, and ``Fit`` records how well it fits."""
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
 
 
@@ -169,10 +144,7 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
     or a refinement that does not reach float64 accuracy in ``_REFINE_STEPS`` steps. With
     ``cond(K) <= GRAM_MAX_COND`` every singular value is far above the cutoff of ``interpolate``:
     the rank is N, as the QR path finds."""
-    N, p = Phi.shape
-    if not 0 < N < p:  # N >= p: K is singular
-        return None
-    sol = _gram_solve(Phi, Y, phi, gram(Phi))
+    sol = _gram_solve(Phi, Y, phi)
     return None if sol is None else (sol.theta, sol.pphi, sol.fit)
 
 
@@ -191,11 +163,13 @@ class _GramSolution:
     w: Tensor
 
 
-def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor, K: Tensor) -> _GramSolution | None:
-    """``gram_interpolate`` with the Gram matrix ``K`` (``gram``) of ``Phi`` (N, p) given: float64, or
-    float32 features, whose products with float64 vectors are float64 all the same (``_times_phi``)."""
-    N = Phi.shape[0]
-    lam, U = torch.linalg.eigh(K)
+def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor) -> _GramSolution | None:
+    """``gram_interpolate`` for ``Phi`` (N, p) float64, or float32 features, whose products with float64
+    vectors are float64 all the same (``_times_phi``); None where N >= p (K is singular)."""
+    N, p = Phi.shape
+    if not 0 < N < p:
+        return None
+    lam, U = torch.linalg.eigh(gram(Phi))
     if not float(lam[0]) > 0 or float(lam[-1]) > GRAM_MAX_COND * 10 * float(lam[0]):
         return None
 
@@ -296,11 +270,8 @@ def rounding_check(sol: _GramSolution, rounding: Tensor, rows: Tensor) -> Roundi
         d ||P phi||^2 = -2 v^T E (P phi)
         d lam         = 2 u^T E (Phi^T u)     (lam an extreme eigenvalue of K, u its unit vector)
 
-    The functionals of the Delta search move as ``t0`` does, scaled by ``||phi'|| / ||phi||``. Against
-    float64 features (RAF, ReLU-RAF) the estimates can fall below the actual changes; at the worst ratio
-    seen, a set accepted at ``FEATURES32_TOL`` moves t0 and cond(K) by at most ~6e-6, under the
-    regression fixture's 1e-5 (the ratios: docs/benchmarks.md, "Accuracy of the float32 training
-    features" and "Where the constants come from")."""
+    The estimates can fall below the actual changes; how far: docs/benchmarks.md, "Accuracy of the float32
+    training features"."""
     z = rounding @ torch.stack([sol.pphi, sol.theta, sol.w[0], sol.w[1]]).T  # (s, 4): E_j . b
     c, v = sol.coef[:, 0], sol.coef[:, 1]
     t0 = _sum_estimate(c[:, None], z[:, :1]) + _sum_estimate(v[:, None], z[:, 1:2])
@@ -313,18 +284,13 @@ def interpolate32(
     Phi32: Tensor, Y: Tensor, phi: Tensor, exact_rows: Callable[[Tensor], Tensor]
 ) -> tuple[Tensor, Tensor, Fit, RoundingCheck] | None:
     """The first stage for float32 features ``Phi32`` (N, p): ``gram_interpolate``'s float64 solution for
-    them (the Gram matrix from ``Phi32`` itself, the refinement's float64 products a few rows of ``Phi32``
-    at a time: no float64 copy of the features, which cost more than all the products), with the
-    ``RoundingCheck`` of the rounding measured on the training samples ``check_rows(N)``, whose float64
-    features ``exact_rows(rows)`` returns. None where the Gram path declines the training set; the
-    caller then computes float64 features (as it does where the check fails)."""
-    N, p = Phi32.shape
-    if not 0 < N < p:
-        return None
-    sol = _gram_solve(Phi32, Y, phi, gram(Phi32))
+    them (no float64 copy of the features), with the ``RoundingCheck`` of the rounding measured on the
+    training samples ``check_rows(N)``, whose float64 features ``exact_rows(rows)`` returns. None where
+    the Gram path declines the training set."""
+    sol = _gram_solve(Phi32, Y, phi)
     if sol is None:
         return None
-    rows = check_rows(N).to(Phi32.device)
+    rows = check_rows(Phi32.shape[0]).to(Phi32.device)
     check = rounding_check(sol, Phi32[rows].to(torch.float64) - exact_rows(rows).to(torch.float64), rows)
     return sol.theta, sol.pphi, replace(sol.fit, features="float32"), check
 

@@ -1,17 +1,10 @@
-"""The linear algebra of one generalisation simulation (``wordsens.generalisation.core``): the
-first-stage solve and the functionals of the perturbed features that the Delta search evaluates.
-
-``interpolate`` (``wordsens.generalisation.first_stage``) gives ``theta* = pinv(Phi) Y`` and
-``P phi`` (``P = I - pinv(Phi) Phi``) without a p x p matrix, and ``Fit`` records how well the first
-stage fits. The functionals evaluate ``phi(X^i(Delta))`` against the three vectors ``theta*``,
-``phi(X)`` and ``P phi(X)`` for a batch of Delta: ``RFFunctionals`` from the moved token's block,
-``AttentionFunctionals`` from the moved row and column of the scores, ``FullMapFunctionals`` from
-the whole map (any registered map).
-
-A map's setup (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup``
-for every other map) draws its weights, computes the features and the first stage, and returns them
-as ``Parts``; ``also``: further positions whose functionals the setup can move to
-(``wordsens.generalisation.core.Setup.at``; RF's blocks of them drawn jointly).
+"""The linear algebra of one generalisation simulation (``wordsens.generalisation.core``): the maps'
+setups (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup`` for every
+other map), each drawing its weights, computing the features and the first stage
+(``wordsens.generalisation.first_stage``) and returning ``Parts``, and the functionals the Delta search
+evaluates: ``phi(X^i(Delta))`` against ``theta*``, ``phi(X)`` and ``P phi(X)`` for a batch of Delta
+(``RFFunctionals`` from the moved token's block, ``AttentionFunctionals`` from the moved row and column
+of the scores, ``FullMapFunctionals`` from the whole map).
 """
 
 from __future__ import annotations
@@ -20,6 +13,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -49,6 +43,7 @@ Tensor = torch.Tensor
 __all__ = [
     "AttentionFunctionals",
     "FullMapFunctionals",
+    "GenInputs",
     "Parts",
     "RFFunctionals",
     "first_stage_of",
@@ -82,6 +77,10 @@ class RFFunctionals:
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.layer.singular_starts(restarts, math.sqrt(self.d), gen)
+
+    def at(self, position: int) -> RFFunctionals:
+        """The functionals with the token at ``position`` moved instead (one whose block was drawn)."""
+        return RFFunctionals(self.blocks[position], self.layer.u64, self.V3_64, self.blocks)
 
 
 class AttentionFunctionals:
@@ -145,6 +144,10 @@ class AttentionFunctionals:
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.problem.starts(restarts, gen)
 
+    def at(self, position: int) -> AttentionFunctionals:
+        row = self.row
+        return AttentionFunctionals(row.X, row.W64.to(self.dtype), position, row.norm, self.V3_64, row.X64, row.W64)
+
 
 class FullMapFunctionals:
     """``phi(X^i(Delta)) . v`` with the whole map evaluated for every Delta (maps without a fast form);
@@ -168,8 +171,33 @@ class FullMapFunctionals:
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
         return self.problem.starts(restarts, gen)
 
+    def at(self, position: int) -> FullMapFunctionals:
+        problem = self.problem
+        return FullMapFunctionals(self.forward, problem.X64, problem.W64, position, self.V3_64, self.dtype)
+
 
 # --------------------------------------------------------------------------- the setups of the maps
+
+
+@dataclass(frozen=True)
+class GenInputs:
+    """What ``prepare`` hands a map's setup (``MapSpec.gen``): the training set ``Xt64`` (N, n, d), its
+    labels ``Y`` and the new sample ``X64`` (n, d), float64 on the working device; the ``seed`` of the
+    weights (unless ``weights`` are given), the moved ``position`` and the further positions ``also`` the
+    setup can move to (``Setup.at``; RF draws their blocks jointly), the map's option values, RF's
+    ``sampler`` and the Delta search's working ``dtype``."""
+
+    spec: MapSpec
+    Xt64: Tensor
+    X64: Tensor
+    Y: Tensor
+    seed: int
+    position: int
+    weights: Any
+    options: dict[str, Any]
+    sampler: str
+    dtype: torch.dtype
+    also: Sequence[int] = ()
 
 
 @dataclass
@@ -198,14 +226,12 @@ def first_stage_of(
     phi: Tensor,
 ) -> tuple[Tensor, Tensor, Fit, Tensor, RoundingCheck | None]:
     """The first stage of a training set from its float32 features ``features32`` (N, p) where the caller
-    computed them (``float32_features_pay``; pass the only reference, so that they are freed before a
-    fallback computes the float64 ones), solved by
-    ``interpolate32`` and kept where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64
-    features of the training samples ``rows``); else the float64 features ``features64()`` and
-    ``interpolate``, or straight ``qr_interpolate`` where the Gram path declined the float32 features
-    (ill-conditioned: it would decline the float64 ones too, after another Gram matrix). Returns
-    ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and the check (None: not
-    tried, or the Gram path declined the training set)."""
+    computed them (pass the only reference: they are freed before a fallback), by ``interpolate32``, kept
+    where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64 features of the training samples
+    ``rows``); else the float64 features ``features64()`` and ``interpolate``, or straight
+    ``qr_interpolate`` where the Gram path declined the float32 features (it would decline the float64
+    ones too). Returns ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and the
+    check (None: not tried, or declined)."""
     check = None
     if features32 is not None:
         out = interpolate32(features32, Y, phi, exact_rows)
@@ -220,27 +246,15 @@ def first_stage_of(
     return (*_first_stage(features64(), Y, phi), check)
 
 
-def rf_setup(
-    spec: MapSpec,
-    Xt64: Tensor,
-    X64: Tensor,
-    Y: Tensor,
-    *,
-    seed: int,
-    position: int,
-    weights: Any,
-    options: dict[str, Any],
-    sampler: str,
-    dtype: torch.dtype,
-    also: Sequence[int] = (),
-) -> Parts:
+def rf_setup(task: GenInputs) -> Parts:
     """RF: the weights on the span of the samples and the perturbed block (``span_rf``, exact in law;
-    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights).
-    ``also``: further positions whose blocks are drawn with it (``Setup.at``)."""
+    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights)."""
+    Xt64, X64, Y, seed, dtype = task.Xt64, task.X64, task.Y, task.seed, task.dtype
+    weights, position, sampler = task.weights, task.position, task.sampler
     N, n, d = Xt64.shape
-    k = int(options.get("k") or n * d)
+    k = int(task.options.get("k") or n * d)
     dev = Xt64.device
-    positions = [position, *dict.fromkeys(p for p in also if p != position)]
+    positions = [position, *dict.fromkeys(p for p in task.also if p != position)]
     if sampler == "auto":
         sampler = "dense" if weights is not None else "span"
     if sampler not in ("span", "dense"):
@@ -293,103 +307,67 @@ def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | Non
     return Phi
 
 
-def _attention_setup(norm: Normalisation, label: str) -> Any:
-    def setup(
-        spec: MapSpec,
-        Xt64: Tensor,
-        X64: Tensor,
-        Y: Tensor,
-        *,
-        seed: int,
-        position: int,
-        weights: Any,
-        options: dict[str, Any],
-        sampler: str,
-        dtype: torch.dtype,
-        also: Sequence[int] = (),  # every position is reachable (Setup.at)
-    ) -> Parts:
-        n, d = X64.shape
-        W = weights if weights is not None else maps.attention_weights(seed, d)
-        W64 = W.to(device=X64.device, dtype=torch.float64)
-        forward = norm.attend  # the map's forward (wordsens.maps.paper), its rule known: no lookup
-        phi = forward(X64, W64).reshape(-1)
-
-        N = Xt64.shape[0]
-        pays = float32_features_pay(attention_features_flops(N, n, d))  # X W, the scores, A X
-        theta, pphi, fit, V3, _ = first_stage_of(
-            _features(forward, Xt64, W64.to(torch.float32), n * d, torch.float32) if pays else None,
-            lambda rows: _features(forward, Xt64[rows], W64, n * d),
-            lambda: _features(forward, Xt64, W64, n * d),
-            Y,
-            phi,
-        )
-        functionals = AttentionFunctionals(X64.to(dtype), W64.to(dtype), position, norm, V3, X64, W64)
-        return Parts(theta, phi, pphi, fit, functionals, "dense")
-
-    setup.__doc__ = (
-        f"{label}: the training set's features in float32 where "
-        "they pay and a float64 check accepts them, else in float64 (``first_stage_of``); the new "
-        "sample's features in float64; the functionals from the moved row and column of the scores "
-        "(``AttentionFunctionals``)."
+def _attention_setup(norm: Normalisation, task: GenInputs) -> Parts:
+    """RAF and ReLU-RAF (``norm``): the training set's features in float32 where they pay and a float64
+    check accepts them, else in float64 (``first_stage_of``); the new sample's features in float64; the
+    functionals from the moved row and column of the scores (``AttentionFunctionals``)."""
+    Xt64, X64 = task.Xt64, task.X64
+    N, n, d = Xt64.shape
+    W = task.weights if task.weights is not None else maps.attention_weights(task.seed, d)
+    W64 = W.to(device=X64.device, dtype=torch.float64)
+    forward = norm.attend  # the map's forward (wordsens.maps.paper), its rule known: no lookup
+    phi = forward(X64, W64).reshape(-1)
+    pays = float32_features_pay(attention_features_flops(N, n, d))  # X W, the scores, A X
+    theta, pphi, fit, V3, _ = first_stage_of(
+        _features(forward, Xt64, W64.to(torch.float32), n * d, torch.float32) if pays else None,
+        lambda rows: _features(forward, Xt64[rows], W64, n * d),
+        lambda: _features(forward, Xt64, W64, n * d),
+        task.Y,
+        phi,
     )
-    return setup
+    dtype = task.dtype
+    functionals = AttentionFunctionals(X64.to(dtype), W64.to(dtype), task.position, norm, V3, X64, W64)
+    return Parts(theta, phi, pphi, fit, functionals, "dense")
 
 
-raf_setup = _attention_setup(SOFTMAX, "RAF")
-relu_raf_setup = _attention_setup(RELU, "ReLU-RAF")
+raf_setup = partial(_attention_setup, SOFTMAX)
+relu_raf_setup = partial(_attention_setup, RELU)
 
 
-def full_map_setup(
-    spec: MapSpec,
-    Xt64: Tensor,
-    X64: Tensor,
-    Y: Tensor,
-    *,
-    seed: int,
-    position: int,
-    weights: Any,
-    options: dict[str, Any],
-    sampler: str,
-    dtype: torch.dtype,
-    also: Sequence[int] = (),  # every position is reachable (Setup.at)
-) -> Parts:
+def full_map_setup(task: GenInputs) -> Parts:
     """Any registered map: its weights (drawn from ``seed`` and ``options`` unless given), its features
-    from its forward in float64, and functionals that evaluate the whole map (``FullMapFunctionals``)."""
+    from its forward in float64, and functionals that evaluate the whole map (``FullMapFunctionals``);
+    every position is reachable (``Setup.at``)."""
+    X64, spec, weights = task.X64, task.spec, task.weights
     n, d = X64.shape
     if weights is None:
-        weights = maps.sample_weights(spec, seed, n, d, dtype=torch.float64, device=X64.device, **options)
+        weights = maps.sample_weights(spec, task.seed, n, d, dtype=torch.float64, device=X64.device, **task.options)
     W64 = cast_weights(weights, torch.float64, X64.device)
     forward = registry.resolve(spec.forward)
     phi = forward(X64, W64).reshape(-1)
-    Phi = _features(forward, Xt64, W64, phi.numel())
-    theta, pphi, fit, V3 = _first_stage(Phi, Y, phi)
+    Phi = _features(forward, task.Xt64, W64, phi.numel())
+    theta, pphi, fit, V3 = _first_stage(Phi, task.Y, phi)
     del Phi
-    return Parts(theta, phi, pphi, fit, FullMapFunctionals(forward, X64, W64, position, V3, dtype), "dense")
+    functionals = FullMapFunctionals(forward, X64, W64, task.position, V3, task.dtype)
+    return Parts(theta, phi, pphi, fit, functionals, "dense")
 
 
 def span_rf(
     Xt64: Tensor, X64: Tensor, position: int | Sequence[int], seed: int, k: int, *, rows: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
     """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks: the training
-    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32. Several positions: one
-    block each, drawn jointly (``B`` (k, d) per position, side by side; ``S`` without all their rows;
-    one position gives the draw of ``position`` alone). With ``rows`` (training
-    sample indices) the pre-activations are float32 products (``float32_features_pay``) and the float64
-    pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are float64
-    and None comes.
+    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32 (several positions: one block
+    each, drawn jointly, side by side; one position gives the draw of ``position`` alone). With ``rows``
+    (training sample indices) the pre-activations are float32 products (``float32_features_pay``) and the
+    float64 pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are
+    float64 and None comes.
 
-    A row ``v`` of ``V`` (i.i.d. ``N(0, 1/D)`` entries) splits into its block ``b`` (the d weights the
-    moved token multiplies: ``B``'s row) and the rest, so ``v . flat(X_a) = b . c_a + v_rest . r_a``
-    with ``c_a`` the sample's row at ``position`` and ``r_a`` the rest of it. The ``v_rest . r_a`` are
-    jointly Gaussian over the samples, independent of ``b``, with covariance ``S / D``, ``S_ab = r_a . r_b``
-    the Gram matrix of the samples' rests (all inner products minus the block's: the samples' block as
-    a lower triangle of row panels, ``rest_gram``; ``Z`` itself, D x m, is never formed). So with
-    ``G`` (k x m) i.i.d. standard normal, ``B = G_b / sqrt(D)`` and the samples' pre-activations are
-    ``(G_s L^T + G_b C^T) / sqrt(D)``, ``C`` the samples' block rows and ``S = L L^T``: ``L`` the
-    Cholesky factor (unique, so that the same seed gives the same draw on every CPU), or, where ``S``
-    is singular to working accuracy (repeated samples), its symmetric square root ``U sqrt(Lambda) U^T``
-    (also unique, and exact for zero eigenvalues). ``B`` needs no product, and the factorisation is of
-    the (N + 1) x (N + 1) matrix ``S``, not of the m x m ``Z^T Z``."""
+    A row of ``V`` splits into its block (``B``'s row) and the rest, whose products with the samples are
+    jointly Gaussian with covariance ``S / D`` (``S``: the Gram matrix of the samples without their rows at
+    the blocks, ``rest_gram``), independent of the block (docs/methods.md). So with ``G`` (k x m) i.i.d.
+    standard normal, ``B = G_b / sqrt(D)`` and the pre-activations are ``(G_s F^T + G_b C^T) / sqrt(D)``,
+    ``C`` the samples' block rows and ``F F^T = S`` (``rest_factor``: unique, so the same seed gives the
+    same draw on every CPU); neither ``Z`` nor the m x m ``Z^T Z`` is formed."""
     N, n, d = Xt64.shape
     D = n * d
     dev = Xt64.device

@@ -1,10 +1,6 @@
-"""The authors' generalisation algorithm (the baseline to beat), as published.
-
-It follows the published scripts of Bombari & Mondelli (2024), with the departures listed in
-docs/methods.md ("The authors' algorithm"): dense float64 weights and features, ``pinv`` and the p
-x p projector formed explicitly, plain projected gradient steps recomputing the whole map, the ball
-of radius ``sqrt(d)`` centred at the original row ``x_i``. The default method
-(``wordsens.generalisation.core``) is checked against it on the same X and weights."""
+"""The authors' generalisation algorithm as published (the baseline the default method is checked
+against, on the same X and weights), with the departures listed in docs/methods.md ("The authors'
+algorithm")."""
 
 from __future__ import annotations
 
@@ -34,15 +30,11 @@ RELIABLE_ERROR = 1e-6  # largest estimated relative error of P phi for a referen
 
 
 def projection_error(result: GenResult) -> float:
-    """Estimated relative error of the reference's ``P phi``: ``eps cond(Phi) / (||P phi|| / ||phi||)``.
-
-    ``P = I - pinv(Phi) Phi`` formed in float64 carries an error of about ``eps cond(Phi)``, so
-    ``P phi`` is off by about ``eps cond(Phi) ||phi||``, which the re-training alignment divides by
-    ``||P phi||``: on a nearly singular training set with a small ``||P phi|| / ||phi||`` the
-    re-trained ``a`` can come out far off, where the Gram-matrix method stays exact (an example:
-    docs/benchmarks.md, "Where the constants come from"). A reference row is ground truth only where
-    this is below ``RELIABLE_ERROR``; inf for a singular training set or a row without ``pphi_ratio``.
-    """
+    """Estimated relative error of the reference's ``P phi``: ``eps cond(Phi) / (||P phi|| / ||phi||)``
+    (``P`` formed in float64 carries an error of about ``eps cond(Phi)``, which the re-training alignment
+    divides by ``||P phi||``; docs/benchmarks.md, "Where the constants come from"). A reference row is
+    ground truth only where this is below ``RELIABLE_ERROR``; inf for a singular training set or a row
+    without ``pphi_ratio``."""
     if result.pphi_ratio is None or not math.isfinite(result.gram_cond) or result.pphi_ratio <= 0:
         return math.inf
     return float(torch.finfo(torch.float64).eps * math.sqrt(result.gram_cond) / result.pphi_ratio)
@@ -54,24 +46,20 @@ def gen_search(
     y_train: Tensor,
     X: Tensor,
     y: float,
-    *,
-    seed: int,
     training: str,
     loss: str,
+    *,
+    seed: int,
     penalty: float = 0.0,
     position: int = 0,
     weights: Any = None,
     options: dict[str, Any] | None = None,
 ) -> GenResult:
-    """The authors' algorithm, as a baseline: dense float64 weights and features, ``pinv`` and the
-    p x p projector ``P`` formed explicitly, plain gradient descent on the loss recomputing the full
-    map each step (the map's ``gen_reference`` schedule: RF and DRF step 100, 300 steps; attention maps
-    step 1, ``50 n`` steps), projection on
-    the ball of radius ``sqrt(d)`` around ``x_i``, starting at ``x_i`` itself (as the authors' gen.py
-    does; their word-sensitivity script starts at a jittered point instead, see ``ws_search``).
-    ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None. The row records
-    ``pphi_ratio`` (``||P phi|| / ||phi||``): where :func:`projection_error` exceeds ``RELIABLE_ERROR``
-    the explicit projector is not accurate enough for the row to serve as ground truth."""
+    """The authors' algorithm: dense float64 weights and features, ``pinv`` and the p x p projector ``P``
+    formed explicitly, plain gradient descent on the loss recomputing the full map each step (the map's
+    ``gen_reference`` schedule), projected on the ball of radius ``sqrt(d)`` around ``x_i`` and started at
+    ``x_i``. ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None. The row
+    records ``pphi_ratio`` (``||P phi|| / ||phi||``, for :func:`projection_error`)."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
     _, n, d = check_task(X_train, y_train, X, y)
@@ -159,12 +147,9 @@ def _objective(
     phi, pphi, t0 = sim.phi, sim.pphi, sim.t0
     phi_p = maps.apply(sim.spec, X_moved, sim.weights).reshape(-1)
     D0 = phi_p @ sim.theta
-    if training == "fine_tune":
-        D1 = D0 + (phi_p @ phi) * (y - t0) / (phi @ phi)
-        ratio = (phi_p @ phi) / (phi @ phi)
-    else:
-        D1 = D0 + (phi_p @ pphi) * (y - t0) / (pphi @ pphi)
-        ratio = (phi_p @ pphi) / (pphi @ pphi)
+    v = phi if training == "fine_tune" else pphi  # fine-tune: along phi; re-train: along P phi
+    D1 = D0 + (phi_p @ v) * (y - t0) / (v @ v)
+    ratio = (phi_p @ v) / (v @ v)
     err = (D1 + y) ** 2
     value = (ratio + 1) ** 2 if loss == "surrogate" else err + (penalty * D0 * D0 if loss == "penalised" else 0)
     return value, D0, D1, ratio

@@ -1,8 +1,6 @@
-"""The Delta searches of a generalisation simulation (the paper's Figures 4-5): ``search``,
-``search_many`` (every search of a simulation together), ``simulate`` (a simulation's setup and its
-searches) and their results (``GenResult``). The setup they search (features, first stage,
-functionals) is ``wordsens.generalisation.core.Setup``; the batched searches are
-``wordsens.generalisation.batched``.
+"""The Delta searches of a generalisation simulation (the paper's Figures 4-5): ``search_many`` (every
+search of a simulation together), ``search`` (one), ``simulate`` (a simulation's setup and its searches)
+and their results (``GenResult``). The setup they search is ``wordsens.generalisation.core.Setup``.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import torch
 
 from ..search.engine import feasible
 from ..seeds import derive_seed, generator
-from .batched import ascend_groups, least_squares_groups
+from .batched import Stopping, ascend_groups, least_squares_groups
 from .core import LOSSES, TRAININGS, Setup, prepare
 
 Tensor = torch.Tensor
@@ -25,21 +23,13 @@ Tensor = torch.Tensor
 __all__ = ["GenResult", "search", "search_many", "simulate"]
 
 
-# --------------------------------------------------------------------------- the Delta search
-
-
 @dataclass
 class GenResult:
-    """One Delta search of a simulation.
-
-    ``alignment`` is the ratio ``a`` of the row's training mode (``Setup.alignment``) and
-    ``d0_shift`` is ``|D0 - t0|``: ``D1 - D0 = a (y - t0)``, so a small Err comes either from
-    separating the two sentences (small ``a``) or from moving the first-stage prediction (large
-    ``d0_shift``, hence large ``gamma_min``). ``gram_cond``, ``gram_rank``, ``train_residual`` and
-    ``interpolates`` describe the first-stage fit of the simulation (``Fit``). ``pphi_ratio``
-    (``||P phi|| / ||phi||``) is recorded by the authors' algorithm only (``reference.gen_search``),
-    whose explicit projector is unreliable when it is small; rows of other methods leave it out.
-    """
+    """One Delta search of a simulation: ``alignment`` (``Setup.alignment``) and ``d0_shift = |D0 - t0|``
+    tell whether a small Err comes from separating the two sentences (small ``a``) or from moving the
+    first-stage prediction; ``gram_cond``, ``gram_rank``, ``train_residual`` and ``interpolates``: the
+    first stage's ``Fit``; ``pphi_ratio`` (``||P phi|| / ||phi||``): the authors' algorithm's rows only
+    (``reference.gen_search``), left out of the others'."""
 
     map: str
     training: str
@@ -89,36 +79,11 @@ def _check_search(training: str, loss: str, penalty: float) -> None:
         raise ValueError(f"penalty must be a finite number >= 0, got {penalty!r}")
 
 
-def search(
-    setup: Setup,
-    training: str,
-    loss: str,
-    *,
-    penalty: float = 0.0,
-    seed: int = 0,
-    restarts: int = 16,
-    max_steps: int = 500,
-    tol: float = 1e-6,
-    patience: int = 30,
-    radius: float | None = None,
-) -> GenResult:
-    """Search ``Delta`` (``||Delta|| <= sqrt(d)``, or ``radius``; token ``setup.position``) minimising ``loss``.
-
-    ``loss``: ``"surrogate"`` (the label flip predicted by the features alone), ``"direct"``
-    (``Err``), ``"penalised"`` (``Err + penalty * D0^2``, which keeps the first-stage model
-    uncertain). The outcome (t0, t1, D0, D1, Err, gamma_min) is re-evaluated in float64 with the
-    plain map at the Delta found. Several searches of one simulation: ``search_many``.
-    """
-    return search_many(
-        setup,
-        [(training, loss, penalty)],
-        seed=seed,
-        restarts=restarts,
-        max_steps=max_steps,
-        tol=tol,
-        patience=patience,
-        radius=radius,
-    )[0]
+def search(setup: Setup, training: str, loss: str, *, penalty: float = 0.0, **options: Any) -> GenResult:
+    """The search of ``Delta`` (token ``setup.position``) minimising ``loss``: ``"surrogate"`` (the label
+    flip predicted by the features alone), ``"direct"`` (``Err``) or ``"penalised"`` (``Err + penalty *
+    D0^2``, which keeps the first-stage model uncertain); ``options``: those of ``search_many``."""
+    return search_many(setup, [(training, loss, penalty)], **options)[0]
 
 
 def search_many(
@@ -132,14 +97,12 @@ def search_many(
     patience: int = 30,
     radius: float | None = None,
 ) -> list[GenResult]:
-    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search
-    keeps its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but
-    every step evaluates the functionals of all the searches still running in one batched call
-    (``wordsens.generalisation.batched.ascend_groups``), and the float64 re-evaluation of the points
-    found is one call too. The penalised searches of smooth maps (``Setup.least_squares``: RAF) run by
-    Levenberg-Marquardt steps instead (``batched.least_squares_groups`` on ``Setup.residuals``;
-    ``steps`` counts its iterations, each two gradient evaluations): the normalised-gradient ascent
-    does not converge on them at d = 768 within hundreds of steps. Each result's ``seconds`` is an
+    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search keeps
+    its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but every step
+    evaluates the functionals of all the searches still running in one batched call
+    (``batched.ascend_groups``), and the points found are re-evaluated in float64 in one call too. The
+    penalised searches of smooth maps (``Setup.least_squares``: RAF) take Levenberg-Marquardt steps instead
+    (``batched.least_squares_groups``; ``steps`` counts its iterations). Each result's ``seconds`` is an
     equal share of the whole. ``radius``: of the ball ``||Delta|| <= radius`` (None: the paper's
     ``sqrt(d)``); the starts are drawn for ``sqrt(d)`` and scaled to it."""
     for training, loss, penalty in searches:
@@ -161,32 +124,21 @@ def search_many(
     lsq = [g for g, pr in enumerate(problems) if pr.loss == "penalised" and setup.least_squares]
     asc = [g for g, pr in enumerate(problems) if g not in lsq]
     found: list[tuple[Tensor, int]] = [(torch.empty(0), 0)] * len(problems)
+    stop = Stopping(max_steps, tol, patience, keep=min(8, restarts))
     if asc:
         climbed = ascend_groups(
             lambda D, group: objective.value_and_grad(D, torch.tensor(asc, device=group.device)[group]),
             [starts[g].to(dtype) for g in asc],
             radius,
-            max_steps=max_steps,
-            tol=tol,
-            patience=patience,
-            keep=[min(8, restarts)] * len(asc),
+            stop,
             momentum=setup.momentum,
         )
         for g, res in zip(asc, climbed, strict=True):
             found[g] = res
     if lsq:
         forms = [setup.residuals(problems[g].training, problems[g].loss, problems[g].penalty) for g in lsq]
-        descended = least_squares_groups(
-            objective.vjp,
-            [L for L, _ in forms],
-            [b for _, b in forms],
-            [starts[g].to(dtype) for g in lsq],
-            radius,
-            max_steps=max_steps,
-            tol=tol,
-            patience=patience,
-            keep=[min(8, restarts)] * len(lsq),
-        )
+        L, b = zip(*forms, strict=True)
+        descended = least_squares_groups(objective.vjp, L, b, [starts[g].to(dtype) for g in lsq], radius, stop)
         for g, res in zip(lsq, descended, strict=True):
             found[g] = res
     return _best_results(objective, found, radius, started)
@@ -268,7 +220,6 @@ def _best_results(
 
 
 def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, seconds: float) -> GenResult:
-    D0, D1, err = setup.outcome(f, pr.training)
     fit = setup.fit
     return GenResult(
         map=setup.map_name,
@@ -279,12 +230,7 @@ def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, sec
         y=setup.y,
         t0=setup.t0,
         t1=setup.t1(pr.training),
-        D0=float(D0),
-        D1=float(D1),
-        err=float(err),
-        gamma_min=max(abs(setup.t0), abs(float(D0))),
-        alignment=float(setup.alignment(f, pr.training)),
-        d0_shift=abs(float(D0) - setup.t0),
+        **setup.summary(f, pr.training),
         gram_cond=fit.cond,
         gram_rank=fit.rank,
         train_residual=fit.residual,
@@ -296,21 +242,11 @@ def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, sec
     )
 
 
-def simulate(
-    map_name: str,
-    X_train: Tensor,
-    y_train: Tensor,
-    X: Tensor,
-    y: float,
-    *,
-    seed: int,
-    searches: Sequence[tuple[str, str, float]],
-    position: int = 0,
-    **kwargs: Any,
-) -> list[GenResult]:
-    """One simulation serving several ``(training, loss, penalty)`` searches: the features and the
-    Gram matrix are computed once, and the searches run together (``search_many``)."""
-    setup = prepare(map_name, X_train, y_train, X, y, seed=seed, position=position, **kwargs)
+def simulate(*task: Any, seed: int, searches: Sequence[tuple[str, str, float]], **kwargs: Any) -> list[GenResult]:
+    """One simulation serving several ``(training, loss, penalty)`` searches: ``prepare(*task, seed=seed,
+    **kwargs)`` (``task``: the map's name, ``X_train``, ``y_train``, ``X``, ``y``), then ``search_many``;
+    each result's ``seconds`` includes an equal share of the setup's."""
+    setup = prepare(*task, seed=seed, **kwargs)
     out = search_many(setup, searches, seed=seed)
     for res in out:
         res.seconds += setup.seconds / len(searches)

@@ -1,11 +1,7 @@
-"""Generalisation tasks: a training set and a new sample, synthetic or drawn from IMDb embeddings.
-
-``check_task`` validates any task; ``synthetic_task`` draws Gaussian rows with a random linear
-teacher (it shows the mechanism of section 3 of the paper, not the paper's IMDb numbers: layer-0
-BERT rows share position and type components, the perturbed row 0 is the same [CLS] vector in every
-review, and short reviews add [SEP]/[PAD] rows); ``draw_task`` draws N + 1 reviews with distinct
-samples from an embedding store (``wordsens.data.samples`` normalises them), and ``check_distinct``
-refuses a task with duplicate samples before any Gram matrix is built.
+"""Generalisation tasks: a training set and a new sample, synthetic (Gaussian rows with a random linear
+teacher: the mechanism of section 3 of the paper, not its IMDb numbers) or N + 1 reviews with distinct
+samples drawn from an embedding store; ``check_task`` validates any task, and ``check_distinct`` refuses
+one with duplicate samples before any Gram matrix is built.
 """
 
 from __future__ import annotations
@@ -61,13 +57,8 @@ def draw_task(
     source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
 ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
     """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
-    embedding store (N + 1 reviews with distinct samples drawn with ``seed``; labels 0/1 become
-    -1/+1). Returns ``(X_train, y_train, X, y, info)``.
-
-    Reviews are visited in a seeded random order and the first N + 1 whose samples (first n rows,
-    first d coordinates) differ from those taken are kept (``distinct_rows``); when the store has
-    fewer distinct samples, a ``ValueError`` says "duplicate samples" with the counts, before any
-    Gram matrix. The task drawn is then checked again for duplicates (``check_distinct``)."""
+    embedding store: the first N + 1 reviews, in a seeded random order, with distinct samples
+    (``distinct_rows``), labels 0/1 as -1/+1. Returns ``(X_train, y_train, X, y, info)``."""
     if isinstance(N, bool) or not isinstance(N, int) or N < 1:
         raise ValueError(f"N must be an integer >= 1, got {N!r}")
     if isinstance(source, str):

@@ -1,23 +1,12 @@
 """Real words in the generalisation experiment: every word of a vocabulary put at one word position of
-the new sample, scored exactly for both trainings and every loss (``scan_words``).
+the new sample, scored exactly for both trainings and every loss (``scan_words``; docs/methods.md, "Real
+words in the generalisation experiment").
 
-Putting word ``w`` at position ``i`` replaces row ``i`` of the new sample X by ``x_i(w)`` (the encoder's
-embedding layer, rows of norm sqrt(d): ``wordsens.data.vocabulary``, as the swaps study forms them), which
-is the move ``Delta_w = x_i(w) - x_i`` of the Delta search at that position. Everything a simulation
-reports of a move comes from the three linear functionals ``f = (phi'.theta*, phi'.phi, phi'.P phi)`` of
-``phi' = phi(X^i(Delta_w))`` (``wordsens.generalisation.core.Setup``)::
-
-    D0 = f_0,   a = f_1 / ||phi||^2 (fine-tune) or f_2 / ||P phi||^2 (re-train),
-    D1 = D0 + a (y - t0),   Err = (D1 + y)^2,   gamma_min = max(|t0|, |D0|)
-
-So the scan evaluates the setup's own functionals for a chunk of words at once, in its working dtype
-(``Setup.functionals``: for RAF and ReLU-RAF one row and one column of the scores change per word, float64;
-for RF the pre-activations move by ``B Delta_w``, float32; other maps evaluate the whole map on the chunk's
-moved samples), and both trainings and every loss read the same (V, 3) values: phi(X'(w)) is never formed
-one word at a time. Every word is scored (``WordScan.words``). Where the scan is float32, the words each
-result rests on (each loss's best ``RECHECK``, every point of a frontier) are evaluated again with the plain
-map in float64 (``functionals.exact``), until each choice and frontier point is such a word; a float64 scan's
-values are final.
+Word ``w`` at position ``i`` is the move ``Delta_w = x_i(w) - x_i`` of the Delta search, so the scan
+evaluates the setup's own functionals (``Setup.functionals``) for a chunk of words at once, in its working
+dtype, and both trainings and every loss read the same (V, 3) values. Where the scan is float32, the words
+each result rests on (each loss's best ``RECHECK``, every point of a frontier) are evaluated again with the
+plain map in float64 (``functionals.exact``); a float64 scan's values are final.
 """
 
 from __future__ import annotations
@@ -119,15 +108,11 @@ class Frontier:
 
 @dataclass
 class WordScan:
-    """What ``scan_words`` found at one word position of one simulation.
-
-    ``words``: the words scored (every candidate: equal to ``vocab``); ``exclude``: the candidate left out
-    of choices, statistics and frontiers (the original word; None: none); ``rechecked``: words evaluated
-    again with the plain map in float64 (float32 scans only); ``dtype``: of the scan; ``choices``: one per
-    ``(training, loss, penalty)`` (``word_losses``); ``frontiers``: one per training; ``F`` (V, 3): every
-    word's functionals (``float64`` (V,): the words whose values are float64: every word of a float64 scan,
-    else the rechecked ones, from the plain map); ``radii`` (V,): the moves' norms; ``outcomes``: per
-    training, every word's outcome."""
+    """What ``scan_words`` found at one word position of one simulation: ``words`` scored (every candidate),
+    ``exclude`` (the candidate left out of choices, statistics and frontiers: the original word),
+    ``rechecked`` (words evaluated again in float64), one choice per ``(training, loss, penalty)`` and one
+    frontier per training; ``F`` (V, 3): every word's functionals (``float64``: those that are float64),
+    ``radii`` (V,): the moves' norms, ``outcomes``: per training, every word's outcome."""
 
     map: str
     n: int
@@ -317,8 +302,6 @@ def _choice(values: _Values, keep: Tensor, training: str, loss: str, penalty: fl
         if values.exact[best]:
             break
         values.recheck(torch.tensor([best]))
-    setup, F = values.setup, values.F
-    D0, D1, err = (float(x) for x in setup.outcome(F[best], training))
     top = torch.argsort(scores)[: min(top_k, int(keep.sum()))]
     kept = scores[keep]
     q = torch.quantile(kept, torch.tensor([0.01, 0.5], dtype=torch.float64))
@@ -328,12 +311,7 @@ def _choice(values: _Values, keep: Tensor, training: str, loss: str, penalty: fl
         penalty=float(penalty),
         index=best,
         value=float(scores[best]),
-        D0=D0,
-        D1=D1,
-        err=err,
-        gamma_min=float(setup.gamma_min(F[best, 0])),
-        alignment=float(setup.alignment(F[best], training)),
-        d0_shift=abs(D0 - setup.t0),
+        **values.setup.summary(values.F[best], training),
         radius=float(torch.linalg.vector_norm(values.moves[best])),
         top=[int(j) for j in top],
         top_values=[float(scores[j]) for j in top],

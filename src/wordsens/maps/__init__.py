@@ -6,9 +6,8 @@ search.
 included; ``apply``, ``feature_map``, ``sample_weights`` and the checks work on any of them by name.
 
 The registry (``register``, ``get``, ``names``, ...) is imported eagerly and without torch, so that
-planning a workflow never imports it; the names that need torch (``wordsens.maps.api``,
-``wordsens.maps.sampling``, ``wordsens.maps.paper``, ``wordsens.maps.variants``) are imported on
-first use.
+planning a workflow never imports it; the names that need torch (from ``wordsens.maps.api``,
+``checks`` and ``sampling``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -30,33 +29,17 @@ from .registry import (
 from .spec import CONVENTIONS, Counterpart, MapSpec, SearchSettings
 
 if TYPE_CHECKING:
-    from .api import (
-        apply,
-        check_weights,
-        drf,
-        feature_map,
-        map_names,
-        raf,
-        relu_raf,
-        rf,
-        sample_weights,
-    )
-    from .checks import check_matrix, check_sample
-    from .paper import check_attention, check_drf, check_rf, drf_forward, raf_forward, relu_raf_forward, rf_forward
+    from .api import apply, check_weights, feature_map, sample_weights
+    from .checks import check_sample
     from .sampling import (
         DRAW_ON,
-        attention_sample,
         attention_weights,
-        base_seed,
         block_generator,
-        draw_gaussian,
         drawn_on,
         drf_block,
         drf_layer,
-        drf_sample,
         drf_weights,
         rf_block,
-        rf_sample,
         rf_weights,
     )
 
@@ -69,94 +52,38 @@ __all__ = [
     "MapSpec",
     "SearchSettings",
     "apply",
-    "attention_sample",
     "attention_weights",
-    "base_seed",
     "block_generator",
-    "check_attention",
-    "check_drf",
-    "check_matrix",
-    "check_rf",
     "check_sample",
     "check_weights",
-    "draw_gaussian",
     "drawn_on",
-    "drf",
     "drf_block",
-    "drf_forward",
     "drf_layer",
-    "drf_sample",
     "drf_weights",
     "feature_map",
     "get",
     "isolated",
     "load_plugins",
-    "map_names",
     "names",
-    "raf",
-    "raf_forward",
     "register",
-    "relu_raf",
-    "relu_raf_forward",
     "resolve",
-    "rf",
     "rf_block",
-    "rf_forward",
-    "rf_sample",
     "rf_weights",
     "sample_weights",
 ]
 
-# the names imported on first use (they import torch), by the submodule that defines them
-_LAZY = {
-    "checks": ("check_matrix", "check_sample"),
-    "api": (
-        "apply",
-        "check_weights",
-        "drf",
-        "feature_map",
-        "map_names",
-        "raf",
-        "relu_raf",
-        "rf",
-        "sample_weights",
-    ),
-    "paper": (
-        "check_attention",
-        "check_drf",
-        "check_rf",
-        "drf_forward",
-        "raf_forward",
-        "relu_raf_forward",
-        "rf_forward",
-    ),
-    "sampling": (
-        "DRAW_ON",
-        "attention_sample",
-        "attention_weights",
-        "base_seed",
-        "block_generator",
-        "draw_gaussian",
-        "drawn_on",
-        "drf_block",
-        "drf_layer",
-        "drf_sample",
-        "drf_weights",
-        "rf_block",
-        "rf_sample",
-        "rf_weights",
-    ),
-}
-_SOURCE = {name: module for module, names_ in _LAZY.items() for name in names_}
+_LAZY_MODULES = ("api", "checks", "sampling")  # the submodules whose names above need torch
 
 
 def __getattr__(name: str) -> Any:
-    """The torch-using names on first use, and ``maps.<name>(X, weights)``: the validated map of
-    every registered map, plugins included."""
-    if name in _SOURCE:
-        value = getattr(importlib.import_module(f"{__name__}.{_SOURCE[name]}"), name)
-        globals()[name] = value
-        return value
+    """The torch-using names of ``__all__`` on first use, and ``maps.<name>(X, weights)``: the validated
+    map of every registered map, plugins included."""
+    if name in __all__:
+        for module in _LAZY_MODULES:
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), name, None)
+            if value is not None:
+                globals()[name] = value
+                return value
     if not name.startswith("_"):
         try:
             validated: Callable[..., Any] = importlib.import_module(f"{__name__}.api").feature_map(name)

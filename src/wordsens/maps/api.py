@@ -1,73 +1,22 @@
-"""The maps by name: validation, ``apply`` and ``feature_map`` for every registered map, the
-validated paper maps (``rf``, ``drf``, ``raf``, ``relu_raf``), and ``sample_weights``.
-
-Shapes: a sample ``X`` is ``(n, d)`` (``n`` token embeddings of dimension ``d``), optionally with
-leading batch dimensions ``(..., n, d)``. Every map is looked up in the registry
-(``wordsens.maps.registry``), whose entries name the forwards (``wordsens.maps.paper``,
-``wordsens.maps.variants``, plugins) and samplers (``wordsens.maps.sampling``, ...).
+"""The maps by name: validation, ``apply``, ``feature_map`` (``maps.<name>``) and ``sample_weights``
+for every registered map, each looked up in the registry (``wordsens.maps.registry``). A sample ``X``
+is ``(n, d)``, optionally with leading batch dimensions ``(..., n, d)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
 from . import registry
-from .checks import check_sample, check_weight, scalars_as_tensors
+from .checks import check_keys, check_sample, check_weight, scalars_as_tensors
 from .spec import MapSpec, check_positive
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "apply",
-    "check_weights",
-    "drf",
-    "feature_map",
-    "map_names",
-    "raf",
-    "relu_raf",
-    "rf",
-    "sample_weights",
-    "spec_of",
-]
-
-# --------------------------------------------------------------------------- validation
-
-
-# --------------------------------------------------------------------------- the paper's maps, validated
-
-
-def rf(X: Tensor, V: Tensor) -> Tensor:
-    """Random features ``relu(V flat(X))``: ``X`` (..., n, d), ``V`` (k, n*d) -> (..., k)."""
-    return apply("rf", X, V, check=True)
-
-
-def drf(X: Tensor, Vs: Sequence[Tensor]) -> Tensor:
-    """Deep random features ``h_L``: ``h_0 = flat(X)``, ``h_l = relu(V_l h_{l-1})``; ``V_l`` (D, D)."""
-    return apply("drf", X, Vs, check=True)
-
-
-def raf(X: Tensor, W: Tensor) -> Tensor:
-    """Random attention features ``softmax(X W X^T / sqrt(d)) X``: (..., n, d) -> (..., n, d)."""
-    return apply("raf", X, W, check=True)
-
-
-def relu_raf(X: Tensor, W: Tensor) -> Tensor:
-    """ReLU attention: ``A = relu(X W X^T / sqrt(d))`` with each row divided by its sum, ``A X``.
-
-    A row whose ReLU scores are all zero stays zero (its token attends to nothing).
-    """
-    return apply("relu_raf", X, W, check=True)
-
-
-# --------------------------------------------------------------------------- every registered map
-
-
-def map_names() -> tuple[str, ...]:
-    """Every registered map (``wordsens.maps.registry``), the paper's four first."""
-    return registry.names()
+__all__ = ["apply", "check_weights", "feature_map", "sample_weights", "spec_of"]
 
 
 def spec_of(map_: str | MapSpec) -> MapSpec:
@@ -87,9 +36,7 @@ def check_weights(map_: str | MapSpec, weights: Any, n: int, d: int, options: Ma
     if spec.shapes is None:
         return
     shapes = spec.shapes(n, d, **spec.option_values(options))
-    if not isinstance(weights, Mapping) or set(weights) != set(shapes):
-        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
-        raise ValueError(f"{name} weights must be a dict with the tensors {sorted(shapes)}, got {got}")
+    check_keys(name, weights, shapes)
     for key, shape in shapes.items():
         check_weight(name, key, weights[key], shape, f"n = {n}, d = {d}")
 

@@ -1,7 +1,7 @@
 """How a row of attention scores becomes weights: softmax (RAF) or ReLU divided by the row's sum
 (ReLU-RAF, a row summing to 0 staying 0). One small object per rule (``SOFTMAX``, ``RELU``), shared by
 the maps' forwards (``wordsens.maps.paper``), the word-sensitivity search with one token moved
-(``wordsens.search.attention.MovedRow``) and the generalisation functionals that reuse it: every
+(``wordsens.search.attention.AttentionProblem``) and the generalisation functionals that reuse it: every
 formula that depends on the rule is here, once.
 
 With token ``i`` moved to ``x_i'``, a query row ``j != i`` keeps its scores on the other tokens and

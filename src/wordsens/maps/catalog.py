@@ -1,10 +1,7 @@
-"""The built-in maps, as data: the paper's four (``PAPER_SPECS``) and the attention variants
-(``VARIANT_SPECS``); ``wordsens.maps.registry`` registers them.
-
-Torch is not imported: the planner reads these entries (options, shapes, cost models). The
-implementations are named by ``"module:attribute"`` strings: the forwards, weight checks and
-samplers in ``wordsens.maps.paper``, ``wordsens.maps.sampling`` and ``wordsens.maps.variants``, the
-fast searches in ``wordsens.search``.
+"""The built-in maps, as data: the paper's four (``PAPER_SPECS``), the attention variants
+(``VARIANT_SPECS``) and a checkpoint's layers (``TRAINED_SPECS``); ``wordsens.maps.registry`` registers
+them. Torch is not imported: the planner reads these entries (options, shapes, cost models); the
+implementations are named by ``"module:attribute"`` strings.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ PAPER_SPECS = (
         "relu(V flat(X)), in R^k",
         "V (k, n d), i.i.d. N(0, 1/(n d)); k = n d unless set",
         forward="wordsens.maps.paper:rf_forward",
-        sample="wordsens.maps.sampling:rf_sample",
+        sample="wordsens.maps.sampling:rf_weights",
         check="wordsens.maps.paper:check_rf",
         fast="wordsens.search.rf:rf_prepare",
         settings=_FIRST_LAYER,
@@ -55,7 +52,7 @@ PAPER_SPECS = (
         "h_0 = flat(X), h_l = relu(V_l h_{l-1}), phi = h_L",
         "V_l (n d, n d), i.i.d. N(0, 2/(n d)), l = 1..L",
         forward="wordsens.maps.paper:drf_forward",
-        sample="wordsens.maps.sampling:drf_sample",
+        sample="wordsens.maps.sampling:drf_weights",
         check="wordsens.maps.paper:check_drf",
         fast="wordsens.search.drf:drf_prepare",
         # 16 restarts, each run to convergence (halving them ends lower: docs/methods.md)
@@ -136,12 +133,7 @@ def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]
 
 # The variants' problems polish in float64 along the sphere (wordsens.search.variants.MovedTokenProblem.polish),
 # also where they search in float32 (mh_raf, block).
-_VARIANT_ATTENTION = SearchSettings(
-    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, follow_authors=True
-)
-_VARIANT_MH = SearchSettings(
-    restarts=64, keep=8, patience=40, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
-)
+_VARIANT_MH = replace(_ATTENTION, dtype="float32")
 # time_scale: wordsens.compute.costs's time model of the default search scaled to the times of benchmarks/bench_ws.py
 # on the project's 2-core machine at d = 768, on the generous side (docs/benchmarks.md, "Where the constants come
 # from"). (The reference method's estimates of mh_raf and block come out low: their full maps cost n d^2 per step,
@@ -157,7 +149,7 @@ VARIANT_SPECS = (
         sample="wordsens.maps.variants:sigmoid_raf_sample",
         shapes=lambda n, d: {"W": (d, d)},
         fast="wordsens.search.variants:sigmoid_raf_prepare",
-        settings=_VARIANT_ATTENTION,
+        settings=_ATTENTION,
         cost=AttentionCost(time_scale=2.5),
     ),
     MapSpec(
@@ -169,7 +161,7 @@ VARIANT_SPECS = (
         sample="wordsens.maps.variants:linear_raf_sample",
         shapes=lambda n, d: {"Wq": (d, d), "Wk": (d, d)},
         fast="wordsens.search.variants:linear_raf_prepare",
-        settings=_VARIANT_ATTENTION,
+        settings=_ATTENTION,
         cost=AttentionCost(time_scale=8.0),
     ),
     MapSpec(
@@ -200,9 +192,7 @@ VARIANT_SPECS = (
         # time_scale 0.4 is about twice the CPU seconds of one thread at d = 768 (ws:block's built-in coefficient
         # brings it near them) and below them at n = 10, where the authors' 500 full-map steps take most of the time
         # (docs/benchmarks.md, "Where the constants come from").
-        settings=SearchSettings(
-            restarts=48, keep=4, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
-        ),
+        settings=replace(_VARIANT_MH, restarts=48, keep=4, patience=10),
         cost=ScreenedCost(time_scale=0.4),
         options={"heads": 12},
     ),
@@ -214,16 +204,32 @@ VARIANT_SPECS = (
 # Options: model (a packaged encoder, a local folder or a Hub name), layer (1-based), head (one head, 1-based).
 
 # The layers of trained_layer's formula (the checkpoint's, and the random ones built from it) search like block: 16
-# starts screened for 20 steps, the best 4 ascend on (wordsens.search.layers.LayerProblem.search). On MiniLM samples
+# starts screened for 20 steps, the best 4 ascend on (wordsens.search.heads.LayerProblem.search). On MiniLM samples
 # 16 starts end where 48 do, and 48 where 96 do, to within a fraction of a percent, in less time; a full-map search
 # of 4 restarts halved to 2 ends well below 16 restarts (docs/benchmarks.md, "Where the constants come from").
-_LAYER = SearchSettings(
-    restarts=16, keep=4, patience=10, tol=1e-4, momentum=0.5, polish=True, dtype="float32", follow_authors=True
-)
+_LAYER = replace(_VARIANT_MH, restarts=16, keep=4, patience=10)
 # block's model (the same screening, the same feed-forward layer on every row): the checkpoint's maps have no shapes,
 # so it counts d^2 weights against block's 12 d^2; time_scale 2.0 puts the model as far over their CPU seconds as
 # block's model is over block's (docs/benchmarks.md, "Where the constants come from")
 _LAYER_COST = ScreenedCost(time_scale=2.0)
+# what the maps of a checkpoint layer's attention formula, and those of its whole layer's, share
+_ATTENTION_OF_LAYER: dict[str, Any] = dict(
+    forward="wordsens.maps.variants:mh_raf_forward",
+    check="wordsens.maps.trained:trained_attention_check",
+    fast="wordsens.search.heads:trained_attention_prepare",
+    settings=_VARIANT_MH,
+    cost=AttentionCost(time_scale=10.0),
+    checkpoint=True,
+)
+_LAYER_OF_LAYER: dict[str, Any] = dict(
+    forward="wordsens.maps.trained:trained_layer_forward",
+    check="wordsens.maps.trained:trained_layer_check",
+    fast="wordsens.search.heads:layer_prepare",
+    settings=_LAYER,
+    cost=_LAYER_COST,
+    options={"model": "minilm", "layer": 1},
+    checkpoint=True,
+)
 
 TRAINED_SPECS = (
     MapSpec(
@@ -232,14 +238,9 @@ TRAINED_SPECS = (
         "concat_h softmax((X Wq_h + bq_h)(X Wk_h + bk_h)^T / sqrt(d/h)) (X Wv_h + bv_h), times Wo, plus bo; "
         "one head without Wo (option head)",
         "a checkpoint's layer: the self-attention sublayer, without residual and LayerNorm",
-        forward="wordsens.maps.variants:mh_raf_forward",
         sample="wordsens.maps.checkpoint:trained_attention_weights",
-        check="wordsens.maps.trained:trained_attention_check",
-        fast="wordsens.search.heads:trained_attention_prepare",
-        settings=_VARIANT_MH,
-        cost=AttentionCost(time_scale=10.0),
         options={"model": "minilm", "layer": 1, "head": None},
-        checkpoint=True,
+        **_ATTENTION_OF_LAYER,
         counterparts=(
             Counterpart("mh_raf", "paper", "same d and heads; i.i.d. N(0, 1/d) weights, no biases"),
             Counterpart(
@@ -254,14 +255,8 @@ TRAINED_SPECS = (
         "trained encoder layer",
         "Y = LN1(X + trained_attention(X)), phi = LN2(Y + GELU(Y W1 + b1) W2 + b2), the checkpoint's LayerNorms",
         "a checkpoint's layer: attention, LayerNorms and feed-forward layer (exact GELU)",
-        forward="wordsens.maps.trained:trained_layer_forward",
         sample="wordsens.maps.checkpoint:trained_layer_weights",
-        check="wordsens.maps.trained:trained_layer_check",
-        fast="wordsens.search.layers:layer_prepare",
-        settings=_LAYER,
-        cost=_LAYER_COST,
-        options={"model": "minilm", "layer": 1},
-        checkpoint=True,
+        **_LAYER_OF_LAYER,
         counterparts=(
             Counterpart(
                 "block", "paper", "same d and heads; LayerNorm without gamma, beta (eps 1e-5), ReLU, no biases"
@@ -285,14 +280,9 @@ TRAINED_SPECS = (
         "times Wo, plus bo",
         "a checkpoint layer's attention with random singular vectors: each matrix (Wq_h, Wk_h, Wv_h, Wo) keeps its "
         "singular values, each bias its norm",
-        forward="wordsens.maps.variants:mh_raf_forward",
         sample="wordsens.maps.checkpoint:matched_attention_weights",
-        check="wordsens.maps.trained:trained_attention_check",
-        fast="wordsens.search.heads:trained_attention_prepare",
-        settings=_VARIANT_MH,
-        cost=AttentionCost(time_scale=10.0),
         options={"model": "minilm", "layer": 1},
-        checkpoint=True,
+        **_ATTENTION_OF_LAYER,
     ),
     MapSpec(
         "matched_layer",
@@ -300,14 +290,8 @@ TRAINED_SPECS = (
         "trained_layer's formula: Y = LN1(X + attention(X)), phi = LN2(Y + GELU(Y W1 + b1) W2 + b2)",
         "a checkpoint's layer with random singular vectors: each matrix keeps its singular values, each bias its "
         "norm; its LayerNorms (gamma, beta, eps) as trained",
-        forward="wordsens.maps.trained:trained_layer_forward",
         sample="wordsens.maps.checkpoint:matched_layer_weights",
-        check="wordsens.maps.trained:trained_layer_check",
-        fast="wordsens.search.layers:layer_prepare",
-        settings=_LAYER,
-        cost=_LAYER_COST,
-        options={"model": "minilm", "layer": 1},
-        checkpoint=True,
+        **_LAYER_OF_LAYER,
     ),
     MapSpec(
         "ln_block",
@@ -315,14 +299,8 @@ TRAINED_SPECS = (
         "trained_layer's formula without biases: Y = LN1(X + mh_raf(X)), phi = LN2(Y + GELU(Y W1) W2), "
         "LN1, LN2 with a checkpoint layer's gamma, beta and eps",
         "block's (the same seed gives block's very weights); a checkpoint layer's LayerNorms",
-        forward="wordsens.maps.trained:trained_layer_forward",
         sample="wordsens.maps.checkpoint:ln_block_weights",
-        check="wordsens.maps.trained:trained_layer_check",
-        fast="wordsens.search.layers:layer_prepare",
-        settings=_LAYER,
-        cost=_LAYER_COST,
-        options={"model": "minilm", "layer": 1},
-        checkpoint=True,
+        **_LAYER_OF_LAYER,
     ),
 )
 

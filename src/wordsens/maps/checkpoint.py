@@ -1,15 +1,13 @@
 """The weights of a pre-trained encoder layer, for the maps ``trained_attention`` and ``trained_layer``
 (``wordsens.maps.trained``): the loader (``layer_weights``) and the maps' weight providers.
 
-The providers take the place of a sampler in the registry: they have a sampler's signature, ignore
-the seed (the weights are the checkpoint's; the random counterparts built from a layer,
-``matched_attention``, ``matched_layer`` and ``ln_block``, draw theirs from it) and read the map's
-options ``model`` (a packaged encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as
-``"minilm"``, a local folder saved with ``save_pretrained``, or a Hub name in reach) and ``layer``
-(1-based: the encoder layer whose input is ``hidden_states[layer - 1]``). A packaged encoder is
-unpacked into a temporary folder, read and removed; the weights of a (model, layer) are kept for
-the process, so that every search of a job reads the checkpoint once. Torch and transformers are
-imported by the functions that need them.
+The providers take the place of a sampler in the registry (``registry.sampler``) and read the map's options
+``model`` (a packaged encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as ``"minilm"``, a local
+folder saved with ``save_pretrained``, or a Hub name in reach) and ``layer`` (1-based: the encoder layer
+whose input is ``hidden_states[layer - 1]``); the seed draws the random counterparts built from a layer
+(``matched_attention``, ``matched_layer``, ``ln_block``). The weights of a (model, layer) are kept for the
+process: every search of a job reads the checkpoint once. Torch and transformers are imported by the
+functions that need them.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.models import PACKAGED_MODELS, bert_family_problem
 from ..data.pretrained import extract_packaged_model, load_pretrained
+from . import registry
 
 if TYPE_CHECKING:
     import torch
@@ -127,26 +126,19 @@ def _provide(
     return {key: weights[key].to(dtype=dtype, device=device) for key in keys}
 
 
-def trained_attention_weights(
-    seed: Any,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype | None = None,
-    device: Any = "cpu",
-    draw_on: str = "device",
-    model: str = "minilm",
-    layer: int = 1,
-    head: int | None = None,
-) -> dict[str, torch.Tensor]:
-    """``trained_attention``'s weights (the registry's sampler; ``seed`` and ``draw_on`` unused): the
-    attention of layer ``layer`` of ``model``; with ``head`` (1-based) that head's ``Wq``, ``Wk``,
-    ``Wv`` (1, d, d/h) and biases only (no output projection)."""
-    import torch
+Weights = dict[str, "torch.Tensor"]
 
+
+@registry.sampler
+def trained_attention_weights(
+    seed: Any, n: int, d: int, dtype: Any, device: Any, model: str = "minilm", layer: int = 1, head: int | None = None
+) -> Weights:
+    """``trained_attention``'s weights (``seed`` unused): the attention of layer ``layer`` of ``model``;
+    with ``head`` (1-based) that head's ``Wq``, ``Wk``, ``Wv`` (1, d, d/h) and biases only (no output
+    projection)."""
     from .trained import ATTENTION_KEYS
 
-    weights = _provide("trained_attention", ATTENTION_KEYS, d, model, layer, dtype or torch.float32, device)
+    weights = _provide("trained_attention", ATTENTION_KEYS, d, model, layer, dtype, device)
     if head is None:
         return weights
     h = int(weights["Wq"].shape[0])
@@ -155,24 +147,15 @@ def trained_attention_weights(
     return {key: weights[key][head - 1 : head].clone() for key in ATTENTION_KEYS[:6]}
 
 
+@registry.sampler
 def trained_layer_weights(
-    seed: Any,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype | None = None,
-    device: Any = "cpu",
-    draw_on: str = "device",
-    model: str = "minilm",
-    layer: int = 1,
-) -> dict[str, torch.Tensor]:
-    """``trained_layer``'s weights (the registry's sampler; ``seed`` and ``draw_on`` unused): every
-    weight of layer ``layer`` of ``model`` (``layer_weights``)."""
-    import torch
-
+    seed: Any, n: int, d: int, dtype: Any, device: Any, model: str = "minilm", layer: int = 1
+) -> Weights:
+    """``trained_layer``'s weights (``seed`` unused): every weight of layer ``layer`` of ``model``
+    (``layer_weights``)."""
     from .trained import LAYER_KEYS
 
-    return _provide("trained_layer", LAYER_KEYS, d, model, layer, dtype or torch.float32, device)
+    return _provide("trained_layer", LAYER_KEYS, d, model, layer, dtype, device)
 
 
 def _matched(
@@ -186,23 +169,13 @@ def _matched(
 
     weights = _provide(map_name, keys, d, model, layer, torch.float64, "cpu")
     draws = generator(derive_seed(base_seed(seed), map_name))
-    return {
-        key: value.to(dtype=dtype or torch.float32, device=device)
-        for key, value in matched_weights(weights, draws).items()
-    }
+    return {key: value.to(dtype=dtype, device=device) for key, value in matched_weights(weights, draws).items()}
 
 
+@registry.sampler
 def matched_attention_weights(
-    seed: Any,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype | None = None,
-    device: Any = "cpu",
-    draw_on: str = "device",
-    model: str = "minilm",
-    layer: int = 1,
-) -> dict[str, torch.Tensor]:
+    seed: Any, n: int, d: int, dtype: Any, device: Any, model: str = "minilm", layer: int = 1
+) -> Weights:
     """``matched_attention``'s weights, drawn from ``seed`` (on the CPU, float64, then cast): the
     attention of layer ``layer`` of ``model`` with every matrix's singular vectors replaced by
     Haar-random ones (its singular values kept) and every bias by a random vector of its norm
@@ -212,17 +185,10 @@ def matched_attention_weights(
     return _matched("matched_attention", ATTENTION_KEYS, seed, d, model, layer, dtype, device)
 
 
+@registry.sampler
 def matched_layer_weights(
-    seed: Any,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype | None = None,
-    device: Any = "cpu",
-    draw_on: str = "device",
-    model: str = "minilm",
-    layer: int = 1,
-) -> dict[str, torch.Tensor]:
+    seed: Any, n: int, d: int, dtype: Any, device: Any, model: str = "minilm", layer: int = 1
+) -> Weights:
     """``matched_layer``'s weights, drawn from ``seed``: every matrix and bias of layer ``layer`` of
     ``model`` randomised as in ``matched_attention_weights``, its LayerNorms and eps kept."""
     from .trained import LAYER_KEYS
@@ -230,17 +196,10 @@ def matched_layer_weights(
     return _matched("matched_layer", LAYER_KEYS, seed, d, model, layer, dtype, device)
 
 
+@registry.sampler
 def ln_block_weights(
-    seed: Any,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype | None = None,
-    device: Any = "cpu",
-    draw_on: str = "device",
-    model: str = "minilm",
-    layer: int = 1,
-) -> dict[str, torch.Tensor]:
+    seed: Any, n: int, d: int, dtype: Any, device: Any, model: str = "minilm", layer: int = 1
+) -> Weights:
     """``ln_block``'s weights: those of ``block`` drawn from ``seed`` with the layer's number of heads
     (the very weights of ``block`` of the same seed: ``wordsens.maps.variants.block_sample``), zero
     biases, and the LayerNorms (``ln1_w``, ``ln1_b``, ``ln2_w``, ``ln2_b``) and ``eps`` of layer
@@ -250,7 +209,6 @@ def ln_block_weights(
     from .trained import LAYER_KEYS
     from .variants import block_sample
 
-    dtype = dtype or torch.float32
     trained = _provide("ln_block", LAYER_KEYS, d, model, layer, dtype, device)
     h = int(trained["Wq"].shape[0])
     weights = block_sample(seed, n, d, dtype=dtype, device=device, heads=h)

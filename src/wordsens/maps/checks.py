@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["all_finite", "check_matrix", "check_sample", "check_weight", "is_number", "scalars_as_tensors"]
+__all__ = [
+    "all_finite",
+    "check_keys",
+    "check_matrix",
+    "check_sample",
+    "check_weight",
+    "is_number",
+    "scalars_as_tensors",
+]
 
 
 def check_sample(X: Tensor, name: str = "X") -> tuple[int, int]:
@@ -62,6 +70,14 @@ def is_number(value: Any) -> bool:
     """Whether ``value`` is a Python (or NumPy) real number, not a bool: a scalar weight (shape ``()``,
     e.g. a LayerNorm's ``eps``) may be one instead of a 0-d tensor."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_keys(map_name: str, weights: Any, keys: Iterable[str], hint: str = "") -> None:
+    """Raise ``ValueError`` unless ``weights`` is a dict of exactly the weights ``keys`` (``hint``: how to
+    get them, appended to the message)."""
+    if not isinstance(weights, Mapping) or set(weights) != set(keys):
+        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
+        raise ValueError(f"{map_name} weights must be a dict with the tensors {sorted(keys)}, got {got}{hint}")
 
 
 def check_weight(map_name: str, key: str, W: Any, shape: tuple[int, ...], detail: str = "") -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "names",
     "register",
     "resolve",
+    "sampler",
     "swept_options",
 ]
 
@@ -119,6 +120,22 @@ def swept_options() -> tuple[str, ...]:
     for name in names():
         out += [key for key in _REGISTRY[name].sweep if key not in out]
     return tuple(out)
+
+
+def sampler(build: Callable[..., Any]) -> Callable[..., Any]:
+    """``build(seed, n, d, dtype, device, **options)`` as a registry sampler ``(seed, n, d, *, dtype,
+    device, draw_on, **options)`` (``dtype`` None: float32; ``draw_on`` unused: draws small enough for the
+    CPU, or a checkpoint's weights)."""
+
+    def sample(
+        seed: Any, n: int, d: int, *, dtype: Any = None, device: Any = "cpu", draw_on: str = "device", **options: Any
+    ) -> Any:
+        import torch
+
+        return build(seed, n, d, torch.float32 if dtype is None else dtype, device, **options)
+
+    sample.__name__, sample.__qualname__, sample.__doc__ = build.__name__, build.__qualname__, build.__doc__
+    return sample
 
 
 def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:

@@ -1,17 +1,20 @@
-"""The weight samplers of the paper's maps (RF, DRF, RAF and ReLU-RAF), seeded.
+"""The weight samplers of the paper's maps (RF, DRF, RAF and ReLU-RAF), seeded; ``rf_weights``,
+``drf_weights`` and ``attention_sample`` are the registry's samplers.
 
-Weight samplers draw float32 numbers from a seeded ``torch.Generator`` and cast them to the requested
-dtype: on the CPU for CPU runs and small matrices, on the GPU itself for RF and DRF blocks bound for
-a GPU (``draw_on="device"``, the default; ``draw_on="cpu"`` copies CPU draws over instead, for the
-same numbers as a CPU run). RF and DRF matrices are
-drawn as column blocks of width ``d`` (block ``j`` multiplies token ``j`` in the first layer),
-each from its own derived seed: a single block can be drawn without the rest, and a matrix built
-block by block equals the one built at once.
+Weights are drawn in float32 from a seeded ``torch.Generator``, then cast: the same seed gives the
+same weights in every dtype. RF and DRF matrices are drawn as column blocks of width ``d`` (block ``j``
+multiplies token ``j`` in the first layer), each from its own derived seed: a single block can be
+drawn without the rest, and a matrix built block by block equals the one built at once. Blocks bound
+for a GPU are drawn there by a generator of that device (``draw_on="device"``, the default: the same
+numbers on every GPU of a kind, equal in law to the CPU's, no host-to-device copy), or on the CPU and
+copied over (``draw_on="cpu"``: the same numbers as a CPU run). Small draws (attention matrices)
+always use the CPU.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -30,19 +33,11 @@ __all__ = [
     "drawn_on",
     "drf_block",
     "drf_layer",
-    "drf_sample",
     "drf_weights",
     "rf_block",
-    "rf_sample",
     "rf_weights",
 ]
 
-
-# Weights are drawn in float32, then cast: the same seed gives the same weights in every dtype.
-# Large RF/DRF blocks bound for a GPU are drawn there by a generator of that device (draw_on
-# "device", the default): the same numbers on every GPU of a kind, equal in law to the CPU's, and no
-# host-to-device copy. draw_on "cpu" draws them on the CPU and copies them over: the same numbers as
-# a CPU run, at the price of the copy. Small draws (attention matrices) always use the CPU.
 _DRAW_DTYPE = torch.float32
 DRAW_ON = ("device", "cpu")
 
@@ -155,10 +150,8 @@ def drf_layer(
     device: str | torch.device = "cpu",
     draw_on: str = "device",
 ) -> Tensor:
-    """Layer ``layer`` (D, D) of the DRF of ``seed``, filled block by block on ``device``.
-
-    Only one (D, d) block exists beside the matrix at a time: the matrix exists once, on its device.
-    """
+    """Layer ``layer`` (D, D) of the DRF of ``seed``, filled block by block on ``device`` (one (D, d)
+    block exists beside the matrix at a time)."""
     D = n * d
     V = torch.empty((D, D), dtype=dtype, device=device)
     for j in range(n):
@@ -170,7 +163,7 @@ def drf_weights(
     seed: int | torch.Generator,
     n: int,
     d: int,
-    L: int,
+    L: int = 2,
     *,
     dtype: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
@@ -194,42 +187,7 @@ def attention_weights(
     return draw_gaussian((d, d), math.sqrt(1.0 / d), derive_seed(base_seed(seed), "attention"), dtype, device)
 
 
-def rf_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-    k: int | None = None,
-) -> Tensor:
-    """The registry's RF sampler (``rf_weights``)."""
-    return rf_weights(seed, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
-
-
-def drf_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-    L: int = 2,
-) -> list[Tensor]:
-    """The registry's DRF sampler (``drf_weights``)."""
-    return drf_weights(seed, n, d, L, dtype=dtype, device=device, draw_on=draw_on)
-
-
-def attention_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-) -> Tensor:
-    """The registry's RAF / ReLU-RAF sampler (``attention_weights``; small: drawn on the CPU)."""
-    return attention_weights(seed, d, dtype=dtype, device=device)
+def attention_sample(seed: int | torch.Generator, n: int, d: int, *, draw_on: str = "device", **kwargs: Any) -> Tensor:
+    """The registry's RAF / ReLU-RAF sampler: ``attention_weights`` (``kwargs``: its ``dtype`` and ``device``;
+    small, so drawn on the CPU whatever ``draw_on``)."""
+    return attention_weights(seed, d, **kwargs)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compute.costs import CostModel, DenseCost, MemoryEstimate
+from ..compute.costs import CostModel, DenseCost, MemoryEstimate, Work
 
 __all__ = ["CONVENTIONS", "Counterpart", "MapSpec", "SearchSettings", "check_positive"]
 
@@ -175,25 +175,29 @@ class MapSpec:
         return _steps(self.gen_reference[1], n)
 
     # the cost model, asked with this map's options (resolved against its defaults)
+    def work(self, n: int, d: int, options: Mapping[str, Any] | None = None, **kwargs: Any) -> Work:
+        """A question to the map's cost model (``wordsens.compute.costs.Work``) with its options resolved."""
+        return Work(n, d, self.option_values(options), **kwargs)
+
     def ws_memory(self, n: int, d: int, options: Mapping[str, Any] | None = None, **kwargs: Any) -> MemoryEstimate:
         """Peak array memory of one word-sensitivity estimate (``CostModel.ws_memory``)."""
-        return self.cost.ws_memory(self, n, d, self.option_values(options), **kwargs)
+        return self.cost.ws_memory(self, self.work(n, d, options, **kwargs))
 
     def ws_seconds(
         self, n: int, d: int, options: Mapping[str, Any] | None = None, *, positions: int = 1, **kwargs: Any
     ) -> float:
         """Rough wall time of one estimate searching ``positions`` positions (``CostModel.ws_seconds``)."""
-        return self.cost.ws_seconds(self, n, d, self.option_values(options), **kwargs) * positions
+        return self.cost.ws_seconds(self, self.work(n, d, options, **kwargs)) * positions
 
     def gen_memory(
         self, n: int, d: int, N: int, options: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> MemoryEstimate:
         """Peak array memory of one generalisation simulation (``CostModel.gen_memory``)."""
-        return self.cost.gen_memory(self, n, d, N, self.option_values(options), **kwargs)
+        return self.cost.gen_memory(self, self.work(n, d, options, N=N, **kwargs))
 
     def gen_seconds(self, n: int, d: int, N: int, options: Mapping[str, Any] | None = None, **kwargs: Any) -> float:
         """Rough CPU wall time of one generalisation simulation (``CostModel.gen_seconds``)."""
-        return self.cost.gen_seconds(self, n, d, N, self.option_values(options), **kwargs)
+        return self.cost.gen_seconds(self, self.work(n, d, options, N=N, **kwargs))
 
     def choose_sampler(self, **kwargs: Any) -> str:
         """How the weights of one word-sensitivity estimate are drawn (``CostModel.choose_sampler``)."""

@@ -1,30 +1,20 @@
 """Maps whose weights come from a pre-trained checkpoint: a BERT-family encoder layer's attention
-sublayer (``trained_attention``) and the whole layer (``trained_layer``), as transformers computes
-them; the weights dicts are loaded by ``wordsens.maps.checkpoint``.
-
-===================  ===================================================================================
-map                  formula
-===================  ===================================================================================
-trained_attention    ``concat_h softmax((X Wq_h + bq_h)(X Wk_h + bk_h)^T / sqrt(d/h)) (X Wv_h + bv_h)``,
-                     then ``@ Wo + bo`` (``wordsens.maps.variants.mh_raf_forward`` with biases): no
-                     residual, no LayerNorm. With one head (option ``head``) the dict has that head
-                     only and no ``Wo``, ``bo``: ``phi`` is the head's output (n, d/h).
-trained_layer        ``Y = LN1(X + attention(X))``, ``phi = LN2(Y + GELU(Y W1 + b1) W2 + b2)``, BERT's
-                     exact (erf) GELU, LayerNorm with the checkpoint's weights, biases and ``eps``
-===================  ===================================================================================
+sublayer (``trained_attention``: ``wordsens.maps.variants.mh_raf_forward`` with biases, no residual, no
+LayerNorm; with one head, option ``head``, that head's output (n, d/h)) and the whole layer
+(``trained_layer``: BERT's exact GELU, LayerNorms with the checkpoint's weights, biases and ``eps``), as
+transformers computes them (formulas: ``wordsens.maps.catalog``); ``wordsens.maps.checkpoint`` loads the
+weights.
 
 Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``Wo`` (d, d), ``bo``
 (d,); the layer adds ``ln1_w``, ``ln1_b`` (d,), ``W1`` (d, f), ``b1`` (f,), ``W2`` (f, d), ``b2``,
 ``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a Python number, such as transformers' ``config.layer_norm_eps``,
-or a 0-d tensor). Linear layers act on rows (``x W + b``, the
-transpose of ``torch.nn.Linear``'s weight). ``tests/unit/maps/test_trained.py`` checks both maps against the
-transformers modules of every layer of the demo's tiny BERT and of the packaged MiniLM.
+or a 0-d tensor). Linear layers act on rows (``x W + b``, the transpose of ``torch.nn.Linear``'s
+weight). ``tests/unit/maps/test_trained.py`` checks both maps against transformers.
 
 The trained study (``wordsens.studies.trained.run``) also needs, on these weight dicts:
-``matched_weights`` (the random counterparts of the model's convention: every matrix with random
-singular vectors and the trained singular values, every bias a random direction of its norm) and
-``attention_entropy`` (the regime the softmax works in), ``attention_mass`` (the attention on given key
-rows: ``[CLS]`` and ``[SEP]``) and ``bias_output`` (the constant row the attention's biases add).
+``matched_weights`` (the random counterparts of the model's convention), ``attention_entropy``,
+``attention_mass`` (the attention on given key rows: ``[CLS]`` and ``[SEP]``) and ``bias_output`` (the
+constant row the attention's biases add).
 """
 
 from __future__ import annotations
@@ -36,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .checks import check_weight, is_number
+from .checks import check_keys, check_weight, is_number
 from .variants import mh_raf_forward
 
 Tensor = torch.Tensor
@@ -165,12 +155,7 @@ def _tensor(map_name: str, weights: Mapping[str, Any], key: str, shape: tuple[in
 def _check_attention(map_name: str, weights: Any, d: int, keys: tuple[str, ...]) -> tuple[int, int]:
     """The attention tensors of ``weights`` (exactly ``keys``), for inputs of width ``d``; returns
     (heads, head width) read from ``Wq``."""
-    if not isinstance(weights, Mapping) or set(weights) != set(keys):
-        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
-        raise ValueError(
-            f"{map_name} weights must be a dict with the tensors {sorted(keys)}, got {got} "
-            "(wordsens.maps.checkpoint.layer_weights loads them from a checkpoint)"
-        )
+    check_keys(map_name, weights, keys, " (wordsens.maps.checkpoint.layer_weights loads them from a checkpoint)")
     Wq = weights["Wq"]
     if not isinstance(Wq, Tensor) or Wq.ndim != 3 or Wq.shape[1] != d:
         shape = tuple(Wq.shape) if isinstance(Wq, Tensor) else type(Wq).__name__

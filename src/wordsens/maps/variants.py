@@ -1,33 +1,16 @@
-"""Attention variants beyond the paper (sigmoid, linear and multi-head attention, a transformer
-block): their forward formulas, weight samplers and shapes.
+"""Attention variants beyond the paper: sigmoid, linear and multi-head attention and a post-LN
+transformer block (their formulas and weight laws: ``wordsens.maps.catalog``). Their forwards, weight
+checks and samplers; the fast searches are ``wordsens.search.variants`` and ``wordsens.search.heads``.
 
-Rows of ``X`` (..., n, d) have norm ``sqrt(d)``; every weight is i.i.d. Gaussian and every map holds
-its weights in a dict of named tensors:
-
-===========  ===============================================================  ==========================
-map          formula                                                          weights
-===========  ===============================================================  ==========================
-sigmoid_raf  ``sigmoid(X W X^T / sqrt(d) - log n) X`` (no row normalisation)    W (d, d) N(0, 1/d)
-linear_raf   ``A X``, ``A_jk = q_j.k_k / sum_k q_j.k_k``, ``q_j = f(x_j Wq)``,    Wq, Wk (d, d) N(0, 1/d)
-             ``k_k = f(x_k Wk)``, ``f = elu + 1``
-mh_raf       ``concat_h softmax(X Wq_h (X Wk_h)^T / sqrt(d/h)) X Wv_h`` ``Wo``  Wq, Wk, Wv (h, d, d/h),
-                                                                              Wo (d, d), all N(0, 1/d)
-block        ``Y = LN(X + mh_raf(X))``, ``LN(Y + relu(Y W1) W2)``, LN without   mh_raf's, W1 (d, 4d)
-             affine parameters (eps 1e-5, over the last dimension)            N(0, 2/d), W2 (4d, d)
-                                                                              N(0, 1/(4d))
-===========  ===============================================================  ==========================
-
-``mh_raf`` and ``block`` take the option ``heads`` (default 12; ``d`` must be a multiple of it). The
-samplers draw every tensor from its own seed derived from the run's seed, the map and the tensor's
-name, in float32 on a CPU generator, then cast (like ``wordsens.maps.sampling``): the same seed gives
-the same weights in every dtype, and ``block`` has the very attention weights of ``mh_raf`` of the same
-seed (``mh_raf`` tensors are named after ``mh_raf`` in both). The fast searches live in
-``wordsens.search.variants`` and ``wordsens.search.heads``; the registry entries in
-``wordsens.maps.catalog``.
+Every map holds its weights in a dict of named tensors, each i.i.d. Gaussian and drawn from its own
+seed (``_draw``): the same seed gives the same weights in every dtype, and ``block`` has the very
+attention weights of ``mh_raf`` of the same seed. ``mh_raf`` and ``block`` take the option ``heads``
+(default 12; ``d`` must be a multiple of it).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -37,10 +20,12 @@ import torch.nn.functional as F
 
 from ..seeds import derive_seed
 from . import registry
-from .checks import check_weight
+from .checks import check_keys, check_weight
 from .sampling import base_seed, draw_gaussian
 
 Tensor = torch.Tensor
+Weights = dict[str, Tensor]
+Device = str | torch.device
 
 __all__ = [
     "DEFAULT_HEADS",
@@ -71,10 +56,7 @@ def _check_heads_weights(map_name: str, weights: Any, n: int, d: int) -> None:
     """The registry's check of a multi-head map: the number of heads is read from ``Wq`` (weights of
     any valid ``heads`` pass, also through ``maps.<name>(X, weights)``, which knows no options), then
     every tensor must have the shape the registry's ``shapes`` gives for it."""
-    keys = sorted(_shapes(map_name, n, d, 1))  # the names do not depend on the heads
-    if not isinstance(weights, Mapping) or sorted(weights) != keys:
-        got = sorted(weights) if isinstance(weights, Mapping) else type(weights).__name__
-        raise ValueError(f"{map_name} weights must be a dict with the tensors {keys}, got {got}")
+    check_keys(map_name, weights, _shapes(map_name, n, d, 1))  # the names do not depend on the heads
     Wq = weights["Wq"]
     if not isinstance(Wq, Tensor) or Wq.ndim != 3:
         got_shape = tuple(Wq.shape) if isinstance(Wq, Tensor) else type(Wq).__name__
@@ -85,14 +67,9 @@ def _check_heads_weights(map_name: str, weights: Any, n: int, d: int) -> None:
         check_weight(map_name, key, weights[key], shape, f"n = {n}, d = {d}, heads = {heads} read from Wq")
 
 
-def mh_raf_check(weights: Any, n: int, d: int) -> None:
-    """``mh_raf`` weights: Wq, Wk, Wv (heads, d, d/heads) and Wo (d, d), heads read from Wq."""
-    _check_heads_weights("mh_raf", weights, n, d)
-
-
-def block_check(weights: Any, n: int, d: int) -> None:
-    """``block`` weights: those of ``mh_raf`` (heads read from Wq), W1 (d, 4d) and W2 (4d, d)."""
-    _check_heads_weights("block", weights, n, d)
+# the registry's checks: (weights, n, d)
+mh_raf_check = functools.partial(_check_heads_weights, "mh_raf")
+block_check = functools.partial(_check_heads_weights, "block")
 
 
 # --------------------------------------------------------------------------- forward formulas
@@ -174,76 +151,48 @@ def _shapes(map_name: str, n: int, d: int, heads: int) -> Mapping[str, tuple[int
     return shapes(n, d, heads=heads)
 
 
-def _tensor(
-    base: int,
-    map_name: str,
-    key: str,
-    shape: tuple[int, ...],
-    var: float,
-    dtype: torch.dtype,
-    device: str | torch.device,
-) -> Tensor:
-    """One weight tensor, i.i.d. N(0, var), from its own seed (float32 CPU draws, then cast)."""
-    return draw_gaussian(shape, math.sqrt(var), derive_seed(base, map_name, key), dtype, device)
+Laws = Mapping[str, tuple[str, tuple[int, ...], float]]  # weight name: (seed tag, shape, variance)
 
 
-def sigmoid_raf_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-) -> dict[str, Tensor]:
-    """``{"W"}``, i.i.d. N(0, 1/d) (small: always drawn on the CPU, ``draw_on`` is ignored)."""
-    return {"W": _tensor(base_seed(seed), "sigmoid_raf", "W", (d, d), 1.0 / d, dtype, device)}
-
-
-def linear_raf_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-) -> dict[str, Tensor]:
-    """``{"Wq", "Wk"}``, each (d, d) i.i.d. N(0, 1/d), drawn on the CPU."""
+def _draw(seed: int | torch.Generator, laws: Laws, dtype: torch.dtype, device: str | torch.device) -> dict[str, Tensor]:
+    """Every weight of ``laws`` i.i.d. N(0, variance), drawn from its own seed (derived from the run's
+    seed, the tag and the name) in float32 on the CPU, then cast."""
     base = base_seed(seed)
-    return {key: _tensor(base, "linear_raf", key, (d, d), 1.0 / d, dtype, device) for key in ("Wq", "Wk")}
+    return {
+        key: draw_gaussian(shape, math.sqrt(var), derive_seed(base, tag, key), dtype, device)
+        for key, (tag, shape, var) in laws.items()
+    }
 
 
+@registry.sampler
+def sigmoid_raf_sample(seed: int | torch.Generator, n: int, d: int, dtype: torch.dtype, device: Device) -> Weights:
+    """``{"W"}``, i.i.d. N(0, 1/d)."""
+    return _draw(seed, {"W": ("sigmoid_raf", (d, d), 1.0 / d)}, dtype, device)
+
+
+@registry.sampler
+def linear_raf_sample(seed: int | torch.Generator, n: int, d: int, dtype: torch.dtype, device: Device) -> Weights:
+    """``{"Wq", "Wk"}``, each (d, d) i.i.d. N(0, 1/d)."""
+    return _draw(seed, {key: ("linear_raf", (d, d), 1.0 / d) for key in ("Wq", "Wk")}, dtype, device)
+
+
+@registry.sampler
 def mh_raf_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-    heads: int = DEFAULT_HEADS,
-) -> dict[str, Tensor]:
-    """``{"Wq", "Wk", "Wv"}`` (heads, d, d/heads) and ``{"Wo"}`` (d, d), all i.i.d. N(0, 1/d), drawn on the CPU."""
+    seed: int | torch.Generator, n: int, d: int, dtype: torch.dtype, device: Device, heads: int = DEFAULT_HEADS
+) -> Weights:
+    """``{"Wq", "Wk", "Wv"}`` (heads, d, d/heads) and ``{"Wo"}`` (d, d), all i.i.d. N(0, 1/d)."""
     shapes = _shapes("mh_raf", n, d, heads)
-    base = base_seed(seed)
-    return {key: _tensor(base, "mh_raf", key, shapes[key], 1.0 / d, dtype, device) for key in _MH_KEYS}
+    return _draw(seed, {key: ("mh_raf", shapes[key], 1.0 / d) for key in _MH_KEYS}, dtype, device)
 
 
+@registry.sampler
 def block_sample(
-    seed: int | torch.Generator,
-    n: int,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
-    draw_on: str = "device",
-    heads: int = DEFAULT_HEADS,
-) -> dict[str, Tensor]:
-    """``mh_raf``'s weights of the same seed, ``W1`` (d, 4d) N(0, 2/d) and ``W2`` (4d, d) N(0, 1/(4d))."""
-    _shapes("block", n, d, heads)
-    base = base_seed(seed)
-    weights = mh_raf_sample(base, n, d, dtype=dtype, device=device, heads=heads)
-    weights["W1"] = _tensor(base, "block", "W1", (d, 4 * d), 2.0 / d, dtype, device)
-    weights["W2"] = _tensor(base, "block", "W2", (4 * d, d), 1.0 / (4 * d), dtype, device)
-    return weights
+    seed: int | torch.Generator, n: int, d: int, dtype: torch.dtype, device: Device, heads: int = DEFAULT_HEADS
+) -> Weights:
+    """``mh_raf``'s weights of the same seed (their seeds tagged ``mh_raf``), ``W1`` (d, 4d) N(0, 2/d)
+    and ``W2`` (4d, d) N(0, 1/(4d))."""
+    shapes = _shapes("block", n, d, heads)
+    laws = {key: ("mh_raf", shapes[key], 1.0 / d) for key in _MH_KEYS}
+    return _draw(
+        seed, {**laws, "W1": ("block", (d, 4 * d), 2.0 / d), "W2": ("block", (4 * d, d), 1.0 / (4 * d))}, dtype, device
+    )

@@ -8,7 +8,6 @@ stores and pools live, ``wordsens.pipeline.schedule`` when a run ends, ``wordsen
 reads what a finished run took (its Snakemake log and benchmark files) and
 ``wordsens.pipeline.calibrate`` fits the time model on it and stores the fit;
 ``wordsens.pipeline.priorities`` sets each job's priority (the longest chain of work left through it) and
-``wordsens.pipeline.replay`` replays a logged run through the plan's scheduler.
 
 Importing it imports neither torch nor Snakemake (the configuration's validation imports Snakemake
 when it runs).

@@ -102,7 +102,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Ite
     a log's whole seconds, whatever the order of ``sources``): a grid job by its key, a step with a benchmark
     file by that file (the log names it)."""
     steps = set(benchmarked)
-    grid_rules = set(studies.job_rules())
+    grid_rules = set(studies.job_kinds())
     by_key = {job.key: job for job in jobs}
     out = Measured()
     seen: set[str] = set()
@@ -114,7 +114,7 @@ def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Ite
         if key in by_key:
             job = by_key[key]
             if job.device == "cpu":
-                out.samples.append(Sample(job.family, job.seconds, seconds, source))
+                out.samples.append(Sample(job.family, job.cost.seconds, seconds, source))
         elif family is not None:
             out.samples.append(Sample(step_family(family), 0.0, seconds, source))
         else:

@@ -190,7 +190,7 @@ def problems(config: dict) -> list[str]:
     registered study checks its own section (``StudySpec.problems``)."""
     out: list[str] = []
     planning = [spec for spec in studies.specs() if spec.jobs is not None]
-    if not any(spec.active(config) for spec in planning):
+    if not any(spec.runs(config) for spec in planning):
         sections = ", ".join(str(spec.section) for spec in planning if spec.section is not None)
         out.append(f"no study runs a job: set the section of at least one ({sections}; docs/configuration.md)")
     for spec in studies.specs():
@@ -203,7 +203,7 @@ def needs(config: dict) -> Needs:
     """What the configuration's studies read beyond their stores, together (``StudySpec.needs``), and the
     encoder behind the stores its jobs read (model.name: the pool is tokenised by it)."""
     made = stores_read(config) or {}
-    found = [spec.needs(config) for spec in studies.specs() if spec.active(config)]
+    found = [spec.needs(config) for spec in studies.specs() if spec.runs(config)]
     pool = bool(made) or any(need.pool for need in found)
     encoders: dict[str, str] = {"model.name": config["model"]["name"]} if pool else {}
     others: dict[str, tuple[str, str]] = {}

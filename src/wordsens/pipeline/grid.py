@@ -51,7 +51,7 @@ class Grid:
         versions = {**studies.numerics_versions(), **(numerics_versions or {})}
         self.jobs: list[Job] = []
         for spec in studies.specs():
-            if spec.jobs is not None and spec.numerics is not None and spec.active(config):
+            if spec.jobs is not None and spec.numerics is not None and spec.runs(config):
                 self.jobs += spec.jobs(config, self.limits, versions[spec.numerics[0]])
         self.fit = [job for job in self.jobs if self.fits(job)]
         self.unfit = [job for job in self.jobs if not self.fits(job)]
@@ -66,8 +66,8 @@ class Grid:
         calibration (``wordsens.compute.timing``); on a GPU its GPU work under the GPU's sharing and
         the start-up of a GPU job (``wordsens.compute.placement``, fitted on an H200)."""
         if job.device == "cuda":
-            return GPU_STARTUP + job.seconds
-        return self.calibration.of(job.family).predict(job.seconds)
+            return GPU_STARTUP + job.cost.seconds
+        return self.calibration.of(job.family).predict(job.cost.seconds)
 
     def runtime(self, job: Job) -> int:
         """Minutes a scheduler should grant ``job``: generous, 5 x the larger of its cost model's
@@ -81,7 +81,8 @@ class Grid:
     def fits_memory(self, job: Job) -> bool:
         """The job's memory estimate is within what one job may use on its device (and its cap)."""
         limit = self.limit(job.device)
-        return (limit is None or job.device_bytes <= limit) and (job.cap is None or job.arrays <= job.cap)
+        cost = job.cost
+        return (limit is None or cost.device_bytes <= limit) and (cost.cap is None or cost.arrays <= cost.cap)
 
     def fits(self, job: Job) -> bool:
         return self.fits_memory(job) and self.fits_time(job)
@@ -111,14 +112,14 @@ class Grid:
     def figures(self) -> list[Figure]:
         """The figure rules of the run: each registered study's (``StudySpec.figures``) that the
         configuration runs."""
-        return [figure for spec in studies.specs() if spec.active(self.config) for figure in spec.figures(self)]
+        return [figure for spec in studies.specs() if spec.runs(self.config) for figure in spec.figures(self)]
 
     def stores(self) -> dict[str, Store]:
         """The embedding stores the jobs read (fitting or not), by name: the main one and those the
         studies declare (``StudySpec.stores``)."""
         known = {"main": main_store(self.config)}
         for spec in studies.specs():
-            if spec.active(self.config):
+            if spec.runs(self.config):
                 known |= {store.name: store for store in spec.stores(self.config)}
         used = {job.store for job in self.jobs if job.store is not None}
         missing = used - set(known)
@@ -143,7 +144,7 @@ class Grid:
                         "point": job.point,
                         "map": job.map,
                         "device": job.device,
-                        "needs_gb": round(job.device_bytes / GB, 1),
+                        "needs_gb": round(job.cost.device_bytes / GB, 1),
                         # left out for its time alone: the hours it needs (figures name them)
                         **(
                             {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}
@@ -167,13 +168,14 @@ class Grid:
             job = jobs[0]
             allowed = self.limit(job.device)
             reasons = []
-            if job.cap is not None and job.arrays > job.cap:
+            cost = job.cost
+            if cost.cap is not None and cost.arrays > cost.cap:
                 reasons.append(
-                    f"needs {job.arrays / GB:.1f} GB, {job.cap / GB:.1f} GB allowed by ws.max_memory_gb (arrays)"
+                    f"needs {cost.arrays / GB:.1f} GB, {cost.cap / GB:.1f} GB allowed by ws.max_memory_gb (arrays)"
                 )
-            elif allowed is not None and job.device_bytes > allowed:
+            elif allowed is not None and cost.device_bytes > allowed:
                 where = "the GPU (limits.gpu_memory_gb)" if job.device == "cuda" else "limits.memory_gb"
-                reasons.append(f"needs {job.device_bytes / GB:.1f} GB, {allowed / GB:.1f} GB allowed by {where}")
+                reasons.append(f"needs {cost.device_bytes / GB:.1f} GB, {allowed / GB:.1f} GB allowed by {where}")
             if not self.fits_time(job):
                 reasons.append(
                     f"about {_over(self.estimate(job) / 3600, self.limits.hours)} hours each, "
@@ -258,10 +260,10 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
     for name in sorted(groups):
         mine = groups[name]
         hours = sum(grid.estimate(job) for job in mine) / 3600
-        peak = max(job.device_bytes for job in mine) / GB
+        peak = max(job.cost.device_bytes for job in mine) / GB
         lines.append(f"  {name:30s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
     total_h = sum(grid.estimate(job) for job in grid.jobs) / 3600
-    peak = max((job.device_bytes for job in grid.jobs), default=0) / GB
+    peak = max((job.cost.device_bytes for job in grid.jobs), default=0) / GB
     lines.append(f"  {'total':30s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
     per = study_hours(grid)
     lines.append(

@@ -123,7 +123,7 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     """Every task of the run of ``config`` (the jobs of ``grid`` that fit, the steps of the studies' own
     rules, and the steps around them), with calibrated seconds (``grid.calibration``)."""
     run = _Tasks(grid.calibration)
-    running = [spec for spec in studies.specs() if spec.active(config)]
+    running = [spec for spec in studies.specs() if spec.runs(config)]
     steps = {spec.name: spec.steps(config, grid.limits) for spec in running}
     stores = {name: store for name, store in grid.stores().items() if any(job.store == name for job in grid.fit)}
     wanted = {need for job in grid.fit for need in job.needs}
@@ -231,7 +231,7 @@ def _figure_tasks(run: _Tasks, grid: Grid, tables: dict[str, list[str]]) -> None
 def _checked(table: str) -> bool:
     """Whether the claims read ``table`` (its study has claims, or lends its rows to the paper's)."""
     spec = studies.owner(table)
-    return spec is not None and (spec.claims is not None or spec.lends_ws_rows)
+    return spec is not None and spec.checked()
 
 
 def _gpu_words(tasks: Sequence[Task], limits: Limits, budget: int) -> str:
@@ -348,7 +348,7 @@ def plan_text(
         benchmarked = [
             step.name
             for spec in studies.specs()
-            if spec.active(config)
+            if spec.runs(config)
             for step in spec.steps(config, limits)
             if step.benchmarked
         ]

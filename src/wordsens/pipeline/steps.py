@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 
 from ..compute import costs
 from ..compute.limits import Limits
+from ..compute.placement import Request, request
 from ..data.models import model_width
-from ..studies import Request, Store
-from ..studies.jobs import request
+from ..studies import Store
 
 __all__ = ["embed_step", "gpu_budget_problem"]
 

@@ -11,7 +11,6 @@ imported on first use.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from .stamp import DEMO_STAMP, run_stamp
@@ -21,15 +20,11 @@ if TYPE_CHECKING:
 
 __all__ = ["DEMO_STAMP", "map_label", "not_run_note", "run_stamp", "save"]
 
-# the names imported on first use (they import matplotlib and seaborn), by the module that defines them
-_LAZY = {f"{__name__}.common": ("map_label", "not_run_note", "save")}
-_SOURCE = {name: module for module, names in _LAZY.items() for name in names}
-
 
 def __getattr__(name: str) -> Any:
-    """The figure functions on first use."""
-    if name in _SOURCE:
-        value = getattr(importlib.import_module(_SOURCE[name]), name)
-        globals()[name] = value
-        return value
+    """The figure functions on first use (``wordsens.plots.common`` imports matplotlib and seaborn)."""
+    if name in ("map_label", "not_run_note", "save"):
+        from . import common
+
+        return getattr(common, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

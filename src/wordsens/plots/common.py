@@ -162,6 +162,4 @@ def note_under(ax: plt.Axes, note: str) -> None:
     )
 
 
-def mark_not_run(ax: plt.Axes, note: str) -> None:
-    """The "not run" note of a panel (``not_run_note``), under its axis labels (``note_under``)."""
-    note_under(ax, note)
+mark_not_run = note_under  # the "not run" note of a panel (``not_run_note``), under its axis labels

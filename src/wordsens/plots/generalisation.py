@@ -57,21 +57,13 @@ def gen_figure(
     settings: dict[str, Any] | None = None,
     labels: Mapping[Any, str] | None = None,
 ) -> plt.Figure:
-    """Figures 4 and 5 as one grid of scatter panels: ``y`` against gamma_min, rows = training,
-    columns = (map, n); colour = ``hue`` (N or penalty; ``labels``: the legend's text of each level of a
-    ``hue`` of names, in its order, e.g. the gen_words study's settings); marker = loss (circle surrogate,
-    cross direct). ``y``: ``"err"`` (the test error: the paper's figures) or ``"alignment"`` (the
-    alignment ratio a of each row, with the reference line a = 1: the companion figures).
-
-    Every row is drawn, and legibly: where a few runaway rows would squeeze the others into a strip
-    (``wordsens.plots.scatter.on_scale``; y shared by a row of panels, x per panel), the axis stops
-    above the others and those rows are drawn at its edge as triangles pointing off scale, counted
-    under their panel with their largest value; points of different colours that would fall on one
-    another (``side_by_side``) are set side by side, a marker's width apart, and named under their
-    panel. Rows whose first stage does not interpolate its training set (``interpolates == False``)
-    are drawn hollow and counted in the title; points left out are named under the panels. Returns
-    the (saved, closed) figure.
-    """
+    """Figures 4 and 5 as one grid of scatter panels: ``y`` (``"err"``: the paper's figures;
+    ``"alignment"``: the companion figures, with the reference line a = 1) against gamma_min, rows =
+    training, columns = (map, n); colour = ``hue`` (N or penalty; ``labels``: the legend's text of each
+    level of a ``hue`` of names, in its order); marker = loss. Every row is drawn legibly: a few runaway
+    rows are drawn at the axis' edge as triangles (``wordsens.plots.scatter.on_scale``), coinciding points
+    of different colours side by side (``side_by_side``), both counted under their panel; rows whose first
+    stage does not interpolate are drawn hollow. Returns the (saved, closed) figure."""
     settings = settings or {}
     _check_gen_table(table, y)
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")

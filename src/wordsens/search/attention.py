@@ -1,9 +1,10 @@
-"""The attention fast path: RAF and ReLU-RAF with one token moved.
+"""The attention fast path: RAF and ReLU-RAF with one token moved (``AttentionProblem``).
 
 Moving token ``i`` changes one row and one column of the score matrix ``X W X^T / sqrt(d)``;
 everything about the other rows is computed once, so a search step costs ``O(d^2 + n d)`` per
 restart instead of ``O(n^2 d)``, with the gradient written out (``tests/unit/search/test_ws.py`` checks it
-against autograd). The generalisation functionals reuse the same moved-row formula.
+against autograd). The generalisation functionals (``wordsens.generalisation.functionals``) reuse the
+same moved-row quantities.
 """
 
 from __future__ import annotations
@@ -15,32 +16,44 @@ import torch
 
 from .. import maps
 from ..maps.attention import RELU, SOFTMAX, Normalisation
-from .engine import Problem, SearchContext, project, sphere
+from .engine import Problem, SearchContext, informed_starts, project
 
 Tensor = torch.Tensor
 
-__all__ = ["AttentionProblem", "MovedRow", "raf_prepare", "relu_raf_prepare"]
+__all__ = ["AttentionProblem", "raf_prepare", "relu_raf_prepare", "self_score_direction"]
 
 # The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
 _ISO_STEPS, _ISO_DECAY = 300, 20
 _EXACT_BYTES = 2**27  # float64 arrays of one batch of AttentionProblem.exact
 
 
-class MovedRow:
-    """RAF / ReLU-RAF with row ``i`` moved: what every evaluation of the moved sample needs, shared by
-    the word-sensitivity search (``AttentionProblem``) and the generalisation functionals
-    (``wordsens.generalisation.functionals.AttentionFunctionals``).
+def self_score_direction(xi: Tensor, Wsym: Tensor, radius: float) -> Tensor:
+    """The move that maximises the moved token's self score ``x' W x'^T`` (``Wsym = W + W^T``) over the
+    ball, by a few fixed-point steps ``Delta <- radius * normalise(Wsym (x_i + Delta))``: the token then
+    attends to itself, which turns its own output into ``x'``."""
+    self_dir = xi.clone()
+    for _ in range(20):
+        g = Wsym @ (xi + self_dir)
+        self_dir = radius * g / torch.linalg.vector_norm(g).clamp_min(1e-300)
+    return self_dir
 
-    For a query row ``j != i`` the new output is ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is the
-    output of row ``j`` with column ``i`` left out and ``w_j`` the new weight of column ``i``
-    (``column_weights``: the rule ``norm``'s, ``wordsens.maps.attention``: softmax for RAF, ReLU divided
-    by the row's sum for ReLU-RAF); row ``i`` itself is recomputed (``moved_row``). Public fields: ``X``
-    (n, d), ``xi`` (the moved row before the move), ``i``, ``n``, ``d``, ``norm`` (the
-    ``Normalisation``), ``radius``, ``P`` (column scores of a new ``x_i'``: ``x_i' @ P.T``), ``M`` (rows
-    without column ``i``; 0 at row ``i``), ``logz`` and ``z`` (those rows' statistics), ``mask`` (1 but
-    at row ``i``), ``onehot``, ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact
-    evaluations: the given float64 sample and weights, else ``X`` and ``W`` converted, which in float32
-    are the map's numbers rounded).
+
+class AttentionProblem(Problem):
+    """RAF / ReLU-RAF with row ``i`` moved to ``x_i' = x_i + Delta``.
+
+    A query row ``j != i`` becomes ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is its output with column
+    ``i`` left out and ``w_j`` the new weight of column ``i`` (``column_weights``: the rule ``norm``'s,
+    ``wordsens.maps.attention``: softmax for RAF, ReLU divided by the row's sum for ReLU-RAF); its
+    change ``A_j + w_j (x_i' - M_j)`` (``A_j = M_j - out_j``) has a squared norm in inner products of
+    ``x_i'`` with ``A`` and ``M`` only. Row ``i`` itself is recomputed (``moved_row``).
+
+    Public fields, also read by the generalisation functionals: ``X`` (n, d), ``xi`` (the moved row
+    before the move), ``i``, ``n``, ``d``, ``norm``, ``radius``, ``P`` (column scores of a new ``x_i'``:
+    ``x_i' @ P.T``), ``Q`` (its row scores: ``x_i' @ Q``), ``M`` (rows without column ``i``; 0 at row
+    ``i``), ``logz`` and ``z`` (those rows' statistics), ``mask`` (1 but at row ``i``), ``onehot``,
+    ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact evaluations: the given
+    float64 sample and weights, else ``X`` and ``W`` converted, which in float32 are the map's numbers
+    rounded).
     """
 
     def __init__(
@@ -61,7 +74,7 @@ class MovedRow:
         self.Wc = W * c
         self.P = (X @ W) * c  # column scores of a new x_i': x_i' @ P.T
         S = self.P @ X.T
-        self.out0 = norm.attend(X, W)
+        out0 = self.out0 = norm.attend(X, W)
         others = torch.ones(n, dtype=torch.bool, device=X.device)
         others[position] = False
         self.mask = others.to(X.dtype)
@@ -73,6 +86,34 @@ class MovedRow:
         self.onehot = (~others).to(X.dtype)
         self.Q = (self.Wc @ X.T).contiguous()  # row scores of x_i' on the tokens: x_i' @ Q
         self.Wsym = (self.Wc + self.Wc.T).contiguous()  # gradient of the self score x_i' Wc x_i'^T
+        self.out0_i = out0[position]
+        A = (self.M - out0) * self.mask[:, None]
+        self.A = A
+        self.A2 = (A * A).sum(-1)
+        self.AM = (A * self.M).sum(-1)
+        self.M2 = (self.M * self.M).sum(-1)
+        # phi(X) in float64: of the float64 map where one is given (not of its rounded copy), else out0's own
+        self._base64: Tensor | None = (
+            self.norm.attend(self.X64, self.W64)
+            if X64 is not None or W64 is not None
+            else out0
+            if out0.dtype == torch.float64
+            else None
+        )
+        base = out0.to(torch.float64) if self._base64 is None else self._base64
+        self.phi_norm = float(torch.linalg.vector_norm(base))
+        # contiguous operands of the hand-written gradient and of value: column scores, A, M and row scores
+        self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
+        self._PAM_T = self._PAM.T.contiguous()
+        self._PAMQ = torch.cat([self._PAM_T, self.Q], dim=1).contiguous()  # (d, 4n)
+        self._XT = X.T.contiguous()
+        self._QT = self.Q.T.contiguous()
+        self._informed_dirs: Tensor | None = None
+
+    @property
+    def row(self) -> AttentionProblem:
+        """The moved row's quantities: the problem itself (the generalisation functionals read them)."""
+        return self
 
     def column_weights(self, col: Tensor) -> Tensor:
         """New attention weight ``w_j`` of column ``i`` in every query row ``j`` from its new scores ``col``."""
@@ -85,78 +126,22 @@ class MovedRow:
 
     def self_scores(self, D: Tensor) -> tuple[Tensor, Tensor]:
         """The moved token's new score row ``x_i' W X'^T / sqrt(d)`` (R, n), self score included, and
-        ``x_i' W_sym`` (R, d), the self score's gradient (the score row of ``moved_row``)."""
+        ``x_i' W_sym`` (R, d), the self score's gradient."""
         xi = self.xi + D
         u = xi @ self.Wsym
         row = xi @ self.Q
         return row + self.onehot * (0.5 * (u * xi).sum(-1, keepdim=True) - row), u
 
     def moved_row(self, D: Tensor) -> Tensor:
-        """Output row ``i`` after the move (R, d), differentiable: a full new score row
-        ``x_i' W X'^T / sqrt(d)`` (self score included) and its attention over ``X'``."""
-        xi = self.xi + D
-        row = xi @ self.Q
-        row = row + self.onehot * (0.5 * ((xi @ self.Wsym) * xi).sum(-1, keepdim=True) - row)
-        return self.norm.moved_output(row, self.X, D, self.i)[0]
+        """Output row ``i`` after the move (R, d), differentiable: its new score row (``self_scores``)
+        and its attention over ``X'``."""
+        return self.norm.moved_output(self.self_scores(D)[0], self.X, D, self.i)[0]
 
     def moved_samples(self, deltas: Tensor) -> Tensor:
         """The float64 samples ``X^i(Delta)`` (R, n, d) for ``deltas`` (R, d)."""
         X = self.X64.expand(deltas.shape[0], -1, -1).clone()
         X[:, self.i] += deltas
         return X
-
-
-class AttentionProblem(Problem):
-    """RAF / ReLU-RAF with row ``i`` moved (``MovedRow``, public as ``row``): the change of row
-    ``j != i`` is ``A_j + w_j (x_i' - M_j)`` with ``A_j = M_j - out_j``, and its squared norm needs
-    only inner products of ``x_i'`` with ``A`` and ``M``: each step costs ``O(d^2 + n d)`` per restart
-    instead of ``O(n^2 d)``.
-    """
-
-    def __init__(
-        self,
-        X: Tensor,
-        W: Tensor,
-        position: int,
-        norm: Normalisation,
-        *,
-        X64: Tensor | None = None,
-        W64: Tensor | None = None,
-    ) -> None:
-        r = self.row = MovedRow(X, W, position, norm, X64=X64, W64=W64)
-        # the search's own names for the row's fields (read here and in the gradient below)
-        self.d, self.n, self.i, self.norm, self.radius = r.d, r.n, r.i, r.norm, r.radius
-        self.X, self.xi, self.Wc, self.P, self.M, self.mask, self.onehot = r.X, r.xi, r.Wc, r.P, r.M, r.mask, r.onehot
-        self.logz, self.z, self.W64, self.X64 = r.logz, r.z, r.W64, r.X64
-        out0 = r.out0
-        self.out0_i = out0[position]
-        A = (self.M - out0) * self.mask[:, None]
-        self.A = A
-        self.A2 = (A * A).sum(-1)
-        self.AM = (A * self.M).sum(-1)
-        self.M2 = (self.M * self.M).sum(-1)
-        # phi(X) in float64: of the float64 map where one is given (not of its rounded copy), else out0's own
-        self._base64: Tensor | None = (
-            self.norm.attend(r.X64, r.W64)
-            if X64 is not None or W64 is not None
-            else out0
-            if out0.dtype == torch.float64
-            else None
-        )
-        base = out0.to(torch.float64) if self._base64 is None else self._base64
-        self.phi_norm = float(torch.linalg.vector_norm(base))
-        # contiguous operands of the hand-written gradient and of value: column scores, A, M and row scores
-        self._PAM = torch.cat([self.P, self.A, self.M]).contiguous()  # (3n, d)
-        self._PAM_T = self._PAM.T.contiguous()
-        self._PAMQ = torch.cat([self._PAM_T, r.Q], dim=1).contiguous()  # (d, 4n)
-        self._XT = X.T.contiguous()
-        self._Q, self._Wsym = r.Q, r.Wsym
-        self._QT = self._Q.T.contiguous()
-        self._informed_dirs: Tensor | None = None
-
-    def column_weights(self, col: Tensor) -> Tensor:
-        """``MovedRow.column_weights``."""
-        return self.row.column_weights(col)
 
     def value(self, D: Tensor) -> Tensor:
         """The squared change, from one product with the stacked operands (column scores, ``x_i'.A_j``,
@@ -170,14 +155,10 @@ class AttentionProblem(Problem):
         x2 = (xi * xi).sum(-1, keepdim=True)
         others = self.A2 + 2 * w * (xA - self.AM) + w * w * (x2 - 2 * xM + self.M2)
         # row i: its scores on the other tokens, and the self score x_i' Wc x_i'^T
-        row = row + self.onehot * (0.5 * ((xi @ self._Wsym) * xi).sum(-1, keepdim=True) - row)
+        row = row + self.onehot * (0.5 * ((xi @ self.Wsym) * xi).sum(-1, keepdim=True) - row)
         out_i = self.norm.moved_output(row, self.X, D, i)[0]
         diff_i = out_i - self.out0_i
         return (others * self.mask).sum(-1) + (diff_i * diff_i).sum(-1)
-
-    def moved_row(self, D: Tensor) -> Tensor:
-        """``MovedRow.moved_row``."""
-        return self.row.moved_row(D)
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
@@ -189,7 +170,7 @@ class AttentionProblem(Problem):
         xi = self.xi + D
         stacked = xi @ self._PAM_T  # (R, 3n): column scores, x_i'.A_j, x_i'.M_j
         col, xA, xM = stacked[:, :n], stacked[:, n : 2 * n], stacked[:, 2 * n :]
-        w, dw = self.row.column_weights_and_slopes(col)
+        w, dw = self.column_weights_and_slopes(col)
         x2 = (xi * xi).sum(-1, keepdim=True)
         t1 = xA - self.AM
         t2 = x2 - 2 * xM + self.M2
@@ -198,7 +179,7 @@ class AttentionProblem(Problem):
         coef = torch.cat([(2 * t1 + 2 * w * t2) * dw, 2 * w, -2 * w2], dim=1)
         grad = coef @ self._PAM + 2 * w2.sum(-1, keepdim=True) * xi
         # row i: scores on the other tokens x_i' Wc X^T, and the self score x_i' Wc x_i'^T (u: its gradient)
-        row, u = self.row.self_scores(D)
+        row, u = self.self_scores(D)
         out_i, state = self.norm.moved_output(row, self.X, D, i)
         g_out = 2 * (out_i - self.out0_i)
         g_att = g_out @ self._XT + self.onehot * (g_out * D).sum(-1, keepdim=True)
@@ -230,10 +211,6 @@ class AttentionProblem(Problem):
         j = int(torch.argmax(values))
         return j, float(self.exact(deltas[j : j + 1])[0])
 
-    def moved_samples(self, deltas: Tensor) -> Tensor:
-        """``MovedRow.moved_samples``."""
-        return self.row.moved_samples(deltas)
-
     def _informed(self) -> Tensor:
         """Directions (m, d), float64 on the CPU, suggested by the structure of attention.
 
@@ -252,10 +229,7 @@ class AttentionProblem(Problem):
         Wc = self.Wc.to(device="cpu", dtype=torch.float64)
         Wsym = Wc + Wc.T
         attract = (P * mask[:, None]).sum(0)
-        self_dir = xi.clone()
-        for _ in range(20):
-            g = Wsym @ (xi + self_dir)
-            self_dir = self.radius * g / torch.linalg.vector_norm(g).clamp_min(1e-300)
+        self_dir = self_score_direction(xi, Wsym, self.radius)
         # isolate: lower the moved token's scores on every other token (ReLU: to zero), so that its
         # own row attends to itself
         isolate = -(Wc @ (self.X.to(device="cpu", dtype=torch.float64) * mask[:, None]).sum(0))
@@ -298,22 +272,10 @@ class AttentionProblem(Problem):
         return D
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        """The informed directions (see ``_informed``) on the sphere, the reference's jittered start,
-        random mixtures of informed and random directions, and uniform points of the sphere."""
-        if self._informed_dirs is None:  # deterministic: computed once per problem, not per search
+        """``informed_starts`` from the informed directions (``_informed``, computed once per problem)."""
+        if self._informed_dirs is None:
             self._informed_dirs = self._informed()
-        informed = self._informed_dirs
-        jitter = 0.1 * torch.randn((1, self.d), generator=gen, dtype=torch.float64)
-        fixed = torch.cat([self.radius * informed, jitter])[:restarts]
-        rest = max(restarts - fixed.shape[0], 0)
-        mixed = rest // 2
-        G = torch.randn((mixed, self.d), generator=gen, dtype=torch.float64)
-        G = G / torch.linalg.vector_norm(G, dim=-1, keepdim=True)
-        coef = torch.rand((mixed, informed.shape[0]), generator=gen, dtype=torch.float64)
-        M = 1.5 * coef @ informed + G
-        M = M * (self.radius / torch.linalg.vector_norm(M, dim=-1, keepdim=True))
-        uniform = sphere(rest - mixed, self.d, self.radius, gen)
-        return torch.cat([fixed, M, uniform]).to(self.X.device)
+        return informed_starts(self._informed_dirs, self.radius, restarts, gen).to(self.X.device)
 
 
 def _prepare(norm: Normalisation) -> Callable[..., Callable[[int], AttentionProblem]]:

@@ -1,21 +1,16 @@
 """Deep random features at any depth within a memory budget: resident and streamed layers.
 
 A DRF of depth L has ``L`` weight matrices of size ``D x D`` (15 GB each in float32 at d = 768,
-n = 80). The first layer is reduced to the block that the moved token multiplies (as for RF,
-``wordsens.search.rf``); layers 2..L form the tail. As many tail layers as the memory budget
-allows stay resident; the others are streamed: on every pass (forward or backward) their column
-blocks ``(D, d)`` are regenerated from their own seeds, used at once for every restart of the
-batch, and dropped. Block ``(layer, j)`` always holds the same numbers on a device (it is drawn by
-``maps.drf_block``), so a streamed layer equals the resident one up to float32 summation order.
-The gradient is written out layer by layer (no autograd graph of the weights), and the final value
-is re-evaluated with the same blocks, accumulated in float64.
+n = 80). The first layer is reduced to the block that the moved token multiplies (as for RF); layers
+2..L form the tail. As many tail layers as the memory budget allows stay resident; the others are
+streamed: on every pass their column blocks ``(D, d)`` are regenerated from their own seeds
+(``maps.drf_block``: the same numbers every time), used at once for every restart, and dropped. The
+gradient is written out layer by layer, and the final value re-evaluated with the same blocks in float64.
 
-Reduced precision (working dtype ``torch.bfloat16``): the map stays the one of the float32 draws (the
-same numbers as a float32 search of the same seed); the search multiplies by bfloat16 copies of them
-(half the bytes per pass, tensor cores on a GPU) and propagates the *change* of every layer from its
-unperturbed pre-activation (computed once in float64), so rounding errors are relative to the change,
-not to the activations. The candidates are re-evaluated with the float32 weights in float64 (resident
-layers regenerated from their seeds, block by block): the estimate is a value of the float32 map.
+Reduced precision (working dtype ``torch.bfloat16``, ``ReducedDRFProblem``): the map stays the one of
+the float32 draws; the search multiplies by bfloat16 copies of them (half the bytes per pass, tensor
+cores on a GPU) and propagates the *change* of every layer from its unperturbed pre-activation, so
+rounding errors are relative to the change; the candidates are re-evaluated with the float32 weights.
 """
 
 from __future__ import annotations
@@ -28,8 +23,8 @@ import torch
 
 from .. import maps
 from ..compute.map_costs import drf_layout
-from .engine import Problem, SearchContext, chunked_rows64, matvec64
-from .first_layer import FirstLayer, blockwise_u, exact_u
+from .engine import Problem, SearchContext, chunked_rows64
+from .first_layer import FirstLayer, blockwise_u, exact_u, explicit_block
 
 Tensor = torch.Tensor
 
@@ -263,32 +258,21 @@ class ReducedDRFProblem(DRFProblem):
         )
 
 
-def drf_tail(
-    seed: int,
-    n: int,
-    d: int,
-    L: int,
-    *,
-    dtype: torch.dtype,
-    device: torch.device,
-    draw_on: str = "device",
-    budget: int | None = None,
-    restarts: int = 16,
-    sampler: str = "exact",
-    weights: Sequence[Tensor] | None = None,
-) -> DRFTail:
+def drf_tail(seed: int, n: int, d: int, L: int, ctx: SearchContext, weights: Sequence[Tensor] | None = None) -> DRFTail:
     """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
-    as ``wordsens.compute.map_costs.drf_layout`` fits into ``budget`` bytes (None: every layer resident).
+    as ``wordsens.compute.map_costs.drf_layout`` fits into the memory budget ``ctx.budget`` (None: every
+    layer resident).
 
-    ``dtype`` is the working dtype: under reduced precision (``REDUCED_DTYPES``) the resident layers
+    ``ctx.dtype`` is the working dtype: under reduced precision (``REDUCED_DTYPES``) the resident layers
     are bfloat16 copies of the float32 weights, which remain the map (``DRFTail.exact_layers``)."""
+    dtype, device, draw_on = ctx.dtype, ctx.device, ctx.draw_on
     wdtype = weight_dtype(dtype)
     common: dict[str, Any] = dict(seed=seed, n=n, d=d, dtype=wdtype, device=device, draw_on=draw_on, compute=dtype)
     if weights is not None:
         given: list[Tensor | int] = [V.to(device=device, dtype=wdtype) for V in weights[1:]]
         copies: list[Tensor | int] = [V.to(dtype) for V in given if isinstance(V, Tensor)]
         return DRFTail(given if dtype == wdtype else copies, exact_layers=given, **common)
-    layout = drf_layout(n, d, L, budget=budget, restarts=restarts, dtype=dtype, sampler=sampler)
+    layout = drf_layout(n, d, L, budget=ctx.budget, restarts=ctx.restarts, dtype=dtype, sampler=ctx.sampler)
     resident = range(2, 2 + layout.resident)
     layers: list[Tensor | int] = [
         maps.drf_layer(seed, layer, n, d, dtype=dtype, device=device, draw_on=draw_on) for layer in resident
@@ -303,31 +287,26 @@ def drf_problem(
     X64: Tensor,
     position: int,
     seed: int,
-    *,
-    sampler: str,
     weights: Sequence[Tensor] | None,
+    ctx: SearchContext,
     tail: DRFTail,
-    dtype: torch.dtype,
-    device: torch.device,
-    draw_on: str = "device",
     u_all: Tensor | None = None,
 ) -> DRFProblem:
     """The DRF problem at ``position``: the first layer reduced to its block (explicit ``weights``,
     the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions).
-    A reduced-precision ``dtype`` (``REDUCED_DTYPES``) gives a ``ReducedDRFProblem`` on float32 weights."""
+    A reduced-precision ``ctx.dtype`` (``REDUCED_DTYPES``) gives a ``ReducedDRFProblem`` on float32 weights."""
     n, d = X64.shape
-    wdtype = weight_dtype(dtype)
-    make = DRFProblem if wdtype == dtype else ReducedDRFProblem
+    wdtype = weight_dtype(ctx.dtype)
+    make = DRFProblem if wdtype == ctx.dtype else ReducedDRFProblem
     if weights is not None:
-        V1 = weights[0].to(device)
-        return make(V1[:, position * d : (position + 1) * d].to(wdtype), matvec64(V1, X64.reshape(-1).to(device)), tail)
-    B = maps.drf_block(seed, 1, position, n, d, dtype=wdtype, device=device, draw_on=draw_on)
-    if sampler == "exact":
+        return make(*explicit_block(weights[0], X64, position, wdtype, ctx.device), tail)
+    B = maps.drf_block(seed, 1, position, n, d, dtype=wdtype, device=ctx.device, draw_on=ctx.draw_on)
+    if ctx.sampler == "exact":
         u = exact_u(B, X64, position, seed, "drf-rest", 2)
     elif u_all is not None:
         u = u_all
     else:
-        raise ValueError(f"sampler {sampler!r} needs the blockwise first-layer pre-activation u_all")
+        raise ValueError(f"sampler {ctx.sampler!r} needs the blockwise first-layer pre-activation u_all")
     return make(B, u, tail)
 
 
@@ -343,32 +322,5 @@ def drf_prepare(
         return maps.drf_block(seed, 1, j, n, d, dtype=weight_dtype(ctx.dtype), device=ctx.device, draw_on=ctx.draw_on)
 
     u_all = blockwise_u(first_block, X64, n * d, ctx.device) if ctx.sampler == "blockwise" and weights is None else None
-    tail = drf_tail(
-        seed,
-        n,
-        d,
-        L,
-        dtype=ctx.dtype,
-        device=ctx.device,
-        draw_on=ctx.draw_on,
-        budget=ctx.budget,
-        restarts=ctx.restarts,
-        sampler=ctx.sampler,
-        weights=weights,
-    )
-
-    def problem(position: int) -> DRFProblem:
-        return drf_problem(
-            X64,
-            position,
-            seed,
-            sampler=ctx.sampler,
-            weights=weights,
-            tail=tail,
-            dtype=ctx.dtype,
-            device=ctx.device,
-            draw_on=ctx.draw_on,
-            u_all=u_all,
-        )
-
-    return problem
+    tail = drf_tail(seed, n, d, L, ctx, weights)
+    return lambda position: drf_problem(X64, position, seed, weights, ctx, tail, u_all)

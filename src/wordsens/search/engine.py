@@ -33,9 +33,11 @@ __all__ = [
     "authors_start",
     "chunked_rows64",
     "feasible",
+    "informed_starts",
     "matvec64",
     "project",
     "sphere",
+    "unit_rows",
 ]
 
 # Ascent settings (see ascend), chosen on synthetic RAF and ReLU-RAF instances against the
@@ -77,10 +79,6 @@ class SearchContext:
     budget: int | None = None
     restarts: int = 1
     options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def map_name(self) -> str:
-        return self.spec.name
 
 
 class Problem(abc.ABC):
@@ -168,6 +166,31 @@ def sphere(restarts: int, d: int, radius: float, gen: torch.Generator) -> Tensor
     """``restarts`` uniform points of the sphere of ``radius`` in R^d (float64, CPU)."""
     G = torch.randn((restarts, d), generator=gen, dtype=torch.float64)
     return G * (radius / torch.linalg.vector_norm(G, dim=-1, keepdim=True))
+
+
+def unit_rows(dirs: Tensor) -> Tensor:
+    """Non-zero rows of ``dirs`` scaled to norm 1 (float64, CPU)."""
+    dirs = dirs.to(device="cpu", dtype=torch.float64)
+    norms = torch.linalg.vector_norm(dirs, dim=-1, keepdim=True)
+    keep = norms[:, 0] > 1e-12 * norms.max().clamp_min(1e-300)
+    return (dirs / norms.clamp_min(1e-300))[keep]
+
+
+def informed_starts(informed: Tensor, radius: float, restarts: int, gen: torch.Generator) -> Tensor:
+    """Starts (float64, CPU) from unit directions ``informed`` (m, d) suggested by a map's structure: those
+    directions on the sphere, the reference's jittered start ``0.1 N(0, I)``, random mixtures of informed
+    and random directions, uniform sphere points."""
+    d = informed.shape[1]
+    jitter = 0.1 * torch.randn((1, d), generator=gen, dtype=torch.float64)
+    fixed = torch.cat([radius * informed, jitter])[:restarts]
+    rest = max(restarts - fixed.shape[0], 0)
+    mixed = rest // 2
+    G = torch.randn((mixed, d), generator=gen, dtype=torch.float64)
+    G = G / torch.linalg.vector_norm(G, dim=-1, keepdim=True)
+    coef = torch.rand((mixed, informed.shape[0]), generator=gen, dtype=torch.float64)
+    M = 1.5 * coef @ informed + G
+    M = M * (radius / torch.linalg.vector_norm(M, dim=-1, keepdim=True))
+    return torch.cat([fixed, M, sphere(rest - mixed, d, radius, gen)])
 
 
 def project(D: Tensor, radius: float) -> Tensor:

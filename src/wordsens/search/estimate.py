@@ -1,4 +1,5 @@
-"""Word-sensitivity estimates: the authors' search, a better one, and RF certificates.
+"""Word-sensitivity estimates (``estimate``, ``WSResult``): the authors' search, a better one, and RF
+certificates.
 
 The word sensitivity of a feature map ``phi`` at a sample ``X`` (n, d) is
 
@@ -8,20 +9,11 @@ where ``X^i(Delta)`` adds ``Delta`` to row ``i``. A search over ``Delta`` gives 
 (``lower``); for RF a certificate gives an upper bound (``upper``), since ReLU is 1-Lipschitz:
 ``S <= ||B||_op sqrt(d) / ||phi(X)||`` with ``B`` the block of ``V`` that multiplies row ``i``.
 
-Methods (``estimate(..., method=...)``):
-
-* ``"reference"``: the authors' algorithm (``wordsens.search.reference``), fixed: float64 dense
-  weights, start at ``x_i + 0.1 N(0, I)``, plain gradient steps on ``RMSE(phi(X') - phi(X))`` (step 100 for 300
-  steps for RF/DRF, step 10 for ``50 n`` steps for the attention maps), projection on the ball of
-  radius ``sqrt(d)`` around ``x_i``. Its ``lower`` is the best iterate.
-* ``"default"``: batched restarts from informed starts (RF/DRF: top right singular vectors of the
-  active first-layer block; attention: the direction that makes the token attract all attention,
-  its opposite, the reference's jittered start, random points of the sphere), projected
-  normalised-gradient ascent with a per-restart step that grows on success and halves on failure,
-  stopping on convergence. Work runs on cheap equivalent forms: RF and DRF draw only the
-  perturbed token's block (exact in law, see ``estimate``), attention maps update one row and one
-  column of the score matrix per step. The final ``lower`` is re-evaluated in float64 with the
-  plain map formula.
+``method="reference"`` runs the authors' algorithm (``wordsens.search.reference``); ``"default"``
+ascends batched restarts from informed starts (``wordsens.search.engine.ascend``) on each map's cheap
+equivalent form (``MapSpec.fast``: RF and DRF draw only the moved token's block, exact in law; the
+attention maps update one row and one column of the scores), its final ``lower`` re-evaluated in
+float64 with the plain map formula.
 """
 
 from __future__ import annotations
@@ -37,7 +29,7 @@ from .. import maps
 from ..compute.devices import check_fits, memory_budget, resolve_device
 from ..maps import registry
 from ..maps.api import spec_of
-from ..maps.spec import MapSpec
+from ..maps.spec import MapSpec, check_positive
 from ..seeds import derive_seed, generator
 from . import full_map, reference
 from .engine import Search, SearchContext, feasible
@@ -125,16 +117,13 @@ def estimate(
             float64 for attention).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         sampler: how RF/DRF weights are drawn when ``weights`` is None: ``"exact"`` (only the
-            perturbed token's block ``B`` and, independently, ``V_rest flat(X_rest)`` as its exact
-            law ``N(0, ||X_rest||^2 / D)`` per row; a fixed position only), ``"blockwise"`` (the
-            dense matrix's blocks one at a time: same numbers as ``"dense"``, never the whole
-            matrix), ``"dense"`` (the whole matrix); ``"auto"``: exact for one position,
+            perturbed token's block, the rest of the first layer's pre-activation from its exact law;
+            one position only), ``"blockwise"`` (the dense matrix's blocks one at a time: the numbers
+            of ``"dense"``, never the whole matrix), ``"dense"``; ``"auto"``: exact for one position,
             blockwise for ``"all"``, dense when ``weights`` are given.
         restarts, max_steps, tol, patience: the default search's batch of starts, step cap and
             convergence rule: stop when the best squared change gains less than ``tol`` relative in
-            ``patience`` steps (defaults per map in the registry: 5 restarts and 1e-4 in 5
-            iterations for RF, 1e-4 in 10 steps for DRF, 64 restarts of which the best 8 survive
-            and 1e-4 in 40 steps for attention, whose leader is then polished to 1e-12).
+            ``patience`` steps (defaults: the map's ``SearchSettings`` in the registry).
         max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
             many tail layers resident as fit and streams the others (``wordsens.search.drf``): its memory
             is this setting, not a consequence of n and L. Other maps are only checked against it.
@@ -142,10 +131,8 @@ def estimate(
             of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
             (CPU draws copied over: the same numbers as a CPU run). CPU runs always draw on the CPU.
         radius: the radius of the ball of moves ``||Delta|| <= radius`` (None: ``sqrt(d)``, the paper's);
-            the default method only (the authors' algorithm searches the ball of radius ``sqrt(d)``, and
-            their point is a candidate of the default search at that radius only). RF's ``upper`` is
-            the certificate at this radius. ``wordsens.search.swaps`` compares real words with the
-            ball of the radius the best word moves.
+            the default method only (the authors' algorithm, and their point as a candidate of the
+            default search, at ``sqrt(d)`` only). RF's ``upper`` is the certificate at this radius.
 
     Raises:
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
@@ -157,9 +144,7 @@ def estimate(
     tol = settings.tol if tol is None else tol
     if not (isinstance(tol, (int, float)) and tol >= 0):
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
-    for key, value in (("max_steps", max_steps), ("patience", patience)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    check_positive(max_steps=max_steps, patience=patience)
     if not seed == int(seed):
         raise ValueError(f"seed must be an int, got {seed!r}")
     seed = int(seed)
@@ -230,12 +215,9 @@ def search_context(
     draw_on: str = "device",
 ) -> tuple[MapSpec, SearchContext]:
     """The map's spec (from its name, or the spec itself) and the ``SearchContext`` of a search at ``X``
-    (n, d), after the
-    checks of ``estimate`` (its arguments, same meaning): the sample, the method, ``restarts``, the
-    position, the map's options (and what explicit ``weights`` imply), the device, the working dtype
-    (the map's default unless given), the sampler, ``draw_on``, and the memory of the search
-    (``restarts`` candidates at once) against the device's. ``MapSpec.fast``'s ``prepare`` takes the
-    context; ``wordsens.search.swaps`` scores the vocabulary with the same problems."""
+    (n, d) that ``MapSpec.fast``'s ``prepare`` takes (``estimate``; ``wordsens.search.swaps``), after
+    ``estimate``'s checks of its arguments (same meaning), the memory of the search (``restarts``
+    candidates at once) against the device's included."""
     spec = spec_of(map_)
     n, d = maps.check_sample(X)
     if X.ndim != 2:
@@ -244,8 +226,7 @@ def search_context(
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     settings = spec.settings
     restarts = settings.restarts if restarts is None else restarts
-    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
-        raise ValueError(f"restarts must be a positive integer, got {restarts!r}")
+    check_positive(restarts=restarts)
     if not (position == "all" or (isinstance(position, int) and not isinstance(position, bool) and 0 <= position < n)):
         raise ValueError(f"position must be a token index in [0, {n - 1}] or 'all', got {position!r}")
     values = spec.option_values(options)

@@ -6,8 +6,6 @@ a search only needs ``B`` and the pre-activation ``u = V flat(X)`` (``FirstLayer
 sampler only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn from its exact
 law ``N(0, gain ||X_rest||^2 / D)`` per row (``exact_u``): the same law as the dense model without the
 k x D matrix; the blockwise sampler accumulates ``u`` from the dense matrix's blocks (``blockwise_u``).
-RF's search is ``wordsens.search.rf``, DRF's ``wordsens.search.drf``, the generalisation functionals'
-``wordsens.generalisation.functionals``.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from .engine import chunked_rows64, matvec64, sphere
 
 Tensor = torch.Tensor
 
-__all__ = ["FirstLayer", "blockwise_u", "exact_u", "image", "rest_gaussian"]
+__all__ = ["FirstLayer", "blockwise_u", "exact_u", "explicit_block", "image", "rest_gaussian"]
 
 
 class FirstLayer:
@@ -118,6 +116,16 @@ def blockwise_u(block: Callable[[int], Tensor], X64: Tensor, rows: int, device: 
         u += matvec64(B, X64[j].to(device))
         del B
     return u
+
+
+def explicit_block(
+    V: Tensor, X64: Tensor, position: int, dtype: torch.dtype, device: torch.device
+) -> tuple[Tensor, Tensor]:
+    """From explicit first-layer weights ``V`` (rows, n*d): the block that token ``position`` multiplies,
+    in ``dtype``, and the float64 pre-activation ``u = V flat(X)``, both on ``device``."""
+    V = V.to(device)
+    d = X64.shape[1]
+    return V[:, position * d : (position + 1) * d].to(dtype), matvec64(V, X64.reshape(-1).to(device))
 
 
 def image(B: Tensor, M: Tensor) -> Tensor:

@@ -1,45 +1,41 @@
-"""Fast word-sensitivity searches for multi-head attention (``mh_raf``, and ``trained_attention``: a
-checkpoint's attention with the biases of its queries, keys and values, or one head without output
-projection) and the transformer block.
+"""Fast word-sensitivity searches for multi-head attention (``mh_raf``; ``trained_attention``, with the
+biases of its queries, keys and values, or one head without output projection) and the post-LayerNorm
+layers (``block``; ``trained_layer``'s formula: ``LayerProblem``).
 
 Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
-head's values: the attention output of a query row ``j != i`` changes by a closed form in a few
-inner products per head, so a step of ``mh_raf``'s search costs ``O(n d h + d^2)`` per restart
-(``h`` heads) instead of a multi-head pass (``wordsens.search.variants`` holds the single-head maps
-and the shared search).
-
-``block`` has no such form for its norm: its feed-forward layer acts on every row that attention
-changes, i.e. on all of them. Its search takes the attention output of every row from the closed
-form of ``mh_raf`` (``O(n d h)`` per restart instead of a multi-head pass) and runs the residual,
-LayerNorm and feed-forward layers in full. ``tests/unit/search/test_variant_searches.py`` checks every value against
-the plain map and every gradient against autograd on the plain map.
+head's values: the attention output of a query row ``j != i`` changes by a closed form in a few inner
+products per head, ``O(n d h + d^2)`` per restart (``h`` heads) instead of a multi-head pass. A layer's
+feed-forward sublayer and LayerNorms act on every row that attention changes, i.e. on all of them: they
+run in full on the closed form's attention output. ``tests/unit/search/test_variant_searches.py`` checks
+every value against the plain map and every gradient against autograd on the plain map.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from ..compute.map_costs import BLOCK_SCREEN_STEPS
 from ..compute.swap_costs import SCREEN_PROBES
 from ..maps.spec import MapSpec
 from ..maps.variants import layer_norm
-from .engine import ascend
-from .variants import MovedTokenProblem, fast_prepare, unit_rows
+from .engine import ascend, unit_rows
+from .variants import MovedTokenProblem, Weights, fast_prepare
 
 Tensor = torch.Tensor
 
 __all__ = [
     "BlockProblem",
+    "LayerProblem",
     "MultiHeadProblem",
     "PostLNProblem",
-    "TrainedAttentionProblem",
-    "attention_directions",
     "block_prepare",
+    "layer_prepare",
     "mh_raf_prepare",
     "trained_attention_prepare",
 ]
@@ -54,18 +50,10 @@ class _HeadsProblem(MovedTokenProblem):
     sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' = x' Wv_h``), so its change is
     ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is recomputed."""
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         Wq, Wk, Wv = (weights[key] for key in ("Wq", "Wk", "Wv"))
         h, d, dh = Wq.shape
-        super().__init__(spec, X, X64, W64, position, heads=h)
+        super().__init__(spec, X, weights, position, X64, W64)
         n, i = self.n, position
         self.h, self.dh = h, dh
         # without an output projection (one head of a trained layer) the heads are the output: Wo = I
@@ -120,8 +108,20 @@ class _HeadsProblem(MovedTokenProblem):
         return Z.transpose(0, 1).reshape(Z.shape[1], self.h * self.dh)
 
     def informed(self) -> Tensor:
-        """See ``attention_directions``."""
-        return attention_directions(self.X, {"Wk": self.Wk, "Wv": self.Wv, "Wo": self.Wo}, self.i, Qh=self.Qh)
+        """Informed unit directions (float64, CPU): ``+-x_i``; ``+-`` attract (raise the moved token's key
+        score in every row of every head), and attract per head; ``+-`` the direction that moves the
+        token's value most after ``Wo`` (the top left singular vector of ``Wv Wo``, by power iteration)."""
+        cpu: dict[str, Any] = {"device": "cpu", "dtype": torch.float64}
+        d = self.d
+        xi, Wk, Wv, mask = self.xi.to(**cpu), self.Wk.to(**cpu), self.Wv.to(**cpu), self.mask.to(**cpu)
+        per_head = (Wk @ (self.Qh.to(**cpu) * mask[None, :, None]).sum(1)[:, :, None])[..., 0]  # (h, d)
+        attract = per_head.sum(0)
+        U = Wv.permute(1, 0, 2).reshape(d, Wv.shape[0] * Wv.shape[2]) @ self.Wo.to(**cpu)
+        value = torch.ones(d, dtype=torch.float64)
+        for _ in range(30):
+            value = U @ (U.T @ value)
+            value = value / torch.linalg.vector_norm(value).clamp_min(1e-300)
+        return unit_rows(torch.cat([torch.stack([attract, -attract, xi, -xi, value, -value]), per_head]))
 
 
 class MultiHeadProblem(_HeadsProblem):
@@ -139,15 +139,7 @@ class MultiHeadProblem(_HeadsProblem):
     (``O(n d + d^2)``).
     """
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
         n, h, dh, M = self.n, self.h, self.dh, self.M
         a = self.concat(self.A)
@@ -181,29 +173,16 @@ class MultiHeadProblem(_HeadsProblem):
 
 
 class PostLNProblem(_HeadsProblem):
-    """A post-LayerNorm encoder layer with row ``i`` moved (``block``; ``trained_layer`` and the
-    random layers built from it, ``wordsens.search.layers``): the attention output of every row from
-    ``_HeadsProblem``'s closed form (row ``j != i`` changes by ``A_j Wo + sum_h w_hj (v_h' Wo_h -
-    M_hj Wo_h)``, ``O(n d h)`` per restart instead of a multi-head pass; ``bo`` cancels), then
-    ``Y = ln1(X + attention)`` (``sublayer``) and the feed-forward layer and second LayerNorm on every
-    row (``second``): they act on all the rows that attention changes. Subclasses give ``ln1`` and
-    ``second`` (abstract: the class itself cannot be built).
-
-    Its search screens many starts (``search``): the layer has many local maxima, and the value a
-    restart has after a few steps says little about the one it ends at. Its vocabulary screen
+    """A post-LayerNorm encoder layer with row ``i`` moved (``block``; ``LayerProblem``): the
+    attention output of every row from ``_HeadsProblem``'s closed form (row ``j != i`` changes by ``A_j Wo
+    + sum_h w_hj (v_h' Wo_h - M_hj Wo_h)``; ``bo`` cancels), then ``Y = ln1(X + attention)``
+    (``sublayer``) and the feed-forward sublayer with its LayerNorm on every row (``second``), both
+    given by the subclasses. Its search screens many starts (``search``); its vocabulary screen
     (``screener``) is exact up to ``Y`` and approximates only the second sublayer."""
 
     base: Tensor  # the layer's output on the sample, in the working dtype (set by the subclass)
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
         # the float64 twin of the polish runs the feed-forward layer in float64 on every row: a short polish
         self.polish_steps = 30
@@ -247,11 +226,9 @@ class PostLNProblem(_HeadsProblem):
         through ``second`` exactly (``O(d d_ff)``), every other row ``j`` by its change ``||dY_j||^2``
         times ``second``'s mean gain there, ``||J_j||_F^2 / d`` (``J_j``: its Jacobian at the unmoved
         row, estimated once with ``SCREEN_PROBES`` Rademacher probes drawn with ``seed``). The moved
-        row, whose change saturates in both LayerNorms, is the one the first-order score misranks;
-        the other rows change little and nearly linearly. On the cases of
-        ``benchmarks/bench_swaps.py --recall`` (``block`` at d = 16 and 128, the tiny ``trained_layer``),
-        its top 256 held the exhaustive best word in every case, the first-order score's in far fewer
-        (docs/benchmarks.md, "Where the constants come from")."""
+        row, whose change saturates in both LayerNorms, is the one the first-order score misranks; the
+        others change little and nearly linearly (recall: docs/benchmarks.md, "Where the constants come
+        from")."""
         i, d = self.i, self.d
         with torch.no_grad():
             Y0 = self.sublayer(torch.zeros((1, d), dtype=self.X.dtype, device=self.X.device))[0]
@@ -280,10 +257,9 @@ class PostLNProblem(_HeadsProblem):
         self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
     ) -> tuple[Tensor, int]:
         """Every start ascends ``BLOCK_SCREEN_STEPS`` steps side by side (``ascend`` without halving),
-        then the best ``keep`` ascend on to convergence. Against a 256-start ascent, ``ascend``'s halving
-        every 10 steps drops the restart that ends best (with 4 restarts halved to 2, or 48 cut to 8 after
-        10 steps, estimates end well below it); cut to 4 after 20 steps, they end where all 48 run to
-        convergence end (docs/benchmarks.md, "Where the constants come from")."""
+        then the best ``keep`` ascend on to convergence: the layer has many local maxima, and ``ascend``'s
+        halving every 10 steps drops the restart that ends best (docs/benchmarks.md, "Where the constants
+        come from")."""
         first = min(BLOCK_SCREEN_STEPS, max_steps)
         D, taken = ascend(
             self, starts, max_steps=first, tol=tol, patience=patience, keep=starts.shape[0], momentum=momentum
@@ -301,15 +277,7 @@ class BlockProblem(PostLNProblem):
     """``block`` with row ``i`` moved (``PostLNProblem``): LayerNorms without affine parameters, a
     ReLU feed-forward layer without biases."""
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
         self.W1, self.W2 = weights["W1"], weights["W2"]
         self.base = self.forward(X, weights)  # the block's own forward, in the working dtype
@@ -321,37 +289,31 @@ class BlockProblem(PostLNProblem):
         return layer_norm(Y + torch.relu(Y @ self.W1) @ self.W2)
 
 
-def attention_directions(
-    X: Tensor, weights: Mapping[str, Tensor], position: int, *, Qh: Tensor | None = None
-) -> Tensor:
-    """Informed unit directions (float64, CPU) of multi-head attention at ``position``: ``+-x_i``;
-    ``+-`` attract (raise the moved token's key score in every row of every head), and attract per
-    head; ``+-`` the direction that moves the token's value most after ``Wo`` (the top left singular
-    vector of ``Wv Wo``, by power iteration)."""
-    cpu: dict[str, Any] = {"device": "cpu", "dtype": torch.float64}
-    n, d = X.shape
-    X = X.to(**cpu)
-    xi = X[position]
-    Wk = weights["Wk"].to(**cpu)
-    Qh = (X @ weights["Wq"].to(**cpu)) if Qh is None else Qh.to(**cpu)
-    mask = torch.ones(n, dtype=torch.float64)
-    mask[position] = 0.0
-    per_head = (Wk @ (Qh * mask[None, :, None]).sum(1)[:, :, None])[..., 0]  # (h, d)
-    attract = per_head.sum(0)
-    Wv = weights["Wv"].to(**cpu)
-    U = Wv.permute(1, 0, 2).reshape(d, Wv.shape[0] * Wv.shape[2]) @ weights["Wo"].to(**cpu)
-    value = torch.ones(d, dtype=torch.float64)
-    for _ in range(30):
-        value = U @ (U.T @ value)
-        value = value / torch.linalg.vector_norm(value).clamp_min(1e-300)
-    return unit_rows(torch.cat([torch.stack([attract, -attract, xi, -xi, value, -value]), per_head]))
+class LayerProblem(PostLNProblem):
+    """``trained_layer``'s formula with row ``i`` moved: the checkpoint's own layer (``trained_layer``) and
+    the random layers built from it (``matched_layer``, ``ln_block``). ``PostLNProblem`` with the biases of
+    the queries, keys, values and ``bo``, ``Y = LN1(X + attention)`` and ``LN2(Y + GELU(Y W1 + b1) W2 +
+    b2)``, the LayerNorms with their gamma, beta and eps; ``tests/unit/studies/test_trained_conventions.py``
+    checks values and gradients against the plain map."""
 
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
+        super().__init__(spec, X, weights, position, X64, W64)
+        self.W1, self.b1, self.W2, self.b2 = (weights[key] for key in ("W1", "b1", "W2", "b2"))
+        self._ln1 = (weights["ln1_w"], weights["ln1_b"])
+        self._ln2 = (weights["ln2_w"], weights["ln2_b"])
+        self.eps = float(weights["eps"])
+        with torch.no_grad():
+            self.base = self.forward(X, weights)
 
-class TrainedAttentionProblem(MultiHeadProblem):
-    """``trained_attention`` with row ``i`` moved: ``MultiHeadProblem`` with the biases of the
-    queries, keys and values (``bo`` cancels in every change), or one head without ``Wo``."""
+    def ln1(self, Z: Tensor) -> Tensor:
+        return F.layer_norm(Z, (self.d,), *self._ln1, self.eps)
+
+    def second(self, Y: Tensor) -> Tensor:
+        Z = Y + F.gelu(Y @ self.W1 + self.b1) @ self.W2 + self.b2
+        return F.layer_norm(Z, (self.d,), *self._ln2, self.eps)
 
 
 mh_raf_prepare = fast_prepare(MultiHeadProblem)
-trained_attention_prepare = fast_prepare(TrainedAttentionProblem)
+trained_attention_prepare = fast_prepare(MultiHeadProblem)  # with biases (bo cancels), or one head without Wo
 block_prepare = fast_prepare(BlockProblem)
+layer_prepare = fast_prepare(LayerProblem)

@@ -13,21 +13,12 @@ from collections.abc import Callable
 import torch
 
 from .. import maps
-from .engine import Problem, SearchContext, ascend, matvec64, project, sphere
-from .first_layer import FirstLayer, blockwise_u, exact_u, image
+from .engine import Problem, SearchContext, ascend, project, sphere
+from .first_layer import FirstLayer, blockwise_u, exact_u, explicit_block, image
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "RFProblem",
-    "SubspaceRF",
-    "image_and_gradient",
-    "orthonormal_images",
-    "rf_blockwise_u",
-    "rf_prepare",
-    "rf_problem",
-    "rf_upper",
-]
+__all__ = ["RFProblem", "SubspaceRF", "image_and_gradient", "orthonormal_images", "rf_prepare", "rf_upper"]
 
 
 class SubspaceRF(Problem):
@@ -276,76 +267,29 @@ def orthonormal_images(
 # --------------------------------------------------------------------------- building problems
 
 
-def rf_problem(
-    X64: Tensor,
-    position: int,
-    seed: int,
-    *,
-    sampler: str,
-    weights: Tensor | None,
-    k: int,
-    dtype: torch.dtype,
-    device: torch.device,
-    draw_on: str = "device",
-    u_all: Tensor | None = None,
-) -> RFProblem:
-    """The RF problem at ``position``: the block ``B`` of ``V`` that the moved token multiplies and
-    ``u = V flat(X)``, from explicit ``weights``, the exact sampler, or the blockwise ``u_all``."""
-    n, d = X64.shape
-    cols = slice(position * d, (position + 1) * d)
-    if weights is not None:
-        V = weights.to(device)
-        return RFProblem(V[:, cols].to(dtype), matvec64(V, X64.reshape(-1).to(device)))
-    B = maps.rf_block(seed, position, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
-    if sampler == "exact":
-        u = exact_u(B, X64, position, seed, "rf-rest", 1)
-    else:
-        u = u_all if u_all is not None else rf_blockwise_u(X64, seed, k, dtype, device, draw_on)
-    return RFProblem(B, u)
-
-
-def rf_blockwise_u(
-    X64: Tensor, seed: int, k: int, dtype: torch.dtype, device: torch.device, draw_on: str = "device"
-) -> Tensor:
-    """RF's ``V flat(X)`` from its blocks (``blockwise_u``)."""
-    n, d = X64.shape
-
-    def block(j: int) -> Tensor:
-        return maps.rf_block(seed, j, n, d, k, dtype=dtype, device=device, draw_on=draw_on)
-
-    return blockwise_u(block, X64, k, device)
-
-
 def rf_upper(X64: Tensor, V: Tensor, position: int) -> float:
     """The RF certificate at ``position`` from dense weights ``V`` (k, n d): ``||B||_op sqrt(d) / ||phi(X)||``
     with ``B`` the block of ``V`` that the moved token multiplies (``RFProblem.upper``)."""
-    d = X64.shape[1]
-    return RFProblem(V[:, position * d : (position + 1) * d], matvec64(V, X64.reshape(-1))).upper()
+    return RFProblem(*explicit_block(V, X64, position, V.dtype, V.device)).upper()
 
 
 def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext) -> Callable[[int], RFProblem]:
-    """The registry's fast path for RF: per position, ``rf_problem`` (the blockwise ``u`` is
-    accumulated once for every position)."""
+    """The registry's fast path for RF: per position, the block ``B`` of ``V`` that the moved token
+    multiplies and ``u = V flat(X)``, from explicit ``weights``, or ``B`` drawn alone and ``u`` from the
+    exact sampler (``exact_u``) or accumulated once from every block (``blockwise_u``: ``"blockwise"``
+    and ``"dense"`` give the same numbers)."""
     n, d = X64.shape
+    if weights is not None:
+        return lambda position: RFProblem(*explicit_block(weights, X64, position, ctx.dtype, ctx.device))
     k = ctx.options.get("k") or n * d
-    u_all = (
-        rf_blockwise_u(X64, seed, k, ctx.dtype, ctx.device, ctx.draw_on)
-        if ctx.sampler == "blockwise" and weights is None
-        else None
-    )
+
+    def block(j: int) -> Tensor:  # token j's block of V
+        return maps.rf_block(seed, j, n, d, k, dtype=ctx.dtype, device=ctx.device, draw_on=ctx.draw_on)
+
+    u_all = None if ctx.sampler == "exact" else blockwise_u(block, X64, k, ctx.device)
 
     def problem(position: int) -> RFProblem:
-        return rf_problem(
-            X64,
-            position,
-            seed,
-            sampler=ctx.sampler,
-            weights=weights,
-            k=k,
-            dtype=ctx.dtype,
-            device=ctx.device,
-            draw_on=ctx.draw_on,
-            u_all=u_all,
-        )
+        B = block(position)
+        return RFProblem(B, exact_u(B, X64, position, seed, "rf-rest", 1) if u_all is None else u_all)
 
     return problem

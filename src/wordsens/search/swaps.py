@@ -1,40 +1,33 @@
 """Real words: the most damaging one-word substitution from a vocabulary, beside the continuous search.
 
 Putting vocabulary token ``w`` at position ``i`` replaces row ``i`` of the sample by ``x_i(w)``
-(``wordsens.data.vocabulary``) and leaves the other rows as they are: it is the move
-``Delta = x_i(w) - x_i`` of the word-sensitivity problem at position ``i``. So the discrete word
-sensitivity
+(``wordsens.data.vocabulary``): the move ``Delta = x_i(w) - x_i`` of the word-sensitivity problem at
+position ``i``. The discrete word sensitivity
 
     S_words(X, i) = max_w ||phi(X with row i <- x_i(w)) - phi(X)|| / ||phi(X)||
 
-is a finite maximum over the vocabulary, evaluated by the very ``Problem`` the continuous search
-maximises (``wordsens.search.engine``; ``MapSpec.fast`` builds it): ``sqrt(problem.value(D)) /
-phi_norm`` for a chunk of moves ``D`` at once (``scan``), the best ones re-evaluated with the plain
-map in float64 (``Problem.exact``).
+is then a finite maximum, evaluated by the very ``Problem`` the continuous search maximises
+(``MapSpec.fast``): ``sqrt(problem.value(D)) / phi_norm`` for a chunk of moves at once (``scan``), the
+best ones re-evaluated with the plain map in float64 (``Problem.exact``).
 
-Where a move changes one row of the map's input and the map's structure makes a move cheap (the
-attention maps: one row and one column of the scores, ``O(d^2 + n d)`` per word; RF: one product
-with the moved token's block ``B``), every word is scored: the scan is *exhaustive*. Where it does not
-(DRF's layers after the first, ``block``, ``trained_layer`` and other full-map problems: every row
-changes after the first layer), the vocabulary is *screened*: every word gets a cheap score
-(``screen_scores``), then the top ``screen`` words are scored exactly. The score is the problem's own
-``screener`` where it has one (``block``, ``trained_layer`` and the layers built from it: exact up to
-their first LayerNorm, the second sublayer by its per-row gain, ``wordsens.search.heads.PostLNProblem``),
-else a first-order score ``D^T G D`` with ``G = J^T J`` (half the Hessian of the problem's value at
-``Delta = 0``, where its gradient vanishes: DRF); the distribution over the vocabulary then comes from a
-seeded sample of words. ``wordsens.compute.swap_costs.exhaustive`` decides which (from the map's cost
-model, as the planner does).
+Where a move is cheap (the attention maps: ``O(d^2 + n d)`` per word; RF: one product with the moved
+token's block) every word is scored: the scan is *exhaustive*. Elsewhere (DRF's layers after the first,
+``block``, ``trained_layer``, full-map problems: every row changes) the vocabulary is *screened*: every
+word gets a cheap score (``screen_scores``: the problem's own ``screener``, else the first-order score
+``D^T G D`` with ``G = J^T J``), the top ``screen`` words are scored exactly, and the distribution over
+the vocabulary comes from a seeded sample of words. ``wordsens.compute.swap_costs.exhaustive`` decides
+which, from the map's cost model.
 
-``substitution`` runs both sides at one position: the scan, and the continuous search
-(``wordsens.search.estimate``) on the same weights at the radius the best word moves,
-``r = ||x_i(w*) - x_i||``. The continuous supremum at that radius bounds every word that moves as
-far, so a best word above it is a search miss.
+``substitution`` runs both sides at one position: the scan, and the continuous search on the same weights
+at the radius the best word moves, ``r = ||x_i(w*) - x_i||``, whose supremum bounds every word that moves
+as far: a best word above it is a search miss.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -125,19 +118,10 @@ def screen_scores(problem: Problem, moves: Tensor, chunk: int, *, seed: int = 0)
     moves at a time in its dtype and device, else the first-order score ``D^T G D``
     (``first_order_gram``)."""
     screener = problem.screener(seed)
-    out = torch.empty(moves.shape[0], dtype=torch.float64)
     if screener is None:
         G = first_order_gram(problem)
-        for start in range(0, moves.shape[0], 4096):
-            part = moves[start : start + 4096]
-            out[start : start + part.shape[0]] = ((part @ G) * part).sum(-1)
-        return out
-    dtype, device = working(problem)
-    with torch.no_grad():
-        for start in range(0, moves.shape[0], chunk):
-            part = moves[start : start + chunk].to(device=device, dtype=dtype)
-            out[start : start + part.shape[0]] = screener(part).to(device="cpu", dtype=torch.float64)
-    return out
+        return _chunked(lambda part: ((part @ G) * part).sum(-1), moves, 4096, torch.float64, torch.device("cpu"))
+    return _chunked(screener, moves, chunk, *working(problem))
 
 
 def working(problem: Problem) -> tuple[torch.dtype, torch.device]:
@@ -157,27 +141,21 @@ def _relative(values: Tensor, phi_norm: float) -> Tensor:
     return values.clamp_min(0).sqrt().to(device="cpu", dtype=torch.float64) / (phi_norm if phi_norm > 0 else 1.0)
 
 
-def move_values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
-    """``problem.value`` (the squared change) of every move (rows of ``moves``, float64 CPU), ``chunk`` at a
-    time in the problem's dtype and device (``working``); float64 on the CPU."""
-    dtype, device = working(problem)
+def _chunked(fn: Callable[[Tensor], Tensor], moves: Tensor, chunk: int, dtype: torch.dtype, device: Any) -> Tensor:
+    """``fn`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in ``dtype`` on
+    ``device``, without autograd; float64 on the CPU."""
     out = torch.empty(moves.shape[0], dtype=torch.float64)
     with torch.no_grad():
         for start in range(0, moves.shape[0], chunk):
             part = moves[start : start + chunk].to(device=device, dtype=dtype)
-            out[start : start + part.shape[0]] = problem.value(part).to(device="cpu", dtype=torch.float64)
+            out[start : start + part.shape[0]] = fn(part).to(device="cpu", dtype=torch.float64)
     return out
 
 
-def _exact(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
-    """``problem.exact`` (change norms, float64 with the plain map) of every move, ``chunk`` at a time."""
-    _, device = working(problem)
-    out = torch.empty(moves.shape[0], dtype=torch.float64)
-    with torch.no_grad():
-        for start in range(0, moves.shape[0], chunk):
-            part = moves[start : start + chunk].to(device=device, dtype=torch.float64)
-            out[start : start + part.shape[0]] = problem.exact(part).to(device="cpu", dtype=torch.float64)
-    return out
+def move_values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
+    """``problem.value`` (the squared change) of every move (rows of ``moves``, float64 CPU), ``chunk`` at a
+    time in the problem's dtype and device (``working``); float64 on the CPU."""
+    return _chunked(problem.value, moves, chunk, *working(problem))
 
 
 def scan(
@@ -232,7 +210,8 @@ def scan(
             eligible = eligible[torch.randperm(eligible.numel(), generator=gen)[:sample]]
         stats = _relative(move_values(problem, moves[eligible], chunk), phi_norm)
         stats_words = int(stats.numel())
-    exact = _exact(problem, moves[pool], chunk) / (phi_norm if phi_norm > 0 else 1.0)
+    exact = _chunked(problem.exact, moves[pool], chunk, torch.float64, working(problem)[1])
+    exact = exact / (phi_norm if phi_norm > 0 else 1.0)
     order = torch.argsort(exact, descending=True)[:top_k]
     top = [int(pool[j]) for j in order]
     best_radius = float(torch.linalg.vector_norm(moves[top[0]]))
@@ -273,9 +252,15 @@ def prepare_problem(
     ``swap_costs.chunk_size``), its memory checked against the device's (``swap_costs.scan_memory``);
     and the context's facts (``device``, ``dtype``, ``options``)."""
     spec, ctx = search_context(
-        map_name, X, position=position, weights=weights, options=options, dtype=dtype, device=device,
+        map_name,
+        X,
+        position=position,
+        weights=weights,
+        options=options,
+        dtype=dtype,
+        device=device,
         max_memory_gb=max_memory_gb,
-    )  # fmt: skip
+    )
     n, d = X.shape
     if not (isinstance(chunk_mb, (int, float)) and chunk_mb > 0):
         raise ValueError(f"chunk_mb must be a positive number of MB, got {chunk_mb!r}")
@@ -322,12 +307,6 @@ class SwapResult:
         out = asdict(self)
         out["scan"].pop("scores")
         return out
-
-
-def _check_one_map(scan_norm: float, search_norm: float | None) -> None:
-    """The scan and the continuous search must see one map (same seed, weights and options)."""
-    if search_norm is not None and not math.isclose(search_norm, scan_norm, rel_tol=1e-4):
-        raise RuntimeError(f"the scan's ||phi(X)|| = {scan_norm:.8g} differs from the search's {search_norm:.8g}")
 
 
 def substitution(
@@ -378,25 +357,19 @@ def substitution(
     )
     if exhaustive is None:
         exhaustive = swap_costs.exhaustive(spec, n, d, facts["options"], vocab=candidates.shape[0])
-    found = scan(
-        problem,
-        candidates,
-        X[position],
-        top_k=top_k,
-        chunk=chunk,
-        exhaustive=exhaustive,
-        screen=screen,
-        sample=sample,
-        exclude=exclude,
-        seed=seed,
-    )
+    scanning = dict(top_k=top_k, exhaustive=exhaustive, screen=screen, sample=sample, exclude=exclude, seed=seed)
+    found = scan(problem, candidates, X[position], chunk=chunk, **scanning)  # type: ignore[arg-type]
     del problem
     common: dict[str, Any] = dict(
         seed=seed, position=position, weights=weights, options=options, device=device, max_steps=max_steps
     )
     continuous = estimate(map_name, X, radius=found.best_radius, **common) if found.best_radius > 0 else None
     at_sqrt_d = estimate(map_name, X, **common).lower if sqrt_d else None
-    _check_one_map(found.phi_norm, continuous.phi_norm if continuous is not None else None)
+    # the scan and the continuous search must see one map (same seed, weights and options)
+    if continuous is not None and not math.isclose(continuous.phi_norm, found.phi_norm, rel_tol=1e-4):
+        raise RuntimeError(
+            f"the scan's ||phi(X)|| = {found.phi_norm:.8g} differs from the search's {continuous.phi_norm:.8g}"
+        )
     return SwapResult(
         map=map_name,
         n=n,

@@ -1,14 +1,12 @@
-"""Fast word-sensitivity searches for the attention variants (``wordsens.maps.variants``).
+"""Fast word-sensitivity searches for the attention variants (``wordsens.maps.variants``): what their
+problems share (``MovedTokenProblem``, ``fast_prepare``) and the single-head maps (the multi-head ones
+are in ``wordsens.search.heads``).
 
-Moving token ``i`` to ``x' = x_i + Delta`` changes one row and one column of each score matrix (and
-row ``i`` of the values): the output of a query row ``j != i`` changes by a closed form in a few
-inner products of ``x'`` with per-row quantities computed once per position, and row ``i`` is
-recomputed. A search step then costs ``O(n d + d^2)`` per restart for ``sigmoid_raf`` and
-``linear_raf``, and ``O(n d h + d^2)`` for ``mh_raf`` (``h`` heads), instead of a full forward pass;
-gradients come from autograd on these formulas. ``tests/unit/search/test_variant_searches.py`` checks every value
-against the plain map and every gradient against autograd on the plain map.
-
-The multi-head problems (``mh_raf`` and ``block``) are in ``wordsens.search.heads``.
+Moving token ``i`` to ``x' = x_i + Delta`` changes one row and one column of the score matrix: the
+output of a query row ``j != i`` changes by a closed form in a few inner products of ``x'`` with
+per-row quantities computed once per position, and row ``i`` is recomputed: ``O(n d + d^2)`` per
+restart instead of a full forward pass, gradients from autograd on these formulas.
+``tests/unit/search/test_variant_searches.py`` checks every value against the plain map.
 """
 
 from __future__ import annotations
@@ -23,10 +21,12 @@ from .. import maps
 from ..maps import registry
 from ..maps.spec import MapSpec
 from ..maps.variants import elu1
-from .engine import Problem, SearchContext, ascend, sphere
+from .attention import self_score_direction
+from .engine import Problem, SearchContext, ascend, informed_starts, unit_rows
 from .full_map import cast_weights
 
 Tensor = torch.Tensor
+Weights = Mapping[str, Tensor]
 
 __all__ = [
     "LinearProblem",
@@ -34,39 +34,13 @@ __all__ = [
     "OnSphere",
     "SigmoidProblem",
     "fast_prepare",
-    "informed_starts",
     "linear_raf_prepare",
     "search_weights",
     "sigmoid_raf_prepare",
-    "unit_rows",
 ]
 
 _EXACT_BYTES = 2**28  # float64 working memory of one chunk of exact evaluations
 _POLISH_PATIENCE = 40  # the polish of MovedTokenProblem
-
-
-def unit_rows(dirs: Tensor) -> Tensor:
-    """Non-zero rows of ``dirs`` scaled to norm 1 (float64, CPU)."""
-    dirs = dirs.to(device="cpu", dtype=torch.float64)
-    norms = torch.linalg.vector_norm(dirs, dim=-1, keepdim=True)
-    keep = norms[:, 0] > 1e-12 * norms.max().clamp_min(1e-300)
-    return (dirs / norms.clamp_min(1e-300))[keep]
-
-
-def informed_starts(informed: Tensor, radius: float, restarts: int, gen: torch.Generator) -> Tensor:
-    """Starts (float64, CPU): the informed unit directions on the sphere, the reference's jittered
-    start ``0.1 N(0, I)``, random mixtures of informed and random directions, uniform sphere points."""
-    d = informed.shape[1]
-    jitter = 0.1 * torch.randn((1, d), generator=gen, dtype=torch.float64)
-    fixed = torch.cat([radius * informed, jitter])[:restarts]
-    rest = max(restarts - fixed.shape[0], 0)
-    mixed = rest // 2
-    G = torch.randn((mixed, d), generator=gen, dtype=torch.float64)
-    G = G / torch.linalg.vector_norm(G, dim=-1, keepdim=True)
-    coef = torch.rand((mixed, informed.shape[0]), generator=gen, dtype=torch.float64)
-    M = 1.5 * coef @ informed + G
-    M = M * (radius / torch.linalg.vector_norm(M, dim=-1, keepdim=True))
-    return torch.cat([fixed, M, sphere(rest - mixed, d, radius, gen)])
 
 
 class OnSphere(Problem):
@@ -97,13 +71,15 @@ class OnSphere(Problem):
 
 class MovedTokenProblem(Problem):
     """What the variants' problems share: the sample, the moved row, the float64 evaluation with the
-    plain map formula (in chunks) and the starts from ``informed`` directions."""
+    plain map formula (in chunks) and the starts from ``informed`` directions. Every subclass is built as
+    ``(spec, X, weights, position, X64, W64)``: the map's spec, the sample and weights in the working
+    dtype, the position, and the float64 sample and weights of the exact evaluations."""
 
-    def __init__(
-        self, spec: MapSpec, X: Tensor, X64: Tensor, W64: Mapping[str, Tensor], position: int, heads: int = 1
-    ) -> None:
+    h = 1  # attention heads (the chunks of exact evaluations hold h (n, n) score matrices)
+
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         n, d = X.shape
-        self.spec, self.map_name, self.n, self.d, self.i = spec, spec.name, n, d, position
+        self.spec, self.n, self.d, self.i = spec, n, d, position
         self.radius = math.sqrt(d)
         self.X, self.xi = X, X[position]
         self.X64, self.W64 = X64, W64
@@ -116,13 +92,13 @@ class MovedTokenProblem(Problem):
         self.others = others
         self.mask = others.to(X.dtype)
         self.onehot = (~others).to(X.dtype)
-        self._chunk = max(1, _EXACT_BYTES // (8 * n * (heads * n + 12 * d)))
 
     def exact(self, deltas: Tensor) -> Tensor:
         deltas = deltas.to(self.X64)
         out = []
-        for start in range(0, deltas.shape[0], self._chunk):
-            part = deltas[start : start + self._chunk]
+        chunk = max(1, _EXACT_BYTES // (8 * self.n * (self.h * self.n + 12 * self.d)))
+        for start in range(0, deltas.shape[0], chunk):
+            part = deltas[start : start + chunk]
             X = self.X64.expand(part.shape[0], -1, -1).clone()
             X[:, self.i] += part
             out.append(torch.linalg.vector_norm((self.forward(X, self.W64) - self.base64).flatten(1), dim=-1))
@@ -168,16 +144,8 @@ class SigmoidProblem(MovedTokenProblem):
     ``Delta.Delta`` only. Row ``i`` is recomputed from its new scores (``O(n d + d^2)``).
     """
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
-        super().__init__(spec, X, X64, W64, position)
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
+        super().__init__(spec, X, weights, position, X64, W64)
         n, d = X.shape
         self.b = math.log(n)
         self.Wc = weights["W"] / math.sqrt(d)
@@ -207,10 +175,7 @@ class SigmoidProblem(MovedTokenProblem):
         xi = self.xi.to(device="cpu", dtype=torch.float64)
         Wc = self.Wc.to(device="cpu", dtype=torch.float64)
         attract = (self.P * self.mask[:, None]).sum(0).to(device="cpu", dtype=torch.float64)
-        self_dir = xi.clone()
-        for _ in range(20):
-            g = (Wc + Wc.T) @ (xi + self_dir)
-            self_dir = self.radius * g / torch.linalg.vector_norm(g).clamp_min(1e-300)
+        self_dir = self_score_direction(xi, Wc + Wc.T, self.radius)
         return unit_rows(torch.stack([attract, -attract, xi, -xi, self_dir]))
 
 
@@ -227,16 +192,8 @@ class LinearProblem(MovedTokenProblem):
     is recomputed through the rank-one update of ``KX``: ``O(n d + d^2)`` per restart.
     """
 
-    def __init__(
-        self,
-        spec: MapSpec,
-        X: Tensor,
-        weights: Mapping[str, Tensor],
-        position: int,
-        X64: Tensor,
-        W64: Mapping[str, Tensor],
-    ) -> None:
-        super().__init__(spec, X, X64, W64, position)
+    def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
+        super().__init__(spec, X, weights, position, X64, W64)
         Wq, Wk = weights["Wq"], weights["Wk"]
         self.Wk = Wk
         self.Qm, Km = elu1(X @ Wq), elu1(X @ Wk)
@@ -292,7 +249,7 @@ def search_weights(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> 
     heads = ctx.options.get("heads")
     if heads is not None and int(weights["Wq"].shape[0]) != heads:
         raise ValueError(
-            f"the {ctx.map_name} weights have {int(weights['Wq'].shape[0])} heads but the map's options "
+            f"the {ctx.spec.name} weights have {int(weights['Wq'].shape[0])} heads but the map's options "
             f"say heads = {heads}; pass options={{'heads': {int(weights['Wq'].shape[0])}}}"
         )
     return dict(weights)

@@ -1,32 +1,31 @@
-"""The study registry: one ``StudySpec`` per study, read by the planner, the workflow, the calibration,
-the configuration checks and the claims table.
+"""The study registry: one ``StudySpec`` per study, read by the planner, the workflow, the calibration, the
+configuration checks, the claims table and the CLI.
 
-The built-in studies are the folders of ``wordsens.studies`` named in ``BUILTIN`` (the paper's
-experiments first, in the paper's order, then the studies beyond it); each defines its spec as
-``SPEC`` in its ``__init__``, and the registry imports it on first use (so that importing the registry
-imports no study). A plugin module registers its own with ``register(StudySpec(...))``; plugins are the
-modules named in the configuration's ``plugins:`` (``WORDSENS_PLUGINS``), which may register maps and
-studies alike (``wordsens.maps.registry.load_plugins`` imports them). Torch-free.
+The built-in studies are the folders of ``wordsens.studies`` named in ``BUILTIN`` (the paper's experiments
+first, in the paper's order, then the studies beyond it); each defines its spec as ``SPEC`` in its
+``__init__``, and the registry imports it on first use (so that importing the registry imports no study). A
+plugin module registers its own with ``register(StudySpec(...))``; plugins are the modules named in the
+configuration's ``plugins:`` (``WORDSENS_PLUGINS``), which may register maps and studies alike
+(``wordsens.maps.registry.load_plugins`` imports them). Torch-free.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from ..compute import placement, timing
 from ..maps import registry as maps_registry
-from .jobs import JobRule
+from .jobs import Job
 from .spec import StudySpec
 
 __all__ = [
     "BUILTIN",
     "get",
     "isolated",
-    "job_rule",
-    "job_rules",
+    "job_kind",
+    "job_kinds",
     "names",
     "numerics_versions",
     "owner",
@@ -54,8 +53,8 @@ _builtins_loaded = False
 
 def register(spec: StudySpec, *, replace: bool = False) -> StudySpec:
     """Add ``spec`` to the registry (``replace=True`` to redefine a name); returns it. Its built-in
-    calibration (``StudySpec.coefficients``) joins the planner's (``wordsens.compute.timing``), its job
-    rules' GPU rates the placement's (``wordsens.compute.placement``)."""
+    calibration (``StudySpec.coefficients`` and its kinds') joins the planner's (``wordsens.compute.timing``),
+    its kinds' GPU rates the placement's (``wordsens.compute.placement``)."""
     _load_builtins()
     if spec.name in _REGISTRY and not replace and _REGISTRY[spec.name] != spec:
         raise ValueError(f"a study named {spec.name!r} is already registered")
@@ -70,11 +69,14 @@ def register(spec: StudySpec, *, replace: bool = False) -> StudySpec:
 
 def _add(spec: StudySpec) -> None:
     _REGISTRY[spec.name] = spec
-    for coefficients in (spec.coefficients, *(rule.coefficients for rule in spec.rules)):
+    for coefficients in (spec.coefficients, *(kind.coefficients for kind in spec.kinds)):
         for family, (fixed, scale) in coefficients.items():
             timing.add_builtin(family, fixed, scale)
-    for rule in spec.rules:
-        placement.add_rates(rule.gpu_rates)
+    for kind in spec.kinds:
+        placement.add_rates(kind.gpu_rates)
+        if not any(family.startswith(f"{kind.rule}:") for family in kind.coefficients):
+            # a kind without a time model of its own: priced as a step without a cost model
+            timing.add_builtin(f"{kind.rule}:*", timing.BUILTIN["rule:*"].fixed, None)
 
 
 def _load_builtins() -> None:
@@ -111,24 +113,23 @@ def owner(table: str) -> StudySpec | None:
     return next((spec for spec in specs() if spec.owns_table(table)), None)
 
 
-def job_rules() -> dict[str, JobRule]:
-    """The rule of every kind of job of the registered studies, by name (a kind shared by several
-    studies once); two different rules of one name are an error."""
-    out: dict[str, JobRule] = {}
+def job_kinds() -> dict[str, type[Job]]:
+    """Every kind of job of the registered studies, by its rule's name (a kind shared by several studies
+    once); two different kinds of one rule are an error."""
+    out: dict[str, type[Job]] = {}
     for spec in specs():
-        for rule in spec.rules:
-            if rule.name in out and out[rule.name] != rule:
-                raise ValueError(f"study {spec.name!r} defines a job rule {rule.name!r} another study defines too")
-            out[rule.name] = rule
+        for kind in spec.kinds:
+            if out.setdefault(kind.rule, kind) is not kind:
+                raise ValueError(f"study {spec.name!r} defines a job rule {kind.rule!r} another study defines too")
     return out
 
 
-def job_rule(name: str) -> JobRule:
-    """The rule of the kind of job ``name`` (a job's script finds its body by its rule's name)."""
-    rules = job_rules()
-    if name not in rules:
-        raise ValueError(f"no registered study runs jobs of a rule {name!r}; known: {', '.join(rules)}")
-    return rules[name]
+def job_kind(rule: str) -> type[Job]:
+    """The kind of job run by the rule ``rule`` (a job's script finds its kind by its rule's name)."""
+    kinds = job_kinds()
+    if rule not in kinds:
+        raise ValueError(f"no registered study runs jobs of a rule {rule!r}; known: {', '.join(kinds)}")
+    return kinds[rule]
 
 
 def numerics_versions() -> dict[str, str]:
@@ -144,11 +145,11 @@ def numerics_versions() -> dict[str, str]:
 
 @contextlib.contextmanager
 def isolated() -> Iterator[None]:
-    """A block after which the registry holds the studies it held before it (and the maps: plugins
-    register both), so that a test's or a plugin's studies do not outlive it."""
+    """A block after which the registry holds the studies it held before it (and the maps: plugins register
+    both), so that a test's or a plugin's studies do not outlive it."""
     _load_builtins()
     saved = dict(_REGISTRY)
-    saved_timing: Mapping[str, Any] = timing.builtin_snapshot()
+    saved_timing = timing.builtin_snapshot()
     saved_rates = placement.rates_snapshot()
     try:
         with maps_registry.isolated():

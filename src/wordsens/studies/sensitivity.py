@@ -1,42 +1,23 @@
-"""The word-sensitivity jobs every WS study shares (the paper's grids, the variants, long contexts,
-per-position profiles): a grid ``Point`` with the settings its jobs share, the jobs' typed settings
-(``WSSettings`` with ``WSRun`` and ``SearchOptions``), ``WSJob`` (one chunk of a point's trials) and
-``ws_jobs`` (a study's points as jobs with their estimates), the rule that runs them (``WS_RULE``: one
-job's trials by ``wordsens.experiments.ws_job``), and the checks of a grid's maps (``map_problems``,
-``sweep_problems``). The settings of the configuration's ``ws`` section (method, device, search,
-memory, threads) apply to every WS study. Torch-free.
+"""The word-sensitivity job every WS study shares (the paper's grids, the variants, long contexts, per-position
+profiles): its record (``WSJob``: one chunk of a grid point's trials), how a study's grid points become jobs
+with their estimates (``ws_jobs``), and its body (``WSJob.run``: one row per trial, from the searches of
+``wordsens.search``). The settings of the configuration's ``ws`` section (method, device, search, memory,
+threads) apply to every WS study. Torch-free at import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..compute import costs
+from ..compute import costs, placement
 from ..compute.limits import Limits
-from ..compute.placement import GpuRate
+from ..compute.placement import GpuRate, Placement, placed
 from ..maps import registry
-from .jobs import Job, JobRule, Settings, Store, chunks, data_label, job_device
-from .jobs import placed as placed_bytes
-from .placing import split_trials, ws_placement
+from .jobs import Job, JobFiles, chunks
 
-__all__ = [
-    "WS_NUMERICS",
-    "WS_RULE",
-    "Point",
-    "SearchOptions",
-    "WSJob",
-    "WSRun",
-    "WSSettings",
-    "capped_ns",
-    "map_problems",
-    "options_of",
-    "setting_name",
-    "sweep_problems",
-    "sweeps",
-    "ws_jobs",
-]
+__all__ = ["WS_NUMERICS", "WSJob", "capped_ns", "options_of", "setting_name", "sweeps", "token_kinds", "ws_jobs"]
 
 # The numerics of word-sensitivity estimates (wordsens.search): bump the version when a change of the
 # searches changes their results (docs/changelog.md lists what each version changed).
@@ -47,29 +28,6 @@ def setting_name(d: int, n: int, swept: Mapping[str, int] | None = None) -> str:
     """The path component of one WS grid point: ``d768_n50``, and each swept option of its map
     (``MapSpec.sweep``) after it: ``d768_n50_L2`` for DRF's depth."""
     return f"d{d}_n{n}" + "".join(f"_{key}{value}" for key, value in (swept or {}).items())
-
-
-@dataclass(frozen=True, kw_only=True)
-class Point:
-    """One WS grid point of a study, with the settings its jobs share: the results ``folder`` its jobs
-    write below and the ``table`` they feed (``profile``: one row per position; ``shared_samples``: trial
-    t draws the same review for every map)."""
-
-    study: str
-    folder: str
-    table: str
-    map: str
-    data: str  # imdb | synthetic
-    d: int
-    n: int
-    swept: Mapping[str, int]  # the values of the map's swept options (MapSpec.sweep): DRF's depth L
-    options: Mapping[str, Any]
-    position: int | str
-    trials: int
-    per_job: int
-    store: Store | None = None  # the embedding store it reads (IMDb rows), None: synthetic rows
-    profile: bool = False
-    shared_samples: bool = False
 
 
 def options_of(map_name: str, options: Mapping[str, Any] | None) -> tuple[dict, dict]:
@@ -97,83 +55,23 @@ def capped_ns(ns: Iterable[int], map_name: str, max_n: Mapping[str, int]) -> lis
     return [n for n in ns if cap is None or n <= cap]
 
 
-# ----------------------------------------------------------------------------- settings
-
-
-@dataclass(frozen=True, kw_only=True)
-class SearchOptions(Settings):
-    """The settings of the default search (``ws.search``); None: the map's default."""
-
-    restarts: int | None = None
-    max_steps: int | None = None
-    tol: float | None = None
-    patience: int | None = None
-
-    def given(self) -> dict[str, Any]:
-        """The options set (not None), as ``wordsens.search.estimate`` takes them."""
-        return {key: value for key, value in self.params().items() if value is not None}
-
-
-@dataclass(frozen=True, kw_only=True)
-class WSRun(Settings):
-    """How one job's trials run: the perturbed ``position`` (or ``all``), the ``method``, the ``device``
-    and the search's working ``dtype`` there (None: the map's own), whether reviews need n tokens
-    (``min_tokens``), DRF's memory budget, where RF/DRF weights are drawn, the search's settings, the map's
-    options, and two settings of the positions study (``profile``: one row per position; ``shared_samples``:
-    trial t draws the same review for every map)."""
-
-    OMIT_WHEN: ClassVar[Mapping[str, Any]] = {"options": {}, "profile": False, "shared_samples": False, "dtype": None}
-
-    position: int | str
-    method: str
-    device: str
-    dtype: str | None = None  # the search's working dtype where it is not the map's own (ws.dtype)
-    min_tokens: bool
-    max_memory_gb: float | None
-    draw_on: str
-    search: SearchOptions
-    options: Mapping[str, Any] = field(default_factory=dict)
-    profile: bool = False
-    shared_samples: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class WSSettings(Settings):
-    """What a word-sensitivity job's rows depend on: the map, d, n and swept options, its trials, the
-    seed, the data (and its label), how the trials run and the numerics version."""
-
-    map: str
-    d: int
-    n: int
-    swept: Mapping[str, int]
-    trials: tuple[int, ...]
-    seed: int
-    data: str
-    data_label: str
-    settings: WSRun
-    numerics_version: str
-
-
-# ----------------------------------------------------------------------------- the job and its rule
-
-
-def _ws_constraints() -> dict[str, str]:
-    return {
-        "map": "|".join(registry.names()),
-        "setting": r"d\d+_n\d+" + "(_(" + "|".join(registry.swept_options()) + r")\d+)*",
-        "chunk": r"\d+",
-    }
-
-
 _FIXED_WS = 2.33
-WS_RULE = JobRule(
-    name="ws",
-    output="{study}/{map}/{setting}/chunk{chunk}",
-    constraints=_ws_constraints,
-    # the body: the trials of one job as rows (above this module, with the searches it runs)
-    run="wordsens.experiments.rows:ws_job",
-    summary=("trial", "lower", "upper", "steps", "search_seconds"),
-    coefficients={
+
+
+@dataclass(frozen=True, kw_only=True)
+class WSJob(Job):
+    """A chunk of the trials of one WS grid point: ``map`` at ``d`` and ``n`` (and the values of its swept
+    options, ``swept``: DRF's depth L), moving the row at ``position`` (or every row: ``all``), written below
+    the results ``folder`` into ``table``. Trial t draws its review (or Gaussian sample) and its weights from
+    seeds of (seed, map, d, n, the swept values, t). ``profile``: one row per position; ``shared_samples``:
+    trial t draws the same review for every map. The rest are the ``ws`` section's settings: the method, the
+    search's working ``dtype`` where it is not the map's own, whether reviews need n tokens, DRF's memory
+    budget, where RF/DRF weights are drawn, the search's settings."""
+
+    rule = "ws"
+    output = "{folder}/{map}/{setting}/chunk{chunk}"
+    summary = ("trial", "lower", "upper", "steps", "search_seconds")
+    coefficients: ClassVar = {
         "ws:*": (_FIXED_WS, 1.9),
         "ws:rf": (_FIXED_WS, 0.58),
         "ws:drf": (_FIXED_WS, 1.9),
@@ -183,8 +81,8 @@ WS_RULE = JobRule(
         "ws:linear_raf": (_FIXED_WS, 0.28),
         "ws:mh_raf": (_FIXED_WS, 0.34),
         "ws:sigmoid_raf": (_FIXED_WS, 0.59),
-    },
-    gpu_rates={  # fitted on the H200 run (docs/gpu.md); DRF's are its single jobs' in each dtype
+    }
+    gpu_rates: ClassVar = {  # fitted on the H200 run (docs/gpu.md); DRF's are its single jobs' in each dtype
         "ws:rf": GpuRate(0.306, 0.00316),
         "ws:drf": GpuRate(0.0, 0.00946),
         "ws:drf:bfloat16": GpuRate(0.0, 0.00129),
@@ -194,37 +92,29 @@ WS_RULE = JobRule(
         "ws:linear_raf": GpuRate(0.15, 0.0),
         "ws:mh_raf": GpuRate(0.119, 0.0078),
         "ws:sigmoid_raf": GpuRate(0.119, 0.0),
-    },
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class WSJob(Job):
-    """A word-sensitivity job: a grid point of a study and a chunk of its trials."""
-
-    RULE: ClassVar[JobRule] = WS_RULE
+    }
 
     map: str
+    folder: str
     d: int
     n: int
-    swept: Mapping[str, int]  # the values of the map's swept options (MapSpec.sweep): DRF's depth L
-    trials: tuple[int, ...]
-    folder: str  # the results folder its file is written below (the path's first component)
-    feeds: str  # the table its rows go to
-    reads: str | None = None  # the embedding store it reads (Store.name), None: synthetic rows
-    settings: WSSettings = field(compare=False, repr=False)
+    swept: Mapping[str, int] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    position: int | str = 0
+    trials: tuple[int, ...] = ()
+    data_label: str = "synthetic"
+    profile: bool = False
+    shared_samples: bool = False
+    method: str = "default"
+    dtype: str | None = None
+    min_tokens: bool = False
+    max_memory_gb: float | None = None
+    draw_on: str = "device"
+    search: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def setting(self) -> str:
         return setting_name(self.d, self.n, self.swept)
-
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {"study": self.folder, "map": self.map, "setting": self.setting, "chunk": str(self.chunk)}
-
-    @property
-    def table(self) -> str:
-        return self.feeds
 
     @property
     def group(self) -> str:
@@ -236,27 +126,30 @@ class WSJob(Job):
 
     @property
     def rows(self) -> int:
-        """One row per trial, or per trial and position where every position is searched."""
-        return len(self.trials) * (self.n if self.settings.settings.position == "all" else 1)
-
-    @property
-    def store(self) -> str | None:
-        return self.reads
+        """One row per trial, or per trial and position where every position is searched with a profile."""
+        return len(self.trials) * (self.n if self.profile else 1)
 
     def values(self) -> dict[str, Any]:
         return {"study": self.folder, "data": self.data, "d": self.d, "n": self.n, **self.swept}
 
+    def run(self, files: JobFiles) -> Any:
+        from ..data.store import load_embeddings
 
-def ws_jobs(config: dict, points: Iterable[Point], limits: Limits, version: str) -> list[WSJob]:
-    """The jobs of a study's ``points``: one per chunk of each point's trials, with its settings and
-    estimates (memory and seconds from the map's cost model: ``MapSpec.ws_memory``, ``ws_seconds``),
-    planned on its device under ``limits``; ``version``: the numerics version, part of every job's
-    params. The settings of ``ws`` (method, device, search, memory, draw_on, threads) apply to every
-    study."""
+        meta = files.store()
+        return ws_rows(self, load_embeddings(meta) if meta else "synthetic")
+
+
+def ws_jobs(config: dict, limits: Limits, version: str, points: Iterable[WSJob], per_job: int) -> list[WSJob]:
+    """The jobs of a study's grid ``points`` (each a ``WSJob`` holding every trial of its point): the ``ws``
+    section's settings filled in, its device and estimates (memory and seconds from the map's cost model:
+    ``MapSpec.ws_memory``, ``ws_seconds``) planned under ``limits``, its trials split into jobs of
+    ``per_job`` (on a shared GPU, DRF's into as many jobs as run there side by side); ``version``: the
+    numerics version, part of every job's params."""
     ws = config["ws"]
     method = ws["method"]
     # ws.max_memory_gb lets DRF stream the layers that do not fit (None: every layer resident)
     budget = None if ws["max_memory_gb"] is None else int(ws["max_memory_gb"] * costs.GB)
+    search = {key: value for key, value in ws["search"].items() if value is not None}
     jobs: list[WSJob] = []
     for pt in points:
         spec = registry.get(pt.map)
@@ -264,114 +157,169 @@ def ws_jobs(config: dict, points: Iterable[Point], limits: Limits, version: str)
         options = {**pt.options, **pt.swept}
         positions = pt.n if pt.position == "all" else 1
         model = spec.ws_seconds(  # one trial on the CPU: the cost model
-            pt.n, pt.d, options, method=method, sampler=sampler, device="cpu", positions=positions, budget=budget,
-            max_steps=ws["search"]["max_steps"],
-        )  # fmt: skip
-        placed = ws_placement(ws, limits, spec, f"ws:{pt.map}", model, positions)
-        device = job_device(ws["device"], limits, prefers_gpu=spec.cost.prefers_gpu, gpu_pays=placed.pays(pt.per_job))
-        dtype = placed.dtype(device)
-        run = WSRun(
-            position=pt.position,
+            pt.n,
+            pt.d,
+            options,
             method=method,
+            sampler=sampler,
+            device="cpu",
+            positions=positions,
+            budget=budget,
+            max_steps=ws["search"]["max_steps"],
+        )
+        dtypes = {
+            f"{where}_dtype": placement.working_dtype(ws["dtype"], device, spec.settings.dtype, spec.settings.reduced)
+            for where, device in (("cpu", "cpu"), ("gpu", "cuda"))
+        }
+        unit = Placement.on(limits, f"ws:{pt.map}", model, positions, **dtypes)
+        device = unit.device(ws["device"], limits, per_job, spec.cost.prefers_gpu)
+        dtype = unit.dtype(device)
+        typed = {"dtype": dtype} if dtype else {}
+        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget, **typed)
+        cost = placed(estimate.bytes, device, unit.seconds(device), threads=ws["threads"], cap=budget)
+        per = per_job
+        if device == "cuda" and spec.cost.prefers_gpu and limits.shared_gpu and limits.gpu is not None:
+            per = placement.gpu_trials_per_job(len(pt.trials), per_job, cost.device_bytes, limits.gpu, limits.gpu_slots)
+        point = replace(
+            pt,
             device=device,
+            seed=config["seed"],
+            method=method,
             dtype=dtype,
             min_tokens=ws["min_tokens"],
             max_memory_gb=ws["max_memory_gb"],
             draw_on=ws["draw_on"],
-            search=SearchOptions.of(ws["search"]),
-            options=dict(pt.options),
-            profile=pt.profile,
-            shared_samples=pt.shared_samples,
+            search=search,
+            numerics_version=version,
         )
-        typed = {"dtype": dtype} if dtype else {}
-        estimate = spec.ws_memory(pt.n, pt.d, options, method=method, sampler=sampler, budget=budget, **typed)
-        host, on_device = placed_bytes(estimate, device)
-        secs = placed.seconds(device)
-        per_job = split_trials(pt.trials, pt.per_job, on_device, device, limits, spec.cost.prefers_gpu)
-        label = data_label(config, pt.data, pt.store)
-        for chunk, trials in enumerate(chunks(pt.trials, per_job)):
-            settings = WSSettings(
-                map=pt.map,
-                d=pt.d,
-                n=pt.n,
-                swept=dict(pt.swept),
-                trials=trials,
-                seed=config["seed"],
-                data=pt.data,
-                data_label=label,
-                settings=run,
-                numerics_version=version,
-            )
+        for chunk, trials in enumerate(chunks(len(pt.trials), per)):
+            seconds = cost.seconds * len(trials)
             jobs.append(
-                WSJob(
-                    study=pt.study,
-                    map=pt.map,
-                    data=pt.data,
-                    chunk=chunk,
-                    device=device,
-                    memory_bytes=host,
-                    device_bytes=on_device,
-                    seconds=secs * len(trials),
-                    arrays=estimate.bytes,
-                    cap=budget,
-                    threads=ws["threads"],
-                    settings=settings,
-                    d=pt.d,
-                    n=pt.n,
-                    swept=dict(pt.swept),
-                    trials=trials,
-                    folder=pt.folder,
-                    feeds=pt.table,
-                    reads=None if pt.store is None else pt.store.name,
+                replace(
+                    point, chunk=chunk, trials=tuple(pt.trials[t] for t in trials), cost=replace(cost, seconds=seconds)
                 )
             )
     return jobs
 
 
-# ----------------------------------------------------------------------------- checks of a grid's maps
+# ----------------------------------------------------------------------------- the body
 
 
-def map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds: Iterable[int]) -> list[str]:
-    """An unregistered map, a map of a pre-trained checkpoint (its input is the hidden states entering
-    its layer, not a grid's samples), or options the map refuses at some d (e.g. heads not dividing d)."""
-    known = registry.names()
-    if map_name not in known:
-        return [
-            f"{key}: unknown map {map_name!r}; registered: {', '.join(known)} (a plugin's map needs its module "
-            "or .py file in plugins:)"
-        ]
-    spec = registry.get(map_name)
-    if spec.checkpoint:
-        return [
-            f"{key}: {map_name} is a pre-trained checkpoint's layer, whose input is the hidden states entering "
-            "that layer, not this grid's samples; remove it here and run it in the study of a pre-trained "
-            f"encoder's layers (docs/studies.md) or with wordsens ws --map {map_name}"
-        ]
-    try:
-        values = spec.option_values(options)
-        if spec.shapes is not None:
-            for d in ds:
-                spec.shapes(2, d, **values)
-    except (ValueError, TypeError) as err:
-        return [f"{key}: {err}"]
-    return []
+def token_kinds(n: int, length: int | None) -> list[str]:
+    """What each of the first ``n`` rows of a review's embeddings holds: ``[CLS]`` (row 0), ``word``,
+    ``[SEP]`` (row ``length - 1``; ``length`` counts ``[CLS]`` and ``[SEP]``, as the embedding store's
+    index does) and ``[PAD]`` (rows ``>= length``). ``length`` None (synthetic rows): ``row``."""
+    if length is None:
+        return ["row"] * n
+    return ["[CLS]" if i == 0 else "[SEP]" if i == length - 1 else "[PAD]" if i >= length else "word" for i in range(n)]
 
 
-def sweep_problems(key: str, map_name: str, grid: Mapping[str, Any]) -> list[str]:
-    """A grid's lists beside d, n and options must name options the map sweeps (``MapSpec.sweep``)."""
-    if map_name not in registry.names():
-        return []  # map_problems names it
-    spec = registry.get(map_name)
-    sweeps_ = ", ".join(spec.sweep) or "none"
-    out = [
-        f"{key}.{name}: {map_name} does not sweep an option {name!r} (it sweeps: {sweeps_}; d, n and options are "
-        "the grid's other keys)"
-        for name in grid
-        if name not in ("d", "n", "options") and name not in spec.sweep
-    ]
-    out += [
-        f"{key}: {name} is swept by the grid ({key}.{name}), not set in {key}.options"
-        for name in (grid.get("options") or {})
-        if name in spec.sweep and name in grid
-    ]
-    return out
+def ws_rows(job: WSJob, source: Any) -> Any:
+    """The rows of one WS job: one per trial (``job.profile``: per trial and position, ``lower`` the estimate
+    at that position, ``token`` what the row holds, ``sup_position``/``sup_lower`` the trial's sup).
+
+    ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. Rows record the device they ran on (a job planned
+    for a GPU runs on the CPU where none is visible), the search's working dtype, where the weights were
+    drawn and, for DRF, how many layers were streamed; a column per option any registered map sweeps (empty
+    where its map has none). A trial's numbers do not depend on the chunking or the order of jobs."""
+    import os
+    import time
+
+    import pandas as pd
+    import torch
+
+    from ..compute.devices import job_processes, workflow_device
+    from ..data.samples import draw_sample
+    from ..search import estimate
+    from ..seeds import derive_seed
+    from .jobs import config_hash, provenance
+
+    swept = dict(job.swept)
+    columns = registry.swept_options()
+    # the seed key of the swept values: None without any, the value itself with one, a tuple with several
+    sweep_key = None if not swept else next(iter(swept.values())) if len(swept) == 1 else tuple(swept.values())
+    head = {"experiment": "ws", "map": job.map, "data": job.data_label, "d": job.d, "n": job.n}
+    head |= {key: swept.get(key) for key in columns}
+    tail = {"threads": torch.get_num_threads(), "config_hash": config_hash(job.params)}
+    tail |= provenance(job.numerics_version)
+    device = workflow_device(job.device)
+    rows = []
+    for trial in job.trials:
+        print(
+            f"started trial {trial} of {job.map} d={job.d} n={job.n}"
+            + "".join(f" {key}={value}" for key, value in swept.items())
+            + f" slurm_job_id={os.environ.get('SLURM_JOB_ID', '')}",
+            flush=True,
+        )
+        key = (job.seed, "ws", job.map, job.d, job.n, sweep_key, trial)
+        sample_key = (job.seed, "ws", "shared", job.d, job.n, trial) if job.shared_samples else key
+        X, info = draw_sample(source, job.n, job.d, derive_seed(*sample_key, "sample"), min_tokens=job.min_tokens)
+        weight_seed = derive_seed(*key, "weights")
+        started = time.perf_counter()
+        res = estimate(
+            job.map,
+            X,
+            seed=weight_seed,
+            position=job.position,
+            method=job.method,
+            device=device,
+            max_memory_gb=job.max_memory_gb,
+            draw_on=job.draw_on,
+            dtype=getattr(torch, job.dtype) if job.dtype else None,
+            options={**job.options, **swept},
+            **job.search,
+        )
+        row = {**head, **_row(res, info, trial=trial, seed=weight_seed, started=started), **tail}
+        if job.profile and res.profile is not None:
+            length = info["length"]
+            kinds = token_kinds(job.n, None if info["review_id"] == -1 else int(length))  # type: ignore[call-overload]
+            rows += [
+                {**row, "position": i, "lower": value, "upper": None, "token": kind}
+                | {"sup_position": row["position"], "sup_lower": row["lower"]}
+                for i, (value, kind) in enumerate(zip(res.profile, kinds, strict=True))
+            ]
+        else:
+            rows.append(row)
+    for pid, name, hwm in job_processes():
+        print(f"job process {pid} {name}: peak {hwm / 1024**2:.0f} MB", flush=True)
+    frame = pd.DataFrame(rows)
+    for column in (*columns, "streamed_layers"):
+        frame[column] = frame[column].astype("Int64")
+    for column in ("upper", "job_peak_memory_mb"):
+        frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def _row(res: Any, info: dict[str, Any], *, trial: int, seed: int, started: float) -> dict[str, Any]:
+    """A trial's columns between the job's (map, data, d, n, swept options) and the provenance: its sample,
+    its search's result, wall time since ``started`` and memory."""
+    import time
+
+    from ..compute.devices import peak_rss_bytes
+    from ..seeds import canonical_json
+    from .jobs import job_peak_mb
+
+    return {
+        "trial": trial,
+        "seed": seed,
+        "review_id": info["review_id"],
+        "label": info["label"],
+        "review_tokens": info["length"],
+        "position": res.position,
+        "lower": res.lower,
+        "upper": res.upper,
+        "phi_norm": res.phi_norm,
+        "delta_norm": res.delta_norm,
+        "steps": res.steps,
+        "search_seconds": res.seconds,
+        "wall_seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_rss_bytes() / 1024**2,
+        "job_peak_memory_mb": job_peak_mb(),
+        "method": res.method,
+        "sampler": res.sampler,
+        "weights_drawn_on": res.weights_drawn_on,
+        "streamed_layers": res.streamed_layers,
+        "options": canonical_json(res.options),
+        "device": res.device,
+        "dtype": res.dtype,
+    }

@@ -17,11 +17,12 @@ import pytest
 from claims_tables import DEMO_N, RF_N, law, one, rows_of, ws_table
 from plot_tables import _ws_rows
 
-from wordsens.claims import CLAIMS, COLUMNS, catalogue, compute_claims, law_slope
+from wordsens.claims import CLAIMS, COLUMNS, law_slope
 from wordsens.claims.intervals import t_quantile
 from wordsens.claims.levels import rf_level_band, rf_level_tolerance
 from wordsens.claims.slope import loglog_slope, ls_slope
 from wordsens.claims.stats import raf_floor_threshold
+from wordsens.studies.claims import catalogue, compute_claims
 from wordsens.theory import rf_finite_factor, rf_law_finite
 
 # ----------------------------------------------------------------------------- verdicts

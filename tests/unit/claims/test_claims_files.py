@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from claims_tables import RF_N, gen_rows, law, one, trained_table, ws_table
 
-from wordsens.claims import VERDICTS, claims_from_results, claims_html, claims_markdown, compute_claims, format_claims
+from wordsens.claims import VERDICTS, claims_html, claims_markdown, format_claims
+from wordsens.studies.claims import claims_from_results, compute_claims
 
 # ----------------------------------------------------------------------------- I/O and rendering
 
@@ -61,7 +62,8 @@ def test_renderings_show_every_claim_and_one_verdict_each():
 HEAVY = ("torch", "matplotlib", "seaborn", "transformers")
 LIGHT_RUN = """
 import json, sys
-from wordsens.claims import claims_from_results, claims_html, claims_markdown, format_claims
+from wordsens.claims import claims_html, claims_markdown, format_claims
+from wordsens.studies.claims import claims_from_results
 frame = claims_from_results(sys.argv[1])
 format_claims(frame), claims_markdown(frame), claims_html(frame)
 print(json.dumps({"claims": sorted(set(frame["claim"])), "heavy": [m for m in sys.argv[2:] if m in sys.modules]}))

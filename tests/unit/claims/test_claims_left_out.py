@@ -7,7 +7,7 @@ from __future__ import annotations
 from workflow_utils import demo_config
 
 from wordsens import compute, pipeline
-from wordsens.claims import compute_claims
+from wordsens.studies.claims import compute_claims
 
 
 def test_every_left_out_point_is_a_not_run_row():

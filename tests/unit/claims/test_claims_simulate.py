@@ -1,16 +1,20 @@
-"""Simulated tables for the claims' power and coverage (wordsens.claims.simulate): the noise of a real
+"""Simulated tables for the claims' power and coverage (benchmarks/claims_simulate.py): the noise of a real
 table resampled around a known truth, and the effects that change a truth."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.claims import simulate as sim
 from wordsens.theory import rf_law
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))  # the simulated tables
+import claims_simulate as sim
 
 
 def _real() -> pd.DataFrame:

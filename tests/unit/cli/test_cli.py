@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -18,8 +19,9 @@ import pandas as pd
 import pytest
 
 from wordsens import cli
-from wordsens.arguments import parse_option
-from wordsens.claims import COLUMNS, compute_claims
+from wordsens.arguments import add_command, parse_option, picked
+from wordsens.claims import COLUMNS
+from wordsens.studies.claims import compute_claims
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -91,7 +93,7 @@ def test_claims_of_a_folder_without_tables_names_the_fix(tmp_path):
 
 
 def test_claims_add_the_variant_maps_without_a_table_of_their_own(tmp_path):
-    from wordsens.claims import claims_inputs
+    from wordsens.studies.claims import claims_inputs
 
     results, tables = _results(tmp_path)
     rows = []
@@ -210,3 +212,20 @@ def test_option_values_are_parsed():
     assert parse_option("flag=true") == ("flag", True)
     with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
         parse_option("heads")
+
+
+def test_a_subcommand_is_described_by_its_module_docstring():
+    """The first paragraph, less the prefix naming the command, is its line in the top-level help; the rest
+    its description; a module without a docstring (``python -OO``) still gets its subcommand."""
+    parser = argparse.ArgumentParser(prog="wordsens")
+    sub = parser.add_subparsers()
+    demo = add_command(sub, "demo", "``wordsens demo``: print a demo\n\nPrint the demo's text,\nrewrapped.")
+    assert demo.description == "Print the demo's text,\nrewrapped."
+    assert "Print the demo's text, rewrapped." in demo.format_help()
+    assert re.search(r"^ +demo +print a demo$", parser.format_help(), re.MULTILINE)
+    assert add_command(sub, "bare", None).description is None
+
+
+def test_picked_hands_options_on_by_name():
+    args = argparse.Namespace(seed=3, max_steps=10, device="cpu")
+    assert picked(args, "seed", "max_steps") == {"seed": 3, "max_steps": 10}

@@ -1,10 +1,11 @@
 """wordsens.compute.placement: the CPU or the GPU by the cost model, with the GPU's sharing and start-up
 counted; the working dtype of ws.dtype; DRF's trials split to run side by side; the GPU rates as fitted
-on the H200 run (tests/data/gpu/h200_run.csv) and its single jobs."""
+(benchmarks/gpu_replay.py) on the H200 run (tests/data/gpu/h200_run.csv) and its single jobs."""
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,14 @@ import yaml
 
 from wordsens import compute, pipeline, studies
 from wordsens.compute import placement
-from wordsens.compute.placement import GPU_RATES, GPU_STARTUP, GpuSample, fit_rates, gpu_pays, working_dtype
+from wordsens.compute.placement import GPU_RATES, GPU_STARTUP, gpu_pays, working_dtype
 from wordsens.compute.timing import BUILTIN, Calibration
 from wordsens.maps import registry
-from wordsens.pipeline.replay import gpu_samples, read_jobs
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the fit of the GPU rates (a developer's tool)
+from gpu_replay import GpuSample, fit_rates, gpu_samples, read_jobs  # noqa: E402
+
 GB = 1024**3
 RUN = ROOT / "tests" / "data" / "gpu" / "h200_run.csv"
 STOP = 468.0  # the run was stopped 474 s after Snakemake started, 6 s before the log's first stamp
@@ -71,20 +74,20 @@ def test_the_default_config_on_a_gpu_node():
     config = pipeline.load_config(str(ROOT / "config.yaml"))
     node = compute.Limits(cpu=125 * GB, gpu=140 * GB, cores=16)
     grid = pipeline.Grid(config, limits=node, calibration=Calibration())
-    largest = grid.select(study="ws", map="drf", setting="d768_n80_L8")
+    largest = grid.select(folder="ws", map="drf", setting="d768_n80_L8")
     assert [job.device for job in largest] == ["cuda", "cuda"] and [len(job.trials) for job in largest] == [5, 5]
-    assert {job.params["settings"]["dtype"] for job in largest} == {"bfloat16"}
-    assert 2 * largest[0].device_bytes <= node.gpu < 3 * largest[0].device_bytes
-    stays = grid.select(study="positions") + grid.select(study="ws", map="raf")
-    assert {job.device for job in stays} == {"cpu"} and not any("dtype" in job.params["settings"] for job in stays)
+    assert {job.params["dtype"] for job in largest} == {"bfloat16"}
+    assert 2 * largest[0].cost.device_bytes <= node.gpu < 3 * largest[0].cost.device_bytes
+    stays = grid.select(study="positions") + grid.select(folder="ws", map="raf")
+    assert {job.device for job in stays} == {"cpu"} and not any("dtype" in job.params for job in stays)
     assert all(job.gpu_mem_mb == 0 and job.gpu == 0 for job in stays)
     for device in ("cpu", "cuda"):
         forced = pipeline.Grid(pipeline.merge(config, {"ws": {"device": device}}), limits=node)
         assert {job.device for job in forced.jobs if job.rule == "ws"} == {device}
     # float32 on the GPU: DRF's layers take twice the memory, its trials stay together where two do not fit
     wide = pipeline.Grid(pipeline.merge(config, {"ws": {"dtype": "float32"}}), limits=node)
-    largest32 = wide.select(study="ws", map="drf", setting="d768_n80_L8")
-    assert len(largest32) == 1 and "dtype" not in largest32[0].params["settings"]
+    largest32 = wide.select(folder="ws", map="drf", setting="d768_n80_L8")
+    assert len(largest32) == 1 and "dtype" not in largest32[0].params
 
 
 @pytest.mark.parametrize(
@@ -172,13 +175,13 @@ def test_the_profile_and_the_plan_count_the_same_slots():
 
 
 def test_the_rates_are_the_job_rules_and_an_unmeasured_family_is_priced_as_the_slowest():
-    """Each job rule gives its families' GPU rates (``JobRule.gpu_rates``), joined as its study registers;
+    """Each kind of job gives its families' GPU rates (``Job.gpu_rates``), joined as its study registers;
     a family without one is priced as the slowest of its kind, a kind without any as the slowest of all,
     and with none registered the lookup says so instead of guessing."""
     from wordsens.studies import registry as studies_registry
 
-    rules = studies_registry.job_rules()
-    joined = {f: r for rule in rules.values() for f, r in rule.gpu_rates.items()}
+    kinds = studies_registry.job_kinds()
+    joined = {f: r for kind in kinds.values() for f, r in kind.gpu_rates.items()}
     assert joined == GPU_RATES and {f.split(":")[0] for f in joined} == {"ws", "gen", "swaps"}
     ws = [r for f, r in GPU_RATES.items() if f.startswith("ws:")]
     slowest_ws = placement.gpu_rate("ws:a_plugin_map")

@@ -14,9 +14,9 @@ from workflow_utils import demo_config
 
 from wordsens import cli, compute, pipeline, studies
 from wordsens.compute import costs
+from wordsens.compute.placement import CUDA_CONTEXT_BYTES
 from wordsens.compute.timing import MIN_MODEL_SECONDS, Calibration, Coefficients, Sample, fit
 from wordsens.pipeline import Task, simulate
-from wordsens.studies.jobs import CUDA_CONTEXT_BYTES
 
 ROOT = Path(__file__).resolve().parents[3]
 GB = 1024**3
@@ -146,11 +146,11 @@ def _write_benchmarks(results: Path, grid: pipeline.Grid, fixed: float, scale: f
     matter (``MIN_MODEL_SECONDS``), else ``fixed`` (the fit takes such jobs as start-up)."""
     top: dict[str, float] = {}
     for job in grid.jobs:
-        top[job.family] = max(top.get(job.family, 0.0), job.seconds)
+        top[job.family] = max(top.get(job.family, 0.0), job.cost.seconds)
     for job in grid.jobs:
         path = results / "benchmarks" / f"{job.key}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        seconds = fixed + (scale * job.seconds if top[job.family] >= MIN_MODEL_SECONDS else 0.0)
+        seconds = fixed + (scale * job.cost.seconds if top[job.family] >= MIN_MODEL_SECONDS else 0.0)
         path.write_text(f"s\th:m:s\tmax_rss\n{seconds:.6f}\t0:00:01\t300\n")
 
 

@@ -1,5 +1,5 @@
 """The memory of the trained study's jobs from the encoder's size, read from its config.json without
-loading it (wordsens.compute.costs.encoder_parameters, wordsens.studies.trained.plan.encoder_size)."""
+loading it (wordsens.compute.costs.encoder_parameters, wordsens.data.models.encoder_size)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from workflow_utils import ROOT
 from wordsens import compute, pipeline
 from wordsens.compute import costs
 from wordsens.data.models import BERT_VOCAB, encoder_size
-from wordsens.studies.trained.plan import TrainedJob
+from wordsens.studies.trained import TrainedJob
 
 FACTS = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
 
@@ -64,10 +64,11 @@ def test_a_trained_job_holds_the_encoder_twice_whatever_its_size(tmp_path):
     the 4 GB a job was given whatever its encoder."""
     small = _trained_job(_encoder(tmp_path, "small", vocab_size=1_000))
     large = _trained_job(_encoder(tmp_path, "xlmr-like", vocab_size=250_002))
-    assert small.arrays == large.arrays
-    assert large.memory_bytes - small.memory_bytes == 2 * 4 * (250_002 - 1_000) * 64
+    assert small.cost.arrays == large.cost.arrays
+    assert large.cost.host_bytes - small.cost.host_bytes == 2 * 4 * (250_002 - 1_000) * 64
     demo = _trained_job("demo-tiny-bert")
-    assert demo.memory_bytes >= costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * 4 * encoder_size("demo-tiny-bert")
+    processes = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD
+    assert demo.cost.host_bytes >= processes + 2 * 4 * encoder_size("demo-tiny-bert")
     assert demo.mem_mb < 1024
     # the vocabulary is BERT's where the config does not say (the demo, a well-known Hub name)
     unsaid = costs.encoder_parameters(width=64, layers=2, vocab=BERT_VOCAB, positions=512)

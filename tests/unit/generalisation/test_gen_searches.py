@@ -71,7 +71,7 @@ def test_least_squares_search_reaches_the_optimum_of_a_linear_problem():
     """``least_squares_groups`` on functionals linear in Delta (``f = F Delta``): the loss
     ``||L F Delta + b||^2`` on the ball is convex, and every group reaches the minimum that the SVD
     gives (``_ball_least_squares``), on the sphere (the unconstrained minimum lies outside) and inside."""
-    from wordsens.generalisation.batched import least_squares_groups
+    from wordsens.generalisation.batched import Stopping, least_squares_groups
 
     gen = torch.Generator().manual_seed(1)
     d, radius = 20, math.sqrt(20)
@@ -83,7 +83,7 @@ def test_least_squares_search_reaches_the_optimum_of_a_linear_problem():
     L = [torch.tensor([[1.0, 0.5, 0.0], [0.3, 0.0, 0.0]], dtype=torch.float64)] * 2
     b = [torch.tensor([40.0, 0.0], dtype=torch.float64), torch.tensor([0.5, 0.0], dtype=torch.float64)]
     starts = [torch.randn((4, d), generator=gen, dtype=torch.float64) for _ in L]
-    found = least_squares_groups(vjp, L, b, starts, radius, max_steps=200, tol=1e-12, patience=10, keep=[2, 2])
+    found = least_squares_groups(vjp, L, b, starts, radius, Stopping(max_steps=200, tol=1e-12, patience=10, keep=2))
     for (D, steps), Lg, bg in zip(found, L, b, strict=True):
         M, c = (Lg @ F).numpy(), bg.numpy()
         best = _ball_least_squares(M, c, radius)

@@ -87,11 +87,9 @@ def test_the_full_map_setup_equals_the_attention_fast_path():
     """The generic path (any map without a setup of its own) against RAF's moved-row functionals on the
     same instance: the same first stage and the same functionals of the moved sample."""
     Xt, yt, X, _ = G.synthetic_task(12, 6, 8, seed=4)
-    args = dict(seed=2, position=1, weights=None, options={}, sampler="auto", dtype=torch.float64)
     Y = torch.as_tensor(yt, dtype=torch.float64)
-    spec = registry.get("raf")
-    fast = functionals.raf_setup(spec, Xt, X, Y, **args)
-    full = functionals.full_map_setup(spec, Xt, X, Y, **args)
+    task = functionals.GenInputs(registry.get("raf"), Xt, X, Y, 2, 1, None, {}, "auto", torch.float64)
+    fast, full = functionals.raf_setup(task), functionals.full_map_setup(task)
     for a, b in ((fast.theta, full.theta), (fast.phi, full.phi), (fast.pphi, full.pphi)):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     D = torch.randn((5, 8), generator=torch.Generator().manual_seed(0), dtype=torch.float64)

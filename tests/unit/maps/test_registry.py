@@ -53,7 +53,7 @@ def test_the_paper_maps_come_first():
 
 
 def test_a_plugin_map_is_a_map_like_the_others(toy):
-    assert "toy" in registry.names() and "toy" in maps.map_names()
+    assert "toy" in registry.names() and "toy" in maps.names()
     X = synthetic_sample(5, 4, seed=0)
     W = maps.sample_weights("toy", 3, 5, 4, dtype=torch.float64)
     expected = np.tanh(X.numpy() @ W["W"][0].numpy()) / 2.0  # independent formula, sqrt(d) = 2, depth 1

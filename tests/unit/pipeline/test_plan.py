@@ -15,12 +15,12 @@ from workflow_utils import demo_config
 
 from wordsens import compute, pipeline
 from wordsens.compute import costs, map_costs
-from wordsens.experiments import config_hash
+from wordsens.compute.placement import CUDA_CONTEXT_BYTES, Request
 from wordsens.maps import registry
 from wordsens.seeds import canonical, canonical_json, derive_seed
-from wordsens.studies import Request, main_store, numerics_versions
-from wordsens.studies.gen import plan as gen_plan
-from wordsens.studies.jobs import CUDA_CONTEXT_BYTES
+from wordsens.studies import gen as gen_plan
+from wordsens.studies import main_store, numerics_versions
+from wordsens.studies.jobs import config_hash
 from wordsens.studies.probes.plan import probe_request
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,12 +39,12 @@ def test_grid_looks_jobs_up_by_their_wildcards():
     assert len(paper) == points  # trials_per_job = trials: one chunk each
     for job in grid.fit:
         assert grid.job(job.wildcards) is job
-    rf = grid.select(study="ws", map="rf")
+    rf = grid.select(folder="ws", map="rf")
     assert {job.map for job in rf} == {"rf"} and len(rf) == 6
-    fig4 = grid.select(figure="fig4", gdata="imdb")
+    fig4 = grid.select(figure="fig4", data="imdb")
     assert {(job.figure, job.data) for job in fig4} == {("fig4", "imdb")} and len(fig4) == 8
     with pytest.raises(LookupError, match="no job"):
-        grid.job({"study": "ws", "map": "rf", "setting": "d99_n8", "chunk": "0"})
+        grid.job({"folder": "ws", "map": "rf", "setting": "d99_n8", "chunk": "0"})
     assert sorted(stem for stem in grid.tables() if stem.startswith("ws_")) == [
         "ws_drf",
         "ws_raf",
@@ -59,9 +59,9 @@ def test_params_are_the_configuration_slice_without_threads():
     grid = pipeline.Grid(_demo(), limits=SMALL)
     more_threads = pipeline.Grid(_demo({"ws": {"threads": 8}, "gen": {"threads": 8}}), limits=SMALL)
     assert [job.params for job in grid.jobs] == [job.params for job in more_threads.jobs]
-    ws = grid.job({"study": "ws", "map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
+    ws = grid.job({"folder": "ws", "map": "drf", "setting": "d16_n12_L3", "chunk": "0"})
     assert ws.params["numerics_version"] == numerics_versions()["ws"] and "threads" not in str(ws.params)
-    assert ws.params["settings"]["device"] == "cpu" and ws.params["trials"] == [0, 1, 2]
+    assert ws.device == "cpu" and ws.params["trials"] == [0, 1, 2]
     assert ws.params["data_label"] == "imdb:demo-tiny-bert:layer0"
     # a search setting changes exactly the WS params
     steps = pipeline.Grid(_demo({"ws": {"search": {"max_steps": 299}}}), limits=SMALL)
@@ -87,19 +87,19 @@ def test_runtime_follows_the_sampler_and_the_positions():
     one = pipeline.Grid(_demo(), limits=SMALL)
     every = pipeline.Grid(_demo({"ws": {"position": "all"}}), limits=SMALL)
     for wildcards in (
-        {"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
-        {"study": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"},
+        {"folder": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"},
+        {"folder": "ws", "map": "rf", "setting": "d32_n24", "chunk": "0"},
     ):
         a, b = one.job(wildcards), every.job(wildcards)
         spec = registry.get(a.map)
         sampler = spec.choose_sampler(position="all")
         steps = _demo()["ws"]["search"]["max_steps"]
         expected = spec.ws_seconds(a.n, a.d, sampler=sampler, positions=a.n, max_steps=steps) * len(a.trials)
-        assert b.seconds == pytest.approx(expected)
-        assert b.seconds >= a.n * a.seconds * (1 - 1e-12)
+        assert b.cost.seconds == pytest.approx(expected)
+        assert b.cost.seconds >= a.n * a.cost.seconds * (1 - 1e-12)
         assert b.runtime >= a.runtime
-    assert every.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds == pytest.approx(
-        16 * one.job({"study": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).seconds
+    assert every.job({"folder": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).cost.seconds == pytest.approx(
+        16 * one.job({"folder": "ws", "map": "raf", "setting": "d32_n16", "chunk": "0"}).cost.seconds
     )
 
 
@@ -140,14 +140,14 @@ def test_auto_device_puts_drf_on_a_gpu_with_the_gpu_memory_limit():
     config = _demo({"ws": {"data": "synthetic", "device": "auto", "maps": {"drf": {"d": [768], "n": [80], "L": [4]}}}})
     cpu_only = pipeline.Grid(config, limits=SMALL)
     with_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB))
-    drf = with_gpu.job({"study": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
-    assert drf.device == "cuda" and drf.gpu == 1 and drf.params["settings"]["device"] == "cuda"
+    drf = with_gpu.job({"folder": "ws", "map": "drf", "setting": "d768_n80_L4", "chunk": "0"})
+    assert drf.device == "cuda" and drf.gpu == 1 and drf.params["device"] == "cuda"
     # ws.dtype: auto searches DRF in bfloat16 on the GPU: its layers held in it
-    assert drf.params["settings"]["dtype"] == "bfloat16"
+    assert drf.params["dtype"] == "bfloat16"
     arrays = registry.get("drf").ws_memory(80, 768, {"L": 4}, dtype="bfloat16").bytes
-    assert drf.device_bytes == arrays + CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
-    assert drf.gpu_mem_mb == -(-drf.device_bytes // costs.MB)
-    assert drf.mem_mb * costs.MB < drf.device_bytes  # the host does not hold the weights
+    assert drf.cost.device_bytes == arrays + CUDA_CONTEXT_BYTES <= 80 * GB  # its arrays and its CUDA context
+    assert drf.gpu_mem_mb == -(-drf.cost.device_bytes // costs.MB)
+    assert drf.mem_mb * costs.MB < drf.cost.device_bytes  # the host does not hold the weights
     assert [job.point for job in cpu_only.unfit] == ["drf d768_n80_L4"]
     small_gpu = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=16 * GB))  # 23.2 GB in bfloat16
     assert "allowed by the GPU (limits.gpu_memory_gb)" in small_gpu.left_out_message()
@@ -178,7 +178,7 @@ def test_auto_puts_every_job_on_a_shared_gpu_and_only_drf_on_a_clusters():
     assert {"rf", "drf", "raf", "relu_raf", "mh_raf", "block"} <= maps  # the studies' maps included
     assert {job.device for job in shared.jobs if job.rule in ("ws", "gen")} == {"cuda"}
     on_shared = [job for job in shared.jobs if job.rule != "trained"]
-    assert all(job.gpu == 1 and job.gpu_mem_mb * costs.MB >= job.device_bytes for job in on_shared)
+    assert all(job.gpu == 1 and job.gpu_mem_mb * costs.MB >= job.cost.device_bytes for job in on_shared)
     by_cost = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB, cores=16))
     assert {job.device for job in by_cost.jobs if job.rule in ("ws", "gen")} == {"cpu"}
     cluster = pipeline.Grid(config, limits=compute.Limits(cpu=16 * GB, gpu=80 * GB, shared_gpu=False))
@@ -267,16 +267,17 @@ def test_a_memory_setting_lets_drf_stream_within_it():
     """ws.max_memory_gb: DRF is planned with the layers that do not fit streamed (wordsens.compute.costs
     drf_layout), so the job fits the setting, takes longer, and passes the setting to the estimate."""
     drf = {"ws": {"data": "synthetic", "maps": {"drf": {"d": [768], "n": [80], "L": [8]}}}}
-    wildcards = {"study": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
+    wildcards = {"folder": "ws", "map": "drf", "setting": "d768_n80_L8", "chunk": "0"}
     big = compute.Limits(cpu=64 * GB, gpu=None)
     resident = pipeline.Grid(_demo(drf), limits=big)
     assert resident.unfit  # every layer resident: about 99 GB
     streamed = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 16}})), limits=big)
     job = streamed.job(wildcards)
     layout = map_costs.drf_layout(80, 768, 8, budget=16 * GB, restarts=registry.get("drf").settings.restarts)
-    assert layout.streamed > 0 and job.arrays == layout.bytes <= 16 * GB
-    assert job.params["settings"]["max_memory_gb"] == 16 and job.params["settings"]["draw_on"] == "device"
-    assert job.seconds > pipeline.Grid(_demo(drf), limits=compute.Limits(cpu=2**50, gpu=None)).job(wildcards).seconds
+    assert layout.streamed > 0 and job.cost.arrays == layout.bytes <= 16 * GB
+    assert job.params["max_memory_gb"] == 16 and job.draw_on == "device"
+    resident = pipeline.Grid(_demo(drf), limits=compute.Limits(cpu=2**50, gpu=None)).job(wildcards)
+    assert job.cost.seconds > resident.cost.seconds
     tiny = pipeline.Grid(_demo(pipeline.merge(drf, {"ws": {"max_memory_gb": 0.5}})), limits=big)
     assert [j.point for j in tiny.unfit] == ["drf d768_n80_L8"]
     assert "0.5 GB allowed by ws.max_memory_gb" in tiny.left_out_message()
@@ -342,8 +343,8 @@ def test_penalised_searches_are_priced_at_the_step_cap_from_the_papers_widths():
         spec = registry.get(map_name)
         assert spec.settings.least_squares == (map_name == "raf")
         load = len(job.searches) * per_search  # the demo's cap: 200
-        assert job.seconds == pytest.approx(
+        assert job.cost.seconds == pytest.approx(
             spec.gen_seconds(job.n, 128, job.N, {}, searches=load) * len(job.simulations)
         )
         plain = spec.gen_seconds(job.n, 128, job.N, {}, searches=len(job.searches)) * len(job.simulations)
-        assert job.seconds > plain
+        assert job.cost.seconds > plain

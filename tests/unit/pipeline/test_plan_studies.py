@@ -23,7 +23,7 @@ from wordsens.maps import registry
 from wordsens.studies import numerics_versions
 from wordsens.studies.long_context import long_context_ns
 from wordsens.studies.sensitivity import WSJob
-from wordsens.studies.trained.plan import TrainedJob, trained_layers
+from wordsens.studies.trained import TrainedJob, trained_layers
 
 ROOT = Path(__file__).resolve().parents[3]
 GB = costs.GB
@@ -75,14 +75,14 @@ def test_studies_are_ws_jobs_with_their_own_folders_and_leave_the_papers_jobs_al
     ]
     assert {j.store for j in by_study["long_imdb"]} == {"long"} and {j.store for j in by_study["ws"]} == {"main"}
     assert all(j.params["data_label"].endswith(f":len{long_context['max_length']}") for j in by_study["long_imdb"])
-    mh = grid.job({"study": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
-    assert mh.params["settings"]["options"] == {"heads": 4} and mh.point == "variants mh_raf d16_n4"
-    drf = grid.job({"study": "variants", "map": "drf", "setting": "d16_n4_L2", "chunk": "0"})
-    assert drf.swept == {"L": 2} and "options" not in drf.params["settings"]
+    mh = grid.job({"folder": "variants", "map": "mh_raf", "setting": "d16_n4", "chunk": "0"})
+    assert mh.params["options"] == {"heads": 4} and mh.point == "variants mh_raf d16_n4"
+    drf = grid.job({"folder": "variants", "map": "drf", "setting": "d16_n4_L2", "chunk": "0"})
+    assert drf.swept == {"L": 2} and "options" not in drf.params
     (raf,) = [j for j in by_study["positions"] if j.map == "raf"]
-    assert raf.params["settings"]["position"] == "all" and raf.params["settings"]["profile"] is True
-    assert raf.params["settings"]["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
-    assert raf.seconds == pytest.approx(registry.get("raf").ws_seconds(32, 16, positions=32, max_steps=300) * 2)
+    assert raf.params["position"] == "all" and raf.params["profile"] is True
+    assert raf.params["shared_samples"] is True and raf.trials == (0, 1) and raf.store == "main"
+    assert raf.cost.seconds == pytest.approx(registry.get("raf").ws_seconds(32, 16, positions=32, max_steps=300) * 2)
     # the paper's jobs are the same with or without the studies (same params: nothing re-runs)
     paper = [j for j in grid.jobs if j.rule == "gen" or j.study == "ws"]
     alone = pipeline.Grid(_demo(NO_STUDIES), limits=SMALL)
@@ -111,7 +111,7 @@ def test_the_trained_study_plans_one_job_per_encoder_layer(tmp_path):
     assert job.params["n"] == trained["n"] and job.params["numerics_version"] == numerics_versions()["trained"]
     # two float32 copies of the encoder (tests/unit/compute/test_trained_memory.py), its processes and the searches
     held = costs.PROCESS_OVERHEAD + costs.JOBSTEP_OVERHEAD + 2 * 4 * encoder_size("demo-tiny-bert")
-    assert job.memory_bytes >= held + job.arrays and job.seconds > 0
+    assert job.cost.host_bytes >= held + job.cost.arrays and job.cost.seconds > 0
     more = pipeline.Grid(_demo({"trained": {"n": [8, 16, 24]}}), limits=SMALL).job({"layer": "2"})
     assert more.params != job.params and more.rows == 14 * 5 * 3 * 2 + 4
     # listed layers, and an encoder known from its local config.json (layers and heads)
@@ -158,8 +158,8 @@ def test_study_settings_follow_the_registry_and_left_out_points_name_their_study
     job = pipeline.Grid(
         _demo({"variants": {"d": 768, "n": [50], "maps": ["mh_raf"], "options": {"mh_raf": {"heads": 4}}}}),
         limits=SMALL,
-    ).job({"study": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
-    assert job.arrays == estimate.bytes
+    ).job({"folder": "variants", "map": "mh_raf", "setting": "d768_n50", "chunk": "0"})
+    assert job.cost.arrays == estimate.bytes
 
 
 @pytest.mark.parametrize(
@@ -204,9 +204,9 @@ pipeline.check(config)
 assert os.environ["WORDSENS_PLUGINS"] == {str(toy)!r}, os.environ["WORDSENS_PLUGINS"]
 assert "toy" in registry.names() and config["plugins"] == ["tests/plugins/toy_map.py"]
 grid = pipeline.Grid(config, limits=compute.Limits(cpu=2**34, gpu=None))
-job = grid.job({{"study": "ws", "map": "toy", "setting": "d8_n6_depth1", "chunk": "0"}})
-assert job.params["settings"]["options"] == {{"scale": 2.0}}
-assert job.arrays == registry.get("toy").ws_memory(6, 8, {{"scale": 2.0}}).bytes
+job = grid.job({{"folder": "ws", "map": "toy", "setting": "d8_n6_depth1", "chunk": "0"}})
+assert job.params["options"] == {{"scale": 2.0}}
+assert job.cost.arrays == registry.get("toy").ws_memory(6, 8, {{"scale": 2.0}}).bytes
 assert "ws_toy" in grid.tables()
 """
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={**os.environ, "WORDSENS_PLUGINS": ""})

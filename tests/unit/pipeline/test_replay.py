@@ -1,8 +1,9 @@
-"""The plan's scheduler against a real run: the default config.yaml on one H200 node (16 cores,
---resources gpu_mem_mb=143771, no priorities but the data steps', Snakemake's ilp scheduler; stopped
-474 s after Snakemake started, 468 s after its log's first stamp). The jobs its log started, with their
-measured durations, resources and inputs, are extracted into tests/data/gpu/h200_run.csv (18 KB; the
-log itself, 214 KB, stays in the shared folder: ``benchmarks/gpu_fit.py --log`` writes the file again).
+"""The plan's scheduler against a real run (the replay: benchmarks/gpu_replay.py): the default config.yaml
+on one H200 node (16 cores, --resources gpu_mem_mb=143771, no priorities but the data steps', Snakemake's
+ilp scheduler; stopped 474 s after Snakemake started, 468 s after its log's first stamp). The jobs its log
+started, with their measured durations, resources and inputs, are extracted into
+tests/data/gpu/h200_run.csv (18 KB; the log itself, 214 KB, stays in the shared folder:
+``benchmarks/gpu_fit.py --log`` writes the file again).
 
 The ilp scheduler breaks ties among equal priorities by its solver's choice, which no simulator can
 know: the replay takes the ties in the order the log started the jobs, and the 13 jobs still running at
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
 
 from wordsens.pipeline import simulate
-from wordsens.pipeline.replay import logged_jobs, read_jobs, replay_tasks, steps_done
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the replay (a developer's tool)
+from gpu_replay import logged_jobs, read_jobs, replay_tasks, steps_done  # noqa: E402
+
 RUN = ROOT / "tests" / "data" / "gpu" / "h200_run.csv"
 LOG = ROOT.parent / "shared" / "gpu" / "paper-run-h200" / "snakemake.log"
 STOP, CORES, GPU_MB = 468.0, 16, 143771

@@ -13,18 +13,26 @@ import torch
 from wordsens import maps, search
 from wordsens.compute.map_costs import DRF_RESTARTS, drf_layout
 from wordsens.data.samples import synthetic_sample
-from wordsens.search import Problem
+from wordsens.maps import registry
+from wordsens.search import Problem, SearchContext
 from wordsens.search.drf import DRFProblem, drf_problem, drf_tail
 
 N_, D_, L_ = 6, 4, 4  # D = 24: tiny layers, three of them in the tail
 
 
+def _ctx(dtype: torch.dtype, budget: int | None, sampler: str = "exact") -> SearchContext:
+    """The context of a DRF search on the CPU with the default batch of restarts."""
+    spec = registry.get("drf")
+    return SearchContext(spec, dtype, torch.device("cpu"), sampler, budget=budget, restarts=DRF_RESTARTS)
+
+
 def _problem(*, streamed: bool, dtype=torch.float64) -> DRFProblem:
     X = synthetic_sample(N_, D_, seed=1)
     budget = 0 if streamed else None  # no layer fits a budget of 0 bytes: every tail layer streams
-    tail = drf_tail(7, N_, D_, L_, dtype=dtype, device=torch.device("cpu"), budget=budget)
+    ctx = _ctx(dtype, budget)
+    tail = drf_tail(7, N_, D_, L_, ctx)
     assert tail.streamed == (L_ - 1 if streamed else 0)
-    return drf_problem(X, 2, 7, sampler="exact", weights=None, tail=tail, dtype=dtype, device=torch.device("cpu"))
+    return drf_problem(X, 2, 7, None, ctx, tail)
 
 
 def test_streamed_layers_equal_resident_ones():
@@ -56,19 +64,9 @@ def test_streamed_problem_equals_the_dense_map():
     (the first layer's exact-in-law sampler replaced by explicit weights)."""
     X = synthetic_sample(N_, D_, seed=2)
     weights = maps.drf_weights(5, N_, D_, L_, dtype=torch.float64)
-    tail = drf_tail(5, N_, D_, L_, dtype=torch.float64, device=torch.device("cpu"), budget=0)
+    tail = drf_tail(5, N_, D_, L_, _ctx(torch.float64, 0))
     tail.layers = tail.layers  # every layer streamed, drawn from seed 5 like `weights`
-    problem = drf_problem(
-        X,
-        1,
-        5,
-        sampler="dense",
-        weights=None,
-        tail=tail,
-        dtype=torch.float64,
-        device=torch.device("cpu"),
-        u_all=weights[0] @ X.reshape(-1),
-    )
+    problem = drf_problem(X, 1, 5, None, _ctx(torch.float64, 0, sampler="dense"), tail, weights[0] @ X.reshape(-1))
     delta = torch.randn((1, D_), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     Xp = X.clone()
     Xp[1] += delta[0]

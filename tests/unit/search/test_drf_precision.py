@@ -7,12 +7,18 @@ import pytest
 import torch
 
 from wordsens import maps, search
-from wordsens.compute.map_costs import drf_layout
+from wordsens.compute.map_costs import DRF_RESTARTS, drf_layout
 from wordsens.data.samples import synthetic_sample
-from wordsens.search import Problem
+from wordsens.maps import registry
+from wordsens.search import Problem, SearchContext
 from wordsens.search.drf import DRFProblem, ReducedDRFProblem, drf_problem, drf_tail
 
 CPU = torch.device("cpu")
+
+
+def _ctx(dtype: torch.dtype, budget: int | None = None) -> SearchContext:
+    """The context of an exact-sampler DRF search on the CPU with the default batch of restarts."""
+    return SearchContext(registry.get("drf"), dtype, CPU, "exact", budget=budget, restarts=DRF_RESTARTS)
 
 
 def _relative_change(X: torch.Tensor, weights: list[torch.Tensor], delta: torch.Tensor) -> float:
@@ -56,8 +62,8 @@ def test_bfloat16_search_with_drawn_weights_keeps_the_float32_map():
     assert full.phi_norm == pytest.approx(reduced.phi_norm, rel=1e-12)  # the same map: same phi(X)
     assert abs(reduced.lower / full.lower - 1) <= 0.01
     # the float32 problem's exact change at the bfloat16 Delta is the reduced estimate
-    tail = drf_tail(9, 6, 8, 3, dtype=torch.float32, device=CPU)
-    problem = drf_problem(X, 0, 9, sampler="exact", weights=None, tail=tail, dtype=torch.float32, device=CPU)
+    tail = drf_tail(9, 6, 8, 3, _ctx(torch.float32))
+    problem = drf_problem(X, 0, 9, None, _ctx(torch.float32), tail)
     assert isinstance(problem, DRFProblem) and not isinstance(problem, ReducedDRFProblem)
     change = float(problem.exact(reduced.delta[None].double())[0]) / problem.phi_norm
     assert reduced.lower == pytest.approx(change, rel=1e-12)
@@ -70,14 +76,14 @@ def test_reduced_problem_gradient_and_values(budget):
     bfloat16 rounding (measured within 0.7%; 3% allows a few roundings of 2^-8 per layer at L = 4), while
     the exact evaluation equals the float32 problem's to float64 rounding."""
     X = synthetic_sample(6, 4, seed=1)
-    tail16 = drf_tail(7, 6, 4, 4, dtype=torch.bfloat16, device=CPU, budget=budget)
-    tail32 = drf_tail(7, 6, 4, 4, dtype=torch.float32, device=CPU, budget=budget)
+    tail16 = drf_tail(7, 6, 4, 4, _ctx(torch.bfloat16, budget))
+    tail32 = drf_tail(7, 6, 4, 4, _ctx(torch.float32, budget))
     assert tail16.streamed == (3 if budget == 0 else 0)
     if budget is None:
         assert all(isinstance(V, torch.Tensor) and V.dtype == torch.bfloat16 for V in tail16.layers)
         assert tail16.exact_layers == [2, 3, 4]  # the float32 map, regenerated from its seed
-    p16 = drf_problem(X, 2, 7, sampler="exact", weights=None, tail=tail16, dtype=torch.bfloat16, device=CPU)
-    p32 = drf_problem(X, 2, 7, sampler="exact", weights=None, tail=tail32, dtype=torch.float32, device=CPU)
+    p16 = drf_problem(X, 2, 7, None, _ctx(torch.bfloat16, budget), tail16)
+    p32 = drf_problem(X, 2, 7, None, _ctx(torch.float32, budget), tail32)
     assert isinstance(p16, ReducedDRFProblem)
     D = 1.5 * torch.randn((5, 4), generator=torch.Generator().manual_seed(3))
     value, grad = p16.value_and_grad(D)

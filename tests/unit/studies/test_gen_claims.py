@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from claims_tables import SEARCHES, gen_rows, law, one, rows_of, verdict
 
-from wordsens.claims import compute_claims, err_lower_bound
+from wordsens.claims import err_lower_bound
 from wordsens.claims.stats import raf_alignment_threshold
+from wordsens.studies.claims import compute_claims
 from wordsens.studies.gen.claims import check_identity
 
 

@@ -27,25 +27,25 @@ def test_the_study_plans_one_job_per_map_n_N_and_chunk():
     grid = pipeline.Grid(config, limits=SMALL)
     jobs = grid.tables()["gen_words"]
     # the registry's order (rf before raf), then n, N and the chunks of 2 + 2 + 1 simulations
-    assert [(j.map, j.N, j.settings.simulations) for j in jobs][:3] == [
+    assert [(j.map, j.N, j.simulations) for j in jobs][:3] == [
         ("rf", 6, (0, 1)),
         ("rf", 6, (2, 3)),
         ("rf", 6, (4,)),
     ]
     assert len(jobs) == 2 * 2 * 3 and {j.map for j in jobs} == {"rf", "raf"}
-    job = grid.job({"map": "raf", "wsetting": "n8_N10_d16", "chunk": "1"})
-    assert job.key == "gen_words/raf/n8_N10_d16/chunk1" and job.settings.d == config["gen"]["d"]
+    job = grid.job({"map": "raf", "setting": "n8_N10_d16", "chunk": "1"})
+    assert job.key == "gen_words/raf/n8_N10_d16/chunk1" and job.d == config["gen"]["d"]
     assert job.params["numerics_version"] == numerics_versions()["gen_words"] and "chunk_mb" not in job.params
     # per simulation: 2 trainings x (surrogate, direct, 2 penalties) x (the words + 3 continuous settings)
-    assert job.rows == 2 * 2 * 4 * 4 and job.seconds > 0 and job.memory_bytes > 0
+    assert job.rows == 2 * 2 * 4 * 4 and job.cost.seconds > 0 and job.cost.host_bytes > 0
     # what the numbers depend on re-runs a job; the chunks' memory does not
     other = pipeline.Grid(demo_config({"gen_words": {"top_k": 3}}), limits=SMALL).job(
-        {"map": "raf", "wsetting": "n8_N10_d16", "chunk": "0"}
+        {"map": "raf", "setting": "n8_N10_d16", "chunk": "0"}
     )
     same = pipeline.Grid(demo_config({"gen_words": {"chunk_mb": 8}}), limits=SMALL).job(
-        {"map": "raf", "wsetting": "n8_N10_d16", "chunk": "0"}
+        {"map": "raf", "setting": "n8_N10_d16", "chunk": "0"}
     )
-    base = pipeline.Grid(demo_config(), limits=SMALL).job({"map": "raf", "wsetting": "n8_N10_d16", "chunk": "0"})
+    base = pipeline.Grid(demo_config(), limits=SMALL).job({"map": "raf", "setting": "n8_N10_d16", "chunk": "0"})
     assert other.params != base.params and same.params == base.params
     # the schedule: after the pool and the model, a table, a figure, the claims
     config = demo_config()
@@ -55,7 +55,7 @@ def test_the_study_plans_one_job_per_map_n_N_and_chunk():
 
 
 def test_paper_takes_the_maps_and_n_of_figures_4_and_5():
-    from wordsens.studies.gen_words.plan import gen_words_maps
+    from wordsens.studies.gen_words import gen_words_maps
 
     config = demo_config({"gen_words": {"maps": "paper"}})
     assert gen_words_maps(config) == {"rf": [8], "raf": [8, 12], "relu_raf": [8, 12]}
@@ -68,7 +68,7 @@ def test_paper_takes_the_maps_and_n_of_figures_4_and_5():
         ({"gen_words": {"maps": {"raf": [2]}}}, ["gen_words.maps.raf has n = 2 < 3"]),
         ({"gen_words": {"maps": {"raf": [130]}}}, ["n = 130 needs reviews of at least 128 words", "data.max_tokens"]),
         ({"gen_words": {"N": [40]}}, ["gen_words.N = 40 needs data.pool_size >= 41"]),
-        ({"gen_words": {"d": 65}}, ["gen_words.d = 65 > the width 64"]),
+        ({"gen_words": {"d": 65}}, ["gen_words.d = 65 > the model width 64"]),
         ({"gen_words": {"options": {"drf": {"L": 3}}}}, ["gen_words.options.drf: the study runs no drf"]),
         ({"gen_words": {"maps": {"nope": [8]}}}, ["nope"]),
         ({"gen_words": {"vocabulary": "all"}}, ["gen_words.vocabulary"]),
@@ -100,16 +100,15 @@ def tiny(tmp_path_factory):
 
 
 def _settings(**changes):
-    from wordsens.studies.gen_words.settings import GenWordsSettings
-    from wordsens.studies.sensitivity import SearchOptions
+    from wordsens.studies.gen_words import GenWordsJob
 
     values = dict(
         map="raf", options={}, n=8, N=10, d=16, simulations=(0, 1), model="demo", penalties=(1.0,),
-        continuous=True, vocabulary="words", top_k=3, search=SearchOptions(restarts=4, max_steps=40),
+        continuous=True, vocabulary="words", top_k=3, search={"restarts": 4, "max_steps": 40},
         device="cpu", seed=0, numerics_version="gen_words-1",
     )  # fmt: skip
     values.update(changes)
-    return GenWordsSettings(**values)
+    return GenWordsJob(study="gen_words", **values)
 
 
 def test_a_jobs_rows_pair_the_maps_by_simulation(tiny, one_thread):
@@ -161,7 +160,7 @@ def _claim_frame(a_rf: list[float], a_raf: list[float], *, reach: dict | None = 
 
 
 def _claims(frame):
-    from wordsens.claims import compute_claims
+    from wordsens.studies.claims import compute_claims
 
     table = compute_claims({"gen_words": frame})
     return table[table["claim"].str.startswith("gen_words")]
@@ -207,7 +206,7 @@ def test_the_comparison_needs_both_maps_and_the_table():
     shifted = only.assign(n=np.where(only["map"] == "rf", 40, 120))
     rows = _claims(shifted).query("claim == 'gen_words_rf_vs_raf'")
     assert list(rows["verdict"]) == ["not run"] and "share no (d, n, N, simulation)" in rows["note"].iloc[0]
-    from wordsens.claims import compute_claims
+    from wordsens.studies.claims import compute_claims
 
     empty = compute_claims({})
     assert set(empty.loc[empty["claim"].str.startswith("gen_words"), "verdict"]) == {"not run"}
@@ -219,13 +218,14 @@ def test_a_study_cannot_define_a_claim_twice():
     import dataclasses
 
     from wordsens import studies
-    from wordsens.claims import CLAIMS, catalogue
+    from wordsens.claims import CLAIMS
+    from wordsens.studies.claims import catalogue
 
     spec = studies.get("gen_words")
     assert {"gen_words_reach", "gen_words_rf_vs_raf"} <= set(catalogue()) and set(CLAIMS) < set(catalogue())
-    twice = (*spec.definitions(), CLAIMS["rf_law"])
+    twice = (*spec.claim_definitions(), CLAIMS["rf_law"])
     with studies.isolated():
-        studies.register(dataclasses.replace(spec, definitions=lambda: twice), replace=True)
+        studies.register(dataclasses.replace(spec, definitions=twice), replace=True)
         with pytest.raises(ValueError, match="defines the claim 'rf_law', which is defined already"):
             catalogue()
     assert "gen_words_reach" in catalogue()

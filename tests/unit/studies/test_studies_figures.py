@@ -72,7 +72,7 @@ def test_long_context_figure_fits_each_curve_and_marks_where_imdb_stops(tmp_path
 
 
 def test_positions_figure_marks_every_token_kind(tmp_path):
-    from wordsens.experiments import token_kinds
+    from wordsens.studies.sensitivity import token_kinds
 
     rows = []
     for map_name, scale in (("raf", 1.0), ("rf", 0.1)):

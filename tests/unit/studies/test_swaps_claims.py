@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wordsens.claims import compute_claims
+from wordsens.studies.claims import compute_claims
 
 # ----------------------------------------------------------------------------- claims
 

@@ -1,4 +1,4 @@
-"""The swaps study in the plan (wordsens.studies.swaps.plan, wordsens.compute.swap_costs): one job per map and
+"""The swaps study in the plan (wordsens.studies.swaps, wordsens.compute.swap_costs): one job per map and
 n with its params, rows and schedule, the cross-key problems named with the key and the fix, which maps
 are scored over the whole vocabulary."""
 
@@ -38,7 +38,7 @@ def test_the_study_plans_one_job_per_map_and_n():
     assert trained.params["options"] == {"model": "demo-tiny-bert", "layer": 1}
     # every position of every n: n - 2 rows per review
     every = pipeline.Grid(_demo({"swaps": {"positions": "all"}}), limits=SMALL).job({"map": "rf", "setting": "d16_n16"})
-    assert every.rows == section["reviews"] * 14 and every.seconds > 0
+    assert every.rows == section["reviews"] * 14 and every.cost.seconds > 0
     # a change of what the numbers depend on re-runs the job; the chunks' memory does not
     other = pipeline.Grid(_demo({"swaps": {"top_k": 3}}), limits=SMALL).job({"map": "raf", "setting": "d16_n8"})
     assert other.params != job.params
@@ -56,7 +56,7 @@ def test_the_study_plans_one_job_per_map_and_n():
         ({"swaps": {"positions": 7}}, ["swaps.positions = 7 > the 6 word positions of the smallest n = 8"]),
         ({"swaps": {"n": [2, 8]}}, ["swaps.n has 2 < 3"]),
         ({"swaps": {"n": [8, 130]}}, ["swaps.n = 130 needs reviews of at least 128 words", "data.max_tokens"]),
-        ({"swaps": {"d": 65}}, ["swaps.d = 65 exceeds the width 64"]),
+        ({"swaps": {"d": 65}}, ["swaps.d = 65 > the model width 64"]),
         ({"swaps": {"reviews": 41}}, ["swaps.reviews = 41 > data.pool_size = 40"]),
         ({"swaps": {"options": {"trained_attention": {"layer": 2}}}}, ["swaps.options.trained_attention.layer = 2"]),
         ({"swaps": {"maps": ["raf", "nope"]}}, ["swaps.maps has unknown maps ['nope']"]),
@@ -88,10 +88,11 @@ def test_screened_maps_are_planned_with_their_own_screen():
     planned at a small part of scoring every word, and above the first-order screen's per-word cost."""
     drf, block = registry.get("drf"), registry.get("block")
     options = {"heads": 12}
-    assert drf.cost.screen_flops(drf, 128, 768, {}) is None
-    per_word = block.cost.screen_flops(block, 128, 768, options)
+    assert drf.cost.screen_flops(drf, drf.work(128, 768)) is None
+    per_word = block.cost.screen_flops(block, block.work(128, 768, options))
     assert per_word == pytest.approx(2 * (12 * 768**2 + 128 * 768 * (2 * 12 + 8)))
-    assert registry.get("trained_layer").cost.screen_flops(registry.get("trained_layer"), 64, 384, {}) is not None
+    layer = registry.get("trained_layer")
+    assert layer.cost.screen_flops(layer, layer.work(64, 384)) is not None
     whole = 30_522 * swap_costs.candidate_flops(block, 128, 768, options) / swap_costs.SCAN_FLOPS
     screened = swap_costs.scan_seconds(block, 128, 768, options, vocab=30_522)
     assert 30_522 * per_word / swap_costs.SCAN_FLOPS < screened < whole / 10

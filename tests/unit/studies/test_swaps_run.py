@@ -13,8 +13,7 @@ import math
 import pandas as pd
 import pytest
 
-from wordsens.studies.swaps.plan import NUMERICS
-from wordsens.studies.swaps.settings import SwapSettings
+from wordsens.studies.swaps import NUMERICS, SwapJob
 
 # ----------------------------------------------------------------------------- the rows of a job
 
@@ -35,14 +34,14 @@ TEXTS = [
 ]
 
 
-def _job(**changes) -> SwapSettings:
+def _job(**changes) -> SwapJob:
     job = dict(
         map="raf", d=16, n=12, options={}, model="demo", reviews=2, positions=2, n_min=8, n_max=12, top_k=4,
         vocabulary="words", screen=16, sample=32, sqrt_d=True, max_steps=100, device="cpu", seed=0,
         numerics_version=NUMERICS[1],
     )  # fmt: skip
     job.update(changes)
-    return SwapSettings(**job)
+    return SwapJob(study="swaps", **job)
 
 
 def test_a_jobs_rows(tiny, one_thread):

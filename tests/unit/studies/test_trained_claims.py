@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from claims_tables import COUNTERPARTS, one, rows_of, trained_table
 
-from wordsens.claims import CLAIMS, catalogue, claims_from_results, claims_inputs, compute_claims, read_tables
+from wordsens.claims import CLAIMS
+from wordsens.studies.claims import catalogue, claims_from_results, claims_inputs, compute_claims, read_tables
 
 
 def test_trained_ratio_per_convention_and_counterpart_at_the_largest_n_without_a_verdict():

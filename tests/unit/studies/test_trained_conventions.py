@@ -22,9 +22,8 @@ from wordsens.data import demo, embed, inputs, models, pretrained
 from wordsens.maps import checkpoint
 from wordsens.maps.trained import attention_entropy
 from wordsens.search import estimate
-from wordsens.studies.trained.plan import NUMERICS
+from wordsens.studies.trained import NUMERICS, TrainedJob
 from wordsens.studies.trained.run import check_tokenizer, layer_rows, layer_table, moved_rows
-from wordsens.studies.trained.settings import TrainedSettings
 
 LONG = "a good film with a great cast and a sad story " * 3
 OTHER = "the worst movie, bad acting and a dull plot " * 3
@@ -258,10 +257,10 @@ def test_a_tokenizer_that_maps_every_word_to_unk_stops_the_job_naming_trained_mo
     broken = BertTokenizerFast(vocab=str(tmp_path / "vocab.txt"), do_lower_case=True)
     _, encoder = pretrained.load_encoder(shaped_bert, "cpu")
     pool = pd.DataFrame({"review_id": [10, 11, 12], "text": [LONG, OTHER, LONG + OTHER]})
-    job = TrainedSettings(
-        model="tiny", layer=1, heads=4, n=(8,), reviews=3, conventions=("paper",), maps=("trained_attention",),
-        positions=1, specials=False, draws=1, head_n=None, head_reviews=None, max_steps=10, seed=0,
-        numerics_version=NUMERICS[1],
+    job = TrainedJob(
+        study="trained", model="tiny", layer=1, heads=4, n=(8,), reviews=3, conventions=("paper",),
+        maps=("trained_attention",), positions=1, specials=False, draws=1, head_n=None, head_reviews=None,
+        max_steps=10, seed=0, numerics_version=NUMERICS[1],
     )  # fmt: skip
     with pytest.raises(inputs.InputError, match=r"^trained.model 'tiny': .* 3 of 3 reviews .* review_id 10 \(100.0%\)"):
         layer_table(broken, encoder, pool, job, source=shaped_bert, key="trained.model 'tiny'")

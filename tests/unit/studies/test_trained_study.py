@@ -1,6 +1,6 @@
 """The trained study's job (``wordsens.studies.trained.run.layer_rows``, rule ``trained``): the reviews it
 picks, the samples it searches and the rows it writes, against the planner's count
-(``wordsens.studies.trained.plan.TrainedJob.rows``), on the demo's tiny random BERT."""
+(``wordsens.studies.trained.TrainedJob.rows``), on the demo's tiny random BERT."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from workflow_utils import demo_config
 
 from wordsens import compute, pipeline
 from wordsens.data import models
-from wordsens.studies.trained.plan import NUMERICS, trained_jobs
+from wordsens.studies.trained import NUMERICS
+from wordsens.studies.trained import jobs as trained_jobs
 
 LONG = "a good film with a great cast and a sad story " * 3
 SHORT = "bad film"
@@ -114,4 +115,4 @@ def test_word_keys_double_the_word_rows_in_the_plan_and_are_a_param_only_when_on
     assert "word_keys" not in plain.params and words.params["word_keys"] is True
     # per sample 9 searches (see above) at 1 word row and 2 specials; word_keys adds the word row once more
     assert plain.rows == 9 * 3 * 2 * 2 and words.rows == 9 * 4 * 2 * 2
-    assert words.seconds > plain.seconds
+    assert words.cost.seconds > plain.cost.seconds

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from ...claims.intervals import clopper_pearson, median_interval
-from ...claims.rows import Rows
+from ...claims.rows import Rows, check_columns
 from ...claims.stats import (
     IDENTITY_TOL,
     NUMERICAL_TOL,
@@ -273,7 +274,32 @@ GEN_CLAIMS = (
 )
 
 
-def gen_claims(rows: Rows, gen: dict[str, pd.DataFrame]) -> None:
+# the columns every row of a generalisation table has (the claims read them)
+REQUIRED = (
+    "figure",
+    "map",
+    "data",
+    "d",
+    "n",
+    "N",
+    "simulation",
+    "training",
+    "loss",
+    "penalty",
+    "y",
+    "t0",
+    "D0",
+    "D1",
+    "err",
+    "gamma_min",
+)
+
+
+def gen_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The generalisation claims on the ``gen_fig4_<data>`` and ``gen_fig5_<data>`` tables."""
+    for key, frame in tables.items():
+        check_columns(key, frame, REQUIRED)
+    gen = {key: frame for key, frame in tables.items() if not frame.empty}
     if not gen:
         for c, m in GEN_CLAIMS:
             rows.not_run(c, "no generalisation tables (gen_fig4_<data>.parquet, gen_fig5_<data>.parquet)", map_=m)

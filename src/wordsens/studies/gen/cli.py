@@ -1,5 +1,9 @@
-"""``wordsens gen``: one generalisation simulation (``wordsens.generalisation``), printed as one
-JSON line. torch is imported only when the simulation runs."""
+"""``wordsens gen``: one generalisation simulation: learn a new sample, then flip its label by changing one word
+
+Train the min-norm interpolator on N samples, learn a new sample (X, y) by fine-tuning or re-training, then
+search the change Delta of one token (||Delta|| <= sqrt(d)) that makes the modified sentence, labelled -y, fit
+badly or well; print one JSON line: t0, t1, D0, D1, Err (the test error (D1 + y)^2), gamma_min, steps, seconds,
+peak memory and every setting."""
 
 from __future__ import annotations
 
@@ -7,32 +11,22 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from ...arguments import add_data_args, add_option_arg, positive_int
+from ...arguments import add_command, add_data_args, add_map_args, add_method_arg, add_option_arg, picked, positive_int
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``gen`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""
-    gen = sub.add_parser(
-        "gen",
-        help="one generalisation simulation: learn a new sample, then flip its label by changing one word",
-        description="Train the min-norm interpolator on N samples, learn a new sample (X, y) by fine-tuning or "
-        "re-training, then search the change Delta of one token (||Delta|| <= sqrt(d)) that makes the "
-        "modified sentence, labelled -y, fit badly or well; print one JSON line: t0, t1, D0, D1, Err "
-        "(the test error (D1 + y)^2), gamma_min, steps, seconds, peak memory and every setting.",
-    )
-    gen.add_argument(
-        "--map",
-        required=True,
-        choices=maps,
-        help="the feature map: any registered map (RF, RAF and ReLU-RAF have fast paths; the others evaluate "
+    gen = add_command(sub, "gen", __doc__)
+    add_map_args(
+        gen,
+        maps,
+        map_help="the feature map: any registered map (RF, RAF and ReLU-RAF have fast paths; the others evaluate "
         "their full map, which suits small n and d)",
     )
-    add_option_arg(gen)
-    gen.add_argument("--n", required=True, type=positive_int, help="context length (tokens kept)")
     gen.add_argument("--N", required=True, type=positive_int, dest="N_train", help="training set size")
-    gen.add_argument("--d", required=True, type=positive_int, help="embedding dimension")
+    add_option_arg(gen)
     gen.add_argument(
         "--training", required=True, choices=["fine_tune", "retrain"], help="how the new sample is learned"
     )
@@ -46,12 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     gen.add_argument("--penalty", type=float, default=0.0, help="weight of D0^2 in the penalised loss (default 0)")
     gen.add_argument("--seed", type=int, default=0, help="seeds the data, the weights and the search (default 0)")
     gen.add_argument("--position", type=int, default=0, help="0-based index of the changed token (default 0)")
-    gen.add_argument(
-        "--method",
-        choices=["default", "reference"],
-        default="default",
-        help="'default' (Gram matrix, span sampling) or 'reference' (the authors' dense algorithm)",
-    )
+    add_method_arg(gen, "'default' (Gram matrix, span sampling) or 'reference' (the authors' dense algorithm)")
     gen.add_argument(
         "--sampler",
         choices=["auto", "span", "dense"],
@@ -64,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
 
 def run(args: argparse.Namespace) -> str:
     """The simulation of ``args`` as one JSON line: the result, every setting, the seconds of the
-    preparation and in all, the process's peak memory and the package's version."""
+    preparation and in all, the process's peak memory and the package's version. torch is imported here."""
     from ... import __version__
     from ... import generalisation as G
     from ...compute.devices import peak_rss_bytes
@@ -77,45 +66,19 @@ def run(args: argparse.Namespace) -> str:
     Xt, yt, X, y, info = G.draw_task(source, args.N_train, args.n, args.d, args.seed, min_tokens=args.min_tokens)
     if args.loss != "penalised" and args.penalty:
         raise ValueError("--penalty only applies to --loss penalised")
-    options = dict(args.options)
+    task = (Xt, yt, X, y)
+    shared = {**picked(args, "seed", "position"), "options": dict(args.options)}
     if args.method == "reference":
-        res = G.gen_search(
-            args.map,
-            Xt,
-            yt,
-            X,
-            y,
-            seed=args.seed,
-            training=args.training,
-            loss=args.loss,
-            penalty=args.penalty,
-            position=args.position,
-            options=options,
-        )
+        res = G.gen_search(args.map, *task, training=args.training, loss=args.loss, penalty=args.penalty, **shared)
         prepare_s = 0.0
     else:
-        setup = G.prepare(
-            args.map,
-            Xt,
-            yt,
-            X,
-            y,
-            seed=args.seed,
-            position=args.position,
-            sampler=args.sampler,
-            device=args.device,
-            options=options,
-        )
+        setup = G.prepare(args.map, *task, sampler=args.sampler, device=args.device, **shared)
         res = G.search(setup, args.training, args.loss, penalty=args.penalty, seed=args.seed)
         prepare_s = setup.seconds
     out = res.as_dict()
     out.update(
-        n=args.n,
+        picked(args, "n", "d", "seed", "position", "data"),
         N=args.N_train,
-        d=args.d,
-        seed=args.seed,
-        position=args.position,
-        data=args.data,
         review_id=info["review_id"],
         prepare_seconds=prepare_s,
         total_seconds=prepare_s + res.seconds,

@@ -11,18 +11,17 @@ import torch
 
 from ... import generalisation as G
 from ...compute.devices import peak_rss_bytes, workflow_device
-from ...experiments.rows import config_hash, job_peak_mb, provenance
 from ...seeds import canonical_json, derive_seed
+from ..jobs import config_hash, job_peak_mb, provenance
 
 if TYPE_CHECKING:
-    from .settings import GenSettings
+    from . import GenJob
 
 __all__ = ["gen_rows"]
 
 
-def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
-    """Run the generalisation simulations of one job (``job``: its settings); one row per (simulation,
-    search).
+def gen_rows(job: GenJob, source: Any) -> pd.DataFrame:
+    """The rows of one generalisation job: one per (simulation, search).
 
     Simulation ``s`` draws its training set, new sample and weights from seeds derived from
     (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
@@ -30,22 +29,7 @@ def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
     computed once, and the searches run together (``wordsens.generalisation.search_many``). ``source``
     is ``"synthetic"`` or an ``EmbeddingStore``; rows record the device they ran on (``workflow_device``).
     """
-    run = job.settings
     threads = torch.get_num_threads()
-    searches = [list(s) for s in job.searches]
-    chash = config_hash(
-        {
-            "figure": job.figure,
-            "map": job.map,
-            "n": job.n,
-            "N": job.N,
-            "d": job.d,
-            "seed": job.seed,
-            "data": job.data_label,
-            "settings": run.params(),
-            "searches": searches,
-        }
-    )
     head = {
         "experiment": "gen",
         "figure": job.figure,
@@ -55,8 +39,8 @@ def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
         "n": job.n,
         "N": job.N,
     }
-    tail = {"threads": threads, "config_hash": chash, **provenance(job.numerics_version)}
-    device = workflow_device(run.device)
+    tail = {"threads": threads, "config_hash": config_hash(job.params), **provenance(job.numerics_version)}
+    device = workflow_device(job.device)
     rows = []
     for sim in job.simulations:
         print(
@@ -65,7 +49,7 @@ def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
             flush=True,
         )
         sim_seed = derive_seed(job.seed, "gen", job.map, job.n, job.N, job.d, job.data_label, sim)
-        Xt, yt, X, y, info = G.draw_task(source, job.N, job.n, job.d, sim_seed, min_tokens=bool(run.min_tokens))
+        Xt, yt, X, y, info = G.draw_task(source, job.N, job.n, job.d, sim_seed, min_tokens=bool(job.min_tokens))
         setup = G.prepare(
             job.map,
             Xt,
@@ -73,13 +57,11 @@ def gen_rows(job: GenSettings, source: Any) -> pd.DataFrame:
             X,
             y,
             seed=sim_seed,
-            position=run.position,
+            position=job.position,
             device=device,
-            options=dict(run.options) or None,
+            options=dict(job.options) or None,
         )
-        for res in G.search_many(
-            setup, [(t, loss, p) for t, loss, p in job.searches], seed=sim_seed, **run.search.given()
-        ):
+        for res in G.search_many(setup, [(t, loss, p) for t, loss, p in job.searches], seed=sim_seed, **job.search):
             rows.append(_gen_row(res, setup, head=head, simulation=sim, seed=sim_seed, info=info, tail=tail))
     frame = pd.DataFrame(rows)
     frame["job_peak_memory_mb"] = frame["job_peak_memory_mb"].astype("float64")

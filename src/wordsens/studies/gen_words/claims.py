@@ -19,13 +19,13 @@ so two maps' rows of one index are paired.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ...claims.intervals import MIN_UNITS, clopper_pearson, linear
-from ...claims.rows import Rows
+from ...claims.rows import Rows, check_columns
 from ...claims.stats import DERIVED, ESTIMATE, RATE, Claim, raf_alignment_threshold
 from ...theory import rf_law
 
@@ -118,9 +118,12 @@ def paired_alignment(frame: pd.DataFrame, first: str = "rf", second: str = "raf"
     return both.assign(diff=both[f"a_{first}"] - both[f"a_{second}"])
 
 
-def gen_words_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
-    """The study's rows of ``frame`` (None: it did not run): the reach rates and the paired RF-RAF
+def gen_words_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The study's rows of its table (absent: it did not run): the reach rates and the paired RF-RAF
     alignment comparison."""
+    frame = tables.get("gen_words")
+    if frame is not None:
+        check_columns("gen_words", frame, REQUIRED)
     if frame is None or frame.empty:
         for claim in DEFINITIONS:
             rows.not_run(claim.id, "no gen_words table (gen_words.parquet): the gen_words study did not run")

@@ -1,7 +1,11 @@
-"""``wordsens gen-words``: one generalisation simulation with real words (``wordsens.studies.gen_words.run``):
-every word of an encoder's vocabulary put at one word position of the new sample, the word minimising each
-loss for both trainings, beside the continuous Delta at [CLS] and at the word position, as text or one JSON
-line (``--json``). torch and transformers are imported only when it runs."""
+"""``wordsens gen-words``: one generalisation simulation with real words: can one word carry the learned label?
+
+Train the min-norm interpolator on N reviews, learn a new review (X, y) by fine-tuning and by re-training, then
+put every word of the encoder's vocabulary at one word position of X (through the encoder's embedding layer, rows
+of norm sqrt(d)) and print, for each training and loss (surrogate, direct Err, penalised Err + penalty D0^2), the
+word that minimises it with its Err, gamma_min and alignment a, the lower-left frontier of (gamma_min, Err) over
+the vocabulary, and the continuous Delta of the same simulation at [CLS] and at the word position (radius sqrt(d)
+and the best word's radius)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...arguments import add_option_arg, add_plugin_arg, positive_int
+from ...arguments import add_command, add_encoder_args, add_map_args, add_option_arg, add_plugin_arg, positive_int
 from ...data.sources import CACHE, encoder_source, reviews_frame
 
 __all__ = ["add_parser", "run"]
@@ -31,19 +35,8 @@ def _penalties(text: str) -> list[float]:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``gen-words`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""
-    cmd = sub.add_parser(
-        "gen-words",
-        help="one generalisation simulation with real words: can one word carry the learned label?",
-        description="Train the min-norm interpolator on N reviews, learn a new review (X, y) by fine-tuning and "
-        "by re-training, then put every word of the encoder's vocabulary at one word position of X (through the "
-        "encoder's embedding layer, rows of norm sqrt(d)) and print, for each training and loss (surrogate, "
-        "direct Err, penalised Err + penalty D0^2), the word that minimises it with its Err, gamma_min and "
-        "alignment a, the lower-left frontier of (gamma_min, Err) over the vocabulary, and the continuous Delta "
-        "of the same simulation at [CLS] and at the word position (radius sqrt(d) and the best word's radius).",
-    )
-    cmd.add_argument("--map", required=True, choices=maps, help="the feature map (`wordsens maps` lists them)")
-    cmd.add_argument("--d", required=True, type=positive_int, help="embedding dimension (at most the encoder's width)")
-    cmd.add_argument("--n", required=True, type=positive_int, help="tokens kept: [CLS], the review's words, [SEP]")
+    cmd = add_command(sub, "gen-words", __doc__)
+    add_map_args(cmd, maps, n_help="tokens kept: [CLS], the review's words, [SEP]", encoder=True)
     cmd.add_argument("--N", required=True, type=positive_int, dest="N_train", help="training set size")
     cmd.add_argument("--review", type=int, default=0, help="0-based index of the new sample in the data (default 0)")
     cmd.add_argument(
@@ -56,26 +49,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
         help="the penalised loss's weights (default 1,0.1,0.01)",
     )
     cmd.add_argument("--top", type=positive_int, default=5, help="best words printed per loss (default 5)")
-    cmd.add_argument(
-        "--model",
-        default="bert-base-uncased",
-        help="the encoder: a local folder, a Hub name, 'minilm' (the packaged all-MiniLM-L6-v2, unpacked into "
-        "--cache) or 'demo-tiny-bert' (built into --cache); default bert-base-uncased",
-    )
-    cmd.add_argument(
-        "--data",
-        default="hub",
-        metavar="hub|demo|PATH",
-        help="the reviews: 'hub' (stanfordnlp/imdb), 'demo' (a generated corpus) or a local copy (a .parquet file "
-        "or folder, an aclImdb/ folder, aclImdb_v1.tar.gz)",
-    )
-    cmd.add_argument("--split", default="train", help="the IMDb split (default train)")
-    cmd.add_argument(
-        "--vocabulary",
-        choices=["words", "tokens"],
-        default="words",
-        help="candidates: whole-word tokens (default) or every token (## pieces too); never specials or [unused*]",
-    )
+    add_encoder_args(cmd)
     cmd.add_argument("--seed", type=int, default=0, help="seeds the training set, the weights and the searches")
     cmd.add_argument("--device", default="cpu", help="'cpu' (default), 'cuda' or 'auto'")
     cmd.add_argument("--words-only", action="store_true", help="the words alone, without the continuous searches")
@@ -105,7 +79,8 @@ def _check_inputs(args: argparse.Namespace, tokenizer: Any, layer: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> str:
-    """The simulation of ``args`` as text, or one JSON line with ``--json``."""
+    """The simulation of ``args`` (``wordsens.studies.gen_words.run``) as text, or one JSON line with ``--json``;
+    torch and transformers are imported here."""
     import torch
 
     from ... import __version__

@@ -24,7 +24,7 @@ from ...maps import registry
 from ...plots.common import map_label
 from ...plots.generalisation import TRAINING_TITLES, gen_figure
 
-__all__ = ["SETTING_LABELS", "gen_words_figure", "gen_words_text"]
+__all__ = ["SETTING_LABELS", "draw", "gen_words_figure", "gen_words_text"]
 
 # the rows' settings in the figure's legend, in its order
 SETTING_LABELS = {
@@ -132,3 +132,13 @@ def _cells(rows: pd.DataFrame, simulation: int, training: str, top: int) -> list
         _fmt(direct["frontier_err_at_1"]),
         _fmt(cls["err"].iloc[0]) if len(cls) else "-",
     ]
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``): the figures and each simulation's best words as text."""
+    table = tables["table"]
+    penalised = outputs.get("penalised", ())
+    gen_words_figure(
+        table, params["columns"], outputs["figures"], penalised, left_out=params["left_out"], settings=settings
+    )
+    gen_words_text(table, outputs["text"][0], stamp=settings.get("stamp"))

@@ -27,7 +27,7 @@ from ...generalisation.core import prepare
 from ...seeds import derive_seed, generator
 
 if TYPE_CHECKING:
-    from .settings import GenWordsSettings
+    from . import GenWordsJob
 
 Tensor = torch.Tensor
 
@@ -222,7 +222,7 @@ def _reached(row: dict[str, Any]) -> bool:
 
 def _simulation_rows(
     tokenizer: Any, layer: EmbeddingLayer, texts: list[str], labels: list[int], ids: list[int],
-    job: GenWordsSettings, simulation: int, *, chunk_mb: float,
+    job: GenWordsJob, simulation: int, *, chunk_mb: float,
 ) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
     """The rows of one simulation: its review (the first of a seeded order with at least n tokens), its
     training set, its word position and the data (none of them depending on the map: the maps' simulations
@@ -239,7 +239,7 @@ def _simulation_rows(
     sim, info = gen_word_simulation(
         tokenizer, layer, task, job.map, seed=derive_seed(base, job.map), position=position,
         vocabulary=job.vocabulary, options=dict(job.options) or None, device=job.device, penalties=job.penalties,
-        continuous=job.continuous, top_k=job.top_k, chunk_mb=chunk_mb, search=job.search.given(),
+        continuous=job.continuous, top_k=job.top_k, chunk_mb=chunk_mb, search=dict(job.search),
     )  # fmt: skip
     words = sim.words
     head = {
@@ -273,14 +273,14 @@ def _simulation_rows(
 
 
 def words_table(
-    tokenizer: Any, encoder: Any, pool: Any, job: GenWordsSettings, *, chunk_mb: float = 64.0, log: Any = None
+    tokenizer: Any, encoder: Any, pool: Any, job: GenWordsJob, *, chunk_mb: float = 64.0, log: Any = None
 ) -> Any:
     """The table of one job of the ``gen_words`` rule (``job``: its settings): per simulation of
     ``job.simulations`` the rows of ``_simulation_rows`` on the pool's reviews (labels from the pool), with
     the encoder's name (``model``), the job's ``config_hash`` and the provenance of every row."""
     import pandas as pd
 
-    from ...experiments.rows import config_hash, provenance
+    from ..jobs import config_hash, provenance
 
     texts = [str(t) for t in pool["text"]]
     labels = [int(v) for v in pool["label"]]
@@ -296,7 +296,7 @@ def words_table(
     frame.insert(0, "model", job.model)
     for column in ("word", "top_words", "top_values"):
         frame[column] = frame[column].astype("object") if column in frame else None
-    frame["config_hash"] = config_hash(job.params())
+    frame["config_hash"] = config_hash(job.params)
     for key, value in provenance(job.numerics_version).items():
         frame[key] = value
     return frame

@@ -19,7 +19,7 @@ import seaborn as sns
 from ...claims.slope import law_slope, loglog_slope
 from ...plots.common import map_law, mark_not_run, not_run_note, save
 
-__all__ = ["DATA_STYLES", "long_context_figure"]
+__all__ = ["DATA_STYLES", "draw", "long_context_figure"]
 
 
 DATA_STYLES = {"synthetic": "-", "imdb": "--"}
@@ -121,3 +121,8 @@ def _law_curves(ax: plt.Axes, present: Mapping[str, pd.DataFrame]) -> None:
         ns = pd.concat([t.loc[t["map"] == name, "n"] for t in present.values()])
         grid = np.geomspace(ns.min(), ns.max(), 100)
         ax.plot(grid, law_of(grid), color="black", ls=":", lw=1.5, label=label)
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``)."""
+    long_context_figure(tables, outputs["figures"], settings=settings, **params)

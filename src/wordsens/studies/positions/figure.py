@@ -16,7 +16,7 @@ import seaborn as sns
 
 from ...plots.common import map_law, not_run_note, save
 
-__all__ = ["TOKEN_STYLES", "positions_figure"]
+__all__ = ["TOKEN_STYLES", "draw", "positions_figure"]
 
 
 TOKEN_STYLES = {
@@ -129,3 +129,8 @@ def _profile_panel(ax: plt.Axes, part: pd.DataFrame, map_name: str, label: str, 
         ax.axhline(law, color="black", ls=":", lw=1.2, zorder=1, label=f"{known[1]} at n = {n}")
         top = max(top, law)
     ax.set_ylim(0, 1.08 * top)  # the row's scale
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``)."""
+    positions_figure(tables["table"], outputs["figures"], settings=settings, **params)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ...compute import costs
 from ...compute.limits import Limits
+from ...compute.placement import Request, request
 from ...data.models import DEMO_LM, encoder_size, model_heads, model_layers, model_positions, model_width
-from ..jobs import Request, request
 from ..spec import Needs, Step
 
 __all__ = ["active", "caption", "needs", "probe_model", "probe_request", "problems", "steps", "targets"]

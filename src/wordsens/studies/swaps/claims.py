@@ -15,11 +15,13 @@ same weights at the radius that word moves (``continuous``) and the vocabulary's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from ...claims.intervals import MIN_REVIEWS, linear
-from ...claims.rows import Rows
+from ...claims.rows import Rows, check_columns
 from ...claims.stats import DERIVED, NUMERICAL_TOL, REPORT, UNIVERSAL, Claim
 
 __all__ = ["DEFINITIONS", "SWAPS_REQUIRED", "misses", "swap_claims"]
@@ -88,10 +90,13 @@ def _per_review(rows: pd.DataFrame, values: pd.Series) -> np.ndarray:
     return values.groupby(rows["review"]).mean().to_numpy(float)
 
 
-def swap_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
-    """The swaps study's rows of ``frame`` (None: the study did not run): per map, d and n the two
+def swap_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The swaps study's rows of its table (absent: the study did not run): per map, d and n the two
     reported ratios, and per map the universal check ``continuous_covers_words``."""
     claims = ("swaps_ratio", "swaps_mean_ratio", "continuous_covers_words")
+    frame = tables.get("swaps")
+    if frame is not None:
+        check_columns("swaps", frame, SWAPS_REQUIRED)
     if frame is None or frame.empty:
         for claim in claims:
             rows.not_run(claim, "no swaps table (swaps.parquet): the swaps study did not run")

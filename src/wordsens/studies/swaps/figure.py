@@ -26,7 +26,7 @@ from ...io import atomic_path
 from ...maps import registry
 from ...plots.common import map_label, mark_not_run, not_run_note, save
 
-__all__ = ["MAX_COLUMNS", "PER_ROW", "SERIES", "swaps_figure", "swaps_text"]
+__all__ = ["MAX_COLUMNS", "PER_ROW", "SERIES", "draw", "swaps_figure", "swaps_text"]
 
 MAX_COLUMNS = 3  # panels per row
 # what a panel draws: column -> (legend label, marker, line style)
@@ -167,3 +167,9 @@ def swaps_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: st
 
     atomic_path(path, write)
     return text
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``): the figure and the top substitutions as text."""
+    swaps_figure(tables["table"], outputs["figures"], left_out=params["left_out"], settings=settings)
+    swaps_text(tables["table"], outputs["text"][0], stamp=settings.get("stamp"))

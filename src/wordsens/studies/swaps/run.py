@@ -23,7 +23,7 @@ from ...data.vocabulary import EmbeddingLayer, candidate_ids, context, review_to
 from ...seeds import derive_seed
 
 if TYPE_CHECKING:
-    from .settings import SwapSettings
+    from . import SwapJob
 
 __all__ = ["swap_rows", "swap_table"]
 
@@ -42,13 +42,13 @@ class _Vocabulary:
         self.specials = [int(i) for i in tokenizer.all_special_ids]
 
 
-def _positions(job: SwapSettings, ids: Sequence[int], specials: Sequence[int], review_id: int) -> list[int]:
+def _positions(job: SwapJob, ids: Sequence[int], specials: Sequence[int], review_id: int) -> list[int]:
     """The job's word positions of a review (``swap_positions``, seeded by the review: the same for every map)."""
     seed = derive_seed(job.seed, "swaps", review_id)
     return swap_positions(ids, specials, count=job.positions, n_min=int(job.n_min), seed=seed)
 
 
-def _row(job: SwapSettings, result: Any, words: _Vocabulary, ids: Sequence[int], review: int, review_id: int) -> dict:
+def _row(job: SwapJob, result: Any, words: _Vocabulary, ids: Sequence[int], review: int, review_id: int) -> dict:
     """One row of the study's table from a ``SwapResult``."""
     found, position = result.scan, result.position
     top_words = [words.names[j] for j in found.top]
@@ -91,7 +91,7 @@ def swap_rows(
     tokenizer: Any,
     encoder: Any,
     texts: Sequence[str],
-    job: SwapSettings,
+    job: SwapJob,
     *,
     model: str,
     review_ids: Sequence[int] | None = None,
@@ -99,7 +99,7 @@ def swap_rows(
     chunk_mb: float = 64.0,
     log: Callable[[str], Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of one ``swaps`` job (``job``: its settings, ``wordsens.studies.swaps.plan.SwapSettings``) on
+    """The rows of one ``swaps`` job (``job``: a ``SwapJob``) on
     ``texts`` (each with at least ``job.n_max`` tokens): per review and word position (``swap_positions``),
     the substitution of ``job.map`` at ``job.d``, ``job.n``, weights drawn from a seed of the map and the
     review. ``model``: the folder or name the encoder came from (a checkpoint map loads its layer from it);
@@ -152,7 +152,7 @@ def swap_rows(
     return rows
 
 
-def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapSettings, *, source: str, **kwargs: Any) -> Any:
+def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapJob, *, source: str, **kwargs: Any) -> Any:
     """The table of one job of the ``swaps`` rule: ``swap_rows`` on the pool's first ``job.reviews``
     reviews (its seeded order) with at least ``job.n_max`` tokens (the same reviews for every map
     and n), with the encoder's name (``model``), the job's ``config_hash`` and the provenance of every
@@ -160,7 +160,7 @@ def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapSettings, *, so
     import pandas as pd
 
     from ...data.reviews import pick_reviews
-    from ...experiments.rows import config_hash, provenance
+    from ..jobs import config_hash, provenance
 
     texts = [str(t) for t in pool["text"]]
     chosen = pick_reviews(tokenizer, texts, n=int(job.n_max), count=int(job.reviews), section="swaps")
@@ -169,7 +169,7 @@ def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapSettings, *, so
     frame = pd.DataFrame(rows)
     frame.insert(0, "study", "swaps")
     frame.insert(1, "model", job.model)
-    frame["config_hash"] = config_hash(job.params())
+    frame["config_hash"] = config_hash(job.params)
     for key, value in provenance(job.numerics_version).items():
         frame[key] = value
     return frame

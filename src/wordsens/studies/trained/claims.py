@@ -13,14 +13,14 @@ row is reported without a verdict ("no claim"); what it measures and why is in `
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...claims.intervals import Interval, geometric
-from ...claims.rows import Rows
+from ...claims.rows import Rows, check_columns
 from ...claims.stats import DERIVED, REPORT, TRAINED_DATA, Claim
 from ...maps import CONVENTIONS, registry
 
@@ -207,12 +207,15 @@ def _scale(row: pd.Series) -> str:
     return "; ".join(out)
 
 
-def trained_claims(rows: Rows, frame: pd.DataFrame | None) -> None:
-    """The ``trained_ratio`` rows of the trained study's table (None: the study did not run): one per
+def trained_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The ``trained_ratio`` rows of the trained study's table (absent: the study did not run): one per
     row of :func:`trained_ratios`, scope ``layer=3, n=128, convention=paper`` (``, at [CLS]`` for the
     special rows, ``, word keys`` for the samples of word rows alone), prefixed by ``model=...`` where
     the table holds several models. Conventions, counterparts, keys and kinds of moved rows are never
     pooled."""
+    frame = tables.get("trained")
+    if frame is not None:
+        check_columns("trained", frame, TRAINED_REQUIRED)
     if frame is None or frame.empty:
         rows.not_run(CLAIM, "no trained-encoder table (trained.parquet): the trained study did not run")
         return

@@ -22,7 +22,7 @@ from ...maps import registry
 from ...plots.common import NOTE_STYLE, mark_not_run, not_run_note, save
 from .claims import trained_ratios
 
-__all__ = ["trained_figure"]
+__all__ = ["draw", "trained_figure"]
 
 # each convention's line style and marker; the word rows are drawn (the special rows are in the table)
 _STYLE = {"paper": ("-", "o"), "model": ("--", "s")}
@@ -298,3 +298,8 @@ def _title(whole: pd.DataFrame, table: pd.DataFrame) -> str:
         f"{head}each layer of the trained encoder against its random counterparts\n"
         f"{reviews} reviews, word rows, {draws} draws per counterpart, 95% intervals over reviews{specials}"
     )
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``): every layer left out when no job fits."""
+    trained_figure(tables.get("table"), outputs["figures"], left_out=params["left_out"], settings=settings)

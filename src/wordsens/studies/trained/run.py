@@ -14,7 +14,7 @@ serves (``wordsens.maps.CONVENTIONS``):
   singular values (``matched_attention``, ``matched_layer``).
 
 The moved rows are word rows: ``positions`` of them per review and n, drawn (seeded) from the rows
-that hold a word (``wordsens.experiments.token_kinds``: never ``[CLS]`` or ``[SEP]``), or all of
+that hold a word (``wordsens.studies.sensitivity.token_kinds``: never ``[CLS]`` or ``[SEP]``), or all of
 them; with ``specials``, ``[CLS]`` (row 0) and ``[SEP]`` (row n - 1) are searched too, as rows of their
 own (column ``token``). Each random counterpart is drawn ``draws`` times per (layer, review): draw k
 has one seed for every counterpart and position (``block`` and ``ln_block`` share their random
@@ -44,14 +44,14 @@ from ... import maps
 from ...data import embed, samples
 from ...data.inputs import InputError, check_near_duplicates, check_review_unk
 from ...data.reviews import pick_reviews
-from ...experiments.rows import token_kinds
 from ...maps import registry
 from ...maps.trained import attention_entropy, attention_mass, bias_output
 from ...search import estimate
 from ...seeds import derive_seed
+from ..sensitivity import token_kinds
 
 if TYPE_CHECKING:
-    from .settings import TrainedSettings
+    from . import TrainedJob
 
 Tensor = torch.Tensor
 
@@ -371,14 +371,14 @@ def layer_table(
     tokenizer: Any,
     encoder: Any,
     pool: Any,
-    job: TrainedSettings,
+    job: TrainedJob,
     *,
     source: str,
     max_unk_share: float = 0.05,
     key: str = "trained.model",
     log: Any = None,
 ) -> Any:
-    """The table of one job of the ``trained`` rule (``job``: its settings, ``wordsens.studies.trained.plan``):
+    """The table of one job of the ``trained`` rule (``job``: a ``TrainedJob``):
     the rows of ``layer_rows`` on the pool's first ``reviews`` reviews (its seeded order) with at least
     max(n) tokens (the same reviews at every layer), once the study's tokenizer passed
     ``check_tokenizer`` on them (``max_unk_share``, ``key``: data.max_unk_share and the setting that
@@ -387,7 +387,7 @@ def layer_table(
     loaded from."""
     import pandas as pd
 
-    from ...experiments.rows import config_hash, provenance
+    from ..jobs import config_hash, provenance
 
     texts = [str(t) for t in pool["text"]]
     chosen = pick_reviews(tokenizer, texts, n=max(job.n), count=job.reviews, section="trained")
@@ -419,7 +419,7 @@ def layer_table(
     frame = pd.DataFrame(rows)
     frame.insert(0, "model", job.model)
     frame.insert(2, "review_id", [ids[r] for r in frame["review"]])
-    frame["config_hash"] = config_hash(job.params())
+    frame["config_hash"] = config_hash(job.params)
     for name, value in provenance(job.numerics_version).items():
         frame[name] = value
     return frame

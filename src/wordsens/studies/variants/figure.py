@@ -16,7 +16,7 @@ import seaborn as sns
 from ...maps import registry
 from ...plots.common import mark_not_run, not_run_note, save
 
-__all__ = ["variants_figure"]
+__all__ = ["draw", "variants_figure"]
 
 
 def variants_figure(
@@ -60,3 +60,8 @@ def variants_figure(
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``)."""
+    variants_figure(tables["table"], outputs["figures"], settings=settings, **params)

@@ -7,13 +7,14 @@ trials of the grid points (:mod:`wordsens.claims.intervals`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from ...claims.intervals import MIN_UNITS, linear, log_ratio, worst_point
 from ...claims.levels import raf_reference, rf_level_band
-from ...claims.rows import Rows
+from ...claims.rows import Rows, check_columns
 from ...claims.slope import law_slope, slope_coefficients
 from ...claims.stats import KNOWN_MAPS, raf_floor_threshold
 from ...claims.units import grid_points, slices
@@ -222,7 +223,17 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
         rows.estimate("relu_raf_below_raf", interval, map_="relu_raf", data=data, scope=scope, note=note)
 
 
-def ws_claims(rows: Rows, ws: dict[str, pd.DataFrame]) -> None:
+# the columns every row of a word-sensitivity table has (the claims read them)
+REQUIRED = ("map", "data", "d", "n", "trial", "lower")
+
+
+def ws_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The paper's word-sensitivity claims on the ``ws_<map>`` tables (a study that lends its rows,
+    ``StudySpec.lends_ws_rows``, adds one per map that has none: ``wordsens.claims.claims_inputs``)."""
+    for key, frame in tables.items():
+        check_columns(key, frame, REQUIRED)
+    ws = {key.removeprefix("ws_"): frame for key, frame in tables.items() if not frame.empty}
+
     def datas(frame: pd.DataFrame) -> list[str]:
         return sorted(str(x) for x in frame["data"].unique())
 

@@ -1,5 +1,8 @@
-"""``wordsens ws``: one word-sensitivity estimate (``wordsens.search.estimate``) on one sample,
-printed as one JSON line. torch is imported only when the estimate runs."""
+"""``wordsens ws``: estimate the word sensitivity of one random feature map on one sample
+
+Estimate the word sensitivity sup ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)|| over ||Delta|| <= sqrt(d) and print
+one JSON line: lower (the relative change reached), upper (an RF certificate, else null), steps, seconds, peak
+memory and every setting."""
 
 from __future__ import annotations
 
@@ -7,52 +10,39 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from ...arguments import add_data_args, add_option_arg, add_plugin_arg, position, positive_int
+from ...arguments import (
+    add_command,
+    add_data_args,
+    add_map_args,
+    add_method_arg,
+    add_option_arg,
+    add_plugin_arg,
+    picked,
+    position,
+    positive_int,
+)
 
 __all__ = ["add_parser", "run"]
+
+# the options ``estimate`` takes as they are
+SETTINGS = ("seed", "position", "method", "device", "sampler", "restarts", "max_steps", "max_memory_gb", "draw_on")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``ws`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""
-    ws = sub.add_parser(
-        "ws",
-        help="estimate the word sensitivity of one random feature map on one sample",
-        description="Estimate the word sensitivity sup ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)|| over "
-        "||Delta|| <= sqrt(d) and print one JSON line: lower (the relative change reached), upper "
-        "(an RF certificate, else null), steps, seconds, peak memory and every setting.",
-    )
-    ws.add_argument(
-        "--map",
-        required=True,
-        choices=maps,
-        help="the feature map: any registered map (`wordsens maps` lists them with their formulas)",
-    )
-    ws.add_argument("--d", required=True, type=positive_int, help="embedding dimension (coordinates kept per token)")
-    ws.add_argument("--n", required=True, type=positive_int, help="context length (tokens kept)")
-    ws.add_argument("--L", type=positive_int, default=None, help="alias of --option L=N: DRF's depth (default 2)")
-    ws.add_argument(
-        "--k", type=positive_int, default=None, help="alias of --option k=N: RF's width (default n*d, as in the paper)"
-    )
+    ws = add_command(sub, "ws", __doc__)
+    add_map_args(ws, maps)
+    ws.add_argument("--L", type=positive_int, help="alias of --option L=N: DRF's depth (default 2)")
+    ws.add_argument("--k", type=positive_int, help="alias of --option k=N: RF's width (default n*d, as in the paper)")
     ws.add_argument("--seed", type=int, default=0, help="seeds the sample, the weights and the search (default 0)")
-    ws.add_argument(
-        "--method",
-        choices=["default", "reference"],
-        default="default",
-        help="'default': the fast search; 'reference': the authors' algorithm (slow, dense float64)",
-    )
+    add_method_arg(ws, "'default': the fast search; 'reference': the authors' algorithm (slow, dense float64)")
     ws.add_argument(
         "--position",
         type=position,
         default=0,
         help="0-based index of the perturbed token, or 'all' for the sup over every position (default 0)",
     )
-    _add_search_args(ws)
-    add_plugin_arg(ws)
-    add_data_args(ws)
-
-
-def _add_search_args(ws: argparse.ArgumentParser) -> None:
-    """How the search runs: weights, device, dtype, restarts, steps, map options, memory."""
+    # how the search runs
     ws.add_argument(
         "--sampler",
         choices=["auto", "exact", "dense", "blockwise"],
@@ -64,17 +54,15 @@ def _add_search_args(ws: argparse.ArgumentParser) -> None:
     ws.add_argument(
         "--dtype",
         choices=["float32", "float64", "bfloat16"],
-        default=None,
         help="working dtype of the default search (default float32 for RF/DRF, float64 for attention); bfloat16: "
         "DRF's products in bfloat16 (for a GPU's tensor cores), its estimate re-evaluated on the float32 map",
     )
-    ws.add_argument("--restarts", type=positive_int, default=None, help="starts searched as one batch")
+    ws.add_argument("--restarts", type=positive_int, help="starts searched as one batch")
     ws.add_argument("--max-steps", type=positive_int, default=1000, help="cap on ascent steps (default 1000)")
     add_option_arg(ws)
     ws.add_argument(
         "--max-memory-gb",
         type=float,
-        default=None,
         help="peak array memory allowed, in GB (default: what the device has free); DRF streams the "
         "layers that do not fit",
     )
@@ -85,11 +73,13 @@ def _add_search_args(ws: argparse.ArgumentParser) -> None:
         help="where RF/DRF weights bound for a GPU are drawn: 'device' (the GPU's generator, the "
         "default) or 'cpu' (the same numbers as a CPU run)",
     )
+    add_plugin_arg(ws)
+    add_data_args(ws)
 
 
 def run(args: argparse.Namespace) -> str:
     """The estimate of ``args`` as one JSON line: the result, the sample's review and label, the
-    process's peak memory (and the GPU's, on a GPU) and the package's version."""
+    process's peak memory (and the GPU's, on a GPU) and the package's version. torch is imported here."""
     import torch
 
     from ... import __version__
@@ -105,21 +95,7 @@ def run(args: argparse.Namespace) -> str:
         source = load_embeddings(args.data)
     X, info = draw_sample(source, args.n, args.d, derive_seed(args.seed, "sample"), min_tokens=args.min_tokens)
     dtype = getattr(torch, args.dtype) if args.dtype else None
-    result = estimate(
-        args.map,
-        X,
-        seed=args.seed,
-        position=args.position,
-        method=args.method,
-        dtype=dtype,
-        device=args.device,
-        sampler=args.sampler,
-        restarts=args.restarts,
-        max_steps=args.max_steps,
-        options=_options(args),
-        max_memory_gb=args.max_memory_gb,
-        draw_on=args.draw_on,
-    )
+    result = estimate(args.map, X, dtype=dtype, options=_options(args), **picked(args, *SETTINGS))
     out = result.as_dict()
     out.update(
         data=args.data,

@@ -18,7 +18,7 @@ import seaborn as sns
 
 from ...plots.common import hue_of, map_label, map_law, mark_not_run, not_run_note, point_keys, save
 
-__all__ = ["ws_figure"]
+__all__ = ["draw", "ws_figure"]
 
 
 def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, palette: str) -> None:
@@ -94,3 +94,9 @@ def ws_figure(
     fig.tight_layout()
     save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
+    """The figure rule's drawing (``StudySpec.draw``): Figure 2 or 3's panels, plain and times sqrt(n)."""
+    for name, scaled in (("plain", False), ("scaled", True)):
+        ws_figure(tables, params["maps"], outputs[name], scaled=scaled, left_out=params["left_out"], settings=settings)

@@ -1,5 +1,5 @@
-"""wordsens.experiments: the rows of one WS job, with map options, per-position profiles and samples
-shared across maps (the studies beyond the paper), on a small in-memory embedding store."""
+"""The rows of one WS job (``wordsens.studies.sensitivity.ws_rows``), with map options, per-position profiles and
+samples shared across maps (the studies beyond the paper), on a small in-memory embedding store."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from wordsens import search
 from wordsens.compute.devices import workflow_device
 from wordsens.data.samples import draw_sample, review_samples
 from wordsens.data.store import EmbeddingStore
-from wordsens.experiments import token_kinds, ws_rows
 from wordsens.seeds import derive_seed
-from wordsens.studies.sensitivity import WS_NUMERICS, WSRun, WSSettings
+from wordsens.studies.sensitivity import WS_NUMERICS, WSJob, token_kinds, ws_rows
 
 SETTINGS = {
     "position": 0,
@@ -30,18 +29,22 @@ SETTINGS = {
 
 
 def _rows(*, map_name, d, n, swept, trials, seed, source, data_label, settings) -> pd.DataFrame:
-    """``ws_rows`` of the job these settings describe (its typed settings, as the job's params give them)."""
-    job = WSSettings(
-        map=map_name,
-        d=d,
-        n=n,
-        swept=swept,
-        trials=tuple(trials),
-        seed=seed,
-        data="synthetic" if isinstance(source, str) else "imdb",
-        data_label=data_label,
-        settings=WSRun.of(settings),
-        numerics_version=WS_NUMERICS[1],
+    """``ws_rows`` of the job these settings describe (as its params give them back)."""
+    job = WSJob.of(
+        {
+            "study": "ws",
+            "folder": "ws",
+            "map": map_name,
+            "d": d,
+            "n": n,
+            "swept": swept,
+            "trials": list(trials),
+            "seed": seed,
+            "data": "synthetic" if isinstance(source, str) else "imdb",
+            "data_label": data_label,
+            "numerics_version": WS_NUMERICS[1],
+            **settings,
+        }
     )
     return ws_rows(job, source)
 

@@ -13,7 +13,8 @@ of 10 residuals repeats one value in all three draws of a point 1% of the time: 
 run gives). :func:`expected_log` gives the expected log of a trial, the truth of the claims whose
 statistic is a slope of log WS. :func:`scaled`, :func:`tilted` and :func:`decaying` change a truth by a known effect.
 ``tests/statistical/test_claim_power.py`` and ``benchmarks/claims_power.py`` pass
-such tables through :func:`wordsens.claims.compute_claims`, the very wiring of a run.
+such tables through :func:`wordsens.claims.compute_claims`, the very wiring of a run (a developer's tool:
+the tests put this folder on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..theory import rf_law
+from wordsens.theory import rf_law
 
 __all__ = ["Key", "decaying", "expected_log", "point_means", "point_noise", "scaled", "simulated_table", "tilted"]
 

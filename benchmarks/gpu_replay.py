@@ -1,15 +1,16 @@
-"""A logged run replayed by the plan's scheduler: every job a Snakemake log started, with its resources,
-start and finish (``logged_jobs``; unlike ``runs.snakemake_log_jobs``, the jobs still running when the
-run stopped are kept), written to and read from a small CSV (``write_jobs``, ``read_jobs``), turned into
-the scheduler's tasks with their measured durations (``replay_tasks``) and scheduled again by
-``schedule.simulate`` for the same cores and GPU budget: how many steps it has done at a time
-(``steps_done``) against the log's. ``sharing``: how many GPU jobs ran beside a job, for the GPU's
-time model (``wordsens.compute.placement.fit_rates``). Torch-free.
+"""A logged GPU run, replayed and fitted (a developer's tool: ``benchmarks/gpu_fit.py`` and the tests, which
+put this folder on ``sys.path``, import it). Every job a Snakemake log started, with its resources, start and
+finish (``logged_jobs``; the jobs still running when the run stopped are kept), kept as a small CSV
+(``write_jobs``, ``read_jobs``); the plan's scheduler (``wordsens.pipeline.schedule.simulate``) given them as
+tasks with their measured durations (``replay_tasks``), and the steps done by a time (``steps_done``); the
+GPU jobs as samples of the GPU's time model (``gpu_samples``, with ``sharing``: the GPU jobs beside each)
+and the fit of ``wordsens.compute.placement``'s rates on them (``fit_rates``, ``rates_table``).
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,21 +18,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from ..compute.placement import GpuSample
-from ..studies import Job
-from .schedule import DATA_PRIORITY, Task
+import numpy as np
 
-__all__ = [
-    "DATA_RULES",
-    "StartedJob",
-    "gpu_samples",
-    "logged_jobs",
-    "read_jobs",
-    "replay_tasks",
-    "sharing",
-    "steps_done",
-    "write_jobs",
-]
+from wordsens.compute.placement import GpuRate
+from wordsens.pipeline.schedule import DATA_PRIORITY, Task
+from wordsens.studies import Job
 
 # The rules of workflow/rules/data.smk, embed.smk and pretrained.smk: their priority: 50
 DATA_RULES = ("demo_corpus", "demo_model", "reviews", "pool", "pool_long", "embed", "embed_long", "packaged_model")
@@ -181,16 +172,28 @@ def sharing(job: StartedJob, jobs: Sequence[StartedJob], stop: float) -> float:
     return busy / (end - job.start)
 
 
+@dataclass(frozen=True)
+class GpuSample:
+    """One job measured on a GPU: its family, estimates (``searches``), CPU cost-model seconds, wall
+    seconds and the mean number of GPU jobs running beside it (itself included: ``sharing``)."""
+
+    family: str
+    searches: int
+    model: float
+    measured: float
+    sharing: float
+
+
 def gpu_samples(
     jobs: Sequence[StartedJob], planned: Iterable[Job], stop: float, results: str, cpu: Iterable[Job] | None = None
 ) -> list[GpuSample]:
     """The finished GPU jobs of a logged run as samples of the GPU's time model
-    (``placement.fit_rates``): each matched to its job of ``planned`` (the run's grid as it was planned)
+    (``fit_rates``): each matched to its job of ``planned`` (the run's grid as it was planned)
     by its output under ``results``, with its estimates (``Job.rows``), its CPU cost-model seconds (those
     of its grid point planned for the CPU, ``cpu``, per row; None: ``planned`` is that grid), wall
     seconds and ``sharing``."""
     planned = list(planned)
-    per_row = {(job.rule, job.point): job.seconds / job.rows for job in (planned if cpu is None else cpu)}
+    per_row = {(job.rule, job.point): job.cost.seconds / job.rows for job in (planned if cpu is None else cpu)}
     by_output = {f"{results}/{job.key}.parquet": job for job in planned}
     samples = []
     for logged in jobs:
@@ -200,3 +203,34 @@ def gpu_samples(
         model = per_row[job.rule, job.point] * job.rows
         samples.append(GpuSample(job.family, job.rows, model, logged.end - logged.start, sharing(logged, jobs, stop)))
     return samples
+
+
+def fit_rates(samples: Iterable[GpuSample]) -> tuple[float, dict[str, GpuRate]]:
+    """The start-up and each family's ``GpuRate`` from jobs measured on a shared GPU: ``measured =
+    startup + sharing (per_search searches + ratio model)``, by non-negative least squares on relative
+    errors (a coefficient that comes out negative is set to 0 and the rest fitted again). The work of
+    ``sharing`` processes shares the GPU; their start-up runs beside it."""
+    rows = [s for s in samples if s.measured > 0 and math.isfinite(s.measured)]
+    families = sorted({s.family for s in rows})
+    columns = 1 + 2 * len(families)
+    A = np.zeros((len(rows), columns))
+    for i, s in enumerate(rows):
+        j = 1 + 2 * families.index(s.family)
+        A[i, 0], A[i, j], A[i, j + 1] = 1.0, s.sharing * s.searches, s.sharing * s.model
+    t = np.array([s.measured for s in rows])
+    A, b = A / t[:, None], np.ones(len(rows))
+    free = [j for j in range(columns) if A[:, j].any()]
+    while True:
+        x = np.zeros(columns)
+        x[free] = np.linalg.lstsq(A[:, free], b, rcond=None)[0]
+        negative = [j for j in free if x[j] < 0]
+        if not negative:
+            break
+        free = [j for j in free if j not in negative]
+    rates = {f: GpuRate(float(x[1 + 2 * i]), float(x[2 + 2 * i])) for i, f in enumerate(families)}
+    return float(x[0]), rates
+
+
+def rates_table(rates: Mapping[str, GpuRate]) -> list[str]:
+    """The rates, one line per family (what docs/gpu.md shows)."""
+    return [f"  {f:18s} {r.per_search:8.4f} s/search  {r.ratio:9.5f} s per model s" for f, r in sorted(rates.items())]
