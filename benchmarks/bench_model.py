@@ -43,6 +43,7 @@ def worker(job_json: str) -> dict:
     """Run one unit of the job (its first trial or simulation) on synthetic rows; CPU seconds of
     the unit alone (after the imports)."""
     import torch
+
     from wordsens.studies.gen import GenJob
     from wordsens.studies.gen.run import gen_rows
     from wordsens.studies.sensitivity import WSJob, ws_rows
