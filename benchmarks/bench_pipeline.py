@@ -9,14 +9,15 @@ path and the device of each job.
 
 It copies the workflow (Snakefile, config.yaml, workflow/, scripts/, config/, profiles/) into the
 folder, runs ``snakemake --cores N --configfile CONFIG`` there (anything after ``--`` is passed to
-Snakemake), and reads the run's Snakemake log (``wordsens.pipeline.runs.snakemake_log_jobs``): per rule the
+Snakemake), and reads the run's Snakemake log (``wordsens.pipeline.snakemake_log_jobs``): per rule the
 jobs, summed and longest wall seconds; the run's elapsed time; the critical path
-(``wordsens.pipeline.runs``: the chain of jobs that ended the run, with the time each waited for a
-free core after its inputs were ready). The device of a job is where it ran where its result rows
-record it (the ``device`` column: word sensitivity, generalisation, the swaps study), else where the plan
-put it, marked ``(planned)``: the GPUs its rule requested in the log (``resources: gpu=``; the
-embeddings, the probes, the trained layers, whose ``auto`` resolves where they run); a step that requests
-no GPU resource at all (downloads, tables, figures) runs on the CPU. Log times are whole seconds.
+(``wordsens.pipeline.critical_path``, as the plan's: from the job that finished last, each step to the
+input producer it waited for, with the time it waited after that one's finish for a free core or GPU).
+The device of a job is where it ran where its result rows record it (the ``device`` column: word
+sensitivity, generalisation, the swaps study), else where the plan put it, marked ``(planned)``: the GPUs its
+rule requested in the log (``resources: gpu=``; the embeddings, the probes, the trained layers, whose ``auto``
+resolves where they run); a step that requests no GPU resource at all (downloads, tables, figures) runs on
+the CPU. Log times are whole seconds.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +38,51 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from workflow_utils import copy_workflow  # noqa: E402
 
-from wordsens.pipeline import LoggedJob, critical_path, rule_times, snakemake_log_jobs  # noqa: E402
+from wordsens.pipeline import LoggedJob, critical_path, snakemake_log_jobs  # noqa: E402
+
+
+@dataclass(frozen=True)
+class RuleTime:
+    """A rule's finished jobs: how many, their summed and longest wall seconds, and the span from
+    its first start to its last finish."""
+
+    rule: str
+    jobs: int
+    total: float
+    longest: float
+    first_start: float
+    last_end: float
+
+
+def rule_times(jobs: Sequence[LoggedJob]) -> list[RuleTime]:
+    """One entry per rule, the rule with the largest summed wall time first."""
+    by_rule: dict[str, list[LoggedJob]] = {}
+    for job in jobs:
+        by_rule.setdefault(job.rule, []).append(job)
+    out = [
+        RuleTime(
+            rule,
+            len(group),
+            sum(j.seconds for j in group),
+            max(j.seconds for j in group),
+            min(j.start for j in group),
+            max(j.end for j in group),
+        )
+        for rule, group in by_rule.items()
+    ]
+    return sorted(out, key=lambda r: (-r.total, r.rule))
+
+
+def log_path(jobs: Sequence[LoggedJob]) -> list[tuple[LoggedJob, float]]:
+    """The critical path of a logged run: each job with the seconds it waited after its last input was made."""
+    by_id = {job.jobid: job for job in jobs}
+    made_by = {output: job.jobid for job in jobs for output in job.outputs}
+
+    def inputs(jobid: int) -> list[int]:
+        return [made_by[f] for f in by_id[jobid].inputs if f in made_by and made_by[f] != jobid]
+
+    path = critical_path({job.jobid: (job.start, job.end) for job in jobs}, inputs)
+    return [(by_id[jobid], wait) for jobid, wait in path]
 
 
 def job_device(job: LoggedJob, workdir: Path) -> str:
@@ -96,23 +143,23 @@ def report(log: Path, workdir: Path, *, width: int = 70) -> None:
             f"{r.rule:22s} {r.jobs:5d} {r.total:8.0f} {r.longest:10.0f} {r.first_start:12.0f} {r.last_end:9.0f}"
             f"  {','.join(sorted(devices[r.rule]))}"
         )
-    busy = sum(j.cost.seconds for j in jobs)
+    busy = sum(j.seconds for j in jobs)
     total = info.get("elapsed", max(j.end for j in jobs))
     cores = info.get("cores")
     print(
         f"\ntotal wall time {total:.0f} s ({total / 60:.1f} min) on {cores and int(cores)} cores;"
         f" job seconds {busy:.0f}"
     )
-    path = critical_path(jobs)
+    path = log_path(jobs)
     print(
-        f"\ncritical path ({len(path)} jobs, {sum(s.job.cost.seconds for s in path):.0f} s running, "
-        f"{sum(s.wait for s in path):.0f} s waiting after their inputs were ready):"
+        f"\ncritical path ({len(path)} jobs, {sum(job.seconds for job, _ in path):.0f} s running, "
+        f"{sum(wait for _, wait in path):.0f} s waiting after their inputs were ready):"
     )
-    for step in path:
-        what = (step.job.outputs[0] if step.job.outputs else "(target)")[-width:]
+    for job, wait in path:
+        what = (job.outputs[0] if job.outputs else "(target)")[-width:]
         print(
-            f"  {step.job.rule:20s} {step.job.start:6.0f} -> {step.job.end:6.0f}  wait {step.wait:5.0f}  "
-            f"{job_device(step.job, workdir):14s} {what}"
+            f"  {job.rule:20s} {job.start:6.0f} -> {job.end:6.0f}  wait {wait:5.0f}  "
+            f"{job_device(job, workdir):14s} {what}"
         )
 
 

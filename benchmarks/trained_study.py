@@ -1,7 +1,7 @@
 """Word sensitivity of a pre-trained encoder's attention against its random counterparts, on real
 reviews, with the samples' [CLS] and [SEP] rows and without them.
 
-Runs ``wordsens.studies.trained.run.layer_rows`` (its docstring has the definitions; the workflow's
+Runs ``wordsens.studies.trained.run.layer_rows`` (definitions in docs/studies.md; the workflow's
 ``trained`` rule runs the same function) on the first ``--reviews`` reviews with at least n tokens of
 a seeded IMDb pool (``select_pool``: balanced, fewer than 240 WordPiece tokens), writes one CSV row
 per search and prints, per layer, convention and keys, what ``wordsens.studies.trained.claims.trained_ratios`` makes

@@ -1,29 +1,12 @@
-"""What the ``wordsens`` commands share, the CLI's own and the studies': the argument types (``positive_int``,
-``position``, ``parse_option``), ``add_command`` (a subcommand whose module docstring is its help), the
-options more than one command takes (``--map`` with ``--d`` and ``--n``, ``--option``, ``--data`` with
-``--min-tokens``, the encoder and its reviews, ``--plugin``) and ``picked`` (options handed on by name).
-argparse only: the parser builds without torch."""
+"""What the ``wordsens`` commands share: argument types, ``add_command`` (a subcommand whose module
+docstring is its help), the options more than one command takes, and ``picked``. argparse only.
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 from typing import Any
-
-__all__ = [
-    "PLUGIN_HELP",
-    "add_command",
-    "add_data_args",
-    "add_encoder_args",
-    "add_map_args",
-    "add_method_arg",
-    "add_option_arg",
-    "add_plugin_arg",
-    "parse_option",
-    "picked",
-    "position",
-    "positive_int",
-]
 
 PLUGIN_HELP = (
     "a module name or .py file that registers feature maps (wordsens.maps); repeatable, also "

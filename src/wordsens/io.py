@@ -1,9 +1,6 @@
-"""Files: atomic writes, JSON, result tables (written, and stacked with checks), a job's log.
-
-Every output is written to a temporary name beside its target and renamed into place, so a killed job
-never leaves a file that looks finished, with the mode the umask allows (and so is what a library writes
-on its own: ``umask_modes``). A damaged cache is a ``CorruptCache``. The bottom floor of the package: it
-imports nothing of wordsens.
+"""Files: atomic writes (a temporary name beside the target renamed into place, with the mode the umask
+allows: a killed job never leaves a file that looks finished), JSON, result tables (written, and stacked
+with checks), a job's log; a damaged cache is a ``CorruptCache``. It imports nothing of wordsens.
 """
 
 from __future__ import annotations
@@ -20,19 +17,6 @@ import numpy as np
 
 if TYPE_CHECKING:  # pandas is imported by the functions that need it: the Snakefile imports this module
     import pandas as pd
-
-__all__ = [
-    "CorruptCache",
-    "atomic_path",
-    "concatenate",
-    "current_umask",
-    "file_digest",
-    "read_json",
-    "umask_modes",
-    "write_both",
-    "write_json",
-    "write_table",
-]
 
 
 class CorruptCache(ValueError):
@@ -65,12 +49,9 @@ def umask_modes(*paths: str | os.PathLike) -> None:
                 os.chmod(item, _umask_mode(item, umask))
 
 
-def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place.
-
-    The file gets the mode an ordinary ``open`` would give it (``0o666`` less the umask: 0644 under
-    umask 022), not the private 0600 of the temporary file, so collaborators can read the results.
-    """
+def atomic_path(target: str | os.PathLike, write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp)`` on a temporary path beside ``target``, then rename it into place, with the mode an
+    ordinary ``open`` would give it (0644 under umask 022), not the temporary file's private 0600."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -86,13 +67,13 @@ def atomic_path(target: str | os.PathLike, write: Callable[[Path], None]) -> Pat
     return target
 
 
+def write_text(target: str | os.PathLike, text: str, encoding: str | None = None) -> Path:
+    """``text`` written atomically to ``target``."""
+    return atomic_path(target, lambda path: path.write_text(text, encoding=encoding))
+
+
 def write_json(target: str | os.PathLike, obj: Any) -> Path:
-    text = json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
-
-    def write(path: Path) -> None:
-        path.write_text(text)
-
-    return atomic_path(target, write)
+    return write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def read_json(path: str | os.PathLike) -> Any:

@@ -6,8 +6,6 @@ import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["add_lower_gram_", "lower_gram", "mirror_lower"]
-
 
 def add_lower_gram_(out: Tensor, P: Tensor, blocks: int = 8) -> Tensor:
     """Add the lower block triangle of ``P P^T`` to ``out`` (N, N), in place, and return ``out``: the

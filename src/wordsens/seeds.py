@@ -1,10 +1,7 @@
-"""Stable seed derivation and the canonical form of configuration values.
-
-Every random draw in wordsens comes from a CPU ``torch.Generator`` whose seed is derived from plain
-values (the global seed, the experiment, the trial, the purpose of the draw) through a stable hash: the
-same on every machine, Python version and job order. ``canonical`` and ``canonical_json`` are the one
-place where configuration values are put in a canonical form (for seeds and the configuration hash, and
-for the params of workflow jobs, which Snakemake compares as text).
+"""Stable seeds and the canonical form of configuration values. Every random draw comes from a CPU
+``torch.Generator`` seeded by ``derive_seed`` of plain values (the global seed, the experiment, the trial,
+the draw's purpose): the same on every machine, Python version and job order. ``canonical`` is the one
+canonical form of configuration values (for seeds, the configuration hash and the workflow's job params).
 """
 
 from __future__ import annotations
@@ -16,15 +13,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # torch is imported lazily: the workflow's planning process never loads it
     import torch
 
-__all__ = ["canonical", "canonical_json", "derive_seed", "generator"]
-
 
 def canonical(value: Any, *, integral_floats: bool = False) -> Any:
-    """``value`` with dict keys sorted (as strings) and tuples as lists, recursively.
-
-    ``integral_floats=True`` also writes 100.0 as 100 (the same configuration value): what hashes
-    use. Job params keep their floats, since scripts receive them as they are.
-    """
+    """``value`` with dict keys sorted (as strings) and tuples as lists, recursively; ``integral_floats``
+    also writes 100.0 as 100 (for hashes; job params keep their floats, as scripts receive them)."""
     if integral_floats and isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, (list, tuple)):
@@ -40,11 +32,7 @@ def canonical_json(value: object) -> str:
 
 
 def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from any JSON-representable values, stable across machines and runs.
-
-    >>> derive_seed(0, "rf", 3) == derive_seed(0, "rf", 3)
-    True
-    """
+    """A 63-bit seed from any JSON-representable values, stable across machines and runs."""
     digest = hashlib.blake2b(canonical_json(list(parts)).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
 

@@ -1,8 +1,6 @@
-"""Closed-form expectations for the figures and the claims table (NumPy only): this project's
-estimates, not formulas of the paper.
-
-Kept free of torch and of the plotting libraries, so that ``wordsens claims`` and the workflow's
-planning can use it without loading either.
+"""Closed-form expectations for the figures and the claims table: this project's estimates, not formulas of
+the paper. NumPy only, so that ``wordsens claims`` and the workflow's planning load neither torch nor the
+plotting libraries.
 """
 
 from __future__ import annotations
@@ -11,20 +9,15 @@ import math
 
 import numpy as np
 
-__all__ = ["TW1_MEAN", "rf_finite_factor", "rf_law", "rf_law_finite"]
-
 TW1_MEAN = -1.2065335745820  # the mean of the Tracy-Widom law of order 1 (largest eigenvalue, real Wishart)
 
 
 def rf_law(n: np.ndarray | float) -> np.ndarray:
-    """Back-of-envelope RF word sensitivity ``(1 + sqrt(2/n)) / sqrt(n)``: this project's estimate
-    (shared/paper.md, section 2), not a formula of the paper, which states only ``O(1/sqrt(n))``.
-
-    For RF with Gaussian ``V``, rows of norm ``sqrt(d)`` and ``k = D``, the supremum over changes of one
-    word is about this value (0.12 at n = 90), independent of ``d``; its log-log slope is not -1/2 on a
-    finite grid (``wordsens.claims.slope.law_slope``). The dotted line of Figure 2 and the reference of
-    the ``rf_slope`` and ``rf_law`` claims (docs/claims.md).
-    """
+    """RF's word sensitivity, about ``(1 + sqrt(2/n)) / sqrt(n)`` (0.12 at n = 90) whatever ``d``, for
+    Gaussian ``V``, rows of norm ``sqrt(d)`` and ``k = D``: this project's estimate (shared/paper.md,
+    section 2), not a formula of the paper, which states only ``O(1/sqrt(n))``. Its log-log slope is not
+    -1/2 on a finite grid (``wordsens.claims.slope.law_slope``). The dotted line of Figure 2, the reference
+    of the claims ``rf_slope`` and ``rf_law``."""
     n = np.asarray(n, dtype=float)
     return (1 + np.sqrt(2 / n)) / np.sqrt(n)
 

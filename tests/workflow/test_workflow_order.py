@@ -1,5 +1,5 @@
 """The longest chain first, in a real Snakemake run (slow: ``pytest -m "not slow"`` skips it): the
-rules take each job's priority from the plan (``wordsens.pipeline.priorities``), and Snakemake's
+rules take each job's priority from the plan (``wordsens.pipeline.schedule``), and Snakemake's
 scheduler starts the ready jobs in that order. Log order, not wall time."""
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ RUNNING = [spec for spec in studies.specs() if spec.runs(config)]
 STORES = {"main": main_store(config)}
 STORES |= {store.name: store for spec in RUNNING for store in spec.stores(config)}
 # Each job's priority: the plan's estimate of the longest chain of work left through it, so that
-# Snakemake starts the critical path first (wordsens.pipeline.priorities; the data rules' 50 stays above).
+# Snakemake starts the critical path first (wordsens.pipeline.schedule; the data rules' 50 stays above).
 PRIORITY = {t.name: t.priority for t in wsplan.run_tasks(config, GRID)}
 # --lint checks the workflow's code, not whether this machine can run its grid
 LINTING = "--lint" in sys.argv

@@ -26,7 +26,7 @@ for _kind in studies.job_kinds().values():
         threads: partial(job_value, _kind.rule, "threads")
         resources:
             mem_mb=partial(job_value, _kind.rule, "mem_mb"),
-            # 5 x the job's calibrated estimate + 5 minutes (wsplan.Grid.runtime)
+            # 5 x the job's calibrated estimate + 5 minutes (Job.runtime)
             runtime=partial(job_value, _kind.rule, "runtime"),
             # 1 for a job the plan puts on a GPU (the SLURM plugin's --gpus=1)
             gpu=partial(job_value, _kind.rule, "gpu"),

@@ -1,15 +1,11 @@
-"""The intervals of the claims table, each computed from the independent units its statistic rests
-on (NumPy only): the trials of a word-sensitivity grid point, the simulations of a generalisation grid
-point, the reviews of the trained study. Grid points never share a unit, so a statistic that pools
-several points has the variance of the sum of theirs.
-
-One method per kind of statistic (docs/claims.md says which claim uses which): :func:`linear` (a linear
-combination of grid-point means: Welch-Satterthwaite), :func:`geometric` and :func:`log_ratio` (the same
-on the log scale), :func:`worst_point` (the extreme grid point: simultaneous Bonferroni intervals),
-:func:`clopper_pearson` (a rate) and :func:`median_interval` (a median: order statistics). Below
-:data:`MIN_UNITS` units per grid point (:data:`MIN_REVIEWS` reviews, 6 for a median) there is no interval
-(:class:`Interval` ``short``). Each method's coverage is measured in
-``tests/statistical/test_claim_coverage.py``.
+"""The intervals of the claims table from the independent units a statistic rests on (NumPy only): the
+trials of a word-sensitivity grid point, the simulations of a generalisation one, the trained study's
+reviews; grid points never share a unit, so pooled points add their variances. One method per kind of
+statistic (docs/claims.md says which claim uses which; each method's coverage is measured in
+``tests/statistical/test_claim_coverage.py``): :func:`linear` (Welch-Satterthwaite), :func:`geometric`
+and :func:`log_ratio` (on the log scale), :func:`worst_point` (Bonferroni), :func:`clopper_pearson` (a
+rate) and :func:`median_interval` (order statistics). Below :data:`MIN_UNITS` units per grid point
+(:data:`MIN_REVIEWS` reviews, 6 for a median) there is no interval.
 """
 
 from __future__ import annotations
@@ -21,22 +17,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-
-__all__ = [
-    "LEVEL",
-    "MIN_REVIEWS",
-    "MIN_UNITS",
-    "Interval",
-    "clopper_pearson",
-    "geometric",
-    "linear",
-    "log_ratio",
-    "median_interval",
-    "median_units_needed",
-    "point_intervals",
-    "t_quantile",
-    "worst_point",
-]
 
 LEVEL = 0.95  # the level of every interval of the claims table and of the figures' slopes
 MIN_UNITS = 3  # units per grid point below which a sample variance is too rough for an interval
@@ -151,13 +131,9 @@ def linear(
     minimum: int = MIN_UNITS,
     unit: str = "trials",
 ) -> Interval:
-    """``const + sum_p coefs[p] mean(groups[p])`` with its Welch-Satterthwaite t-interval.
-
-    ``groups``: the values of the units of each grid point (independent within and across points).
-    The variance is ``sum_p c_p^2 s_p^2 / m_p`` (``s_p^2`` the point's sample variance, unbiased),
-    the degrees of freedom Satterthwaite's; equal units give a zero-width interval. A point with fewer
-    than ``minimum`` units (and a nonzero coefficient) leaves the statistic without an interval.
-    """
+    """``const + sum_p coefs[p] mean(groups[p])`` (``groups``: each grid point's independent units) with its
+    t-interval: variance ``sum_p c_p^2 s_p^2 / m_p``, Satterthwaite's degrees of freedom. A point with fewer
+    than ``minimum`` units (and a nonzero coefficient) leaves the statistic without an interval."""
     c = np.asarray(coefs, dtype=float)
     units = int(sum(len(g) for g in groups))
     value = const + float(sum(ci * float(np.mean(g)) for ci, g in zip(c, groups, strict=True)))
@@ -205,14 +181,10 @@ def _log_ratio_intervals(
     vals, los, his = [], [], []
     for ga, gb in zip(a, b, strict=True):
         ma, mb = float(np.mean(ga)), float(np.mean(gb))
-        ratio = ma / mb
-        if ma <= 0 or mb <= 0:
-            vals.append(ratio)
-            los.append(math.nan)
-            his.append(math.nan)
-            continue
-        var, df = _welch(np.array([1 / ma, -1 / mb]), [ga, gb])
-        half = t_quantile(0.5 + level / 2, df) * math.sqrt(var) if var > 0 else 0.0
+        ratio, half = ma / mb, math.nan  # no interval for a mean at or below 0
+        if ma > 0 and mb > 0:
+            var, df = _welch(np.array([1 / ma, -1 / mb]), [ga, gb])
+            half = t_quantile(0.5 + level / 2, df) * math.sqrt(var) if var > 0 else 0.0
         vals.append(ratio)
         los.append(ratio * math.exp(-half))
         his.append(ratio * math.exp(half))
@@ -234,19 +206,12 @@ def log_ratio(
 
 
 def worst_point(
-    groups: Sequence[np.ndarray],
-    *,
-    lowest: bool,
-    divide_by: Sequence[np.ndarray] | None = None,
-    level: float = LEVEL,
+    groups: Sequence[np.ndarray], *, lowest: bool, divide_by: Sequence[np.ndarray] | None = None, level: float = LEVEL
 ) -> tuple[Interval, int]:
-    """The smallest (``lowest``) or largest grid-point mean (or ratio of means, with ``divide_by``: one
-    group of another map per point) with a simultaneous interval, and the index of that point.
-
-    Each point gets a t-interval at level ``1 - (1 - level) / G`` (Bonferroni over the G points), so
-    with probability at least ``level`` every point's interval covers its true mean; then the interval
-    [extreme of the lows, extreme of the highs] covers the extreme of the true means.
-    """
+    """The smallest (``lowest``) or largest grid-point mean (or ratio of means, ``divide_by``: another map's
+    group per point) and that point's index, with a simultaneous interval: each point's t-interval at level
+    ``1 - (1 - level) / G`` (Bonferroni), so [extreme of the lows, extreme of the highs] covers the extreme
+    of the true means with probability at least ``level``."""
     all_groups = [*groups, *(divide_by or [])]
     units = int(sum(len(g) for g in all_groups))
     G = len(groups)

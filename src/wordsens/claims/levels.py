@@ -13,17 +13,6 @@ import numpy as np
 
 from ..theory import rf_finite_factor
 
-__all__ = [
-    "RAF_LEVEL_BAND",
-    "RAF_REFERENCE",
-    "RAF_REFERENCE_N",
-    "RF_LEVEL_SCALE",
-    "RF_LEVEL_TOL",
-    "raf_reference",
-    "rf_level_band",
-    "rf_level_tolerance",
-]
-
 # rf_law: mean WS / rf_law_finite(n, d) within 1 -+ tol(n, d), tol = RF_LEVEL_TOL + RF_LEVEL_SCALE (1 - f)^2,
 # f = rf_finite_factor(n, d): the error of first-order corrections is of second order in them (the search
 # also bends Delta away from the units that cross zero, most at small n). RF_LEVEL_SCALE is the envelope

@@ -1,15 +1,17 @@
-"""Renderings of the claims table: plain text for the terminal, Markdown, and an HTML page for the report."""
+"""Renderings of the claims table: plain text for the terminal, Markdown, an HTML page for the report, and its
+files (``write_claims``)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..io import atomic_path, write_text
 from .stats import VERDICTS
-
-__all__ = ["claims_html", "claims_markdown", "format_claims"]
 
 
 def _num(x: float) -> str:
@@ -89,12 +91,16 @@ def _cells(row: pd.Series) -> list[str]:
     return [special[col](row) if col in special else str(row[col]) for col, _ in _TABLE_COLUMNS]
 
 
+def pipe_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a Markdown pipe table: ``header``, its rule, then one line per row (``|`` in a cell escaped)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+
+
 def claims_markdown(frame: pd.DataFrame) -> str:
     """A Markdown (pipe) table of the claims, with a one-line summary."""
-    lines = ["| " + " | ".join(h for _, h in _TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
-    for _, row in frame.iterrows():
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |")
-    return "\n".join([_summary(frame), "", *lines]) + "\n"
+    table = pipe_table([h for _, h in _TABLE_COLUMNS], (_cells(row) for _, row in frame.iterrows()))
+    return "\n".join([_summary(frame), "", *table]) + "\n"
 
 
 _COLOURS = {
@@ -125,3 +131,9 @@ def claims_html(frame: pd.DataFrame) -> str:
         "('on every row') fails on one counterexample, named in the note.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n"
     )
+
+
+def write_claims(frame: pd.DataFrame, csv: str | Path, html: str | Path) -> None:
+    """The claims table (``wordsens.studies.claims.compute_claims``) as CSV and as the report's HTML page."""
+    atomic_path(csv, lambda p: frame.to_csv(p, index=False, float_format="%.6g"))
+    write_text(html, claims_html(frame))

@@ -1,7 +1,5 @@
-"""The rows of the claims table: :class:`Rows` turns a statistic and its interval
-(:mod:`wordsens.claims.intervals`), a universal claim's counterexamples or a count into one row of
-:data:`wordsens.claims.stats.COLUMNS`, with the claim's statement, expectation, setting and verdict
-(:meth:`wordsens.claims.stats.Claim.verdict`).
+"""The rows of the claims table: :class:`Rows` turns a statistic and its interval, a universal claim's
+counterexamples or a count into one row of :data:`wordsens.claims.stats.COLUMNS` with its verdict.
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ import pandas as pd
 
 from .intervals import Interval, linear
 from .stats import COLUMNS, Claim, Threshold, in_paper_setting
-
-__all__ = ["Rows", "check_columns"]
 
 
 def check_columns(key: str, frame: pd.DataFrame, required: Sequence[str]) -> None:
@@ -62,12 +58,10 @@ class Rows:
         fields: dict[str, str] | None = None,
         outside: str = "",
     ) -> None:
-        """One row: a statistic with its interval (:mod:`wordsens.claims.intervals`) and its verdict
-        (:meth:`Claim.verdict`); ``inconclusive`` with "not enough data" where the interval has too few
-        units; ``no claim`` for a claim of the paper's data on the synthetic companion's rows, of Gaussian
-        rows on other data, and where ``outside`` says why the rows are outside the claim's setting.
-        ``threshold`` replaces the claim's default; ``fields`` fill its statement and statistic. Values
-        instead of an interval: their mean with its t-interval, each value a unit (``intervals.linear``)."""
+        """One row: a statistic with its interval and its verdict (:meth:`Claim.verdict`); ``no claim`` for a
+        claim of the paper's data on synthetic rows, of Gaussian rows on other data, and where ``outside`` says
+        why the rows are outside the claim's setting. ``threshold`` replaces the claim's default; ``fields``
+        fill its text. Values instead of an interval: their mean with its t-interval, each value a unit."""
         if not isinstance(interval, Interval):
             interval = linear([np.asarray(interval, float)], [1.0])
         c = self.claims[claim]

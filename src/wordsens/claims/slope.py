@@ -1,7 +1,6 @@
-"""The package's one least-squares log-log slope (NumPy only): :func:`ls_slope` (an intercept per
-stratum, vectorised over replicates), :func:`loglog_slope` (with a t-interval, for the figures),
-:func:`law_slope` (the RF law's slope over the same n) and :func:`slope_coefficients` (the slope as a
-linear combination of grid-point means, for the intervals of :mod:`wordsens.claims.intervals`).
+"""The package's one least-squares log-log slope (NumPy only): :func:`ls_slope`, :func:`loglog_slope`
+(with a t-interval, for the figures), :func:`law_slope` (the RF law's) and :func:`slope_coefficients`
+(the slope as a linear combination of grid-point means, for :mod:`wordsens.claims.intervals`).
 """
 
 from __future__ import annotations
@@ -14,16 +13,11 @@ import numpy as np
 from ..theory import rf_law
 from .intervals import LEVEL, t_quantile
 
-__all__ = ["law_slope", "loglog_slope", "ls_slope", "slope_coefficients"]
-
 
 def ls_slope(x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
-    """Least-squares slope of ``y`` on ``x`` with an intercept per stratum: the package's one slope.
-
-    ``x`` (m,), ``y`` (m,) or (R, m) (R replicates share the design), ``strata`` (m,) labels or None
-    (one intercept). Returns the slope (a scalar array for 1-d ``y``, else (R,)); NaN where ``x``
-    does not vary within any stratum.
-    """
+    """Least-squares slope of ``y`` (m,) or (R, m) (replicates sharing the design) on ``x`` (m,) with an
+    intercept per stratum (``strata`` (m,) labels; None: one): a scalar array or (R,); NaN where ``x`` does
+    not vary within any stratum."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     _, idx = np.unique(np.zeros(len(x)) if strata is None else np.asarray(strata), return_inverse=True)

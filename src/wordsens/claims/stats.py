@@ -1,7 +1,6 @@
 """The claims' definitions: :data:`CLAIMS` (each :class:`Claim`: statement, statistic, expectation,
-source, setting, kind and the rule that turns a statistic and its interval into a verdict), their
-thresholds and how they depend on d, and the bound :func:`err_lower_bound`. What each claim means and why
-its threshold is what it is: ``docs/claims.md``.
+source, setting, kind and the rule from a statistic and its interval to a verdict), their thresholds and
+the bound :func:`err_lower_bound`; what each claim means and why its threshold is what it is: docs/claims.md.
 """
 
 from __future__ import annotations
@@ -11,35 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..maps import registry
 from .levels import RAF_LEVEL_BAND, RF_LEVEL_TOL
 
-__all__ = [
-    "CLAIMS",
-    "COLUMNS",
-    "DECAY_SHARE",
-    "DERIVED",
-    "IDENTITY_TOL",
-    "KNOWN_MAPS",
-    "NUMERICAL_TOL",
-    "PAPER_DATA",
-    "PENALTY_MARGIN",
-    "RAF_FLOOR_D",
-    "RAF_SEPARATION",
-    "RAF_SEPARATION_D",
-    "RELU_DECAY_SHARE",
-    "RF_SLOPE_TOL",
-    "TRAINED_DATA",
-    "VERDICTS",
-    "ZERO_LOSS_TOL",
-    "Claim",
-    "err_lower_bound",
-    "in_paper_setting",
-    "raf_alignment_threshold",
-    "raf_floor_threshold",
-]
-
 DERIVED = "derived (not in the paper)"
-KNOWN_MAPS = ("rf", "drf", "raf", "relu_raf")
+KNOWN_MAPS = registry.PAPER_MAPS  # the maps the paper makes claims about
 VERDICTS = ("holds", "fails", "inconclusive", "not run", "no claim")
 TRAINED_DATA = "imdb"  # the trained study's samples are IMDb reviews
 
@@ -124,16 +99,11 @@ REPORT = "report"  # a number without an expectation
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement, its statistic and the expectation (``op`` None: reported without a verdict).
-
-    ``statement`` and ``statistic`` may hold ``{name}`` fields, filled per row with text (a
-    threshold that depends on d) or from ``defaults``; ``threshold`` is the default, a row may pass
-    its own (:meth:`Rows.estimate`). ``setting`` says where the statement comes from (the data and
-    sizes of the paper's figure, or the assumptions of a derivation); ``paper_data_only`` claims get
-    no verdict on the synthetic companion's rows, ``synthetic_only`` ones none on any other data.
-    A report (``Claim(id, statement, statistic, setting=..., kind=REPORT)``) needs no ``op``,
-    ``threshold`` or ``source``.
-    """
+    """A statement, its statistic and the expectation (``op`` None: a report, without a verdict).
+    ``statement`` and ``statistic`` may hold ``{name}`` fields, filled per row (a threshold that depends on
+    d) or from ``defaults``; a row may pass its own ``threshold``. ``setting``: where the statement comes
+    from (the paper's data and sizes, or a derivation's assumptions); ``paper_data_only`` claims get no
+    verdict on the synthetic rows, ``synthetic_only`` ones none on other data."""
 
     id: str
     statement: str

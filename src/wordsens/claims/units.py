@@ -1,7 +1,5 @@
-"""The independent units of a run's tables and the grid points that hold them (NumPy and pandas only):
-:func:`grid_points` (the units' values per grid point), :func:`slices` (the scopes of the claims
-table), :func:`plain` and :func:`scope_label`. Which units are independent, and the intervals computed
-from them, is in :mod:`wordsens.claims.intervals`.
+"""The grid points of a run's tables and their units (NumPy and pandas only): :func:`grid_points`,
+:func:`slices` (the scopes of the claims table), :func:`plain` and :func:`scope_label`.
 """
 
 from __future__ import annotations
@@ -11,14 +9,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-
-__all__ = [
-    "GEN_GRID",
-    "grid_points",
-    "plain",
-    "scope_label",
-    "slices",
-]
 
 GEN_GRID = ["figure", "map", "n", "N", "d"]  # a generalisation grid point; simulations are its units
 

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 
 from ..arguments import add_command
 
-__all__ = ["add_parser", "run"]
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     claims = add_command(sub, "claims", __doc__)

@@ -15,8 +15,6 @@ from typing import Any
 from ..arguments import add_plugin_arg
 from . import claims, maps, plan
 
-__all__ = ["build_parser", "load_plugins", "main"]
-
 
 def _commands() -> dict[str, Any]:
     """Every subcommand's module, with its ``add_parser(sub, maps)`` and ``run(args)``: the CLI's own, then

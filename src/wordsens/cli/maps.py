@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 from ..arguments import add_command, add_plugin_arg
 
-__all__ = ["add_parser", "run"]
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     add_plugin_arg(add_command(sub, "maps", __doc__))

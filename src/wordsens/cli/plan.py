@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 
 from ..arguments import add_command
 
-__all__ = ["add_parser", "run"]
-
 
 def _cores(text: str) -> int:
     """A positive number of cores."""

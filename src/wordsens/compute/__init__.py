@@ -1,9 +1,7 @@
-"""What a job needs from a machine, and what the machine has: the memory and time models of every
-job (``wordsens.compute.costs``, the built-in maps' in ``wordsens.compute.map_costs``, a vocabulary
-scan's in ``wordsens.compute.swap_costs``), its wall time on this machine (``wordsens.compute.timing``)
-and its device (``wordsens.compute.placement``), the devices and the refusal of a job that cannot fit
-(``wordsens.compute.devices``), and what one job may use here (``wordsens.compute.limits``). Torch-free:
-the map catalogue, the planner and the numerics all import it.
+"""What a job needs from a machine, and what the machine has: the memory and time models of every job
+(``costs``, ``map_costs``, ``swap_costs``), its wall time here (``timing``), its device and request
+(``placement``), the devices and the refusal of a job that cannot fit (``devices``), and what one job may
+use (``limits``). Torch-free: the map catalogue, the planner and the numerics all import it.
 """
 
 from .costs import GB, MB, CostModel, DenseCost, MemoryEstimate, Work

@@ -1,15 +1,11 @@
 """Memory and time models of every job, the one place they live.
 
-Each registered map supplies a ``CostModel`` (``MapSpec.cost``), asked with one request (``Work``: the
-sizes, the map's resolved options and how it searches) for the memory and time of one word-sensitivity
-estimate (``ws_memory``, ``ws_seconds``) and of one generalisation simulation (``gen_memory``,
-``gen_seconds``), and how its weights are drawn (``choose_sampler``). ``DenseCost`` serves every map
-without a model of its own; ``wordsens.compute.map_costs`` holds the built-in maps'. Beside them the data
-steps' models: ``embed_memory``, ``probe_memory``, an encoder's size from its config.json
-(``encoder_parameters``) and the memory of a job that holds and runs it (``encoder_memory``).
-
-The numerical code checks these estimates before allocating (``wordsens.compute.devices.check_fits``), and
-the workflow turns them into the ``mem_mb`` and runtime it requests. Torch-free, nothing of wordsens.
+Each registered map supplies a ``CostModel`` (``MapSpec.cost``), asked with one request (``Work``) for the
+memory and time of one word-sensitivity estimate and of one generalisation simulation, and how its weights
+are drawn; ``DenseCost`` serves every map without a model of its own (the built-in maps':
+``wordsens.compute.map_costs``). Beside them the data steps' models. The numerics check these estimates
+before allocating (``devices.check_fits``); the workflow requests them. The constants' sources:
+docs/benchmarks.md, "Where the constants come from". Torch-free, nothing of wordsens.
 """
 
 from __future__ import annotations
@@ -18,67 +14,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = [
-    "CHUNK",
-    "FALLBACK_PROBE",
-    "GB",
-    "GEMM_FLOPS",
-    "GPU_RANDN_PER_S",
-    "GPU_STREAM_BYTES",
-    "JOBSTEP_OVERHEAD",
-    "MB",
-    "MODEL_LOAD_OVERHEAD",
-    "PROCESS_OVERHEAD",
-    "RANDN_PER_S",
-    "SAMPLERS",
-    "STREAM_BYTES",
-    "TRANSFORMERS_OVERHEAD",
-    "CostModel",
-    "DenseCost",
-    "MemoryEstimate",
-    "Work",
-    "embed_memory",
-    "encoder_memory",
-    "encoder_parameters",
-    "itemsize",
-    "on_device",
-    "probe_memory",
-    "simulation_bytes",
-    "solve_seconds",
-]
-
 MB = 1024**2
 GB = 1024**3
-# Resident memory of the processes around a job's arrays: the Python process that has imported
-# torch, pandas and wordsens, and, on a cluster, the Snakemake process that runs the job; each a
-# little above what it reached in SLURM jobs with small arrays (docs/benchmarks.md, "Where the
-# constants come from").
+# Resident memory around a job's arrays: the Python process with torch, pandas and wordsens, and the
+# Snakemake process that runs the job; what importing transformers and a tokenizer adds, and loading a model
 PROCESS_OVERHEAD = 340 * MB
 JOBSTEP_OVERHEAD = 200 * MB
-# What importing transformers and loading a tokenizer adds to that process, rounded up from a
-# measurement (docs/benchmarks.md, "Where the constants come from")
 TRANSFORMERS_OVERHEAD = 64 * MB
-# What loading a model through transformers' AutoModel adds beyond that, whatever the model's size (its
-# classes and machinery; docs/benchmarks.md, the probes' memory)
 MODEL_LOAD_OVERHEAD = 128 * MB
-# A probe job of an encoder whose size is not known without loading it (a Hub name not in the cache)
-FALLBACK_PROBE = 4096 * MB
+FALLBACK_PROBE = 4096 * MB  # a probe of an encoder whose size is unknown without loading it
 
-# Throughputs of a 2-core laptop-class CPU (this project's CI machine: docs/benchmarks.md, "Where the
-# constants come from"); estimates are deliberately on the generous side (they size scheduler requests).
+# Throughputs of this project's 2-core CPU, on the generous side (they size scheduler requests)
 RANDN_PER_S = 2.0e8  # float32 Gaussian draws per second
 GEMM_FLOPS = 4.0e10  # float64 matrix products
 STREAM_BYTES = 1.2e10  # bytes per second through a large matrix-vector product
-# A data-centre GPU (H100 class), conservatively: float32 Gaussian draws by the device's own
-# generator, and bytes per second through a matrix-vector product. Assumed figures, not measured by
-# this project.
+# A data-centre GPU (H100 class), conservatively; assumed, not measured by this project
 GPU_RANDN_PER_S = 5.0e10
 GPU_STREAM_BYTES = 1.5e12
 CHUNK = 3 * 4 * MB  # float64 chunks of exact evaluations and Gram matrices (wordsens.search)
-# The restarts an estimate's memory counts where neither the request nor the model names them, and
-# those of a generalisation simulation's batched Delta searches
-PLANNED_RESTARTS = 8
-GEN_RESTARTS = 16
+PLANNED_RESTARTS = 8  # an estimate's restarts where neither the request nor the model names them
+GEN_RESTARTS = 16  # a generalisation simulation's batched Delta searches
 
 SAMPLERS = ("auto", "exact", "dense", "blockwise")
 
@@ -103,13 +58,11 @@ class MemoryEstimate:
 
 @dataclass(frozen=True)
 class Work:
-    """One question to a cost model: a sample of ``n`` tokens of width ``d`` (``N`` of them: a
-    generalisation simulation's training set), the map's ``options`` resolved against its defaults
-    (``MapSpec.work``), and how the estimate runs: ``method``, ``sampler`` (None: the map's first,
-    ``CostModel.samplers``), working ``dtype``, ``restarts`` held at once (None: the model's,
-    ``CostModel.restarts``), a memory ``budget`` in bytes (DRF streams the layers beyond it), the
-    search's ``steps`` (None: the model's), ``max_steps`` (the authors' schedule runs too where it fits),
-    ``device`` and a simulation's Delta ``searches``."""
+    """One question to a cost model: a sample of ``n`` tokens of width ``d`` (``N`` of them: a simulation's
+    training set), the map's resolved ``options`` (``MapSpec.work``), and how the estimate runs (None: the
+    model's choice): ``sampler``, ``restarts`` held at once, a memory ``budget`` in bytes (DRF streams the
+    layers beyond it), ``steps``, ``max_steps`` (the authors' schedule runs too where it fits) and a
+    simulation's Delta ``searches``."""
 
     n: int
     d: int
@@ -165,16 +118,12 @@ class MapSpec(Protocol):
 
 
 class CostModel:
-    """The resource model of a map (``MapSpec.cost``): subclasses override what differs. Every method
-    takes the map's spec (its weights' shapes, search settings, the authors' schedule) and the request.
-
-    ``samplers``: how an estimate's weights can be drawn, the default first (``choose_sampler``).
-    ``draws_on_device``: large weight blocks bound for a GPU are drawn there (the ``draw_on`` setting
-    applies). ``prefers_gpu``: ``ws.device: auto`` sends the map's jobs to a GPU when one is visible.
-    ``streams_layers``: an estimate may regenerate layers instead of holding them (``drf_layout``).
-    ``own_restarts``: an estimate holds the map's own restarts (``SearchSettings.restarts``) where the
-    request names none, not ``PLANNED_RESTARTS``.
-    """
+    """The resource model of a map (``MapSpec.cost``): subclasses override what differs; every method takes
+    the map's spec and the request. ``samplers``: how its weights can be drawn, the default first.
+    ``draws_on_device``: large weight blocks bound for a GPU are drawn there. ``prefers_gpu``: ``auto`` sends
+    its jobs to a GPU of their own on a cluster. ``streams_layers``: an estimate may regenerate layers instead
+    of holding them (``drf_layout``). ``own_restarts``: an estimate holds the map's own restarts where the
+    request names none, not ``PLANNED_RESTARTS``."""
 
     samplers: tuple[str, ...] = ("dense",)
     draws_on_device: bool = False
@@ -185,10 +134,9 @@ class CostModel:
     def choose_sampler(
         self, *, position: int | str = 0, method: str = "default", sampler: str = "auto", explicit_weights: bool = False
     ) -> str:
-        """How the weights of one estimate are drawn, the one place this is decided: ``"dense"`` (all of
-        them: the only way for most maps, and for explicit weights and the reference method), else
-        ``"exact"`` (only the moved token's block, exact in law; one position) or ``"blockwise"`` (the
-        dense matrix one block at a time; the default for ``position="all"``)."""
+        """How the weights of one estimate are drawn: ``"dense"`` (all of them: most maps, explicit weights,
+        the reference method), else ``"exact"`` (the moved token's block; one position) or ``"blockwise"``
+        (the dense matrix block by block; the default for ``position="all"``)."""
         if sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
         if "exact" not in self.samplers or explicit_weights or method == "reference":
@@ -203,7 +151,7 @@ class CostModel:
 
     def restarts(self, spec: MapSpec, work: Work) -> int:
         """The restarts an estimate holds at once: 1 for the reference method, else the request's, else
-        the map's own (``own_restarts``) or ``PLANNED_RESTARTS``."""
+        the model's."""
         if work.method == "reference":
             return 1
         if work.restarts is not None:
@@ -211,7 +159,7 @@ class CostModel:
         return spec.settings.restarts if self.own_restarts else PLANNED_RESTARTS
 
     def scale(self) -> float:
-        """The factor of the map's measured time against the model (``AttentionCost``, ``DenseCost``)."""
+        """The factor of the map's measured time against the model."""
         return 1.0
 
     def features(self, spec: MapSpec, work: Work) -> int:
@@ -226,8 +174,7 @@ class CostModel:
         return 2.0 * n * weights + 4.0 * n * n * d
 
     def screen_flops(self, spec: MapSpec, work: Work) -> float | None:
-        """Floating-point operations of the map's structural vocabulary screen for one word
-        (``wordsens.search.swaps.screen_scores``), or None: the screen is the first-order score."""
+        """Flops of the map's structural vocabulary screen per word, or None: the first-order score."""
         return None
 
     def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
@@ -242,9 +189,8 @@ class CostModel:
         )
 
     def ws_seconds(self, spec: MapSpec, work: Work) -> float:
-        """Rough wall time of one position's estimate on a 2-core CPU (``on_device``), including the
-        authors' algorithm where the default search runs it too (``SearchSettings.follow_authors``,
-        their steps within ``max_steps``)."""
+        """Rough wall time of one position's estimate on a 2-core CPU (``on_device``), with the authors'
+        algorithm where the default search runs it too (``follow_authors``, within ``max_steps``)."""
         if work.method == "reference":
             t = self.reference_seconds(spec, work, work.steps)
         else:
@@ -259,14 +205,12 @@ class CostModel:
         return (work.steps or 300) * (3 * full * spec.settings.restarts / GEMM_FLOPS + 1e-3) * self.scale()
 
     def reference_seconds(self, spec: MapSpec, work: Work, steps: int | None = None) -> float:
-        """The authors' algorithm (``steps``; None: their schedule): forward and backward of the full
-        map per step."""
+        """The authors' algorithm (``steps``; None: their schedule): forward and backward per step."""
         full = _full_flops(spec, work)
         return (steps or spec.reference_steps(work.n)) * (3 * full / GEMM_FLOPS + 1e-3) * self.scale()
 
     def gen_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
-        """Peak array memory of one generalisation simulation (``wordsens.generalisation.core``): the
-        features of the training set and their QR, the Gram matrix, the weights and the searches' graph."""
+        """Peak array memory of one generalisation simulation: ``simulation_bytes`` and the weights."""
         p = self.features(spec, work)
         weights = spec.weight_count(work.n, work.d, work.options) * 16
         return MemoryEstimate(simulation_bytes(work, p) + weights, f"features {work.N} x {p} and their QR")
@@ -293,20 +237,16 @@ def simulation_bytes(work: Work, p: int) -> int:
 
 
 def solve_seconds(p: int, N: int) -> float:
-    """The first stage on one thread (gen jobs run with ``gen.threads`` = 1), its usual path
-    (``wordsens.generalisation.first_stage``): the float32 Gram matrix of the (N, p) features in 8 row
-    panels (9/16 of one product; float32 products priced at ``0.75 GEMM_FLOPS`` on one thread: docs/
-    benchmarks.md, "Where the constants come from"), its float32 eigendecomposition, and about 25 float64
-    passes over the features. Ill-conditioned training sets take the Householder QR instead (about
-    ``6 p N^2`` float64 flops more), not priced here."""
+    """The first stage on one thread, its usual path (``wordsens.generalisation.first_stage``): the float32
+    Gram matrix of the (N, p) features in 8 row panels (9/16 of one product, at ``0.75 GEMM_FLOPS``), its
+    eigendecomposition, and about 25 float64 passes over the features (the QR path is not priced)."""
     gram = 2 * (9 / 16) * N * N * p / (0.75 * GEMM_FLOPS)
     return gram + 25 * N * p * 8 / STREAM_BYTES + 8 * N**3 / GEMM_FLOPS
 
 
 @dataclass(frozen=True)
 class DenseCost(CostModel):
-    """Maps searched on their full map (plugins without a fast path, the transformer block).
-    ``time_scale`` multiplies the time model (measured against the map's own runs)."""
+    """Maps searched on their full map; ``time_scale`` multiplies the time model."""
 
     time_scale: float = 1.0
 
@@ -318,10 +258,9 @@ class DenseCost(CostModel):
 
 
 def embed_memory(*, pool_size: int, max_length: int, width: int | None, batch_size: int, dtype: str) -> MemoryEstimate:
-    """Peak memory of the embedding job of a pool (``wordsens.data.embed``): the stored hidden states
-    twice (the array and its write), one batch's activations (about 40 arrays of (batch, length,
-    width) in a BERT forward pass), and 2 GB for the model and the processes (BERT-Large: 1.3 GB in
-    float32): ``job`` is what the job requests. An unknown width counts as 1024."""
+    """Peak memory of the embedding job of a pool: the hidden states twice (the array and its write), one
+    batch's activations (about 40 arrays of (batch, length, width)), and 2 GB for the model and the
+    processes in all (``job``). An unknown width counts as 1024."""
     width = width or 1024
     store = pool_size * max_length * width * (2 if dtype == "float16" else 4)
     batch = batch_size * max_length * width * 4 * 40
@@ -339,13 +278,10 @@ def probe_memory(
     heads: int | None = None,
     length: int = 512,
 ) -> MemoryEstimate:
-    """Memory of a probe job (``wordsens.studies.probes.run``). ``"encoder"`` (Figure 1 attention, Figure 3
-    panels 3-4): ``encoder_memory`` of one encoder of ``parameters`` (``width``, ``layers``, ``heads`` from
-    its config.json) with two sequences of ``length`` tokens (a forward, and the backward of the attracting
-    Delta's ascent), what the probes keep of a forward twice (before and after a move: every layer's hidden
-    states and attention maps, float32), and ``MODEL_LOAD_OVERHEAD``; an encoder of unknown size:
-    ``FALLBACK_PROBE`` in all. ``"lm"``: a 7B causal language model in half precision, 32 GB; the demo's
-    tiny LM, 2 GB."""
+    """Memory of a probe job. ``"encoder"``: ``encoder_memory`` on two sequences of ``length`` tokens, every
+    layer's hidden states and attention maps twice (before and after a move) and ``MODEL_LOAD_OVERHEAD``
+    (unknown size: ``FALLBACK_PROBE`` in all). ``"lm"``: a 7B causal LM in half precision, 32 GB in all;
+    the demo's tiny LM, 2 GB."""
     overhead = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD
     if kind == "encoder":
         if parameters is None or width is None or layers is None or heads is None:
@@ -368,8 +304,7 @@ def encoder_parameters(
     *, width: int, layers: int, vocab: int, positions: int, intermediate: int | None = None, type_vocab: int = 2
 ) -> int:
     """Parameters of a BERT-family encoder from its config.json (``intermediate``: 4 x width where
-    unknown) without loading it: the embeddings and their LayerNorm, per layer the attention, the
-    feed-forward and two LayerNorms, and the pooler. BERT-Base: 109.5 million."""
+    unknown): embeddings, layers and pooler. BERT-Base: 109.5 million."""
     f = 4 * width if intermediate is None else intermediate
     embeddings = (vocab + positions + type_vocab) * width + 2 * width
     layer = 4 * (width * width + width) + 2 * width * f + f + width + 4 * width
@@ -379,10 +314,9 @@ def encoder_parameters(
 def encoder_memory(
     *, parameters: int, copies: int, batch: int, length: int, width: int, heads: int, detail: str = "an encoder"
 ) -> MemoryEstimate:
-    """Peak array memory of a job that holds ``copies`` copies of a pre-trained encoder of ``parameters``
-    float32 parameters and runs it without gradients on ``batch`` sequences of ``length`` tokens: the
-    weights, one batch's activations (about 40 arrays of (batch, length, width), as ``embed_memory``
-    counts them, and 3 of the attention scores), and ``TRANSFORMERS_OVERHEAD``."""
+    """Peak array memory of a job that runs ``copies`` copies of a float32 encoder without gradients on
+    ``batch`` sequences of ``length`` tokens: the weights, one batch's activations (as ``embed_memory``
+    counts them, and 3 of the attention scores) and ``TRANSFORMERS_OVERHEAD``."""
     weights = copies * parameters * 4
     activations = batch * length * (40 * width + 3 * heads * length) * 4
     return MemoryEstimate(

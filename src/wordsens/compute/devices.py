@@ -15,18 +15,6 @@ from .costs import GB, MB, PROCESS_OVERHEAD, MemoryEstimate
 if TYPE_CHECKING:  # torch is imported lazily: the Snakefile plans jobs without loading it
     import torch
 
-__all__ = [
-    "InsufficientResources",
-    "available_bytes",
-    "check_fits",
-    "job_peak_bytes",
-    "job_processes",
-    "memory_budget",
-    "peak_rss_bytes",
-    "resolve_device",
-    "workflow_device",
-]
-
 
 class InsufficientResources(RuntimeError):
     """A job needs more memory than its device offers."""
@@ -48,10 +36,9 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def workflow_device(planned: str) -> str:
-    """The device a workflow job planned for ``planned`` (``cpu``, ``cuda`` or ``auto``) runs on here:
-    ``planned``, except that a job planned for ``cuda`` where no CUDA device is visible (a plan for a GPU
-    this machine lacks) runs on the CPU and says so in its log; its rows record the CPU, its numbers are
-    equal in law to a GPU run's. (The command line refuses ``--device cuda`` instead: ``resolve_device``.)"""
+    """The device a workflow job planned for ``planned`` runs on here: ``planned``, except that a job planned
+    for ``cuda`` where no CUDA device is visible runs on the CPU and says so in its log (its numbers are equal
+    in law to a GPU run's; the command line refuses ``--device cuda`` instead: ``resolve_device``)."""
     import torch
 
     if planned == "cuda" and not torch.cuda.is_available():
@@ -80,8 +67,7 @@ def _cgroup_limit() -> int | None:
 
 def available_bytes(device: torch.device | str) -> int:
     """Memory a job may use on ``device``. CUDA: free device memory. CPU: the smallest of MemAvailable, the
-    cgroup limit, the SLURM allocation (``SLURM_MEM_PER_NODE`` / ``SLURM_MEM_PER_CPU``, MB) and
-    ``WORDSENS_MAX_MEMORY_MB``."""
+    cgroup limit, the SLURM allocation and ``WORDSENS_MAX_MEMORY_MB``."""
     if str(device).startswith("cuda"):
         import torch
 
@@ -146,7 +132,7 @@ def check_fits(estimate: MemoryEstimate, device: torch.device, what: str, *, lim
 
 def peak_rss_bytes() -> int:
     """Peak resident memory of this process so far (bytes): Linux's ``VmHWM`` (``ru_maxrss`` keeps the
-    parent's peak after fork + exec, so a small job started from a big process would report the parent's)."""
+    parent's peak after fork + exec)."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -179,7 +165,7 @@ def job_processes() -> list[tuple[int, str, int]]:
 
 
 def job_peak_bytes() -> int | None:
-    """Peak resident memory of this process plus its ancestors inside a SLURM job step: what the
-    job's memory request must cover. None outside SLURM or where /proc is unavailable."""
+    """Peak resident memory of this process plus its ancestors inside a SLURM job step (what the job's
+    request must cover); None outside SLURM or without /proc."""
     processes = job_processes()
     return sum(hwm for _, _, hwm in processes) if processes else None

@@ -13,20 +13,19 @@ from pathlib import Path
 
 from .costs import GB
 from .devices import available_bytes
-from .placement import GPU_SLOTS
 
-__all__ = ["LOCAL_MAX_JOB_HOURS", "PLANNED_LIMITS", "Limits", "on_machine", "planned_limits"]
-
-# Expected wall hours one job may take on this machine under limits.max_job_hours: auto; a cluster
-# profile lifts it. On a 2-core laptop the default config's longest jobs, DRF at d = 768 aside, stay well
-# within it, and the run ends within the hour; at 0.5 h the variants' DRF point at n = 50 runs too, and the
-# run takes over an hour (docs/benchmarks.md, "Where the constants come from").
+# Expected wall hours one job may take here under limits.max_job_hours: auto (a cluster profile lifts it):
+# on a 2-core laptop the default run ends within the hour (docs/benchmarks.md, "Where the constants come from")
 LOCAL_MAX_JOB_HOURS = 0.2
+
+# Processes that share the GPU at once (profiles/gpu-node): DRF's jobs are bound by reading their layers,
+# so a second process only hides the other's start-up; more add CUDA contexts and time-slice the GPU
+# among more jobs (docs/gpu.md)
+GPU_SLOTS = 2
 
 
 def _gpu_visible() -> bool:
-    """A CUDA GPU is usable here. The driver's files are checked first, so that machines without
-    one never import torch at planning time."""
+    """A CUDA GPU is usable here (the driver's files checked first: without one, torch is not imported)."""
     if not (Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi")):
         return False
     import torch
@@ -36,16 +35,10 @@ def _gpu_visible() -> bool:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory, or None
-    where no GPU is known (then every ``device: auto`` means the CPU); ``hours`` of estimated wall
-    time (``limits.max_job_hours``), None: no limit. ``shared_gpu``: the GPU jobs run side by side
-    on one machine's GPU (a GPU visible here, or ``limits.gpu_memory_gb``), each taking its
-    ``gpu_mem_mb`` of it, so ``device: auto`` sends there the jobs that finish sooner there (their cost
-    models: ``wordsens.compute.placement``); False under a cluster profile
-    (``limits.cluster_memory_gb`` set), where each GPU job is granted a GPU of its own, so ``auto``
-    puts there only the maps whose cost model prefers a GPU (DRF): ``jobs.job_device``. On a shared
-    GPU, ``gpu_slots`` jobs at most hold it at once (Snakemake's ``gpu`` resource, profiles/gpu-node)
-    beside ``cores`` cores (None: unknown), which ``wordsens.compute.placement.gpu_pays`` weighs."""
+    """What one job may use: ``cpu`` bytes of host memory; ``gpu`` bytes of GPU memory (None: no GPU known,
+    ``device: auto`` means the CPU); ``hours`` of estimated wall time (None: no limit). ``shared_gpu``: the
+    GPU jobs share one machine's GPU, at most ``gpu_slots`` at once beside ``cores`` cores (None: unknown);
+    False under a cluster profile, where each GPU job has a GPU of its own (``placement.job_device``)."""
 
     cpu: int
     gpu: int | None
@@ -56,10 +49,8 @@ class Limits:
 
     @classmethod
     def of(cls, config: dict) -> Limits:
-        """``limits.memory_gb``, ``limits.gpu_memory_gb`` and ``limits.max_job_hours``; ``auto``: the
-        cluster's where a cluster profile gave them (``limits.cluster_memory_gb``,
-        ``limits.cluster_gpu_memory_gb``; hours: no limit once ``cluster_memory_gb`` is set), else
-        what this machine (its GPU) has free now (hours: ``LOCAL_MAX_JOB_HOURS``)."""
+        """The configuration's ``limits``; ``auto``: the cluster's where a cluster profile gave them (hours: no
+        limit), else what this machine has free now (hours: ``LOCAL_MAX_JOB_HOURS``)."""
         limits = config["limits"]
         cpu, gpu = limits["memory_gb"], limits["gpu_memory_gb"]
         if cpu == "auto" and limits.get("cluster_memory_gb") is not None:
@@ -90,10 +81,8 @@ PLANNED_LIMITS = "WORDSENS_PLANNED_LIMITS"
 
 
 def planned_limits(config: dict, *, planner: bool) -> Limits:
-    """The limits a workflow plans with. The planning process (``planner``) measures them and
-    exports them in ``WORDSENS_PLANNED_LIMITS``; a cluster job's process, which parses the Snakefile
-    again on its node (other free memory, other GPUs), takes the planner's, so that its params and
-    device are the ones planned."""
+    """The limits a workflow plans with: the planning process (``planner``) measures and exports them in
+    ``WORDSENS_PLANNED_LIMITS``; a cluster job, which parses the Snakefile again on its node, takes them."""
     if planner or PLANNED_LIMITS not in os.environ:
         limits = Limits.of(config)
         os.environ[PLANNED_LIMITS] = limits.to_text()
@@ -102,6 +91,5 @@ def planned_limits(config: dict, *, planner: bool) -> Limits:
 
 
 def on_machine(limits: Limits, cores: int | None, gpu: int | None) -> Limits:
-    """``limits`` on the machine of a run: its ``cores`` and the jobs that may hold its GPU at once
-    (``gpu``: Snakemake's ``--resources gpu=N``, profiles/gpu-node); None keeps what ``limits`` has."""
+    """``limits`` with a run's ``cores`` and GPU slots (``--resources gpu=N``); None keeps what it has."""
     return replace(limits, cores=cores or limits.cores, gpu_slots=gpu or limits.gpu_slots)

@@ -28,18 +28,6 @@ from .costs import (
     solve_seconds,
 )
 
-__all__ = [
-    "BLOCK_SCREEN_STEPS",
-    "DRF_RESTARTS",
-    "AttentionCost",
-    "DRFLayout",
-    "DeepCost",
-    "FirstLayerCost",
-    "ScreenedCost",
-    "attention_features_flops",
-    "drf_layout",
-]
-
 
 def attention_features_flops(N: int, n: int, d: int) -> float:
     """The flops of RAF's and ReLU-RAF's features of ``N`` samples (n, d): ``X W``, the scores and
@@ -47,25 +35,19 @@ def attention_features_flops(N: int, n: int, d: int) -> float:
     return 2.0 * N * n * d * (d + 2 * n)
 
 
-# DRF's default search: 16 restarts run to convergence side by side (no halving; the map's SearchSettings in
-# wordsens.maps.catalog): enough that every trial ends near a 256-start ascent's maximum, where 5 restarts
-# can end well below it (docs/methods.md, tests/statistical/test_restarts.py; the figures: docs/benchmarks.md,
-# "Where the constants come from").
+# DRF's default search: 16 restarts side by side, run to convergence (docs/methods.md). They share every
+# pass over a layer; on a CPU a step at R restarts takes DRF_STEP_BASE + DRF_STEP_PER_RESTART * R times one
+# at 5 (where ws:drf's time scale was fitted); on a GPU the passes stay bound by the reads. The constants'
+# sources here: docs/benchmarks.md, "Where the constants come from".
 DRF_RESTARTS = 16
-# The restarts share every pass over a layer. On a CPU their products outgrow the reads at a few
-# restarts: a step's time, timed at D = 9,600 (d = 192, n = 50, L = 2, one thread) with 5, 16 and 32
-# restarts, is about DRF_STEP_BASE + DRF_STEP_PER_RESTART * R times a step at 5 restarts (the width at
-# which ws:drf's time scale was fitted: wordsens.compute.timing; the times: docs/benchmarks.md, "Where
-# the constants come from"). On a GPU the passes stay bound by the reads at these widths (no factor).
 DRF_STEP_BASE = 0.85
 DRF_STEP_PER_RESTART = 0.03
 
 
 @dataclass(frozen=True)
 class DRFLayout:
-    """How a DRF estimate holds its tail (layers 2..L) within a memory budget (``wordsens.search.drf``):
-    ``resident`` layers stay in memory, ``streamed`` ones are regenerated block by block on every
-    pass. ``bytes``: peak array memory of the estimate."""
+    """How a DRF estimate holds its tail (layers 2..L): ``resident`` layers stay in memory, ``streamed`` ones
+    are regenerated block by block on every pass; ``bytes``: its peak array memory."""
 
     resident: int
     streamed: int
@@ -84,12 +66,10 @@ def drf_layout(
     sampler: str = "exact",
 ) -> DRFLayout:
     """The tail layout of a default-method DRF estimate: every tail layer resident when the arrays fit
-    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block, beside
-    the fixed part (the first layer's block, or with ``sampler="dense"`` its whole matrix, the restarts'
-    activations and masks, the exact evaluation's chunks). Where even no resident layer fits, ``bytes``
-    exceed the budget and ``check_fits`` refuses the job. A ``dtype`` narrower than float32 (bfloat16:
-    ``wordsens.search.drf.ReducedDRFProblem``) holds the layers in it; its exact evaluation regenerates
-    float32 blocks (a streamed block's buffer)."""
+    ``budget`` bytes (None: no limit), else as many as fit beside one streamed ``(D, d)`` block and the
+    fixed part (the first layer's block or, ``sampler="dense"``, matrix; the restarts' activations; the
+    exact evaluation's chunks); where none fits, ``bytes`` exceed the budget (``check_fits`` refuses). A
+    ``dtype`` narrower than float32 holds the layers in it, its exact evaluation a float32 block's buffer."""
     D = n * d
     b = itemsize(dtype)
     w = max(b, 4)  # the weights of the map: float32 draws, whatever the products' dtype
@@ -117,8 +97,8 @@ def drf_layout(
 
 @dataclass(frozen=True)
 class AttentionCost(CostModel):
-    """Attention maps with a moved-row fast path: a few (n, n), (n, d), (d, d) arrays; a search step
-    costs ``O(d^2 + n d)`` per restart. ``time_scale`` multiplies the time model."""
+    """Attention maps with a moved-row fast path: a search step costs ``O(d^2 + n d)`` per restart.
+    ``time_scale`` multiplies the time model."""
 
     time_scale: float = 1.0
 
@@ -147,27 +127,18 @@ class AttentionCost(CostModel):
         return MemoryEstimate(simulation_bytes(work, D), f"features {work.N} x {D} and their QR")
 
     def gen_seconds(self, spec: MapSpec, work: Work) -> float:
-        """One thread: the training set's features in float32 (``X W``, the scores and ``A X``, priced at
-        ``0.7 GEMM_FLOPS``: ``wordsens.generalisation.functionals.first_stage_of``; below 1e10 float64
-        flops they are float64, but then they take under a second either way), the first stage
-        (``solve_seconds``) and the batched Delta searches."""
+        """One thread: the training set's features in float32 (at ``0.7 GEMM_FLOPS``), the first stage
+        (``solve_seconds``) and the batched Delta searches, which share each step's loop (a fitted 2.5e-4 s
+        per search and step)."""
         n, d, N = work.n, work.d, work.N
         features = attention_features_flops(N, n, d) / (0.7 * GEMM_FLOPS)
-        # the searches run together (one batched ascent; restarts halved as they go), so the four share
-        # each step's loop: a fixed 2.5e-4 s per search and step over the model's 300 steps, fitted to timed
-        # searches at d = 768 and demo-sized simulations (docs/benchmarks.md, "Where the constants come from")
         per_search = 300 * (8 * (d * d + 96 * n * d) / GEMM_FLOPS + 2.5e-4)
         return features + solve_seconds(n * d, N) + work.searches * per_search
 
 
-# RF's default search (wordsens.search.rf): about RF_STEPS subspace iterations per estimate, each two
-# passes over the (k, d) block (the gradient and its image) and an inner ascent on the rows whose sign
-# can change, plus a fixed cost per iteration (small products, the inner ascent's steps), after the
-# float64 Gram matrices of the block (lower block triangle). The per-entry and Gram rates are CPU seconds
-# of one thread on this project's 2-core machine; RF_STEPS is a typical iteration count at the paper's
-# sizes (small blocks take fewer); the fixed part per iteration is fitted to whole trials of
-# config.yaml's and the demo's jobs (docs/benchmarks.md, "Where the constants come from", and "The plan's
-# time model").
+# RF's default search (wordsens.search.rf): the float64 Gram matrices of the (k, d) block, then about
+# RF_STEPS subspace iterations (a typical count at the paper's sizes), each a fixed part and two passes over
+# the block; one thread's seconds on this project's machine (docs/benchmarks.md, "The plan's time model").
 RF_STEPS = 18
 RF_STEP_SECONDS = 0.022
 RF_STEP_SECONDS_PER_ENTRY = 2.7e-9
@@ -177,7 +148,7 @@ RF_GRAM_SECONDS = 7.6e-11
 @dataclass(frozen=True)
 class FirstLayerCost(CostModel):
     """RF: one ReLU layer of width ``k`` (option ``k``, default ``n d``); an estimate needs only the
-    moved token's (k, d) block of weights (the exact and blockwise samplers)."""
+    moved token's (k, d) block of weights."""
 
     samplers = ("exact", "blockwise", "dense")
     draws_on_device = True
@@ -208,8 +179,7 @@ class FirstLayerCost(CostModel):
     def gen_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
         d, N, D, k = work.d, work.N, work.n * work.d, self.features(spec, work)
         m = N + 1 + d
-        # features and the Householder QR copy of them at once (wordsens.generalisation.first_stage: the
-        # QR path; the Gram path holds a float32 copy, half of it)
+        # features and their Householder QR copy at once (the QR path of the first stage)
         arrays = (
             3 * (N + 1) * D * 8
             + 3 * m * m * 8
@@ -222,13 +192,9 @@ class FirstLayerCost(CostModel):
         return MemoryEstimate(arrays, f"samples {N + 1} x {D}, features {N} x {k} and their QR")
 
     def gen_seconds(self, spec: MapSpec, work: Work) -> float:
-        """One thread (float64 products priced at ``0.44 GEMM_FLOPS``, float32 at ``0.75``): the span
-        sampler (``wordsens.generalisation.functionals.span_rf``: the Gram matrix of the samples' rests
-        as a lower triangle, its Cholesky factor, the Gaussian draws, the training columns as float32
-        products where they pay, ``u`` and the check's rows in float64), the first stage
-        (``solve_seconds``) and the batched searches. The rates, the factor 1.3 and the searches' 200
-        passes over ``B`` come from timed simulations (docs/benchmarks.md, "Where the constants come
-        from")."""
+        """One thread (float64 products at ``0.44 GEMM_FLOPS``, float32 at ``0.75``): the span sampler
+        (``wordsens.generalisation.functionals.span_rf``), the first stage (``solve_seconds``) and the
+        batched searches; the rates, the factor 1.3 and the 200 passes over ``B`` from timed simulations."""
         d, N, D, k = work.d, work.N, work.n * work.d, self.features(spec, work)
         m = N + 1 + d
         f64, f32 = 0.44 * GEMM_FLOPS, 0.75 * GEMM_FLOPS
@@ -244,8 +210,7 @@ class FirstLayerCost(CostModel):
 
 @dataclass(frozen=True)
 class DeepCost(CostModel):
-    """DRF of depth ``L`` (option ``L``): ``L`` (D, D) layers; the default search holds as many tail
-    layers as fit its budget and streams the others (``drf_layout``), on a GPU when one is visible."""
+    """DRF of depth ``L`` (option ``L``): ``L`` (D, D) layers, the tail held or streamed (``drf_layout``)."""
 
     samplers = ("exact", "blockwise", "dense")
     draws_on_device = True
@@ -282,8 +247,7 @@ class DeepCost(CostModel):
             layout = self._layout(spec, work, "float32")
             resident, streamed = layout.resident + (work.sampler == "dense"), layout.streamed
             width = 1.0 if cuda else DRF_STEP_BASE + DRF_STEP_PER_RESTART * self.restarts(spec, work)
-        # resident layers are drawn once and read twice per step (forward, backward); streamed layers
-        # are drawn and read twice per step
+        # resident layers are drawn once and read twice per step, streamed ones drawn and read twice per step
         return (
             resident * D * D / randn
             + steps * 2 * (resident + streamed) * D * D * b / stream * width
@@ -291,27 +255,21 @@ class DeepCost(CostModel):
         )
 
 
-# The transformer block's search (wordsens.search.heads.BlockProblem.search) ascends every start for this
-# many steps side by side, then only the best ``keep`` (its SearchSettings in wordsens.maps.catalog).
+# The transformer block's search ascends every start this many steps, then only the best ``keep``
 BLOCK_SCREEN_STEPS = 20
 
 
 @dataclass(frozen=True)
 class ScreenedCost(DenseCost):
-    """A full-map search that screens its starts (``block``, the post-LayerNorm layers): all
-    ``restarts`` for the first ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them; each restart's step
-    costs one step of the full map (``reference_seconds``). Its memory counts every restart of the
-    screening (``own_restarts``): it holds them all at once, so a model of fewer understates the peak
-    (docs/benchmarks.md, "Where the constants come from"). Their problems screen a vocabulary by their
-    first sublayer (``screen_flops``)."""
+    """A full-map search that screens its starts (``block``, the post-LayerNorm layers): all ``restarts``
+    for ``BLOCK_SCREEN_STEPS`` steps, then ``keep`` of them, each step one of the full map; its memory counts
+    every restart of the screening, held at once (``own_restarts``)."""
 
     own_restarts = True
 
     def screen_flops(self, spec: MapSpec, work: Work) -> float | None:
-        """The post-LayerNorm layers' screen (``wordsens.search.heads.PostLNProblem.screener``) per word:
-        the moved token's key, value, query and output rows and its feed-forward row (``12 d^2``), the
-        closed-form attention change of every row and both LayerNorms (``n d (2 h + 8)``, ``h`` heads:
-        the option, else 12)."""
+        """The post-LayerNorm layers' screen per word: the moved token's rows (``12 d^2``), and every row's
+        attention change and LayerNorms (``n d (2 h + 8)``, ``h`` heads: the option, else 12)."""
         n, d = work.n, work.d
         heads = int(work.options.get("heads") or 12)
         return 2.0 * (12 * d * d + n * d * (2 * heads + 8))

@@ -1,16 +1,10 @@
-"""Where a job runs on one machine with a shared GPU: on the CPU or on the GPU, by its cost model.
+"""Where a job runs on one machine with a shared GPU, and what it asks of the machine (``Cost``, ``Request``).
 
-A job's CPU time is its family's built-in calibrated time (``wordsens.compute.timing``: a fixed rule, so
-that a new calibration never moves a job, whose device is in its params, to another device). Its GPU time
-is ``GPU_STARTUP`` plus the work, which the ``slots`` processes sharing the GPU (``Limits.gpu_slots``)
-slow down ``slots`` times (CUDA time-slices processes: no MPS). The work is a ``GpuRate`` per family,
-each given by the job rule that runs it (``JobRule.gpu_rates``) and joined when its study registers
-(``GPU_RATES``; their fit on a GPU node's run: docs/gpu.md, "What runs where").
-
-``gpu_pays``: ``device: auto`` sends a job to the GPU only where its GPU time, counted ``cores / slots``
-times, is below its CPU time: each of the GPU's ``slots`` must do the work of ``cores / slots`` cores, or
-the GPU becomes the queue the run waits for while cores idle. ``gpu_trials_per_job``: the trials of a map
-worth a GPU split into as many jobs as can run there side by side. Torch-free.
+A job's CPU time is its family's built-in calibrated time (a fixed rule: a new calibration never moves a job
+to another device); its GPU time ``GPU_STARTUP`` plus its family's ``GpuRate`` work (``GPU_RATES``, joined
+as the studies register; fitted on a GPU node's run: docs/gpu.md), slowed ``slots`` times by the processes
+sharing the GPU. ``gpu_pays``: ``device: auto`` sends a job to the GPU only where its GPU time, counted
+``cores / slots`` times, is below its CPU time, or the GPU becomes the queue while cores idle. Torch-free.
 """
 
 from __future__ import annotations
@@ -18,50 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .costs import GB, JOBSTEP_OVERHEAD, MB, PROCESS_OVERHEAD, MemoryEstimate
+from .limits import GPU_SLOTS, Limits
 from .timing import Calibration, Registered
 
-if TYPE_CHECKING:
-    from .limits import Limits
-
-__all__ = [
-    "CUDA_CONTEXT_BYTES",
-    "CUDA_HOST_BYTES",
-    "DTYPES",
-    "GPU_RATES",
-    "GPU_SLOTS",
-    "GPU_STARTUP",
-    "Cost",
-    "GpuRate",
-    "Placement",
-    "Request",
-    "add_rates",
-    "gpu_mem_mb",
-    "gpu_pays",
-    "gpu_rate",
-    "gpu_trials_per_job",
-    "gpu_work",
-    "job_device",
-    "placed",
-    "rates_snapshot",
-    "request",
-    "restore_rates",
-    "working_dtype",
-]
-
-# Processes that share the GPU at once (profiles/gpu-node: resources gpu). The GPU's big jobs (DRF)
-# are bound by reading their layers: a second one beside the first gains nothing but its half of the
-# GPU. What a second process does hide is the other's start-up (GPU_STARTUP: about half of DRF's
-# largest job alone), during which the GPU would idle. More processes only add CUDA contexts and
-# time-slice the GPU among more jobs, the critical path's DRF jobs among them (docs/gpu.md: 16 shared
-# it in the run the rates below were fitted on).
-GPU_SLOTS = 2
-
-# Seconds of a GPU job beside its work (the process, torch's CUDA context, the sample and the write): a
-# DRF job alone on an H200, its wall time less its search (docs/benchmarks.md, "Where the constants come from").
-GPU_STARTUP = 5.5
+GPU_STARTUP = 5.5  # seconds of a GPU job beside its work (docs/benchmarks.md, "Where the constants come from")
 
 
 @dataclass(frozen=True)
@@ -76,9 +32,8 @@ class GpuRate:
         return self.per_search * searches + self.ratio * model_seconds
 
 
-# Each job rule's families (``JobRule.gpu_rates``, joined by the study registry through ``add_rates``), fitted
-# on the H200 run of the default configuration (docs/gpu.md; docs/benchmarks.md, "Where the constants come
-# from"). A family ``kind:map`` may have one per working dtype (``kind:map:dtype``).
+# Each job rule's families (``JobRule.gpu_rates``, joined through ``add_rates``); a family ``kind:map`` may
+# have one per working dtype (``kind:map:dtype``)
 GPU_RATES: Registered[GpuRate] = Registered("the GPU rate")
 rates_snapshot, restore_rates = GPU_RATES.snapshot, GPU_RATES.restore
 
@@ -90,9 +45,8 @@ def add_rates(rates: Mapping[str, GpuRate]) -> None:
 
 
 def gpu_rate(family: str, dtype: str | None = None) -> GpuRate:
-    """The GPU rate of ``family`` searching in ``dtype`` (``ws:drf`` in bfloat16 has its own), else the
-    family's, else the slowest of its kind (the part before ``:``; a plugin's map, not measured on a GPU,
-    is not sent there on a guess), else the slowest of all."""
+    """The GPU rate of ``family`` searching in ``dtype``, else the family's, else the slowest of its kind (a
+    plugin's map is not sent to a GPU on a guess), else the slowest of all."""
     if dtype and f"{family}:{dtype}" in GPU_RATES:
         return GPU_RATES[f"{family}:{dtype}"]
     if family in GPU_RATES:
@@ -122,8 +76,7 @@ def gpu_pays(
     dtype: str | None = None,
 ) -> bool:
     """Whether a job is sent to the GPU shared by ``slots`` processes beside ``cores`` cores (None: as
-    many as slots): its wall seconds there (``GPU_STARTUP`` and its ``gpu_work``) times ``cores / slots``
-    below its built-in calibrated seconds on one core."""
+    many as slots): its GPU seconds times ``cores / slots`` below its built-in CPU seconds."""
     if slots < 1:
         raise ValueError(f"the GPU's slots must be at least 1, got {slots}")
     weight = (cores or slots) / slots
@@ -135,10 +88,9 @@ DTYPES = ("auto", "float32", "bfloat16", "float64")
 
 
 def working_dtype(setting: str, device: str, default: str, reduced: tuple[str, ...] = ()) -> str | None:
-    """The working dtype of a map's search under the setting ``ws.dtype`` (``DTYPES``), or None where
-    it is the map's own (``default``, ``SearchSettings.dtype``): ``auto`` is bfloat16 on ``cuda`` for the
-    maps whose search runs in it (``reduced``, ``SearchSettings.reduced``: DRF), the map's own
-    elsewhere; ``bfloat16`` is it for those maps on any device, the others keep their own."""
+    """The working dtype of a map's search under ``ws.dtype`` (``DTYPES``), or None where it is the map's
+    own (``default``): ``auto`` is bfloat16 on ``cuda`` for the maps whose search runs in it (``reduced``:
+    DRF), ``bfloat16`` is it for those maps on any device; the others keep their own."""
     if setting not in DTYPES:
         raise ValueError(f"unknown dtype {setting!r}; choose one of {', '.join(DTYPES)}")
     if setting in ("auto", "bfloat16"):
@@ -149,31 +101,22 @@ def working_dtype(setting: str, device: str, default: str, reduced: tuple[str, .
 
 
 def gpu_trials_per_job(trials: int, per_job: int, job_bytes: int, budget: int, slots: int = GPU_SLOTS) -> int:
-    """Trials per job of a grid point on the GPU: its ``trials`` split into as many jobs as run there
-    side by side (the GPU's ``slots``, as many as its ``budget`` bytes hold jobs of ``job_bytes``), never
-    more per job than the configured ``per_job``."""
+    """Trials per job of a grid point on the GPU: ``trials`` split into as many jobs as run there side by
+    side (``slots``, as many as ``budget`` bytes hold), never more per job than ``per_job``."""
     side_by_side = max(1, min(slots, budget // max(job_bytes, 1)))
     return max(1, min(per_job, math.ceil(trials / side_by_side)))
 
 
-# ----------------------------------------------------------------------------- a job's device and request
-
-
-# Host memory of a job whose arrays live on a GPU: its Python process, the Snakemake job process
-# and torch's CUDA context and kernels (1-2 GB resident; not measured here: the CI machine has no GPU).
+# Host memory of a job on a GPU (its processes, torch's CUDA context and kernels), and the GPU memory each
+# process holds beyond its arrays (context, workspaces, allocator slack); assumed, not measured here
 CUDA_HOST_BYTES = PROCESS_OVERHEAD + JOBSTEP_OVERHEAD + 2 * GB
-# GPU memory a job's process holds beyond its arrays: the CUDA context, library workspaces and the
-# caching allocator's slack (0.3-0.6 GB on recent drivers, 1 GB to be safe; not measured here: the
-# CI machine has no GPU). Every job sharing a GPU holds its own.
 CUDA_CONTEXT_BYTES = 1 * GB
 
 
 def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True, gpu_pays: bool | None = None) -> str:
-    """Where a job runs: ``cpu``/``cuda`` as set; ``auto``: ``cuda`` when a GPU is known (``limits.gpu``)
-    and either the GPU is shared by the jobs of one machine (``limits.shared_gpu``: the jobs whose cost
-    model says the GPU pays, ``gpu_pays``; None: every job) or the job gains enough to be granted a GPU of
-    its own on a cluster (``prefers_gpu``: the map's cost model, DRF among the built-in maps), else ``cpu``.
-    The one rule for every job and step."""
+    """Where a job runs, the one rule for every job and step: ``cpu``/``cuda`` as set; ``auto``: ``cuda``
+    when a GPU is known and either it is shared by one machine's jobs and ``gpu_pays`` (None: every job)
+    or, on a cluster (a GPU of its own), the job ``prefers_gpu``; else ``cpu``."""
     if setting == "auto":
         if limits.gpu is None:
             return "cpu"
@@ -185,10 +128,9 @@ def job_device(setting: str, limits: Limits, *, prefers_gpu: bool = True, gpu_pa
 
 @dataclass(frozen=True)
 class Placement:
-    """One unit of work of a grid point (a WS trial, a simulation, a swaps row) on either device: its
-    ``family``, CPU cost-model seconds (``model``), estimates (``searches``), working dtype on each device
-    (None: the map's own) and the processes sharing the GPU with it (``sharing``) beside ``cores`` cores
-    ."""
+    """One unit of work of a grid point (a trial, a simulation, a row) on either device: its ``family``, CPU
+    cost-model seconds (``model``), estimates (``searches``), working dtype on each device (None: the map's
+    own) and the processes sharing the GPU with it (``sharing``) beside ``cores`` cores."""
 
     family: str
     model: float
@@ -206,7 +148,7 @@ class Placement:
         )
 
     def device(self, setting: str, limits: Limits, units: int, prefers_gpu: bool) -> str:
-        """Where a job of ``units`` units runs (``job_device``; ``auto`` weighs ``placement.gpu_pays``)."""
+        """Where a job of ``units`` units runs (``job_device``)."""
         pays = gpu_pays(
             self.family,
             self.model * units,
@@ -221,8 +163,8 @@ class Placement:
         return self.gpu_dtype if device == "cuda" else self.cpu_dtype
 
     def seconds(self, device: str) -> float:
-        """Seconds of one unit on ``device``: the cost model's on the CPU (the calibration scales it), the
-        GPU's work under its sharing on ``cuda`` (its start-up added per job: ``Grid.estimate``)."""
+        """Seconds of one unit on ``device``: the cost model's on the CPU, the GPU's work on ``cuda`` (its
+        start-up added per job: ``Grid.estimate``)."""
         if device != "cuda":
             return self.model
         return gpu_work(self.family, self.model, self.searches, sharing=self.sharing, dtype=self.gpu_dtype)
@@ -230,11 +172,9 @@ class Placement:
 
 @dataclass(frozen=True)
 class Cost:
-    """What a job asks of the machine: its estimated ``seconds`` on its device (the cost model's CPU seconds,
-    which the calibration turns into wall time; its GPU work on a GPU), the peak bytes of its ``arrays``, the
-    host memory it requests (``host_bytes``: on the CPU its arrays too, and its processes), what must fit its
-    device (``device_bytes``), its ``threads`` and the arrays its memory setting allows (``cap``:
-    ``ws.max_memory_gb``; None: no such setting)."""
+    """What a job asks of the machine: its estimated ``seconds`` on its device (``Placement.seconds``), the
+    peak bytes of its ``arrays``, the host memory it requests (``host_bytes``), what must fit its device
+    (``device_bytes``), its ``threads`` and the arrays its memory setting allows (``cap``; None: none)."""
 
     seconds: float = 1.0
     arrays: int = 0
@@ -256,15 +196,14 @@ def placed(
 
 
 def gpu_mem_mb(device: str, device_bytes: int) -> int:
-    """GPU memory (MB) a job declares to Snakemake (its ``gpu_mem_mb`` resource): what must fit the GPU
-    on ``cuda``, 0 on the CPU. Jobs share one GPU while their sum fits ``--resources gpu_mem_mb=...``."""
+    """GPU memory (MB) a job declares to Snakemake (its ``gpu_mem_mb`` resource): 0 on the CPU."""
     return -(-device_bytes // MB) if device == "cuda" else 0
 
 
 @dataclass(frozen=True)
 class Request:
-    """What a step outside the grid requests (an embedding, a probe): host ``mem_mb``, the ``device`` the
-    plan puts it on and the GPU memory it declares there (``gpu_mem_mb``, 0 on the CPU)."""
+    """What a step outside the grid requests (an embedding, a probe): host ``mem_mb``, its ``device`` and
+    the GPU memory it declares there."""
 
     mem_mb: int
     device: str

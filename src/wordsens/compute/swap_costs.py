@@ -1,14 +1,10 @@
 """What scoring a vocabulary's one-word substitutions costs (``wordsens.search.swaps``), torch-free.
 
-A scan evaluates the word-sensitivity problem of a map at one position for every word of a vocabulary
-(``exhaustive``: where a move changes one row that the map's problem evaluates cheaply, RF and the
-attention maps with a moved-row path, and any map while the vocabulary's full forwards cost at most
-``EXHAUSTIVE_FLOPS``) or, screened, for a shortlist of it: a cheap score of every word (the map's
-structural screen, ``CostModel.screen_flops``, else the first-order score of its value), then the map's
-value on the shortlist and a sample of words. A screened scan is a lower bound of S_words (which words
-the screen misses: ``benchmarks/bench_swaps.py --recall``, docs/benchmarks.md). The planner
-(``wordsens.studies.swaps.plan``) and the numerics read which of the two a map gets, a chunk's memory and
-a position's time here, from the map's cost model.
+A scan scores every word of a vocabulary (``exhaustive``: where a move's value is cheap, or the vocabulary's
+forwards cost at most ``EXHAUSTIVE_FLOPS``) or, screened, a shortlist of it: a cheap score of every word (the
+map's structural screen, else the first-order score), then the map's value on the shortlist and a sample of
+words (a lower bound of S_words: docs/benchmarks.md). The planner and the numerics read here which of the two
+a map gets, a chunk's memory and a position's time.
 """
 
 from __future__ import annotations
@@ -20,32 +16,11 @@ from typing import Any
 from .costs import CHUNK, GEMM_FLOPS, MapSpec, MemoryEstimate, Work, itemsize, on_device
 from .map_costs import AttentionCost, FirstLayerCost
 
-__all__ = [
-    "EXHAUSTIVE_FLOPS",
-    "HESSIAN_ROWS",
-    "SCAN_FLOPS",
-    "SCREEN_PROBES",
-    "candidate_bytes",
-    "candidate_flops",
-    "chunk_size",
-    "exhaustive",
-    "scan_memory",
-    "scan_seconds",
-]
-
-# float32 products of a scan on a 2-core CPU: twice GEMM_FLOPS (float64), within the range RF's scan
-# reached on this project's machine, loaded and quiet (docs/benchmarks.md, "Where the constants come
-# from"). The calibration of the swaps jobs (wordsens.compute.timing) scales the model to the machine.
-SCAN_FLOPS = 2 * GEMM_FLOPS
+# The constants' sources: docs/benchmarks.md, "Where the constants come from"
+SCAN_FLOPS = 2 * GEMM_FLOPS  # float32 products of a scan on a 2-core CPU
 HESSIAN_ROWS = 64  # zero moves per batch of the first-order Gram matrix (search.swaps.first_order_gram)
-# Rademacher probes of the post-LayerNorm layers' screen, which weighs each row's change by the second
-# sublayer's mean gain there (search.heads.PostLNProblem.screener): a ranking weight, which needs only a rough
-# estimate. Beside the exact Jacobian norms, 8 or 32 probes put the best word in the top 16 about as often as
-# the exact norms do (docs/benchmarks.md, "Where the constants come from")
-SCREEN_PROBES = 32
-# A map without a cheap move is scored exhaustively where its vocabulary's forwards cost at most this:
-# about a minute at SCAN_FLOPS (DRF at d = 16, n = 16: 8e9 for BERT-Base's words; block at d = 768, n = 128: 5e13)
-EXHAUSTIVE_FLOPS = 5e12
+SCREEN_PROBES = 32  # Rademacher probes of the post-LayerNorm screen's gains (search.heads)
+EXHAUSTIVE_FLOPS = 5e12  # about a minute at SCAN_FLOPS
 _RF_VALUE_CHUNK = 32 * 1024**2  # RFProblem.value's pre-activations per chunk of B's rows (search.rf)
 
 
@@ -58,8 +33,8 @@ def exhaustive(
     vocab: int | None = None,
 ) -> bool:
     """Whether every word of a vocabulary is scored: always where a move's value is cheap (RF, the
-    attention maps with a moved-row path), else where the ``vocab`` words' ``candidate_flops`` at (n, d)
-    cost at most ``EXHAUSTIVE_FLOPS`` (without sizes: no); otherwise a first-order shortlist is."""
+    attention maps), else where the ``vocab`` words' ``candidate_flops`` cost at most ``EXHAUSTIVE_FLOPS``
+    (without sizes: no)."""
     if isinstance(spec.cost, (FirstLayerCost, AttentionCost)):
         return True
     if n is None or d is None or vocab is None:
@@ -68,9 +43,8 @@ def exhaustive(
 
 
 def candidate_flops(spec: MapSpec, n: int, d: int, options: Mapping[str, Any]) -> float:
-    """Floating-point operations of the problem's value for one word: RF ``2 k d`` (the product with
-    ``B``) plus its elementwise passes; attention ``2 (d^2 + 5 n d)`` times its ``time_scale``; any
-    other map one full forward (its cost model's ``forward_flops``)."""
+    """Flops of the problem's value for one word: RF ``2 k d`` and its elementwise passes; attention
+    ``2 (d^2 + 5 n d)`` times its ``time_scale``; any other map one forward (``forward_flops``)."""
     cost, work = spec.cost, Work(n, d, dict(options))
     if isinstance(cost, FirstLayerCost):
         k = cost.features(spec, work)
@@ -81,10 +55,8 @@ def candidate_flops(spec: MapSpec, n: int, d: int, options: Mapping[str, Any]) -
 
 
 def candidate_bytes(spec: MapSpec, n: int, d: int, options: Mapping[str, Any], *, dtype: Any = "float32") -> int:
-    """Working bytes of one word in a chunk of the scan: RF its move and a few copies (the
-    pre-activations are chunked by ``B``'s rows, ``_RF_VALUE_CHUNK``); attention its scores and a few
-    (n)- and (d)-vectors, times ``time_scale`` (the multi-head maps hold per-head scores); any other map
-    what one restart of its search holds (its ``ws_memory`` at two restarts less at one)."""
+    """Working bytes of one word in a chunk of the scan: RF its move and a few copies; attention its scores
+    and a few vectors, times ``time_scale``; any other map one restart of its search (``ws_memory``)."""
     cost, b = spec.cost, itemsize(dtype)
     if isinstance(cost, FirstLayerCost):
         return 4 * d * max(b, 8)
@@ -96,8 +68,7 @@ def candidate_bytes(spec: MapSpec, n: int, d: int, options: Mapping[str, Any], *
 
 
 def chunk_size(spec: MapSpec, n: int, d: int, options: Mapping[str, Any], *, chunk_mb: float, dtype: Any) -> int:
-    """Words per chunk of the scan: ``chunk_mb`` MB of working arrays (``candidate_bytes`` each), at
-    least 1."""
+    """Words per chunk of the scan: ``chunk_mb`` MB of ``candidate_bytes`` each, at least 1."""
     return max(1, int(chunk_mb * 1024**2) // candidate_bytes(spec, n, d, options, dtype=dtype))
 
 
@@ -112,10 +83,9 @@ def scan_memory(
     chunk: int,
     dtype: Any = "float32",
 ) -> MemoryEstimate:
-    """Peak array memory of one position's scan beside its problem (the map's ``ws_memory`` with one
-    restart): the float64 embedding layer (``vocab`` x ``width``), the candidates' rows and moves
-    (float64, ``vocab`` x ``d`` each), the scores, ``chunk`` words' working arrays, the first-order
-    Gram matrix and its batch of rows (screened maps), and the chunked exact evaluations."""
+    """Peak array memory of one position's scan: its problem (``ws_memory``, one restart), the float64
+    embedding layer, the candidates' rows, moves and scores, ``chunk`` words' working arrays, the
+    first-order Gram matrix (screened maps) and the chunked exact evaluations."""
     problem = spec.cost.ws_memory(spec, Work(n, d, spec.option_values(options), dtype=dtype, restarts=1)).bytes
     per = candidate_bytes(spec, n, d, options, dtype=dtype)
     rows = 8 * vocab * (width + 2 * d + 4)
@@ -141,10 +111,8 @@ def scan_seconds(
     device: str = "cpu",
 ) -> float:
     """Rough wall seconds of one position's scan on a 2-core CPU (``on_device``): the vocabulary's
-    ``candidate_flops`` (exhaustive), or the screen and ``screen + sample`` evaluations (screened): the
-    map's structural screen (``CostModel.screen_flops`` per word, after its gains' probes) or the
-    first-order one (the Hessian's ``3 d`` evaluations, ``2 d^2`` per word), at ``SCAN_FLOPS``; plus the
-    candidates' rows (``vocab`` rows of the embedding layer)."""
+    ``candidate_flops`` (exhaustive), or the screen (structural or first-order) and ``screen + sample``
+    evaluations, at ``SCAN_FLOPS``; plus the candidates' rows."""
     per = candidate_flops(spec, n, d, options)
     structural = spec.cost.screen_flops(spec, Work(n, d, dict(options)))
     if structural is None:  # the Hessian's 3 d evaluations, then D^T G D per word

@@ -1,45 +1,19 @@
 """Wall time of a workflow job on this machine: the cost model's seconds, calibrated.
 
-The cost models (``wordsens.compute.costs``, ``wordsens.compute.map_costs``) give the work of a job in
-model seconds of a reference 2-core CPU; a job's measured wall time adds a fixed part (the process that
-imports torch, reads its inputs and writes its rows) and runs at this machine's speed. A ``Calibration``
-holds, per job family (``ws:<map>``, ``gen:<map>``, a rule name such as ``embed``), the coefficients of
-
-    wall seconds = fixed + scale * model seconds
-
-fitted (``fit``) on measured jobs (``Sample``: Snakemake benchmark files and logs) by least squares on
-relative errors: one start-up time per kind of job and one scale per family. Families without samples of
-their own take the built-in coefficients (``BUILTIN``, fitted on this project's 2-core machine and
-joined by the studies as they register) stretched by this machine's speed (``Calibration.speed``), and
-families unknown to both (a plugin's map) their kind's pooled fit (``ws:*``, ``gen:*``, ``rule:*``).
-The fit's choices and runs: docs/benchmarks.md. Torch-free, nothing of wordsens.
+A ``Calibration`` holds, per job family (``ws:<map>``, ``gen:<map>``, a rule name such as ``embed``),
+``wall seconds = fixed + scale * model seconds``, fitted (``fit``) on measured jobs (``Sample``) by least
+squares on relative errors: one start-up time per kind of job, one scale per family. Families without
+samples take the built-in coefficients (``BUILTIN``) stretched by this machine's speed, and families
+unknown to both (a plugin's map) their kind's pooled fit (``ws:*``, ``gen:*``, ``rule:*``). The fit's
+choices and runs: docs/benchmarks.md. Torch-free, nothing of wordsens.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Generic, TypeVar
-
-__all__ = [
-    "BUILTIN",
-    "DOWNLOAD_SECONDS",
-    "MAX_FACTOR",
-    "MIN_FACTOR",
-    "REFERENCE_SECONDS",
-    "Calibration",
-    "Coefficients",
-    "Registered",
-    "Sample",
-    "add_builtin",
-    "builtin_snapshot",
-    "fit",
-    "measured_speed",
-    "pooled",
-    "restore_builtin",
-    "speed_factor",
-]
 
 
 @dataclass(frozen=True)
@@ -53,8 +27,7 @@ class Sample:
     source: str = ""
 
 
-# Below this many model seconds a family's jobs are all start-up: their scale is not measured, and
-# the pooled or built-in one applies.
+# Below this many model seconds a family's jobs are all start-up: their scale is not measured
 MIN_MODEL_SECONDS = 1.0
 
 
@@ -82,10 +55,9 @@ def pooled(family: str) -> str:
 
 
 def _fit_kind(samples: list[Sample]) -> dict[str, Coefficients]:
-    """One kind's families (``ws:<map>`` or ``gen:<map>``): a start-up time shared by the kind and a
-    non-negative scale per family, jointly by least squares on relative errors (a scale that comes
-    out negative is set to 0 and the rest fitted again); a family whose jobs all stay below
-    ``MIN_MODEL_SECONDS`` only informs the start-up (its scale: None, the pooled one applies)."""
+    """One kind's families: a start-up time shared by the kind and a non-negative scale per family, jointly
+    by least squares on relative errors (a negative scale is set to 0 and the rest fitted again); a family
+    below ``MIN_MODEL_SECONDS`` only informs the start-up (its scale: None)."""
     import numpy as np
 
     groups: dict[str, list[Sample]] = {}
@@ -148,9 +120,8 @@ V = TypeVar("V")
 
 
 class Registered(dict[str, V], Generic[V]):
-    """Values per job family that the studies join as they register (``BUILTIN``,
-    ``wordsens.compute.placement.GPU_RATES``): ``join`` adds one (the same again is a no-op, another for
-    a known family an error); ``snapshot`` and ``restore`` save and put back the whole."""
+    """Values per job family that the studies join as they register (``BUILTIN``, ``placement.GPU_RATES``):
+    ``join`` adds one (the same again is a no-op, another an error)."""
 
     def __init__(self, what: str, values: Mapping[str, V] | None = None) -> None:
         super().__init__(values or {})
@@ -168,17 +139,12 @@ class Registered(dict[str, V], Generic[V]):
         self.update(saved)
 
 
-# The built-in coefficients were fitted (``fit``) on three runs of this project's 2-core machine
-# (docs/benchmarks.md, "The built-in coefficients": the runs, the date and the fit). On a machine twice
-# as fast or as slow they are 2x off: ``wordsens plan --probe`` scales them by that machine's speed
-# (``Calibration.speed``), ``--calibrate RESULTS_DIR`` fits its own on a finished run. A kind's pooled
-# scale (``ws:*``, ``gen:*``: for maps of plugins) is the largest of the kind: a new map is not planned cheap.
-# Here only the steps without a cost model; the studies' families join as the studies register
-# (``wordsens.studies.registry``: ``StudySpec.coefficients``, ``JobRule.coefficients``).
+# The built-in coefficients, fitted on three runs of this project's 2-core machine (docs/benchmarks.md, "The
+# built-in coefficients"); here the steps without a cost model (their mean wall seconds), the studies'
+# families join as the studies register (``StudySpec.coefficients``, ``JobRule.coefficients``)
 BUILTIN: Registered[Coefficients] = Registered(
     "the built-in time",
     {
-        # the steps without a cost model: their mean wall seconds over the three runs (``rule:*``: of all)
         "rule:*": Coefficients(4.9, None),
         "reviews": Coefficients(1.7, None),
         "demo_corpus": Coefficients(1.0, None),
@@ -198,17 +164,15 @@ def add_builtin(family: str, fixed: float, scale: float | None) -> None:
     BUILTIN.join(family, Coefficients(fixed, scale))
 
 
-# Downloads from the Hugging Face Hub, not measured here (the development machine has no Hub):
-# at about 10 MB/s, IMDb (84 MB) and BERT-Base (440 MB), plus start-up.
+# Downloads from the Hugging Face Hub at about 10 MB/s: IMDb (84 MB) and BERT-Base (440 MB); not measured
 DOWNLOAD_SECONDS = {"reviews": 30.0, "model": 60.0}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Coefficients per family (``fit``) over the built-in ones; ``sources``: the results folders and logs
-    they were fitted on; ``speed``: how many times slower than the built-in machine this one runs (the
-    speed probe's, ``wordsens.search.probe``, or ``measured_speed``), which stretches only the built-in
-    coefficients (the fitted ones were measured here)."""
+    """Coefficients per family (``fit``) over the built-in ones; ``sources``: what they were fitted on;
+    ``speed``: how many times slower than the built-in machine this one runs, which stretches only the
+    built-in coefficients."""
 
     coefficients: Mapping[str, Coefficients] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
@@ -227,10 +191,9 @@ class Calibration:
         return cls(fit(samples), tuple(sources), measured_speed(samples) if speed is None else speed)
 
     def of(self, family: str) -> Coefficients:
-        """The coefficients of ``family``: its own fit, else the built-in ones (times ``speed``) with
-        the start-up time its kind fitted here (a fit has one per kind), else its kind's pooled fit,
-        else the built-in pooled ones (times ``speed``); a scale not measured (None) is taken from
-        the next of these that has one. A step without a cost model (``rule:*``) takes its own
+        """The coefficients of ``family``: its own fit, else the built-in ones (times ``speed``) with its
+        kind's fitted start-up, else its kind's pooled fit, else the built-in pooled ones; a scale not
+        measured is taken from the next that has one. A step without a cost model (``rule:*``): its own
         mean time, else its built-in one, else the mean of the steps measured."""
         kind = pooled(family)
         own, fitted_kind = self.coefficients.get(family), self.coefficients.get(kind)
@@ -254,13 +217,8 @@ class Calibration:
         return self.of(family).predict(model)
 
     def to_dict(self) -> dict:
-        return {
-            "sources": list(self.sources),
-            "speed": self.speed,
-            "coefficients": {
-                k: {"fixed": c.fixed, "scale": c.scale, "count": c.count} for k, c in self.coefficients.items()
-            },
-        }
+        coefficients = {k: asdict(c) for k, c in self.coefficients.items()}
+        return {"sources": list(self.sources), "speed": self.speed, "coefficients": coefficients}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Calibration:
@@ -275,8 +233,7 @@ class Calibration:
 
 def measured_speed(samples: Iterable[Sample]) -> float:
     """How many times slower than the built-in coefficients predict the measured jobs ran: the median
-    of measured over built-in seconds (1.0 without samples). A run's own jobs, so it also holds for
-    the families it did not run, which ``Calibration.of`` prices built in times this factor."""
+    of measured over built-in seconds (1.0 without samples)."""
     import statistics
 
     builtin = Calibration()
@@ -288,22 +245,15 @@ def measured_speed(samples: Iterable[Sample]) -> float:
     return statistics.median(ratios) if ratios else 1.0
 
 
-# ----------------------------------------------------------------------------- the speed probe
-# ``wordsens.search.probe.probe_seconds()`` on the machine of ``BUILTIN`` (this project's 2-core AMD
-# EPYC), quiet: the median of 5 calls. Other work slows it although each part keeps its fastest repeat,
-# so probe a quiet machine (the times, quiet and loaded: docs/benchmarks.md, "Where the constants come
-# from").
+# ``wordsens.search.probe.probe_seconds()`` on the machine of ``BUILTIN``, quiet (docs/benchmarks.md), and
+# the factors outside which a probe has gone wrong (a busy machine, a throttled CPU, a broken BLAS)
 REFERENCE_SECONDS = 0.40
-
-# A factor outside these is refused: not a machine's speed but a probe gone wrong (a busy machine, a
-# throttled CPU, a broken BLAS).
 MIN_FACTOR = 0.1
 MAX_FACTOR = 10.0
 
 
 def speed_factor(seconds: float) -> float:
-    """This machine's probe time over the built-in machine's (2: twice as slow); ``seconds``: the time of
-    the speed probe (``wordsens.search.probe.probe_seconds``) here."""
+    """This machine's speed probe ``seconds`` over the built-in machine's (2: twice as slow)."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"the speed probe took {seconds} s: expected a positive time")
     factor = seconds / REFERENCE_SECONDS

@@ -1,12 +1,8 @@
-"""The data: IMDb reviews and their pool (``reviews``), pre-trained models and how they load
-(``pretrained``), encoders' hidden states (``embed``), the offline demo corpus and models (``demo``),
-samples normalised to the data assumption (``samples``), the checksummed embedding store (``store``), what
-is known about the encoders without loading them (``models``), the checks of the pool and the store
-(``inputs``) and whether the Hugging Face Hub can be used (``hub``).
-
-This face imports nothing eagerly: ``models``, ``inputs``, ``hub`` and ``pretrained`` are torch-free and
-pandas-free at import (planning imports the first three). Import the submodules, e.g.
-``from wordsens.data import embed``.
+"""The data: IMDb reviews and their pool (``reviews``), loading models (``pretrained``), hidden states
+(``embed``), the embedding store (``store``), samples (``samples``, ``vocabulary``), what is known of the
+encoders without loading them (``models``), the input checks (``inputs``), the Hub (``hub``), the offline
+demo (``demo``) and what a command loads by name (``sources``). Nothing is imported eagerly: import the
+submodules (``models``, ``inputs``, ``hub`` and ``pretrained`` are torch-free and pandas-free at import).
 """
 
 __all__ = ["demo", "embed", "hub", "inputs", "models", "pretrained", "reviews", "samples", "store"]

@@ -1,7 +1,6 @@
-"""Offline stand-ins for the demo configuration and the tests: a generated aclImdb-shaped corpus
-and a tiny BERT (real ``transformers`` classes, random weights, a small WordPiece vocabulary)
-saved with ``save_pretrained`` so that it loads through ``from_pretrained`` like a real model. Every
-file gets the mode the umask allows (``wordsens.io.umask_modes``: safetensors writes weights 0600).
+"""Offline stand-ins for the demo and the tests: a generated aclImdb-shaped corpus, and a tiny BERT and
+causal LM (real ``transformers`` classes, random weights, a small WordPiece vocabulary) saved with
+``save_pretrained``, with the file modes the umask allows (``wordsens.io.umask_modes``).
 """
 
 from __future__ import annotations
@@ -13,13 +12,6 @@ import numpy as np
 
 from ..io import umask_modes
 from .models import TINY_BERT_HEADS, TINY_BERT_LAYERS, TINY_BERT_POSITIONS, TINY_BERT_WIDTH
-
-__all__ = [
-    "VOCAB_WORDS",
-    "make_corpus",
-    "make_tiny_bert",
-    "make_tiny_causal_lm",
-]
 
 _POSITIVE = ["great", "wonderful", "moving", "brilliant", "funny", "beautiful", "superb", "charming", "love", "best"]
 _NEGATIVE = ["awful", "boring", "dull", "terrible", "weak", "bad", "worst", "poor", "silly", "waste"]
@@ -126,10 +118,8 @@ def make_tiny_bert(
     initializer_range: float = 0.2,
     seed: int = 0,
 ) -> Path:
-    """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``.
-
-    ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention
-    scores are large enough for attention to concentrate (with 0.02 it is nearly uniform)."""
+    """A randomly initialised BERT (``BertModel``) and its WordPiece tokenizer in ``directory``;
+    ``initializer_range`` is ten times BERT's 0.02 so that, as in a trained model, attention concentrates."""
     from transformers import BertConfig, BertModel
 
     tokenizer = _tokenizer(Path(directory))

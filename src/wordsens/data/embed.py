@@ -1,11 +1,7 @@
-"""Hidden states of reviews: an encoder's hidden states at one layer for the review pool
-(``embed_pool``), layer by layer where the encoder allows it (``truncated``).
-
-Sequences are ``[CLS] review [SEP]`` padded to ``max_length``: row 0 is ``[CLS]``, and rows past a
-review's end are the model's ``[SEP]``/``[PAD]`` embeddings, as in the authors' runs. Any encoder
-that ``transformers.AutoModel`` loads (a Hub name or a local folder) works; layer 0 is the
-embedding output (word + position + token type, after LayerNorm). Models and tokenizers are loaded
-by ``wordsens.data.pretrained``. Torch is imported by the functions that need it only.
+"""Hidden states of reviews (``embed_pool``), running only the layers needed (``truncated``). Sequences
+are ``[CLS] review [SEP]`` padded to ``max_length`` (rows past a review's end are the model's
+``[SEP]``/``[PAD]`` embeddings, as in the authors' runs); layer 0 is the embedding output. Models load
+through ``wordsens.data.pretrained``; torch is imported by the functions that need it.
 """
 
 from __future__ import annotations
@@ -27,44 +23,24 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch
 
-__all__ = [
-    "EmbeddedPool",
-    "embed_pool",
-    "encode",
-    "hidden_states",
-    "truncated",
-]
 
-
-def _layer_list(model) -> torch.nn.ModuleList | None:
-    """The encoder's layers where running the first l gives ``hidden_states[l]`` exactly (the model types
-    of ``wordsens.data.models.TRUNCATABLE``), else None."""
+@contextlib.contextmanager
+def truncated(model, layer: int) -> Iterator[bool]:
+    """Within the block, ``model``'s encoder runs only its first ``layer`` layers (0: the embedding output
+    alone), so ``last_hidden_state`` is ``hidden_states[layer]`` of the full model. Yields whether the model
+    could be truncated (the types of ``TRUNCATABLE``, where that is exact); else it is left whole."""
     import torch
 
     base = getattr(model, "base_model", model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
-    if (
+    if not (
         getattr(model.config, "model_type", None) in TRUNCATABLE
         and isinstance(layers, torch.nn.ModuleList)
         and hasattr(base, "embeddings")
     ):
-        return layers
-    return None
-
-
-@contextlib.contextmanager
-def truncated(model, layer: int) -> Iterator[bool]:
-    """Within the block, ``model``'s encoder runs only its first ``layer`` layers (0: the embedding
-    output alone), so ``last_hidden_state`` is ``hidden_states[layer]`` of the full model. Yields
-    whether the model could be truncated (BERT-like types, ``TRUNCATABLE``); when not, the model is
-    left whole. The original layers are restored on exit."""
-    layers = _layer_list(model)
-    if layers is None:
         yield False
         return
-    import torch
-
-    encoder = getattr(model, "base_model", model).encoder
+    encoder = base.encoder
     encoder.layer = torch.nn.ModuleList(list(layers)[:layer])
     try:
         yield True
@@ -95,13 +71,9 @@ def hidden_states(
     dtype: npt.DTypeLike = np.float16,
     progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Hidden states of ``layer`` for every text: ``(len(texts), max_length, width)`` and lengths.
-
-    Only the layers needed run: the embedding module and the first ``layer`` encoder layers
-    (``truncated``; the full forward pass for architectures it does not know). Lengths count
-    ``[CLS]`` and ``[SEP]``. Progress goes to stderr (the job log). A batch with NaN/Inf values
-    stops it (``wordsens.data.inputs.InputError``, naming the reviews).
-    """
+    """Hidden states of ``layer`` for every text, ``(len(texts), max_length, width)``, running only the layers
+    needed (``truncated``), and the lengths (``[CLS]`` and ``[SEP]`` counted). Progress goes to stderr (the
+    job log); a batch with NaN/Inf values stops it (``InputError``, naming the reviews)."""
     import torch
 
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
@@ -167,11 +139,9 @@ def embed_pool(
     log: Callable[[str], Any] | None = None,
 ) -> EmbeddedPool:
     """The embedding store of a review pool (the ``embed`` rule's job), checked before it is written
-    (docs/inputs.md): the tokenizer's vocabulary (``check_vocabulary``, its line to ``log``), the hidden
-    states of ``layer`` (no NaN/Inf), then enough distinct samples at every n of ``ns`` for ``min_share``
-    of the reviews (``check_store``); a refused store raises ``wordsens.data.inputs.InputError``.
-    ``source``: the folder or name the model was loaded from; ``model_name``: the configuration's;
-    ``store``: the store as messages name it; ``pool_path``: recorded in the metadata."""
+    (docs/inputs.md: ``check_vocabulary``, its line to ``log``; ``check_store``, refusing with ``InputError``).
+    ``source``: where the model was loaded from; ``model_name``: the configuration's; ``store``: the store
+    as messages name it; ``pool_path``: recorded in the metadata."""
     import pandas as pd
 
     rows = int(model.get_input_embeddings().num_embeddings)

@@ -1,14 +1,10 @@
 """Whether the Hugging Face Hub can be used, what its local cache holds, and what to do without it
-(``LOCAL_DATA_EXAMPLE``): asked by planning before any job runs (torch-free and pandas-free:
-``huggingface_hub`` and ``datasets`` are imported by the functions that need them) and by the data
-steps before they download.
+(``LOCAL_DATA_EXAMPLE``); torch-free and pandas-free (planning asks it).
 """
 
 from __future__ import annotations
 
 import socket
-
-__all__ = ["LOCAL_DATA_EXAMPLE", "NoNetwork", "hub_cached", "hub_reachable"]
 
 # The command-line form Snakemake accepts for a local IMDb copy (a dotted --config key is refused).
 LOCAL_DATA_EXAMPLE = "--config 'data={source: parquet, path: /path/to/imdb/train.parquet}'"

@@ -1,16 +1,7 @@
-"""Checks that the experiments' inputs can carry them (docs/inputs.md), torch-free and pandas-free: the
-planner (``wordsens plan``) reads the same verdicts.
-
-* **Tokenizer** (at pool time): its vocabulary may not exceed the model's word-embedding rows
-  (``check_vocabulary``), its unknown token's share of the pool's tokens stays at most
-  ``data.max_unk_share`` (``check_unk_share``; review by review for the trained study,
-  ``check_review_unk``), and a model folder without tokenizer files is refused
-  (``check_tokenizer_files``: ``transformers`` builds a tokenizer of the special tokens from it, silently).
-* **Store** (when it is written): no NaN/Inf (``check_finite``), and at every context length n a job
-  reads at least ``data.min_distinct_share`` of the reviews give distinct (bitwise) samples
-  (``store_problems``); the trained study's samples have no near-duplicates (``check_near_duplicates``).
-* **Tasks** (generalisation): ``duplicates`` counts the training samples equal to another one or to the
-  new sample.
+"""Checks that the experiments' inputs can carry them (docs/inputs.md), torch-free and pandas-free (the
+planner reads the same verdicts): the tokenizer at pool time (``check_vocabulary``, ``check_unk_share``,
+``check_review_unk``, ``check_tokenizer_files``), the store when it is written (``check_finite``,
+``store_problems``, ``check_near_duplicates``) and a generalisation task's ``duplicates``.
 """
 
 from __future__ import annotations
@@ -21,29 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-__all__ = [
-    "NEAR_DUPLICATE",
-    "TOKENIZER_FILES",
-    "Duplicates",
-    "InputError",
-    "check_finite",
-    "check_near_duplicates",
-    "check_review_unk",
-    "check_store",
-    "check_tokenizer_files",
-    "check_unk_share",
-    "check_vocabulary",
-    "distinct_at",
-    "distinct_curve",
-    "distinct_steps",
-    "duplicates",
-    "sample_keys",
-    "store_checks",
-    "store_problems",
-    "store_summary",
-    "unk_share",
-]
 
 # What a tokenizer that knows no word suggests, in every message about [UNK] and vocabularies.
 _TOKENIZER_FIX = (
@@ -63,13 +31,9 @@ NEAR_DUPLICATE = 0.9999
 
 # ----------------------------------------------------------------------------- the tokenizer
 def check_vocabulary(tokenizer_size: int, embedding_rows: int | None, tokenizer: str) -> str:
-    """One line on the tokenizer's vocabulary against the model's word-embedding rows.
-
-    Raises ``InputError`` when the tokenizer has more tokens than the model has rows (its largest
-    ids would index past the embedding table). A smaller vocabulary is named, not refused (models
-    pad their tables to a round size); the ``[UNK]`` share decides whether it knows the words.
-    ``embedding_rows`` None: unknown without loading the model (not checked).
-    """
+    """One line on the tokenizer's vocabulary against the model's word-embedding rows (None: not known, not
+    checked); ``InputError`` where the tokenizer has more tokens (its largest ids would index past the table).
+    Fewer are named, not refused (models pad their tables; the ``[UNK]`` share decides)."""
     if embedding_rows is None:
         return f"tokenizer {tokenizer}: {tokenizer_size} tokens (the model's word-embedding rows are not known here)"
     if tokenizer_size > embedding_rows:
@@ -94,11 +58,9 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model
 def check_tokenizer_files(
     tokens: Iterable[str], specials: Iterable[str], *, setting: str, folder: str, files: Sequence[str]
 ) -> None:
-    """``InputError`` where a tokenizer loaded from the model folder ``folder`` knows no token but its
+    """``InputError`` where a tokenizer loaded from ``folder`` (named by ``setting``) knows no token but its
     ``specials`` and the folder holds none of ``TOKENIZER_FILES`` (``files``: what it holds): from such a
-    folder ``transformers`` builds a tokenizer of the special tokens alone, silently. The error says the
-    files are missing and where; ``setting``: what named the folder. (Tokenizer files that hold the
-    special tokens only are named by the ``[UNK]`` share, ``check_unk_share``.)"""
+    folder ``transformers`` builds a tokenizer of the special tokens alone, silently."""
     special = set(specials)
     vocabulary = list(tokens)
     if any(token not in special for token in vocabulary) or set(files) & set(TOKENIZER_FILES):
@@ -132,12 +94,8 @@ def check_unk_share(
     tokenizer_size: int | None = None,
     embedding_rows: int | None = None,
 ) -> str:
-    """The pool's ``[UNK]`` share: one line for the log, or ``InputError`` above ``limit``.
-
-    ``tokens`` and ``unk`` are the pool's per-review counts, ``tokenizer`` names its folder (or Hub
-    name), ``unk_token`` its unknown token (None: it has none, and nothing is unknown);
-    ``tokenizer_size`` and ``embedding_rows`` (``check_vocabulary``'s numbers) are named in the error.
-    """
+    """The pool's ``[UNK]`` share from its per-review counts: one line for the log, or ``InputError`` above
+    ``limit`` (naming ``tokenizer_size`` and ``embedding_rows``); ``unk_token`` None: nothing is unknown."""
     total, unknown = _total(tokens), _total(unk)
     share = unknown / total if total else 0.0
     if unk_token is None:
@@ -259,34 +217,6 @@ def distinct_at(steps: Sequence[Sequence[int]], n: int) -> int:
     return int([count for start, count in steps if start <= n][-1])
 
 
-def store_checks(
-    hidden: np.ndarray,
-    ns: Iterable[int],
-    *,
-    tokens: Sequence[int] | None = None,
-    unk: Sequence[int] | None = None,
-) -> dict[str, Any]:
-    """What meta.json records about a store's inputs: ``distinct_samples`` (n -> count, at every n of
-    ``ns`` and at the stored length), ``distinct_steps`` (the whole curve, ``distinct_steps``) and,
-    given the pool's per-review counts, ``tokens``, ``unk_tokens`` and ``unk_share``. Raises
-    ``InputError`` on NaN/Inf."""
-    check_finite(hidden)
-    curve = distinct_curve(hidden)
-    lengths = sorted({int(n) for n in ns if 1 <= int(n) <= hidden.shape[1]} | {int(hidden.shape[1])})
-    out: dict[str, Any] = {
-        "reviews": int(hidden.shape[0]),
-        "distinct_samples": {str(n): int(curve[n - 1]) for n in lengths},
-        "distinct_steps": distinct_steps(curve),
-    }
-    if tokens is not None and unk is not None:
-        out |= {
-            "tokens": _total(tokens),
-            "unk_tokens": _total(unk),
-            "unk_share": unk_share(tokens, unk),
-        }
-    return out
-
-
 def check_store(
     hidden: np.ndarray,
     ns: Iterable[int],
@@ -296,9 +226,20 @@ def check_store(
     tokens: Sequence[int] | None = None,
     unk: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """``store_checks`` of a store about to be written, refused (``InputError``, naming every n and
-    count) when ``store_problems`` finds any: what the embedding job calls before it saves."""
-    checks = store_checks(hidden, ns, tokens=tokens, unk=unk)
+    """What meta.json records about a store about to be written: ``distinct_samples`` (n -> count, at every
+    n of ``ns`` and at the stored length), ``distinct_steps`` (the whole curve) and, given the pool's
+    per-review counts, ``tokens``, ``unk_tokens`` and ``unk_share``. Refused (``InputError``) on NaN/Inf
+    and where ``store_problems`` finds any: what the embedding job calls before it saves."""
+    check_finite(hidden)
+    curve = distinct_curve(hidden)
+    lengths = sorted({int(n) for n in ns if 1 <= int(n) <= hidden.shape[1]} | {int(hidden.shape[1])})
+    checks: dict[str, Any] = {
+        "reviews": int(hidden.shape[0]),
+        "distinct_samples": {str(n): int(curve[n - 1]) for n in lengths},
+        "distinct_steps": distinct_steps(curve),
+    }
+    if tokens is not None and unk is not None:
+        checks |= {"tokens": _total(tokens), "unk_tokens": _total(unk), "unk_share": unk_share(tokens, unk)}
     problems = store_problems({**checks, "max_length": hidden.shape[1]}, ns, min_share, store)
     if problems:
         raise InputError("the embedding store is refused, nothing was stored:\n  " + "\n  ".join(problems))

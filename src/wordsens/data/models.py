@@ -1,7 +1,5 @@
-"""What is known about the encoders without loading them (torch is never imported): the demo models,
-the packaged pre-trained encoders (``PACKAGED_MODELS``) and the width and position limit of an
-encoder named by the configuration (``model_width``, ``model_positions``). The planner reads these
-facts; ``wordsens.data.embed`` and ``wordsens.data.demo`` load and build the models themselves.
+"""What is known about the encoders without loading them (torch is never imported): the demo models, the
+packaged encoders (``PACKAGED_MODELS``) and a named encoder's width, positions, layers and heads.
 """
 
 from __future__ import annotations
@@ -15,29 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compute import costs
-
-__all__ = [
-    "BERT_VOCAB",
-    "DEMO_LM",
-    "DEMO_MODEL",
-    "PACKAGED_MODELS",
-    "TINY_BERT_HEADS",
-    "TINY_BERT_LAYERS",
-    "TINY_BERT_POSITIONS",
-    "TINY_BERT_WIDTH",
-    "TRUNCATABLE",
-    "PackagedModel",
-    "bert_family_problem",
-    "encoder_size",
-    "model_config",
-    "model_heads",
-    "model_layers",
-    "model_positions",
-    "model_tag",
-    "model_vocab_size",
-    "model_width",
-    "packaged_archive",
-]
 
 DEMO_MODEL = "demo-tiny-bert"  # model.name of the demo encoder (wordsens.data.demo.make_tiny_bert)
 DEMO_LM = "demo-tiny-lm"  # probes.lm.model of the demo causal LM (wordsens.data.demo.make_tiny_causal_lm)

@@ -1,9 +1,7 @@
-"""Loading pre-trained Hugging Face models: the package's one loading path (``load_pretrained``, with
-its local-folder/Hub decision and its offline error), the tokenizer and encoder of a name or folder
-(``load_tokenizer``, ``load_encoder``), the packaged pre-trained encoders (``extract_packaged_model``:
-``wordsens.data.models.PACKAGED_MODELS``, loaded without network) and what a workflow job loads
-(``model_source``). Importing it imports neither torch nor transformers (the functions do): the maps of
-a pre-trained checkpoint load their weights through it.
+"""Loading pre-trained Hugging Face models: the package's one loading path (``load_pretrained``: the
+local-folder/Hub decision and its offline error), ``load_tokenizer``, ``load_encoder``, the packaged
+encoders (``extract_packaged_model``) and what a workflow job loads (``model_source``). Torch and
+transformers are imported by the functions, so the checkpoint maps load their weights through it.
 """
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ from .models import PACKAGED_MODELS, PackagedModel, packaged_archive
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["extract_packaged_model", "load_encoder", "load_pretrained", "load_tokenizer", "model_source"]
-
 
 _PROVENANCE = "wordsens_packaged_model.json"  # written next to the extracted files
 
@@ -45,14 +41,10 @@ _AUTO_CLASSES = {"tokenizer": "AutoTokenizer", "encoder": "AutoModel", "causal-l
 
 
 def load_pretrained(name: str, kind: str = "encoder", *, setting: str = "model.name", fix: str | None = None, **kwargs):
-    """``Auto*.from_pretrained`` for a local folder or a Hub name: the package's one loading path.
-
-    ``kind`` is ``"tokenizer"``, ``"encoder"`` (``AutoModel``) or ``"causal-lm"``
-    (``AutoModelForCausalLM``); ``kwargs`` go to ``from_pretrained``. A name that is neither a local
-    folder, reachable on the Hub (``hub_reachable``) nor in its cache, or that fails to load, is a
-    ``ValueError`` naming ``setting`` (the config key that gave the name) and the way out (``fix``); so is
-    a folder without tokenizer files (``check_tokenizer_files``).
-    """
+    """``Auto*.from_pretrained`` of ``kind`` (``"tokenizer"``, ``"encoder"``: ``AutoModel``, ``"causal-lm"``) for a
+    local folder or a Hub name, ``kwargs`` passed on: the package's one loading path. A name that is neither a
+    folder, reachable on the Hub nor in its cache, one that fails to load and a folder without tokenizer files
+    are a ``ValueError`` naming ``setting`` (the config key that gave it) and the way out (``fix``)."""
     import transformers
 
     if kind not in _AUTO_CLASSES:
@@ -99,11 +91,8 @@ def load_tokenizer(source: str, *, setting: str = "model.name"):
 def load_encoder(
     name: str, device: str | torch.device = "auto", *, attentions: bool = False, setting: str = "model.name"
 ):
-    """``(tokenizer, model)`` for a Hub name or local folder, in eval mode on ``device``.
-
-    ``attentions=True`` loads the eager attention implementation (transformers 5 returns
-    attention probabilities only with it).
-    """
+    """``(tokenizer, model)`` for a Hub name or local folder, in eval mode on ``device``; ``attentions=True``
+    loads the eager attention (transformers 5 returns attention probabilities only with it)."""
     kwargs = {"attn_implementation": "eager"} if attentions else {}
     tokenizer = load_pretrained(name, "tokenizer", setting=setting)
     model = load_pretrained(name, "encoder", setting=setting, **kwargs)
@@ -172,19 +161,14 @@ def extract_packaged_model(dest_dir: str | Path, name: str = "minilm") -> Path:
         try:
             zf.extractall(tmp, members=infos)
             _check_extracted(tmp, spec)
-            (tmp / _PROVENANCE).write_text(
-                json.dumps(
-                    {
-                        "name": name,
-                        "hub_name": spec.hub_name,
-                        "package": spec.distribution,
-                        "version": version,
-                        "archive": str(archive),
-                    },
-                    indent=2,
-                )
-                + "\n"
-            )
+            provenance = {
+                "name": name,
+                "hub_name": spec.hub_name,
+                "package": spec.distribution,
+                "version": version,
+                "archive": str(archive),
+            }
+            (tmp / _PROVENANCE).write_text(json.dumps(provenance, indent=2) + "\n")
             with contextlib.suppress(FileNotFoundError, OSError):
                 dest.rmdir()  # an empty folder (made by a workflow manager) is replaced
             try:

@@ -1,16 +1,6 @@
-"""IMDb reviews from the Hub or a local copy, and the seeded selection of a review pool.
-
-Sources (config key ``data.source``):
-
-* ``hub``: ``datasets.load_dataset(data.hub_name)`` (default ``stanfordnlp/imdb``);
-* ``aclimdb``: an extracted ``aclImdb/`` folder (``data.path``), ``<split>/{neg,pos}/<id>_<rating>.txt``;
-* ``tarball``: the original ``aclImdb_v1.tar.gz`` (``data.path``), read without extracting;
-* ``parquet``: a Parquet file, or a folder holding ``<split>.parquet``, with ``text`` and
-  ``label`` columns (``data.path``).
-
-Every source yields the same table in the same order as the Hub copy: negatives first, then
-positives, each by file id; ``review_id`` is the row number in that order, so a review has the
-same id whatever the source.
+"""IMDb reviews from the Hub or a local copy (``data.source``: docs/configuration.md), and the seeded
+selection of a review pool. Every source yields the Hub copy's table in its order (negatives, then
+positives, each by file id); ``review_id`` is the row number in that order, the same whatever the source.
 """
 
 from __future__ import annotations
@@ -26,14 +16,6 @@ import pandas as pd
 
 from ..seeds import derive_seed
 from .hub import LOCAL_DATA_EXAMPLE, NoNetwork, hub_reachable
-
-__all__ = [
-    "SOURCES",
-    "load_reviews",
-    "pick_reviews",
-    "select_pool",
-    "tokens_to_fill",
-]
 
 SOURCES = ("hub", "aclimdb", "tarball", "parquet")
 _NAME = re.compile(r"^(\d+)_(\d+)\.txt$")
@@ -171,12 +153,10 @@ def select_pool(
     section: str = "data",
     batch_size: int = 256,
 ) -> pd.DataFrame:
-    """A balanced, seeded pool of reviews with at least ``min_tokens`` and fewer than ``max_tokens``
-    WordPiece tokens (``None``: no upper bound; special tokens not counted): the paper's pool keeps short
-    reviews, the long-context pool long ones. Reviews of each label are visited in a seeded random order
-    and tokenised in batches until ``pool_size / 2`` of each are found. Returns ``review_id``, ``label``,
-    ``tokens``, ``unk`` (how many are the tokenizer's unknown token), ``text``, in the visiting order
-    (labels interleaved); ``section``: the configuration section the errors name."""
+    """A balanced, seeded pool of reviews with at least ``min_tokens`` and fewer than ``max_tokens`` (None: no
+    bound) WordPiece tokens, specials not counted: each label's reviews visited in a seeded order, tokenised in
+    batches, until ``pool_size / 2`` are found. Columns ``review_id``, ``label``, ``tokens``, ``unk`` (the
+    unknown tokens), ``text``, labels interleaved; ``section``: the configuration section errors name."""
     if pool_size < 2 or pool_size % 2:
         raise ValueError(f"{section}.pool_size must be an even number >= 2 (half per label), got {pool_size}")
     if max_tokens is not None and max_tokens <= max(min_tokens, 0):

@@ -1,7 +1,5 @@
-"""From raw token embeddings to samples that satisfy the paper's data assumption.
-
-The assumption: every row of a sample ``X`` (n, d) has Euclidean norm ``sqrt(d)``. This module
-is the one place where that normalisation is written.
+"""From raw token embeddings to samples that satisfy the paper's data assumption (every row of a sample
+``X`` (n, d) has norm ``sqrt(d)``): the one place where that normalisation is written.
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from ..seeds import generator
 
 Tensor = torch.Tensor
 
-__all__ = ["draw_sample", "eligible_reviews", "normalise", "review_samples", "synthetic_sample"]
-
 
 def _check_sizes(n: int, d: int) -> None:
     for key, value in (("n", n), ("d", d)):
@@ -25,12 +21,8 @@ def _check_sizes(n: int, d: int) -> None:
 
 
 def normalise(embeddings: Tensor | np.ndarray, n: int, d: int, *, dtype: torch.dtype = torch.float64) -> Tensor:
-    """Keep the first ``n`` tokens and the first ``d`` coordinates, rescale rows to norm sqrt(d).
-
-    ``embeddings`` is one sequence ``(tokens, width)`` or a batch ``(..., tokens, width)``.
-    Raises ``ValueError`` when the sequence is shorter than ``n`` tokens, narrower than ``d``
-    coordinates, holds NaN/Inf, or has a (truncated) row of norm 0.
-    """
+    """The first ``n`` tokens and ``d`` coordinates of ``embeddings`` (..., tokens, width), rows rescaled to
+    norm sqrt(d); ``ValueError`` for too few tokens or coordinates, NaN/Inf, or a (truncated) row of norm 0."""
     _check_sizes(n, d)
     E = torch.as_tensor(np.asarray(embeddings) if not isinstance(embeddings, Tensor) else embeddings)
     if E.ndim < 2:
@@ -83,12 +75,9 @@ def draw_sample(
 
 
 def eligible_reviews(store: object, n: int, d: int, *, min_tokens: bool = False, needed: int = 1) -> np.ndarray:
-    """Rows of an embedding store from which samples (n, d) may be drawn, in store order.
-
-    With ``min_tokens`` only reviews with at least ``n`` real tokens (``[CLS]`` and ``[SEP]``
-    included) are eligible. Raises ``ValueError`` naming the fix when ``n``/``d`` exceed the store
-    or fewer than ``needed`` reviews are eligible.
-    """
+    """Rows of an embedding store from which samples (n, d) may be drawn, in store order (with ``min_tokens``
+    those of at least ``n`` tokens, ``[CLS]`` and ``[SEP]`` included); ``ValueError`` naming the fix where
+    ``n`` or ``d`` exceed the store or fewer than ``needed`` reviews are eligible."""
     hidden = store.hidden  # type: ignore[attr-defined]
     if n > hidden.shape[1]:
         raise ValueError(

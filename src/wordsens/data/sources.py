@@ -8,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE", "encoder_source", "reviews_frame"]
-
 CACHE = "~/.cache/wordsens"
 
 
@@ -39,21 +37,18 @@ def reviews_frame(data: str, split: str, cache: Path) -> Any:
     from .reviews import load_reviews
 
     if data == "hub":
-        frame = load_reviews("hub", split=split)
-    elif data == "demo":
+        return load_reviews("hub", split=split)
+    if data == "demo":
         from .demo import make_corpus
 
         folder = cache / "demo-corpus"
         if not (folder / "aclImdb").is_dir():
             make_corpus(folder, split=split)
-        frame = load_reviews("aclimdb", path=str(folder / "aclImdb"), split=split)
-    else:
-        path = Path(data).expanduser()
-        if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
-            source = "parquet"
-        elif path.name.endswith((".tar.gz", ".tgz")):
-            source = "tarball"
-        else:
-            source = "aclimdb"
-        frame = load_reviews(source, path=str(path), split=split)
-    return frame
+        return load_reviews("aclimdb", path=str(folder / "aclImdb"), split=split)
+    path = Path(data).expanduser()
+    source = "aclimdb"
+    if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
+        source = "parquet"
+    elif path.name.endswith((".tar.gz", ".tgz")):
+        source = "tarball"
+    return load_reviews(source, path=str(path), split=split)

@@ -1,7 +1,5 @@
-"""The embedding store: the hidden states of a pool of reviews, written once per model and layer with
-a checksum of its array, so that a corrupt or truncated cache is detected instead of used
-(``save_embeddings``, ``load_embeddings``). Where a configuration's stores live is planning's
-(``wordsens.pipeline.store_dir``).
+"""The embedding store: a pool's hidden states, written once per model and layer with a checksum of its
+array, so that a corrupt or truncated cache is detected instead of used.
 """
 
 from __future__ import annotations
@@ -16,16 +14,12 @@ import numpy as np
 from ..io import CorruptCache, atomic_path, file_digest, read_json, write_json, write_table
 from .inputs import check_finite
 
-__all__ = ["STORE_FILES", "EmbeddingStore", "load_embeddings", "save_embeddings"]
-
 
 @dataclass
 class EmbeddingStore:
-    """Hidden states of a pool of reviews: ``hidden`` (reviews, max_length, width), memory-mapped.
-
-    ``index`` has one row per review: ``review_id``, ``label`` (0/1), ``length`` (tokens including
-    ``[CLS]`` and ``[SEP]``). ``meta`` records the model, layer, max_length and the checksum.
-    """
+    """Hidden states of a pool of reviews, ``hidden`` (reviews, max_length, width), memory-mapped; ``index``:
+    ``review_id``, ``label``, ``length`` (tokens, ``[CLS]`` and ``[SEP]`` included) per review; ``meta``: the
+    model, layer, max_length, the checks' counts and the checksum."""
 
     hidden: np.ndarray
     index: Any  # pandas.DataFrame
@@ -36,10 +30,6 @@ class EmbeddingStore:
         return int(self.hidden.shape[0])
 
     @property
-    def max_length(self) -> int:
-        return int(self.hidden.shape[1])
-
-    @property
     def width(self) -> int:
         return int(self.hidden.shape[2])
 
@@ -48,10 +38,8 @@ STORE_FILES = ("hidden.npy", "index.parquet", "meta.json")
 
 
 def save_embeddings(directory: str | os.PathLike, hidden: np.ndarray, index, meta: dict[str, Any]) -> Path:
-    """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum).
-
-    A store with NaN/Inf values is refused (``wordsens.data.inputs.InputError``) before anything
-    is written."""
+    """Write a store (``hidden.npy``, ``index.parquet``, then ``meta.json`` with the checksum); NaN/Inf values
+    are refused (``InputError``) before anything is written."""
     directory = Path(directory)
     if hidden.ndim != 3 or hidden.shape[0] != len(index):
         raise ValueError(

@@ -1,13 +1,8 @@
-"""Real words as rows of a sample: an encoder's vocabulary through its own embedding layer.
-
-At layer 0 (the paper's setting) the row of token ``w`` at position ``i`` is
-``LN(E_word[w] + E_pos[i] + E_type[0])``, its first ``d`` coordinates rescaled to norm ``sqrt(d)``
-(``wordsens.data.samples.normalise``); putting ``w`` at position ``i`` replaces row ``i`` and leaves the
-others, so the substitutions of a vocabulary at a position are a finite set of moves ``x_i(w) - x_i``
-(``wordsens.search.swaps`` scores them). Here: the embedding layer in float64 (``EmbeddingLayer``: a
-review's sample and the candidate rows of every word at a position, by one formula), the vocabulary a
-study scans (``candidate_ids``) and the tokens of a review's sample (``review_tokens``). Torch is imported
-by the functions that need it.
+"""Real words as rows of a sample, through an encoder's own embedding layer: at layer 0 the row of token
+``w`` at position ``i`` is ``LN(E_word[w] + E_pos[i] + E_type[0])``, normalised (``samples.normalise``), so
+the substitutions at a position are a finite set of moves ``x_i(w) - x_i`` (``wordsens.search.swaps``
+scores them). ``EmbeddingLayer`` (a review's sample and every word's candidate row, by one formula),
+``candidate_ids`` (the vocabulary a study scans), ``review_tokens``; torch is imported when used.
 """
 
 from __future__ import annotations
@@ -24,16 +19,6 @@ from ..seeds import generator
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "CONTEXT_WORDS",
-    "VOCABULARIES",
-    "EmbeddingLayer",
-    "WordRows",
-    "candidate_ids",
-    "context",
-    "review_tokens",
-    "swap_positions",
-]
 
 # The vocabulary settings: "words" (whole-word tokens: no ``##`` continuation pieces), "tokens" (every
 # token, pieces included). Special tokens ([CLS], [SEP], [PAD], [MASK], [UNK]) and bracketed
@@ -65,12 +50,9 @@ def candidate_ids(tokenizer: Any, vocabulary: str = "words", *, rows: int | None
 
 
 def review_tokens(tokenizer: Any, text: str, n: int) -> list[int]:
-    """The token ids of a review's sample: the first ``n`` of ``[CLS] text [SEP] [PAD] ...``, the rows the
-    embedding step keeps of a review (``wordsens.data.embed.encode`` pads it to ``model.max_length``, a
-    sample keeps its first n rows). Row n-1 is the text's (n-1)-th token where it has that many (not
-    ``[SEP]``: the text is not cut at n), ``[SEP]`` or ``[PAD]`` where it is shorter. The same ids as the
-    embedding step's first n at every ``max_length`` above n, and at ``max_length`` = n where the text has
-    at most n - 2 tokens (a longer one ends there in ``[SEP]``)."""
+    """The token ids of a review's sample: the first ``n`` of ``[CLS] text [SEP] [PAD] ...``, the embedding
+    step's first n rows at every ``max_length`` above n (row n-1 is the text's token, not ``[SEP]``, where it
+    has that many), and at ``max_length`` = n where the text has at most n - 2 tokens."""
     if n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
     encoded = tokenizer(

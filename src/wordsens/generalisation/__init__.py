@@ -1,8 +1,6 @@
-"""Generalisation after changing one word (the paper's Figures 4 and 5): a simulation's first-stage
-fit (``prepare``, ``wordsens.generalisation.core``), its Delta searches (``search``, ``search_many``,
-``simulate``, ``wordsens.generalisation.searches``), its linear algebra
-(``wordsens.generalisation.functionals``), the tasks (``synthetic_task``, ``draw_task``) and the
-authors' algorithm (``gen_search``, ``wordsens.generalisation.reference``).
+"""Generalisation after changing one word (the paper's Figures 4 and 5): a simulation's first stage
+(``prepare``, ``core``), its Delta searches (``search``, ``search_many``, ``simulate``, ``searches``), its
+linear algebra (``functionals``), the tasks (``tasks``) and the authors' algorithm (``gen_search``, ``reference``).
 """
 
 from .core import LOSSES, TRAININGS, Setup, prepare

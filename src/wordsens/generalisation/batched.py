@@ -1,8 +1,6 @@
 """The Delta searches of one simulation run together (docs/methods.md, "Generalisation without p x p
-matrices"): ``ascend_groups`` is ``wordsens.search.engine.ascend`` on several groups of restarts at once
-(one group per search, each following ``ascend``'s rule; only the batch its rows are evaluated in differs),
-and ``least_squares_groups`` takes Levenberg-Marquardt steps on the ball for losses ``||L f(Delta) + b||^2``
-(the penalised loss of Figure 5).
+matrices"): ``ascend_groups`` (``wordsens.search.engine.ascend`` on one group of restarts per search) and
+``least_squares_groups`` (Levenberg-Marquardt steps on the ball for losses ``||L f(Delta) + b||^2``).
 """
 
 from __future__ import annotations
@@ -12,11 +10,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..search.engine import ETA0, ETA_MAX, HALVE_EVERY, project
+from ..search.engine import ETA0, HALVE_EVERY, ascent_step, project
 
 Tensor = torch.Tensor
 
-__all__ = ["LM_DAMPING0", "LM_DAMPING_MAX", "Stopping", "ascend_groups", "least_squares_groups"]
 
 # value_and_grad(D (R, d), groups (R,) int64 group of each row) -> (values (R,), gradients (R, d))
 ValueAndGrad = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -27,10 +24,6 @@ VJP = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 # the value beyond which a row's steps are all refused (it has converged to rounding)
 LM_DAMPING0 = 1.0
 LM_DAMPING_MAX = 1e10
-
-
-def _unit(x: Tensor) -> Tensor:
-    return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-30)
 
 
 @dataclass(frozen=True)
@@ -52,9 +45,9 @@ def _stacked(starts: Sequence[Tensor], radius: float) -> tuple[Tensor, Tensor]:
 
 
 class _Groups:
-    """The bookkeeping shared by the batched searches: per group (rows ``group``, scores: higher is
-    better) its step count and best-score history, successive halving and its stopping rule
-    (``Stopping``, or every row converged); ``results``: each group's points and steps once stopped."""
+    """The bookkeeping of the batched searches: per group (rows ``group``; scores: higher is better) its steps,
+    best-score history, halving and stopping (``Stopping``, or every row converged) and, once stopped, its
+    points and steps (``results``)."""
 
     def __init__(self, groups: int, group: Tensor, score: Tensor, D: Tensor, stop: Stopping) -> None:
         self.history = [[float(score[group == g].max())] for g in range(groups)]
@@ -97,9 +90,8 @@ def ascend_groups(
     momentum: float,
     eta_min: float = 1e-4,
 ) -> list[tuple[Tensor, int]]:
-    """``ascend`` (projected normalised-gradient ascent with adaptive steps, momentum, successive
-    halving and its stopping rule) for every group of ``starts`` at once; returns, per group, the
-    points reached by its survivors and its step count."""
+    """``ascend`` for every group of ``starts`` at once; returns, per group, the points reached by its
+    survivors and its step count."""
     r = radius
     group, D = _stacked(starts, r)
     val, grad = value_and_grad(D, group)
@@ -107,16 +99,7 @@ def ascend_groups(
     mom = torch.zeros_like(D)
     book = _Groups(len(starts), group, val, D, stop)
     while stop.max_steps > 0:
-        direction = _unit(_unit(grad) + momentum * mom)
-        cand = project(D + (eta * r)[:, None] * direction, r)
-        cval, cgrad = value_and_grad(cand, group)
-        ok = torch.isfinite(cval) & (cval >= val)
-        moved = _unit(cand - D)
-        mom = torch.where(ok[:, None], moved, torch.zeros_like(mom))
-        D = torch.where(ok[:, None], cand, D)
-        val = torch.where(ok, cval, val)
-        grad = torch.where(ok[:, None], cgrad, grad)
-        eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
+        D, val, grad, eta, mom = ascent_step(value_and_grad, D, val, grad, eta, mom, r, momentum, group)
         idx = book.next_rows(group, val, eta < eta_min, D)
         if idx is None:
             break
@@ -125,13 +108,10 @@ def ascend_groups(
 
 
 def _ball_step(Jr: Tensor, r: Tensor, D: Tensor, damping: Tensor, radius: float) -> Tensor:
-    """The damped Gauss-Newton point for residuals ``r + Jr (x - D)`` (rows: ``Jr`` (R, 2, d), ``r``
-    (R, 2), ``D`` (R, d), float64) on the ball ``||x|| <= radius``: in the orthonormal basis ``B`` of
-    span{rows of Jr, D} (where the minimiser lies), ``x = B w`` minimises
-    ``||r - Jr D + A w||^2 + s damping ||w - B^T D||^2`` (``A = Jr B``, ``s`` the trace of ``A^T A``)
-    with ``||w|| <= radius``: ``(A^T A + (s damping + mu) I) w = A^T (Jr D - r) + s damping B^T D``,
-    ``mu >= 0`` the smallest multiplier that keeps ``w`` in the ball (from the eigenvalues of the
-    3 x 3 ``A^T A``, by bisection)."""
+    """The damped Gauss-Newton point for residuals ``r + Jr (x - D)`` (``Jr`` (R, 2, d), ``r`` (R, 2), ``D``
+    (R, d), float64) on the ball: ``x = B w`` (``B`` an orthonormal basis of span{rows of Jr, D}, ``A = Jr B``,
+    ``s`` the trace of ``A^T A``) with ``(A^T A + (s damping + mu) I) w = A^T (Jr D - r) + s damping B^T D``,
+    ``mu >= 0`` the smallest multiplier that keeps ``||w|| <= radius`` (by bisection)."""
     B = torch.linalg.qr(torch.cat([Jr, D[:, None]], dim=1).transpose(1, 2))[0]  # (R, d, 3)
     A = Jr @ B  # (R, 2, 3)
     zD = (D[:, None] @ B)[:, 0]  # (R, 3)
@@ -161,14 +141,12 @@ def _ball_step(Jr: Tensor, r: Tensor, D: Tensor, damping: Tensor, radius: float)
 def least_squares_groups(
     vjp: VJP, L: Sequence[Tensor], b: Sequence[Tensor], starts: Sequence[Tensor], radius: float, stop: Stopping
 ) -> list[tuple[Tensor, int]]:
-    """Minimise ``||L_g f(Delta) + b_g||^2`` (``L_g`` (2, 3), ``b_g`` (2,): group ``g``'s residuals,
-    linear in the functionals ``f``) over ``||Delta|| <= radius`` from every start of every group, by
-    Levenberg-Marquardt steps on the ball (``_ball_step``): a step that does not increase the loss is
-    taken and the damping falls 3-fold, else it is refused and the damping grows 10-fold. Each
-    iteration evaluates the functionals and the two residuals' gradients of every running row in one
-    ``vjp`` call. Successive halving and stopping as ``ascend_groups`` (``stop``; also when every
-    damping exceeds ``LM_DAMPING_MAX``: converged to rounding). Returns, per group, the points reached
-    by its survivors and its iterations."""
+    """Minimise ``||L_g f(Delta) + b_g||^2`` (group ``g``'s residuals, ``L_g`` (2, 3), ``b_g`` (2,), linear in
+    the functionals ``f``) over the ball from every start of every group by Levenberg-Marquardt steps
+    (``_ball_step``): a step that does not increase the loss is taken and the damping falls 3-fold, else the
+    damping grows 10-fold; one ``vjp`` call per iteration for every running row. Halving and stopping as
+    ``ascend_groups`` (also when the damping exceeds ``LM_DAMPING_MAX``). Returns, per group, the points
+    reached by its survivors and its iterations."""
     dtype = starts[0].dtype
     group, D = _stacked(starts, radius)
     D = D.to(torch.float64)

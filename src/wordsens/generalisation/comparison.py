@@ -1,8 +1,6 @@
-"""One generalisation simulation in three settings side by side (``word_simulation``; docs/methods.md,
-"The settings side by side"): the paper's continuous Delta at ``[CLS]``, the continuous Delta at a word
-position (at the paper's radius ``sqrt(d)`` and at the radius of the best word's move) and the real words
-at that position (``wordsens.generalisation.words``), all on one training set, new sample, weights and
-first stage: the rows of a simulation differ only in the move.
+"""One generalisation simulation in three settings side by side (``word_simulation``; docs/methods.md, "The
+settings side by side"): the continuous Delta at ``[CLS]``, at a word position (at radius ``sqrt(d)`` and at
+the best word's), and the real words there, on one training set, new sample, weights and first stage.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from .words import CHUNK_MB, PENALTIES, RECHECK, WordScan, scan_words, word_loss
 
 Tensor = torch.Tensor
 
-__all__ = ["SETTINGS", "Continuous", "WordSimulation", "word_simulation"]
 
 # the settings of a simulation: the continuous Delta at [CLS] (radius sqrt(d)), at the word position
 # (radius sqrt(d)), at the word position with the radius of the loss's best word, and the real words
@@ -29,8 +26,7 @@ SETTINGS = ("cls", "position", "word_radius", "words")
 
 @dataclass
 class Continuous:
-    """One continuous Delta search of a simulation: its ``setting`` (``SETTINGS``), the moved ``position``,
-    the ball's ``radius`` and the search's result."""
+    """One continuous Delta search of a simulation in one of ``SETTINGS``."""
 
     setting: str
     position: int
@@ -40,9 +36,8 @@ class Continuous:
 
 @dataclass
 class WordSimulation:
-    """A simulation's real words (``words``) and its continuous searches (``continuous``: for every
-    ``(training, loss, penalty)`` of ``word_losses`` one per continuous setting; empty when not run), with the
-    ``seconds`` of the scan and of each continuous setting."""
+    """A simulation's real words and its continuous searches (one per continuous setting and ``(training,
+    loss, penalty)``; empty when not run), with the ``seconds`` of each setting."""
 
     words: WordScan
     continuous: list[Continuous]
@@ -70,12 +65,10 @@ def word_simulation(
     recheck: int = RECHECK,
     search: dict[str, Any] | None = None,
 ) -> WordSimulation:
-    """The real words of ``candidates`` (V, d: their rows at ``setup.position``) scored by ``scan_words``,
-    and, with ``continuous``, the continuous searches of every ``(training, loss, penalty)`` of
-    ``word_losses(penalties)`` (``search_many``, seeded by ``seed``; ``search``: its options, ``restarts``,
-    ``max_steps``, ``tol``, ``patience``) in three settings: at position ``cls`` ([CLS]) and at
-    ``setup.position``, both at radius ``sqrt(d)``, and at ``setup.position`` at the radius of the loss's best
-    word's move. ``setup``: prepared at the word position with ``also=(cls,)`` (``Setup.at``)."""
+    """The real words of ``candidates`` scored by ``scan_words`` and, with ``continuous``, the continuous
+    searches of every loss of ``word_losses(penalties)`` (``search_many`` with the options ``search``) at
+    ``cls`` and at ``setup.position`` (radius ``sqrt(d)``), and at ``setup.position`` at the radius of the
+    loss's best word. ``setup``: prepared at the word position with ``also=(cls,)``."""
     if setup.position == cls:
         raise ValueError(f"the words' position {cls} is the [CLS] position: choose a word position")
     at_cls = setup.at(cls) if continuous else None  # before the scan: a setup that cannot move there fails here

@@ -1,14 +1,11 @@
-"""Generalisation after changing one word (the paper's Figures 4-5), without p x p matrices: ``prepare``
-computes a simulation's features, first stage and the three functionals of the perturbed features,
-``(phi'.theta*, phi'.phi, phi'.P phi)`` with ``phi' = phi(X^i(Delta))`` and ``P = I - pinv(Phi) Phi``,
-from which ``Setup`` reads every outcome::
+"""Generalisation after changing one word (the paper's Figures 4-5) without p x p matrices: ``prepare``
+computes a simulation's features, first stage and the functionals ``(phi'.theta*, phi'.phi, phi'.P phi)`` of
+the perturbed features ``phi' = phi(X^i(Delta))``, from which ``Setup`` reads every outcome::
 
     D1 (fine-tune) = D0 + (phi'.phi) (y - t0) / ||phi||^2,   D1 (re-train) = D0 + (phi'.P phi) (y - t0) / ||P phi||^2
     Err = (D1 + y)^2,   D0 = phi'.theta*
 
-How each map computes them (the Gram-matrix first stage, RF weights drawn on the span of the samples,
-float32 training features where a float64 check accepts them): docs/methods.md, "Generalisation without
-p x p matrices", and ``wordsens.generalisation.functionals``.
+docs/methods.md, "Generalisation without p x p matrices".
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from .tasks import check_task
 
 Tensor = torch.Tensor
 
-__all__ = ["LOSSES", "TRAININGS", "Setup", "prepare"]
 
 TRAININGS = ("fine_tune", "retrain")
 LOSSES = ("surrogate", "direct", "penalised")
@@ -64,8 +60,8 @@ class Setup:
     sample: Tensor | None = field(default=None, repr=False)  # the new sample X (n, d), float64 on the CPU
 
     def at(self, position: int) -> Setup:
-        """The same simulation (weights, features, first stage) with the token at ``position`` moved
-        instead: one of ``positions`` (``prepare``'s ``position`` and ``also``), by the functionals' ``at``."""
+        """The same simulation (weights, features, first stage) with the token at ``position`` (one of
+        ``positions``) moved instead."""
         if position == self.position:
             return self
         if position not in self.positions:
@@ -90,15 +86,13 @@ class Setup:
         return D0, D1, (D1 + self.y) ** 2
 
     def alignment(self, f: Tensor, training: str) -> Tensor:
-        """The alignment ratio ``a`` of the perturbed features with the learned direction, from
-        functional values ``f`` (..., 3): ``D1 - D0 = a (y - t0)``, so one word can flip the learned
-        prediction only through a small (or negative) ``a``."""
+        """The alignment ratio ``a`` (``D1 - D0 = a (y - t0)``) of functional values ``f`` (..., 3): one word can
+        flip the learned prediction only through a small (or negative) ``a``."""
         k, norm = self._mode(training)
         return f[..., k] / norm
 
     def summary(self, f: Tensor, training: str) -> dict[str, float]:
-        """What a result reports of functional values ``f`` (3,): ``D0``, ``D1``, ``err``, ``gamma_min``,
-        ``alignment`` and ``d0_shift = |D0 - t0|``."""
+        """What a result reports of functional values ``f`` (3,), ``d0_shift = |D0 - t0|`` included."""
         D0, D1, err = (float(x) for x in self.outcome(f, training))
         alignment = float(self.alignment(f, training))
         return dict(
@@ -106,8 +100,7 @@ class Setup:
         )
 
     def gamma_min(self, D0: Tensor) -> Tensor:
-        """``max(|t0|, |D0|)``: the smallest gamma with which the first-stage model is unsure of both
-        sentences (the x-axis of Figures 4-5)."""
+        """``max(|t0|, |D0|)``: the smallest gamma at which the first stage is unsure of both sentences."""
         return D0.abs().clamp_min(abs(self.t0))
 
     def t1(self, training: str) -> float:
@@ -122,11 +115,8 @@ class Setup:
         return err + penalty * D0 * D0 if loss == "penalised" else err
 
     def residuals(self, training: str, loss: str, penalty: float) -> tuple[Tensor, Tensor]:
-        """``(L, b)`` (2, 3) and (2,), float64, with ``loss(f) = ||L f + b||^2`` for functional values
-        ``f`` (3,): ``Err = (D1 + y)^2`` with ``D1 = f_0 + f_k (y - t0) / norm`` (k, norm: the training's
-        functional and squared norm), plus ``penalty * f_0^2`` for the penalised loss; the surrogate
-        ``(f_k / norm + 1)^2``. The Gauss-Newton search's form of ``loss``
-        (``batched.least_squares_groups``)."""
+        """``(L, b)`` (2, 3) and (2,), float64, with ``loss(f) = ||L f + b||^2`` for functional values ``f`` (3,):
+        the form of ``loss`` that ``batched.least_squares_groups`` takes."""
         k, norm = self._mode(training)
         L = torch.zeros((2, 3), dtype=torch.float64)
         b = torch.zeros(2, dtype=torch.float64)
@@ -169,14 +159,9 @@ def prepare(
     k: int | None = None,
     also: Sequence[int] = (),
 ) -> Setup:
-    """Features, interpolator and functionals of one simulation, for any registered map: its
-    ``MapSpec.gen`` setup where it has one, else the full map (``functionals.full_map_setup``).
-
-    ``options``: the map's options (``k``: an alias of RF's width). ``sampler`` (RF): ``"span"`` (exact in
-    law on the span of the samples and the perturbed block; default) or ``"dense"`` (the whole k x D
-    matrix; also with explicit ``weights``). ``dtype``: the Delta search's working dtype (the map's search
-    dtype by default); the new sample's features and the first stage are float64. ``also``: further
-    positions the setup can move (``Setup.at``: the same weights)."""
+    """Features, first stage and functionals of one simulation (the map's ``MapSpec.gen`` setup, else the full
+    map's). ``k``: an alias of RF's width option; ``sampler`` (RF): ``"span"`` (exact in law, the default) or
+    ``"dense"``; ``dtype``: the Delta search's (None: the map's); ``also``: further positions ``Setup.at`` moves."""
     spec = registry.get(map_name)  # resolved once: the spec travels down from here
     values = _option_values(spec, options, k)
     N, n, d = check_task(X_train, y_train, X, y)
@@ -227,8 +212,7 @@ def _positions(position: int, also: Sequence[int], n: int) -> tuple[int, ...]:
 
 
 def _option_values(spec: MapSpec, options: dict[str, Any] | None, k: int | None) -> dict[str, Any]:
-    """The map's option values (defaults filled in), ``k`` an alias of the option ``k`` where the map
-    has one (an explicit ``options["k"]`` wins)."""
+    """The map's option values, ``k`` an alias of its option ``k`` (an explicit ``options["k"]`` wins)."""
     given = dict(options or {})
     if k is not None and "k" in spec.options:
         given.setdefault("k", k)
@@ -242,8 +226,8 @@ IN_SPAN = 1e-24
 
 
 def _learnable_norms(phi: Tensor, pphi: Tensor, X_train: Tensor, X: Tensor) -> tuple[float, float]:
-    """``(||phi||^2, ||P phi||^2)`` of the new sample, refused where it cannot be learned: no features
-    (``phi = 0``) or features in the span of the training features (``P phi`` ~ 0: the reason why)."""
+    """``(||phi||^2, ||P phi||^2)`` of the new sample, refused where it cannot be learned (``phi = 0``, or in the
+    span of the training features)."""
     phi2 = float(phi @ phi)
     if phi2 == 0:
         raise ValueError("phi(X) = 0: the new sample has no features to learn from (all ReLUs inactive)")
@@ -254,8 +238,7 @@ def _learnable_norms(phi: Tensor, pphi: Tensor, X_train: Tensor, X: Tensor) -> t
 
 
 def _in_span_message(X_train: Tensor, X: Tensor, features: int) -> str:
-    """Why phi(X) lies in the span of the training features: duplicate samples (counted), or more
-    training samples than features."""
+    """Why phi(X) lies in the span of the training features."""
     samples = X_train.shape[0]
     found = duplicates(X_train.detach().cpu().numpy(), X.detach().cpu().numpy())
     head = (

@@ -1,13 +1,8 @@
-"""The first stage of a generalisation simulation: ``theta* = pinv(Phi) Y`` and ``P phi`` with
-``P = I - pinv(Phi) Phi``, never forming a p x p matrix, and ``Fit`` (how well it fits).
-
-Two algorithms with the same result, chosen per training set by a float64 check (docs/methods.md,
-"Generalisation without p x p matrices"): ``gram_interpolate`` (the usual case: the N x N Gram matrix
-multiplied in float32 from the centred rows, then refined to float64 accuracy) and ``qr_interpolate``
-(everything else). Where the training set's features dominate the cost (``float32_features_pay``), a
-map's setup computes them in float32 and ``interpolate32`` solves the first stage for those rounded
-features, keeping them where ``RoundingCheck`` shows that the rounding moves what the simulation reports
-by at most ``FEATURES32_TOL``.
+"""The first stage of a generalisation simulation: ``theta* = pinv(Phi) Y`` and ``P phi`` (``P = I - pinv(Phi)
+Phi``) without a p x p matrix, and ``Fit``. Two algorithms with one result, chosen per training set by a float64
+check: ``gram_interpolate`` (the usual case) and ``qr_interpolate``; where the features dominate the cost, a
+setup computes them in float32 and ``interpolate32`` keeps them where ``RoundingCheck`` accepts the rounding
+(docs/methods.md, "Generalisation without p x p matrices").
 """
 
 from __future__ import annotations
@@ -23,40 +18,16 @@ from ..search.engine import chunked_rows64
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "FEATURES32_MIN_FLOPS",
-    "FEATURES32_ROWS",
-    "FEATURES32_TOL",
-    "GRAM_MAX_COND",
-    "INTERPOLATION_TOL",
-    "Fit",
-    "RoundingCheck",
-    "check_rows",
-    "float32_features_pay",
-    "gram",
-    "gram_interpolate",
-    "interpolate",
-    "interpolate32",
-    "qr_interpolate",
-    "rounding_check",
-]
 
 INTERPOLATION_TOL = 1e-6  # labels are +-1: a residual below this counts as interpolating
-# The Gram path's limit on cond(K). The float32 products perturb the centred Gram matrix by ~1e-7 of its
-# norm, so the refinement contracts fast wherever the ill-conditioning comes from the rows' common part
-# (IMDb rows with a BERT encoder: ill-conditioned, well conditioned once centred); the float64 residuals
-# stop it at about eps * cond(K) / 4, which must stay below the 1e-10 it accepts (the figures on IMDb
-# sets: docs/benchmarks.md, "Accuracy of the float32 training features" and "Where the constants come
-# from"). Beyond 1e6, or where the refinement does not converge (ill-conditioning in the centred rows),
-# the QR path is used.
+# The Gram path's limit on cond(K): its float64 refinement stops at about eps * cond(K) / 4, which must stay
+# below the 1e-10 it accepts (docs/benchmarks.md, "Where the constants come from"); beyond, the QR path.
 GRAM_MAX_COND = 1e6
 _RITZ = 8  # eigenvectors per end of the spectrum in the Rayleigh-Ritz step
 _REFINE_STEPS = 30
-# float32 features (``interpolate32``): used where the float64 features would cost at least this many
-# flops (below it they take under a second and a check would cost a sizeable part of them), accepted
-# where every estimated change of ``RoundingCheck`` is at most ``FEATURES32_TOL`` (a tenth of the 1e-5
-# at which tests/regression_fixture.py compares first-stage floats), estimated from ``FEATURES32_ROWS``
-# training samples recomputed in float64.
+# float32 features (``interpolate32``): tried where the float64 features cost at least this many flops, kept
+# where every change ``RoundingCheck`` estimates from ``FEATURES32_ROWS`` samples is at most ``FEATURES32_TOL``
+# (a tenth of the regression tests' 1e-5).
 FEATURES32_MIN_FLOPS = 1e10
 FEATURES32_TOL = 1e-6
 FEATURES32_ROWS = 8
@@ -64,11 +35,9 @@ FEATURES32_ROWS = 8
 
 @dataclass(frozen=True)
 class Fit:
-    """How the first stage fitted its training set (the min-norm least-squares solution): ``cond`` of the
-    Gram matrix ``K = Phi Phi^T`` (inf where K is singular), ``rank`` of ``Phi`` (singular values above the
-    cutoff), ``residual`` ``max |Phi theta* - Y|``, ``interpolates`` (residual at most
-    ``INTERPOLATION_TOL``) and the dtype of the training ``features`` (``"float32"`` where ``RoundingCheck``
-    accepted them: the residual is then that of the rounded features)."""
+    """How the first stage (the min-norm least-squares solution) fitted its training set: ``cond`` of ``K = Phi
+    Phi^T`` (inf: singular), ``residual`` ``max |Phi theta* - Y|``, ``interpolates`` (residual at most
+    ``INTERPOLATION_TOL``), the dtype of the training ``features`` (float32: the residual of the rounded ones)."""
 
     cond: float
     rank: int  # singular values of Phi above the cutoff of ``interpolate``
@@ -78,11 +47,9 @@ class Fit:
 
 
 def interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
-    """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64 (``Phi`` (N, p)
-    float64): ``gram_interpolate`` where its float64 checks pass, else ``qr_interpolate``. Singular values
-    ``s <= max(N, p) * eps * s_max`` count as zero (``torch.linalg.pinv``'s cutoff; the authors'
-    ``numpy.linalg.pinv`` has a lower one: docs/methods.md); an ill-conditioned training set gets the
-    min-norm least-squares solution, and ``Fit`` records how well it fits."""
+    """``theta* = pinv(Phi) Y`` and ``P phi = phi - pinv(Phi) (Phi phi)`` in float64 (``Phi`` (N, p) float64):
+    ``gram_interpolate`` where its float64 checks pass, else ``qr_interpolate``. Singular values ``s <= max(N,
+    p) * eps * s_max`` count as zero (``torch.linalg.pinv``'s cutoff)."""
     return gram_interpolate(Phi, Y, phi) or qr_interpolate(Phi, Y, phi)
 
 
@@ -90,14 +57,10 @@ _GRAM_COLUMNS = 4096  # feature columns centred and cast to float32 at a time by
 
 
 def gram(Phi: Tensor) -> Tensor:
-    """``K = Phi Phi^T`` (N, N) in float64 for ``Phi`` (N, p) float64 or float32, its products in
-    float32: with ``m`` the float32 mean of the rows and ``a = Phi m - ||m||^2 1`` (float64)::
+    """``K = Phi Phi^T`` (N, N) in float64 for ``Phi`` (N, p), its products in float32 on the centred rows
+    (``m``: the float32 mean row, ``a = Phi m - ||m||^2 1``), so that rounding is relative to them::
 
-        K = (Phi - 1 m^T)(Phi - 1 m^T)^T + a 1^T + 1 a^T + ||m||^2 1 1^T
-
-    The first term is the lower block triangle (``add_lower_gram_``) of the centred rows, centred and
-    cast to float32 ``_GRAM_COLUMNS`` columns at a time (no full copy), so its rounding is relative to
-    the centred rows, not to their common part; the identity holds for any ``m``."""
+        K = (Phi - 1 m^T)(Phi - 1 m^T)^T + a 1^T + 1 a^T + ||m||^2 1 1^T"""
     N, p = Phi.shape
     ones = torch.ones((N, 1), dtype=torch.float64, device=Phi.device)
     m = (_times_phi_t(Phi, ones)[0] / N).to(torch.float32).to(torch.float64)  # one float64 pass, no copy
@@ -111,9 +74,8 @@ def gram(Phi: Tensor) -> Tensor:
 
 
 def _times_phi_t(Phi: Tensor, c: Tensor) -> Tensor:
-    """``Phi^T c`` for ``c`` (N, m) as (m, p): ``c^T Phi`` streams ``Phi`` in its own row-major layout;
-    float64 products of float32 features too, a few rows cast at a time (``chunked_rows64``: a float64
-    copy of the whole ``Phi`` cost more than all the products of a first stage together)."""
+    """``Phi^T c`` for ``c`` (N, m) as (m, p), in ``Phi``'s row-major layout; float64 products of float32
+    features too, a few rows cast at a time (no float64 copy of ``Phi``)."""
     if Phi.dtype == c.dtype:
         return c.T @ Phi
     out = torch.zeros((c.shape[1], Phi.shape[1]), dtype=c.dtype, device=Phi.device)
@@ -139,10 +101,8 @@ def _times_phi(Phi: Tensor, V: Tensor) -> Tensor:
 
 
 def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit] | None:
-    """The first stage through the Gram matrix (module docstring), or None where a float64 check
-    fails: ``Phi`` not of full row rank with ``cond(K) <= GRAM_MAX_COND`` (Rayleigh-Ritz estimate),
-    or a refinement that does not reach float64 accuracy in ``_REFINE_STEPS`` steps. With
-    ``cond(K) <= GRAM_MAX_COND`` every singular value is far above the cutoff of ``interpolate``:
+    """The first stage through the float32 Gram matrix refined to float64 accuracy, or None where ``cond(K)``
+    exceeds ``GRAM_MAX_COND`` (Rayleigh-Ritz estimate) or the refinement does not converge; where it succeeds
     the rank is N, as the QR path finds."""
     sol = _gram_solve(Phi, Y, phi)
     return None if sol is None else (sol.theta, sol.pphi, sol.fit)
@@ -150,9 +110,8 @@ def gram_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tenso
 
 @dataclass(frozen=True)
 class _GramSolution:
-    """``gram_interpolate``'s result and what ``rounding_check`` needs of it: ``coef`` (N, 2) =
-    ``K^-1 [Y, Phi phi]``, the extreme Ritz values ``lam`` (2,) of K, their unit Ritz vectors ``u``
-    (2, N) and the vectors' images ``w`` (2, p) = ``Phi^T u``."""
+    """``gram_interpolate``'s result and what ``rounding_check`` needs: ``coef`` (N, 2) = ``K^-1 [Y, Phi phi]``,
+    K's extreme Ritz values ``lam`` (2,), their unit vectors ``u`` (2, N) and ``w = Phi^T u`` (2, p)."""
 
     theta: Tensor
     pphi: Tensor
@@ -164,8 +123,8 @@ class _GramSolution:
 
 
 def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor) -> _GramSolution | None:
-    """``gram_interpolate`` for ``Phi`` (N, p) float64, or float32 features, whose products with float64
-    vectors are float64 all the same (``_times_phi``); None where N >= p (K is singular)."""
+    """``gram_interpolate`` for ``Phi`` (N, p), float64 or float32 (products with float64 vectors in float64);
+    None where N >= p."""
     N, p = Phi.shape
     if not 0 < N < p:
         return None
@@ -221,25 +180,22 @@ def _gram_solve(Phi: Tensor, Y: Tensor, phi: Tensor) -> _GramSolution | None:
 
 
 def float32_features_pay(flops: float) -> bool:
-    """Whether a training set whose float64 features cost ``flops`` gets float32 features first
-    (``interpolate32``): at least ``FEATURES32_MIN_FLOPS``."""
+    """Whether float64 features of ``flops`` get float32 features first (``interpolate32``)."""
     return flops >= FEATURES32_MIN_FLOPS
 
 
 def check_rows(N: int) -> Tensor:
-    """The training samples ``rounding_check`` recomputes in float64: ``FEATURES32_ROWS`` (at most N)
-    evenly spaced indices (samples are drawn independently, so any fixed choice is a fair sample)."""
+    """The training samples ``rounding_check`` recomputes in float64: ``FEATURES32_ROWS`` (at most N) evenly
+    spaced indices (the samples are independent: a fair choice)."""
     s = min(N, FEATURES32_ROWS)
     return torch.tensor([(2 * j + 1) * N // (2 * s) for j in range(s)], dtype=torch.int64)
 
 
 @dataclass(frozen=True)
 class RoundingCheck:
-    """How far the float32 rounding of the training set's features moves the first stage, to first
-    order (``rounding_check``): ``t0`` the estimated change of ``t0 = phi.theta*`` (in label units:
-    labels are +-1), ``cond`` and ``pphi2`` the estimated relative changes of ``cond(K)`` and of
-    ``||P phi||^2``; ``rows``: the training samples recomputed in float64. ``passed``: every estimate
-    is at most ``FEATURES32_TOL``."""
+    """How far the float32 rounding of the training features moves the first stage, to first order: the
+    change of ``t0`` (label units), the relative changes of ``cond(K)`` and ``||P phi||^2``, and the ``rows``
+    recomputed in float64; ``passed``: every estimate at most ``FEATURES32_TOL``."""
 
     t0: float
     cond: float
@@ -252,26 +208,18 @@ class RoundingCheck:
 
 
 def _sum_estimate(a: Tensor, z: Tensor) -> Tensor:
-    """An estimate of ``|sum_j a_j z_j|`` over all N rows from the values ``z`` (s, m) measured on s of
-    them (columns: several quantities; ``a`` (N, m)): the rows' roundings are independent, so the sum
-    of their centred parts grows like ``||a||_2`` times their spread, and a common offset like ``|sum a|``
-    times their mean: ``|sum_j a_j| |mean z| + ||a||_2 rms z``."""
+    """An estimate of ``|sum_j a_j z_j|`` over all N rows (``a`` (N, m)) from ``z`` (s, m) measured on s of them,
+    their roundings independent: ``|sum_j a_j| |mean z| + ||a||_2 rms z``."""
     return a.sum(0).abs() * z.mean(0).abs() + torch.linalg.vector_norm(a, dim=0) * z.pow(2).mean(0).sqrt()
 
 
 def rounding_check(sol: _GramSolution, rounding: Tensor, rows: Tensor) -> RoundingCheck:
-    """``RoundingCheck`` of a first stage ``sol`` solved for rounded features ``Phi + E``, from the
-    rounding ``E`` measured on some training samples (``rounding`` (s, p) float64: their float32
-    features minus their float64 features; ``rows`` their indices). First-order changes, all linear in
-    E, each a sum over the training samples estimated by ``_sum_estimate`` from the s measured ones
-    (``c = K^-1 Y``, ``v = K^-1 Phi phi``)::
+    """``RoundingCheck`` of a first stage ``sol`` solved for rounded features ``Phi + E``, from the rounding ``E``
+    measured on the training samples ``rows`` (``rounding`` (s, p) float64), with ``c = K^-1 Y``, ``v = K^-1 Phi
+    phi`` and ``lam`` an extreme eigenvalue of K, ``u`` its unit vector (docs/benchmarks.md, "Accuracy of the
+    float32 training features")::
 
-        d t0          = c^T E (P phi) - v^T E theta*
-        d ||P phi||^2 = -2 v^T E (P phi)
-        d lam         = 2 u^T E (Phi^T u)     (lam an extreme eigenvalue of K, u its unit vector)
-
-    The estimates can fall below the actual changes; how far: docs/benchmarks.md, "Accuracy of the float32
-    training features"."""
+        d t0 = c^T E (P phi) - v^T E theta*,   d ||P phi||^2 = -2 v^T E (P phi),   d lam = 2 u^T E (Phi^T u)"""
     z = rounding @ torch.stack([sol.pphi, sol.theta, sol.w[0], sol.w[1]]).T  # (s, 4): E_j . b
     c, v = sol.coef[:, 0], sol.coef[:, 1]
     t0 = _sum_estimate(c[:, None], z[:, :1]) + _sum_estimate(v[:, None], z[:, 1:2])
@@ -283,10 +231,8 @@ def rounding_check(sol: _GramSolution, rounding: Tensor, rows: Tensor) -> Roundi
 def interpolate32(
     Phi32: Tensor, Y: Tensor, phi: Tensor, exact_rows: Callable[[Tensor], Tensor]
 ) -> tuple[Tensor, Tensor, Fit, RoundingCheck] | None:
-    """The first stage for float32 features ``Phi32`` (N, p): ``gram_interpolate``'s float64 solution for
-    them (no float64 copy of the features), with the ``RoundingCheck`` of the rounding measured on the
-    training samples ``check_rows(N)``, whose float64 features ``exact_rows(rows)`` returns. None where
-    the Gram path declines the training set."""
+    """The first stage for float32 features ``Phi32`` (N, p) by the Gram path (None where it declines), with
+    the ``RoundingCheck`` against the float64 features ``exact_rows(rows)`` of the samples ``check_rows(N)``."""
     sol = _gram_solve(Phi32, Y, phi)
     if sol is None:
         return None
@@ -296,8 +242,8 @@ def interpolate32(
 
 
 def qr_interpolate(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit]:
-    """The first stage for any ``Phi``: a Householder QR ``Phi^T = Q R`` (Q kept as its reflectors),
-    then the SVD of the small ``R = U S V^T``, so ``pinv(Phi) = Q U S^+ V^T`` (cutoff: ``interpolate``)."""
+    """The first stage for any ``Phi``: ``pinv(Phi) = Q U S^+ V^T`` from a Householder QR ``Phi^T = Q R`` and
+    the SVD ``R = U S V^T`` (cutoff: ``interpolate``)."""
     N, p = Phi.shape
     m = min(N, p)
     reflectors, tau = torch.geqrf(Phi.T)  # one (p, N) copy, column-major: Phi's own row-major layout

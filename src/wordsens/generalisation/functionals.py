@@ -1,10 +1,8 @@
-"""The linear algebra of one generalisation simulation (``wordsens.generalisation.core``): the maps'
-setups (``MapSpec.gen``: ``rf_setup``, ``raf_setup``, ``relu_raf_setup``; ``full_map_setup`` for every
-other map), each drawing its weights, computing the features and the first stage
-(``wordsens.generalisation.first_stage``) and returning ``Parts``, and the functionals the Delta search
-evaluates: ``phi(X^i(Delta))`` against ``theta*``, ``phi(X)`` and ``P phi(X)`` for a batch of Delta
-(``RFFunctionals`` from the moved token's block, ``AttentionFunctionals`` from the moved row and column
-of the scores, ``FullMapFunctionals`` from the whole map).
+"""The linear algebra of one generalisation simulation: the maps' setups (``MapSpec.gen``: ``rf_setup``,
+``raf_setup``, ``relu_raf_setup``, ``full_map_setup`` for the others), which draw the weights, compute the
+features and first stage and return ``Parts``, and the functionals ``phi(X^i(Delta))`` against ``theta*``,
+``phi(X)`` and ``P phi(X)`` the Delta search evaluates (``RFFunctionals``, ``AttentionFunctionals``,
+``FullMapFunctionals``).
 """
 
 from __future__ import annotations
@@ -40,22 +38,6 @@ from .first_stage import (
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "AttentionFunctionals",
-    "FullMapFunctionals",
-    "GenInputs",
-    "Parts",
-    "RFFunctionals",
-    "first_stage_of",
-    "full_map_setup",
-    "raf_setup",
-    "relu_raf_setup",
-    "rest_factor",
-    "rest_gram",
-    "rf_setup",
-    "span_rf",
-]
-
 
 class RFFunctionals:
     """``relu(u + B Delta) . v`` for the three vectors ``v`` (rows of ``V3``); ``blocks``: the blocks of
@@ -84,15 +66,13 @@ class RFFunctionals:
 
 
 class AttentionFunctionals:
-    """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i`` (one row
-    and one column of the scores change: ``wordsens.search.attention.MovedRow``, shared with the
-    word-sensitivity search, whose informed starts serve here too)."""
+    """``out' . v`` for attention maps: ``out'_j = (1 - w_j) M_j + w_j x_i'`` for ``j != i``, from the
+    word-sensitivity search's ``AttentionProblem`` (whose informed starts serve here too)."""
 
     def __init__(
         self, X: Tensor, W: Tensor, position: int, norm: Normalisation, V3: Tensor, X64: Tensor, W64: Tensor
     ) -> None:
-        self.problem = AttentionProblem(X, W, position, norm, X64=X64, W64=W64)
-        row = self.row = self.problem.row
+        row = self.row = AttentionProblem(X, W, position, norm, X64=X64, W64=W64)
         n, d = X.shape
         V = V3.reshape(3, n, d).to(X.dtype)
         self.V_rows = V.reshape(3 * n, d).T.contiguous()  # (d, 3n)
@@ -112,10 +92,8 @@ class AttentionFunctionals:
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor, outer: Any) -> tuple[Tensor, Tensor]:
-        """``outer(f)`` at ``f = self(D)`` and its gradient with respect to ``D`` (R, d), written out
-        (no autograd graph): ``outer(f)`` returns the values (R,) and their derivatives ``g`` (R, 3)
-        with respect to ``f``, and the gradient is ``sum_k g_k grad f_k``.
-        ``tests/unit/generalisation/test_gen_searches.py`` checks it against autograd."""
+        """``outer(f)`` at ``f = self(D)`` (values (R,) and their derivatives ``g`` (R, 3) in ``f``) and its
+        gradient ``sum_k g_k grad f_k`` in ``D`` (R, d), written out."""
         row, n, i = self.row, self.n, self.i
         xi = row.xi + D
         col = xi @ row.P.T
@@ -123,7 +101,7 @@ class AttentionFunctionals:
         xV = (xi @ self.V_rows).reshape(-1, 3, n)  # (R, 3, n)
         diff = xV - self.MV[None]
         others = (self.MV[None] + w[:, None, :] * diff) * row.mask
-        # row i: its scores on the other tokens and its self score, as MovedRow.moved_row
+        # row i: its scores on the other tokens and its self score, as AttentionProblem.moved_row
         r, u = row.self_scores(D)
         out_i, state = row.norm.moved_output(r, row.X, D, i)
         f = others.sum(-1) + out_i @ self.V_i
@@ -142,7 +120,7 @@ class AttentionFunctionals:
         return self.row.norm.attend(X, self.row.W64).flatten(1) @ self.V3_64.T
 
     def starts(self, restarts: int, gen: torch.Generator) -> Tensor:
-        return self.problem.starts(restarts, gen)
+        return self.row.starts(restarts, gen)
 
     def at(self, position: int) -> AttentionFunctionals:
         row = self.row
@@ -150,8 +128,8 @@ class AttentionFunctionals:
 
 
 class FullMapFunctionals:
-    """``phi(X^i(Delta)) . v`` with the whole map evaluated for every Delta (maps without a fast form);
-    the moved samples and the starts are those of the full-map word-sensitivity search."""
+    """``phi(X^i(Delta)) . v`` with the whole map evaluated for every Delta (``FullMapProblem``'s moved samples
+    and starts)."""
 
     def __init__(self, forward: Any, X64: Tensor, weights: Any, position: int, V3: Tensor, dtype: torch.dtype) -> None:
         self.problem = FullMapProblem(forward, X64, weights, position, dtype=dtype, device=X64.device)
@@ -181,11 +159,9 @@ class FullMapFunctionals:
 
 @dataclass(frozen=True)
 class GenInputs:
-    """What ``prepare`` hands a map's setup (``MapSpec.gen``): the training set ``Xt64`` (N, n, d), its
-    labels ``Y`` and the new sample ``X64`` (n, d), float64 on the working device; the ``seed`` of the
-    weights (unless ``weights`` are given), the moved ``position`` and the further positions ``also`` the
-    setup can move to (``Setup.at``; RF draws their blocks jointly), the map's option values, RF's
-    ``sampler`` and the Delta search's working ``dtype``."""
+    """What ``prepare`` hands a map's setup (``MapSpec.gen``): the training set ``Xt64`` (N, n, d), labels ``Y``
+    and new sample ``X64`` (n, d), float64 on the working device; the positions ``Setup.at`` can move to
+    (``also``); the Delta search's working ``dtype``."""
 
     spec: MapSpec
     Xt64: Tensor
@@ -202,8 +178,8 @@ class GenInputs:
 
 @dataclass
 class Parts:
-    """What a map's setup returns: ``theta*``, ``phi(X)``, ``P phi(X)``, the first stage's ``Fit``,
-    the functionals of the Delta search and how the weights were drawn."""
+    """What a map's setup returns: ``theta*``, ``phi(X)``, ``P phi(X)``, the ``Fit``, the functionals of the
+    Delta search and how the weights were drawn."""
 
     theta: Tensor
     phi: Tensor
@@ -213,8 +189,9 @@ class Parts:
     sampler: str
 
 
-def _first_stage(Phi: Tensor, Y: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Fit, Tensor]:
-    theta, pphi, fit = interpolate(Phi, Y, phi)
+def _first_stage(Phi: Tensor, Y: Tensor, phi: Tensor, solve: Any = interpolate) -> tuple[Tensor, Tensor, Fit, Tensor]:
+    """``theta*``, ``P phi``, the ``Fit`` and the three vectors of the functionals."""
+    theta, pphi, fit = solve(Phi, Y, phi)
     return theta, pphi, fit, torch.stack([theta, phi, pphi])
 
 
@@ -225,20 +202,16 @@ def first_stage_of(
     Y: Tensor,
     phi: Tensor,
 ) -> tuple[Tensor, Tensor, Fit, Tensor, RoundingCheck | None]:
-    """The first stage of a training set from its float32 features ``features32`` (N, p) where the caller
-    computed them (pass the only reference: they are freed before a fallback), by ``interpolate32``, kept
-    where its ``RoundingCheck`` passes (``exact_rows(rows)``: the float64 features of the training samples
-    ``rows``); else the float64 features ``features64()`` and ``interpolate``, or straight
-    ``qr_interpolate`` where the Gram path declined the float32 features (it would decline the float64
-    ones too). Returns ``theta*``, ``P phi``, the ``Fit``, the three vectors of the functionals and the
-    check (None: not tried, or declined)."""
+    """``_first_stage`` from float32 features ``features32`` (N, p; the only reference: freed before a fallback)
+    by ``interpolate32`` where its ``RoundingCheck`` passes (``exact_rows(rows)``: float64 features of the
+    samples ``rows``), else from the float64 ``features64()`` (by ``qr_interpolate`` where the Gram path
+    declined the float32 ones), and the check (None: not tried, or declined)."""
     check = None
     if features32 is not None:
         out = interpolate32(features32, Y, phi, exact_rows)
         del features32
         if out is None:
-            theta, pphi, fit = qr_interpolate(features64(), Y, phi)
-            return theta, pphi, fit, torch.stack([theta, phi, pphi]), None
+            return (*_first_stage(features64(), Y, phi, qr_interpolate), None)
         theta, pphi, fit, check = out
         if check.passed:
             return theta, pphi, fit, torch.stack([theta, phi, pphi]), check
@@ -247,8 +220,8 @@ def first_stage_of(
 
 
 def rf_setup(task: GenInputs) -> Parts:
-    """RF: the weights on the span of the samples and the perturbed block (``span_rf``, exact in law;
-    ``sampler="span"``, the default) or the whole k x D matrix (``"dense"``, or explicit weights)."""
+    """RF: the weights on the span of the samples and the moved blocks (``span_rf``, ``sampler="span"``) or the
+    whole k x D matrix (``"dense"``, or explicit weights)."""
     Xt64, X64, Y, seed, dtype = task.Xt64, task.X64, task.Y, task.seed, task.dtype
     weights, position, sampler = task.weights, task.position, task.sampler
     N, n, d = Xt64.shape
@@ -297,8 +270,7 @@ def rf_setup(task: GenInputs) -> Parts:
 
 
 def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | None = None) -> Tensor:
-    """The training set's features (N, p) in ``dtype`` (that of ``Xt`` by default; ``W`` in it already),
-    filled in place in batches, each batch of samples cast to ``dtype`` on its own: one copy only."""
+    """The training set's features (N, p) in ``dtype`` (default ``Xt``'s; ``W`` in it already), in batches."""
     N = Xt.shape[0]
     dtype = dtype or Xt.dtype
     Phi = torch.empty((N, p), dtype=dtype, device=Xt.device)
@@ -308,9 +280,8 @@ def _features(forward: Any, Xt: Tensor, W: Any, p: int, dtype: torch.dtype | Non
 
 
 def _attention_setup(norm: Normalisation, task: GenInputs) -> Parts:
-    """RAF and ReLU-RAF (``norm``): the training set's features in float32 where they pay and a float64
-    check accepts them, else in float64 (``first_stage_of``); the new sample's features in float64; the
-    functionals from the moved row and column of the scores (``AttentionFunctionals``)."""
+    """RAF and ReLU-RAF (``norm``): the training features in float32 where they pay and pass the check
+    (``first_stage_of``), the new sample's in float64, ``AttentionFunctionals``."""
     Xt64, X64 = task.Xt64, task.X64
     N, n, d = Xt64.shape
     W = task.weights if task.weights is not None else maps.attention_weights(task.seed, d)
@@ -355,19 +326,13 @@ def full_map_setup(task: GenInputs) -> Parts:
 def span_rf(
     Xt64: Tensor, X64: Tensor, position: int | Sequence[int], seed: int, k: int, *, rows: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_block]``, exact in law, in row chunks: the training
-    set's pre-activations (N, k), ``u`` (k,) float64 and ``B`` (k, d) float32 (several positions: one block
-    each, drawn jointly, side by side; one position gives the draw of ``position`` alone). With ``rows``
-    (training sample indices) the pre-activations are float32 products (``float32_features_pay``) and the
-    float64 pre-activations of ``rows`` (len(rows), k) come too, for ``rounding_check``; else they are
-    float64 and None comes.
+    """``V Z`` for ``Z = [flat(X_1..X_N), flat(X), e_blocks]``, exact in law, in row chunks: the training set's
+    pre-activations (N, k), ``u`` (k,) float64 and the blocks ``B`` (k, d per position) float32. With ``rows``
+    the pre-activations are float32 products and the float64 ones of ``rows`` come too (else None).
 
-    A row of ``V`` splits into its block (``B``'s row) and the rest, whose products with the samples are
-    jointly Gaussian with covariance ``S / D`` (``S``: the Gram matrix of the samples without their rows at
-    the blocks, ``rest_gram``), independent of the block (docs/methods.md). So with ``G`` (k x m) i.i.d.
-    standard normal, ``B = G_b / sqrt(D)`` and the pre-activations are ``(G_s F^T + G_b C^T) / sqrt(D)``,
-    ``C`` the samples' block rows and ``F F^T = S`` (``rest_factor``: unique, so the same seed gives the
-    same draw on every CPU); neither ``Z`` nor the m x m ``Z^T Z`` is formed."""
+    With ``G`` (k x m) i.i.d. standard normal, ``B = G_b / sqrt(D)`` and the pre-activations are ``(G_s F^T +
+    G_b C^T) / sqrt(D)``, ``C`` the samples' rows at the blocks and ``F F^T = S`` (``rest_factor`` of
+    ``rest_gram``): the rest of a row of ``V`` is independent of its block (docs/methods.md)."""
     N, n, d = Xt64.shape
     D = n * d
     dev = Xt64.device
@@ -400,9 +365,8 @@ def span_rf(
 
 
 def rest_gram(Xt64: Tensor, X64: Tensor, position: int | Sequence[int]) -> Tensor:
-    """``S`` (N + 1, N + 1) float64: the inner products of the training samples and the new one (last)
-    without their rows at ``position`` (or at several), from the rows between them (views of the samples,
-    no copy; the training block as a lower triangle, ``add_lower_gram_``; no cancellation)."""
+    """``S`` (N + 1, N + 1) float64: the inner products of the training samples and the new one (last) without
+    their rows at ``position`` (or at several), from the rows between them (no cancellation)."""
     N, n = Xt64.shape[:2]
     S = torch.zeros((N + 1, N + 1), dtype=torch.float64, device=Xt64.device)
     cuts = [-1, *sorted({position} if isinstance(position, int) else set(position)), n]
@@ -416,9 +380,8 @@ def rest_gram(Xt64: Tensor, X64: Tensor, position: int | Sequence[int]) -> Tenso
 
 
 def rest_factor(S: Tensor) -> Tensor:
-    """A unique ``F`` with ``F F^T = S`` (symmetric positive semi-definite, float64): the Cholesky factor
-    where every pivot is at least ``1e-12`` of the largest diagonal entry, else the symmetric square root
-    (``span_rf``)."""
+    """A unique ``F`` with ``F F^T = S`` (float64): the Cholesky factor where every pivot is at least 1e-12 of
+    the largest diagonal entry, else the symmetric square root (the same draw on every CPU)."""
     L, info = torch.linalg.cholesky_ex(S)
     if int(info) == 0 and float(L.diagonal().min()) ** 2 >= 1e-12 * float(S.diagonal().max()):
         return L

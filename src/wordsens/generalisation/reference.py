@@ -1,6 +1,5 @@
-"""The authors' generalisation algorithm as published (the baseline the default method is checked
-against, on the same X and weights), with the departures listed in docs/methods.md ("The authors'
-algorithm")."""
+"""The authors' generalisation algorithm as published (the baseline of the default method, on the same X and
+weights), with the departures of docs/methods.md ("The authors' algorithm")."""
 
 from __future__ import annotations
 
@@ -24,17 +23,13 @@ from .tasks import check_task
 
 Tensor = torch.Tensor
 
-__all__ = ["RELIABLE_ERROR", "gen_search", "projection_error"]
 
 RELIABLE_ERROR = 1e-6  # largest estimated relative error of P phi for a reference row to be ground truth
 
 
 def projection_error(result: GenResult) -> float:
-    """Estimated relative error of the reference's ``P phi``: ``eps cond(Phi) / (||P phi|| / ||phi||)``
-    (``P`` formed in float64 carries an error of about ``eps cond(Phi)``, which the re-training alignment
-    divides by ``||P phi||``; docs/benchmarks.md, "Where the constants come from"). A reference row is
-    ground truth only where this is below ``RELIABLE_ERROR``; inf for a singular training set or a row
-    without ``pphi_ratio``."""
+    """Estimated relative error of the reference's ``P phi``, ``eps cond(Phi) / (||P phi|| / ||phi||)``: a row is
+    ground truth only below ``RELIABLE_ERROR`` (inf: singular, or no ``pphi_ratio``)."""
     if result.pphi_ratio is None or not math.isfinite(result.gram_cond) or result.pphi_ratio <= 0:
         return math.inf
     return float(torch.finfo(torch.float64).eps * math.sqrt(result.gram_cond) / result.pphi_ratio)
@@ -55,11 +50,9 @@ def gen_search(
     weights: Any = None,
     options: dict[str, Any] | None = None,
 ) -> GenResult:
-    """The authors' algorithm: dense float64 weights and features, ``pinv`` and the p x p projector ``P``
-    formed explicitly, plain gradient descent on the loss recomputing the full map each step (the map's
-    ``gen_reference`` schedule), projected on the ball of radius ``sqrt(d)`` around ``x_i`` and started at
-    ``x_i``. ``seed`` draws the weights (with the map's ``options``) when ``weights`` is None. The row
-    records ``pphi_ratio`` (``||P phi|| / ||phi||``, for :func:`projection_error`)."""
+    """The authors' algorithm: dense float64 weights and features, ``pinv`` and the p x p projector formed,
+    plain gradient descent on the full map (the map's ``gen_reference`` schedule) projected on the ball of
+    radius ``sqrt(d)`` around ``x_i``, from ``x_i``. The row records ``pphi_ratio`` (``projection_error``)."""
     if training not in TRAININGS or loss not in LOSSES:
         raise ValueError(f"training must be one of {TRAININGS} and loss one of {LOSSES}")
     _, n, d = check_task(X_train, y_train, X, y)
@@ -115,10 +108,7 @@ def gen_search(
 
 @dataclass(frozen=True)
 class _Simulation:
-    """A simulation as the authors' scripts set it up (float64, on the CPU): the map and its dense
-    ``weights``, the training features ``Phi``, ``theta* = pinv(Phi) Y``, the new sample's features
-    ``phi``, ``P phi`` with the projector ``P = I - pinv(Phi) Phi`` formed explicitly, and
-    ``t0 = phi . theta*``."""
+    """A simulation as the authors' scripts set it up (float64, CPU), ``P = I - pinv(Phi) Phi`` formed."""
 
     spec: MapSpec
     weights: Any
@@ -156,8 +146,8 @@ def _objective(
 
 
 def _descend(objective: Callable[[Tensor], tuple[Tensor, ...]], d: int, lr: float, steps: int) -> Tensor:
-    """``steps`` plain gradient steps of size ``lr`` on the objective's value from ``Delta = 0``, each
-    projected on the ball of radius ``sqrt(d)``."""
+    """``steps`` plain gradient steps of size ``lr`` from ``Delta = 0``, projected on the ball of radius
+    ``sqrt(d)``."""
     delta = torch.zeros(d, dtype=torch.float64)
     for _ in range(steps):
         delta.requires_grad_(True)
@@ -169,8 +159,7 @@ def _descend(objective: Callable[[Tensor], tuple[Tensor, ...]], d: int, lr: floa
 
 
 def _gram_summary(Phi: Tensor, theta: Tensor, Y: Tensor) -> tuple[float, int, float]:
-    """The first stage's ``(cond(K), rank, largest training residual)``, ``K = Phi Phi^T``; cond inf
-    where K is singular."""
+    """The first stage's ``(cond(K), rank, largest training residual)``, ``K = Phi Phi^T``."""
     sv = torch.linalg.svdvals(Phi)  # the Gram matrix K = Phi Phi^T has eigenvalues sv^2 (and N - p zeros if N > p)
     singular = float(sv[-1]) == 0 or Phi.shape[0] > Phi.shape[1]
     residual = float((Phi @ theta - Y).abs().max())

@@ -1,6 +1,5 @@
-"""The Delta searches of a generalisation simulation (the paper's Figures 4-5): ``search_many`` (every
-search of a simulation together), ``search`` (one), ``simulate`` (a simulation's setup and its searches)
-and their results (``GenResult``). The setup they search is ``wordsens.generalisation.core.Setup``.
+"""The Delta searches of a generalisation simulation (``search_many``, ``search``, ``simulate``) and their
+results (``GenResult``), on a ``wordsens.generalisation.core.Setup``.
 """
 
 from __future__ import annotations
@@ -20,16 +19,12 @@ from .core import LOSSES, TRAININGS, Setup, prepare
 
 Tensor = torch.Tensor
 
-__all__ = ["GenResult", "search", "search_many", "simulate"]
-
 
 @dataclass
 class GenResult:
-    """One Delta search of a simulation: ``alignment`` (``Setup.alignment``) and ``d0_shift = |D0 - t0|``
-    tell whether a small Err comes from separating the two sentences (small ``a``) or from moving the
-    first-stage prediction; ``gram_cond``, ``gram_rank``, ``train_residual`` and ``interpolates``: the
-    first stage's ``Fit``; ``pphi_ratio`` (``||P phi|| / ||phi||``): the authors' algorithm's rows only
-    (``reference.gen_search``), left out of the others'."""
+    """One Delta search of a simulation: ``alignment`` and ``d0_shift = |D0 - t0|`` tell whether a small Err
+    separates the two sentences or moves the first-stage prediction; ``gram_*``, ``train_residual`` and
+    ``interpolates``: the ``Fit``; ``pphi_ratio`` (``||P phi|| / ||phi||``): the authors' algorithm's only."""
 
     map: str
     training: str
@@ -80,9 +75,8 @@ def _check_search(training: str, loss: str, penalty: float) -> None:
 
 
 def search(setup: Setup, training: str, loss: str, *, penalty: float = 0.0, **options: Any) -> GenResult:
-    """The search of ``Delta`` (token ``setup.position``) minimising ``loss``: ``"surrogate"`` (the label
-    flip predicted by the features alone), ``"direct"`` (``Err``) or ``"penalised"`` (``Err + penalty *
-    D0^2``, which keeps the first-stage model uncertain); ``options``: those of ``search_many``."""
+    """The search of ``Delta`` (token ``setup.position``) minimising ``loss``: ``"surrogate"`` (the label flip
+    the features predict), ``"direct"`` (``Err``) or ``"penalised"`` (``Err + penalty * D0^2``)."""
     return search_many(setup, [(training, loss, penalty)], **options)[0]
 
 
@@ -97,14 +91,11 @@ def search_many(
     patience: int = 30,
     radius: float | None = None,
 ) -> list[GenResult]:
-    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each search keeps
-    its own starts (seeded by ``seed`` and the search), loss, halving and stopping rule, but every step
-    evaluates the functionals of all the searches still running in one batched call
-    (``batched.ascend_groups``), and the points found are re-evaluated in float64 in one call too. The
-    penalised searches of smooth maps (``Setup.least_squares``: RAF) take Levenberg-Marquardt steps instead
-    (``batched.least_squares_groups``; ``steps`` counts its iterations). Each result's ``seconds`` is an
-    equal share of the whole. ``radius``: of the ball ``||Delta|| <= radius`` (None: the paper's
-    ``sqrt(d)``); the starts are drawn for ``sqrt(d)`` and scaled to it."""
+    """``search`` for every ``(training, loss, penalty)`` of ``searches``, run together: each keeps its own
+    starts, loss, halving and stopping, but every step evaluates all of them in one batched call
+    (``batched.ascend_groups``; the penalised searches of ``Setup.least_squares`` maps by
+    ``batched.least_squares_groups``). ``radius``: of the ball (None: ``sqrt(d)``; the starts are scaled to
+    it); each result's ``seconds`` is an equal share of the whole."""
     for training, loss, penalty in searches:
         _check_search(training, loss, penalty)
     if radius is not None and (
@@ -145,9 +136,8 @@ def search_many(
 
 
 class _Objective:
-    """The searches of one simulation as one batched objective: each row of a batch (of functional
-    values ``f`` or perturbations ``D``) is scored by the loss of its own search (``group``: the
-    index of its search in ``problems``)."""
+    """The searches of one simulation as one batched objective: each row of a batch is scored by the loss of
+    its own search (``group``: its index in ``problems``)."""
 
     def __init__(self, setup: Setup, problems: list[_Search]) -> None:
         self.setup = setup
@@ -168,8 +158,7 @@ class _Objective:
         return self.losses(f, group), g
 
     def value_and_grad(self, D: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
-        """``losses`` at the perturbations ``D`` and its gradient in ``D``: through the functionals'
-        written-out chain rule where they have one (attention maps), else by autograd."""
+        """``losses`` at ``D`` and its gradient in ``D`` (written out where the functionals have it)."""
         functionals = self.setup.functionals
         if hasattr(functionals, "value_and_grad"):  # written out (attention maps)
             return functionals.value_and_grad(D, lambda f: self.outer(f, group))
@@ -201,9 +190,7 @@ class _Objective:
 def _best_results(
     objective: _Objective, found: list[tuple[Tensor, int]], radius: float, started: float
 ) -> list[GenResult]:
-    """Each search's result: the points ``found`` (and its step count) re-evaluated together in
-    float64 (``functionals.exact``; ``feasible``: within the ball of ``radius``), its best one kept;
-    each result's ``seconds`` is an equal share of the time since ``started``."""
+    """Each search's result: its best of the points ``found``, all re-evaluated together in float64."""
     setup, problems = objective.setup, objective.problems
     deltas = [torch.stack([feasible(D, radius) for D in rows]) for rows, _ in found]
     group = torch.cat([torch.full((x.shape[0],), g, dtype=torch.int64) for g, x in enumerate(deltas)])
@@ -243,9 +230,8 @@ def _result(setup: Setup, pr: _Search, f: Tensor, delta: Tensor, steps: int, sec
 
 
 def simulate(*task: Any, seed: int, searches: Sequence[tuple[str, str, float]], **kwargs: Any) -> list[GenResult]:
-    """One simulation serving several ``(training, loss, penalty)`` searches: ``prepare(*task, seed=seed,
-    **kwargs)`` (``task``: the map's name, ``X_train``, ``y_train``, ``X``, ``y``), then ``search_many``;
-    each result's ``seconds`` includes an equal share of the setup's."""
+    """``prepare(*task, seed=seed, **kwargs)`` (``task``: the map's name, ``X_train``, ``y_train``, ``X``, ``y``),
+    then ``search_many``; each result's ``seconds`` includes an equal share of the setup's."""
     setup = prepare(*task, seed=seed, **kwargs)
     out = search_many(setup, searches, seed=seed)
     for res in out:

@@ -1,7 +1,5 @@
-"""Generalisation tasks: a training set and a new sample, synthetic (Gaussian rows with a random linear
-teacher: the mechanism of section 3 of the paper, not its IMDb numbers) or N + 1 reviews with distinct
-samples drawn from an embedding store; ``check_task`` validates any task, and ``check_distinct`` refuses
-one with duplicate samples before any Gram matrix is built.
+"""Generalisation tasks: a training set and a new sample, synthetic (Gaussian rows, a random linear teacher)
+or N + 1 reviews with distinct samples from an embedding store, and their checks.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from ..data.samples import eligible_reviews, review_samples, synthetic_sample
 from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
-
-__all__ = ["check_distinct", "check_task", "distinct_rows", "draw_task", "synthetic_task"]
 
 
 def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[int, int, int]:
@@ -41,8 +37,8 @@ def check_task(X_train: Tensor, y_train: Tensor, X: Tensor, y: float) -> tuple[i
 
 
 def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, Tensor, float]:
-    """Synthetic data: Gaussian rows rescaled to norm sqrt(d), labels ``sign(<flat(X), u>)`` with
-    a random unit teacher ``u`` per simulation. Returns ``(X_train, y_train, X, y)``."""
+    """Gaussian rows of norm sqrt(d) labelled ``sign(<flat(X), u>)`` (a random unit teacher ``u``):
+    ``(X_train, y_train, X, y)``."""
     if N < 1:
         raise ValueError(f"N must be >= 1, got {N}")
     samples = synthetic_sample(n, d, derive_seed(seed, "gen-samples"), batch=(N + 1,))
@@ -56,9 +52,8 @@ def synthetic_task(N: int, n: int, d: int, seed: int) -> tuple[Tensor, Tensor, T
 def draw_task(
     source: Any, N: int, n: int, d: int, seed: int, *, min_tokens: bool = False
 ) -> tuple[Tensor, Tensor, Tensor, float, dict[str, Any]]:
-    """A training set of N samples and a new sample, from ``"synthetic"`` (``synthetic_task``) or an
-    embedding store: the first N + 1 reviews, in a seeded random order, with distinct samples
-    (``distinct_rows``), labels 0/1 as -1/+1. Returns ``(X_train, y_train, X, y, info)``."""
+    """``(X_train, y_train, X, y, info)`` from ``"synthetic"`` or an embedding store (the first N + 1 reviews
+    with distinct samples in a seeded order, labels 0/1 as -1/+1)."""
     if isinstance(N, bool) or not isinstance(N, int) or N < 1:
         raise ValueError(f"N must be an integer >= 1, got {N!r}")
     if isinstance(source, str):
@@ -80,10 +75,8 @@ def draw_task(
 
 
 def distinct_rows(hidden: np.ndarray, candidates: np.ndarray, count: int, n: int, d: int) -> np.ndarray:
-    """The first ``count`` rows of ``candidates`` (store rows, in the order given) whose samples
-    ``hidden[row, :n, :d]`` differ bitwise from those of the rows taken before them: the first
-    ``count`` candidates themselves when they are distinct. ``ValueError`` ("duplicate samples",
-    with the counts) when fewer than ``count`` candidates are distinct."""
+    """The first ``count`` rows of ``candidates`` (store rows, in order) whose samples ``hidden[row, :n, :d]``
+    differ bitwise from those taken before; ``ValueError`` when fewer are distinct."""
     taken: list[int] = []
     seen: set[bytes] = set()
     start, step = 0, count
@@ -107,8 +100,7 @@ def distinct_rows(hidden: np.ndarray, candidates: np.ndarray, count: int, n: int
 
 
 def check_distinct(X_train: Tensor, X: Tensor) -> None:
-    """``ValueError`` naming the duplicate samples of a task (training samples equal to another one
-    or to the new sample), before any Gram matrix is built."""
+    """``ValueError`` naming the duplicate samples of a task, before any Gram matrix is built."""
     found = duplicates(X_train.detach().cpu().numpy(), X.detach().cpu().numpy())
     if found:
         raise ValueError(

@@ -1,12 +1,7 @@
-"""Real words in the generalisation experiment: every word of a vocabulary put at one word position of
-the new sample, scored exactly for both trainings and every loss (``scan_words``; docs/methods.md, "Real
-words in the generalisation experiment").
-
-Word ``w`` at position ``i`` is the move ``Delta_w = x_i(w) - x_i`` of the Delta search, so the scan
-evaluates the setup's own functionals (``Setup.functionals``) for a chunk of words at once, in its working
-dtype, and both trainings and every loss read the same (V, 3) values. Where the scan is float32, the words
-each result rests on (each loss's best ``RECHECK``, every point of a frontier) are evaluated again with the
-plain map in float64 (``functionals.exact``); a float64 scan's values are final.
+"""Real words in the generalisation experiment (``scan_words``; docs/methods.md, "Real words in the
+generalisation experiment"): word ``w`` at position ``i`` is the move ``x_i(w) - x_i`` of the Delta search,
+so a chunk of words at once goes through the setup's own functionals, and both trainings and every loss read
+the same (V, 3) values. A float32 scan's deciding words are evaluated again in float64 (``functionals.exact``).
 """
 
 from __future__ import annotations
@@ -19,23 +14,12 @@ from typing import Any
 
 import torch
 
+from ..search.engine import chunked_values
 from .core import TRAININGS, Setup
 from .functionals import AttentionFunctionals, RFFunctionals
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "CHUNK_MB",
-    "PENALTIES",
-    "RECHECK",
-    "Frontier",
-    "WordChoice",
-    "WordOutcomes",
-    "WordScan",
-    "pareto_frontier",
-    "scan_words",
-    "word_losses",
-]
 
 RECHECK = 16  # each loss's best words evaluated again with the plain map in float64
 CHUNK_MB = 64.0  # working arrays of one chunk of words
@@ -43,8 +27,8 @@ PENALTIES = (1.0, 0.1, 0.01)  # the penalised loss's weights of D0^2 (the paper'
 
 
 def word_losses(penalties: Sequence[float] = PENALTIES) -> list[tuple[str, str, float]]:
-    """Every ``(training, loss, penalty)`` of a simulation: per training the surrogate, the direct loss
-    and the penalised loss at each of ``penalties`` (the searches of ``search_many`` too)."""
+    """Every ``(training, loss, penalty)`` of a simulation: per training the surrogate, the direct loss and
+    the penalised loss at each of ``penalties``."""
     for p in penalties:
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < math.inf:
             raise ValueError(f"penalties must be finite numbers >= 0, got {p!r}")
@@ -67,9 +51,8 @@ class WordOutcomes:
 @dataclass
 class WordChoice:
     """The word minimising one ``(training, loss, penalty)``: ``index`` (a row of the candidates), its loss
-    ``value`` and outcome, ``radius`` = ``||x_i(w) - x_i||``; ``top`` and ``top_values``: the best words,
-    best first; ``mean``, ``median``, ``p01`` (1st percentile): the loss over the ``stats_words`` words
-    (all but the excluded one)."""
+    ``value``, outcome and ``radius`` (``||x_i(w) - x_i||``); the best words, best first (``top``); the loss's
+    ``mean``, ``median`` and 1st percentile over the ``stats_words`` words (the excluded one left out)."""
 
     training: str
     loss: str
@@ -93,8 +76,8 @@ class WordChoice:
 
 @dataclass
 class Frontier:
-    """The lower-left frontier of ``(gamma_min, Err)`` over the vocabulary for one training: the words that
-    no other word beats in both (``pareto_frontier``), by increasing ``gamma_min`` (so decreasing ``err``)."""
+    """The lower-left frontier of ``(gamma_min, Err)`` over the vocabulary for one training
+    (``pareto_frontier``), by increasing ``gamma_min``."""
 
     training: str
     index: list[int]
@@ -108,11 +91,9 @@ class Frontier:
 
 @dataclass
 class WordScan:
-    """What ``scan_words`` found at one word position of one simulation: ``words`` scored (every candidate),
-    ``exclude`` (the candidate left out of choices, statistics and frontiers: the original word),
-    ``rechecked`` (words evaluated again in float64), one choice per ``(training, loss, penalty)`` and one
-    frontier per training; ``F`` (V, 3): every word's functionals (``float64``: those that are float64),
-    ``radii`` (V,): the moves' norms, ``outcomes``: per training, every word's outcome."""
+    """What ``scan_words`` found at one word position of one simulation: one choice per ``(training, loss,
+    penalty)``, one frontier per training, and every word's functionals ``F`` (V, 3; ``float64``: those that
+    are), move norms ``radii`` and ``outcomes`` per training; ``exclude``: the original word."""
 
     map: str
     n: int
@@ -144,8 +125,7 @@ class WordScan:
         return next(f for f in self.frontiers if f.training == training)
 
     def reaching(self, training: str, err_below: float, gamma_at_most: float = math.inf) -> int:
-        """How many words (the excluded one left out) reach ``Err < err_below`` with ``gamma_min <=
-        gamma_at_most``."""
+        """How many words (but the excluded one) reach ``Err < err_below`` with ``gamma_min <= gamma_at_most``."""
         out = self.outcomes[training]
         hit = (out.err < err_below) & (out.gamma_min <= gamma_at_most) & _kept(self.vocab, self.exclude)
         return int(hit.sum())
@@ -165,9 +145,8 @@ def _kept(V: int, exclude: int | None) -> Tensor:
 
 
 def pareto_frontier(gamma: Tensor, err: Tensor, keep: Tensor | None = None) -> Tensor:
-    """The indices of the lower-left frontier of the points ``(gamma, err)`` (1-D tensors; ``keep``: the
-    points taken into account): the points that no other point beats in both coordinates (one at most
-    as large, the other smaller), by increasing ``gamma``; of equal points the first."""
+    """The indices of the points ``(gamma, err)`` (of those in ``keep``) that no other point beats in both
+    coordinates, by increasing ``gamma``; of equal points the first."""
     idx = torch.arange(gamma.numel()) if keep is None else torch.nonzero(keep)[:, 0]
     g, e = gamma[idx], err[idx]
     order = torch.argsort(e, stable=True)
@@ -178,10 +157,9 @@ def pareto_frontier(gamma: Tensor, err: Tensor, keep: Tensor | None = None) -> T
 
 
 def _word_bytes(f: Any, n: int, d: int) -> tuple[int, int]:
-    """Working bytes of one word in a chunk of the scan and of the float64 re-evaluation: RF its
-    pre-activations (k) and a copy or two; attention its score row and column and a few (n)- and (d)-vectors,
-    re-evaluated as a whole moved sample (its scores, weights and output); any other map a moved sample and
-    a forward's arrays."""
+    """Working bytes of one word in a chunk of the scan and of the float64 re-evaluation (RF: its
+    pre-activations; attention: its score row and column, a whole moved sample re-evaluated; others: a moved
+    sample and a forward's arrays)."""
     b = torch.finfo(f.dtype).bits // 8
     if isinstance(f, RFFunctionals):
         k = f.layer.B.shape[0]
@@ -192,27 +170,15 @@ def _word_bytes(f: Any, n: int, d: int) -> tuple[int, int]:
     return whole // 8 * b, whole
 
 
-def _values(fn: Any, moves: Tensor, chunk: int, dtype: torch.dtype, device: Any) -> Tensor:
-    """``fn`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in ``dtype`` on
-    ``device``: (V, 3) float64 on the CPU."""
-    out = torch.empty((moves.shape[0], 3), dtype=torch.float64)
-    with torch.no_grad():
-        for s in range(0, moves.shape[0], chunk):
-            part = moves[s : s + chunk].to(device=device, dtype=dtype)
-            out[s : s + part.shape[0]] = fn(part).to(device="cpu", dtype=torch.float64)
-    return out
-
-
 class _Values:
-    """Every word's functionals (``F``); ``exact``: which are float64 (all of a float64 scan; else those
-    rechecked, replaced by float64 plain-map values)."""
+    """Every word's functionals (``F``); ``exact``: which are float64 (a float64 scan's, or rechecked)."""
 
     def __init__(self, setup: Setup, moves: Tensor, chunk_mb: float) -> None:
         f = setup.functionals
         fast, whole = _word_bytes(f, setup.n, setup.d)
         self.setup, self.moves, self.device = setup, moves, torch.device(setup.device)
         self.exact_chunk = max(1, int(chunk_mb * 1024**2) // whole)
-        self.F = _values(f, moves, max(1, int(chunk_mb * 1024**2) // fast), f.dtype, self.device)
+        self.F = chunked_values(f, moves, max(1, int(chunk_mb * 1024**2) // fast), f.dtype, self.device, 3)
         self.exact = torch.full((moves.shape[0],), f.dtype == torch.float64)  # float64 values: final
         self.rechecked = 0
 
@@ -220,7 +186,7 @@ class _Values:
         idx = idx[~self.exact[idx]].unique()
         if idx.numel():
             fn = self.setup.functionals.exact
-            self.F[idx] = _values(fn, self.moves[idx], self.exact_chunk, torch.float64, self.device)
+            self.F[idx] = chunked_values(fn, self.moves[idx], self.exact_chunk, torch.float64, self.device, 3)
             self.exact[idx] = True
             self.rechecked += int(idx.numel())
 
@@ -238,11 +204,10 @@ def scan_words(
     chunk_mb: float = CHUNK_MB,
     recheck: int = RECHECK,
 ) -> WordScan:
-    """Score every word of ``candidates`` (V, d: the words' rows at ``setup.position``, ``EmbeddingLayer.rows``
-    or ``WordRows.at``) put in place of row ``setup.position`` of the new sample, for both trainings and
-    every loss of ``word_losses(penalties)`` (module docstring). ``exclude``: the candidate left out of the
-    choices, statistics and frontiers (the original word: no change); ``chunk_mb``: the working arrays of
-    one chunk of words; ``recheck``: each loss's best words evaluated again with the plain map in float64."""
+    """Score every word of ``candidates`` (V, d: their rows at ``setup.position``) in place of that row of the
+    new sample, for both trainings and every loss of ``word_losses(penalties)``. ``exclude``: the original
+    word; ``chunk_mb``: the working arrays of a chunk of words; ``recheck``: each loss's best words evaluated
+    again in float64."""
     started = time.perf_counter()
     losses = word_losses(penalties)
     n, d = setup.n, setup.d
@@ -323,8 +288,7 @@ def _choice(values: _Values, keep: Tensor, training: str, loss: str, penalty: fl
 
 
 def _frontier(values: _Values, keep: Tensor, training: str) -> Frontier:
-    """The lower-left frontier of ``(gamma_min, Err)``, its words' values float64 (a float32 scan's
-    rechecked until every point's are)."""
+    """The lower-left frontier of ``(gamma_min, Err)``, every point's values float64."""
     setup = values.setup
     while True:
         D0, _, err = setup.outcome(values.F, training)

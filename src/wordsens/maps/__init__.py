@@ -1,13 +1,7 @@
-"""The feature maps: the paper's four (RF, deep RF, RAF, ReLU-RAF), the attention variants and
-plugins, each one registry entry (``MapSpec``) naming its forward, sampler, weight check and fast
-search.
-
-``maps.<name>(X, weights)`` is the validated map ``name`` for every registered map, plugins
-included; ``apply``, ``feature_map``, ``sample_weights`` and the checks work on any of them by name.
-
-The registry (``register``, ``get``, ``names``, ...) is imported eagerly and without torch, so that
-planning a workflow never imports it; the names that need torch (from ``wordsens.maps.api``,
-``checks`` and ``sampling``) are imported on first use.
+"""The feature maps: the paper's four (RF, deep RF, RAF, ReLU-RAF), the attention variants and plugins,
+each one registry entry (``MapSpec``). The registry is imported eagerly and without torch (planning
+reads it); the names that need torch (``apply``, ``feature_map``, ``sample_weights``, the checks and
+samplers) are imported on first use, and ``maps.<name>(X, weights)`` is the validated map ``name``.
 """
 
 from __future__ import annotations
@@ -16,16 +10,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .registry import (
-    PAPER_MAPS,
-    PLUGINS_ENV,
-    get,
-    isolated,
-    load_plugins,
-    names,
-    register,
-    resolve,
-)
+from .registry import PAPER_MAPS, PLUGINS_ENV, get, isolated, load_plugins, names, register, resolve
 from .spec import CONVENTIONS, Counterpart, MapSpec, SearchSettings
 
 if TYPE_CHECKING:

@@ -1,6 +1,5 @@
-"""The maps by name: validation, ``apply``, ``feature_map`` (``maps.<name>``) and ``sample_weights``
-for every registered map, each looked up in the registry (``wordsens.maps.registry``). A sample ``X``
-is ``(n, d)``, optionally with leading batch dimensions ``(..., n, d)``.
+"""The maps by name (or spec): validation, ``apply``, ``feature_map`` (``maps.<name>``) and
+``sample_weights`` for every registered map. A sample ``X`` is ``(..., n, d)``.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from .checks import check_keys, check_sample, check_weight, scalars_as_tensors
 from .spec import MapSpec, check_positive
 
 Tensor = torch.Tensor
-
-__all__ = ["apply", "check_weights", "feature_map", "sample_weights", "spec_of"]
 
 
 def spec_of(map_: str | MapSpec) -> MapSpec:
@@ -48,13 +45,9 @@ def feature_map(name: str) -> Callable[..., Tensor]:
 
 
 def apply(map_: str | MapSpec, X: Tensor, weights: Any, *, check: bool = False) -> Tensor:
-    """``phi(X)`` of the map (its name or spec) with ``weights`` in its format, for ``X`` (..., n, d).
-
-    ``check=True`` validates the sample and the weights first (what ``maps.<name>`` does); the
-    default skips the checks, for inner loops whose inputs were validated once. A scalar weight
-    given as a Python number reaches the forward as a 0-d tensor of ``X``'s dtype
-    (``scalars_as_tensors``).
-    """
+    """``phi(X)`` of the map (its name or spec) with ``weights`` in its format, for ``X`` (..., n, d);
+    ``check=True`` validates both first (what ``maps.<name>`` does), the default trusts inputs validated
+    once. A scalar weight given as a number reaches the forward as a 0-d tensor of ``X``'s dtype."""
     spec = spec_of(map_)
     if check:
         n, d = check_sample(X)

@@ -1,13 +1,10 @@
-"""How a row of attention scores becomes weights: softmax (RAF) or ReLU divided by the row's sum
-(ReLU-RAF, a row summing to 0 staying 0). One small object per rule (``SOFTMAX``, ``RELU``), shared by
-the maps' forwards (``wordsens.maps.paper``), the word-sensitivity search with one token moved
-(``wordsens.search.attention.AttentionProblem``) and the generalisation functionals that reuse it: every
-formula that depends on the rule is here, once.
+"""How a row of attention scores becomes weights: softmax (RAF, ``SOFTMAX``) or ReLU divided by the row's
+sum (ReLU-RAF, ``RELU``; a row summing to 0 stays 0): every formula that depends on the rule, once, for the
+forwards, the search with one token moved (``wordsens.search.attention``) and the generalisation functionals.
 
-With token ``i`` moved to ``x_i'``, a query row ``j != i`` keeps its scores on the other tokens and
-gets a new score ``s_ji'`` on column ``i``: its new output is ``(1 - w_j) M_j + w_j x_i'`` with ``M_j``
-its output without column ``i`` (``without_column``) and ``w_j`` the new weight of column ``i``
-(``column_weights``); row ``i`` itself gets a whole new score row (``moved_output``).
+With token ``i`` moved to ``x_i'``, a query row ``j != i`` gets a new score on column ``i`` only: its output
+is ``(1 - w_j) M_j + w_j x_i'``, ``M_j`` its output without column ``i`` (``without_column``) and ``w_j``
+the new weight of column ``i`` (``column_weights``); row ``i`` gets a whole new score row (``moved_output``).
 """
 
 from __future__ import annotations
@@ -19,8 +16,6 @@ from typing import Any
 import torch
 
 Tensor = torch.Tensor
-
-__all__ = ["RELU", "SOFTMAX", "Normalisation", "scores"]
 
 
 def scores(X: Tensor, W: Tensor) -> Tensor:

@@ -12,12 +12,8 @@ from typing import Any
 from ..compute.map_costs import DRF_RESTARTS, AttentionCost, DeepCost, FirstLayerCost, ScreenedCost
 from .spec import Counterpart, MapSpec, SearchSettings
 
-__all__ = ["BUILTIN_SPECS", "PAPER_SPECS", "TRAINED_SPECS", "VARIANT_SPECS"]
-
-# RF's subspace ascent (RFProblem.search) stops when its best squared change gains less than 1e-4 in 5
-# iterations: in fewer iterations than a tighter rule (1e-5 in 10), its estimates differ from that rule's by
-# less than the local maxima of one trial's restarts differ, and far less than the trials of a grid point
-# (docs/benchmarks.md, "Where the constants come from").
+# RF's subspace ascent stops when its best squared change gains less than 1e-4 in 5 iterations: a tighter rule
+# changes its estimates less than one trial's restarts differ (docs/benchmarks.md, "Where the constants come from").
 _FIRST_LAYER = SearchSettings(restarts=5, keep=5, patience=5, tol=1e-4, momentum=0.0, polish=False, dtype="float32")
 # Attention steps are cheap and ReLU attention has many local maxima with kinks: many restarts,
 # momentum along ridges, and a final polish.
@@ -41,7 +37,7 @@ PAPER_SPECS = (
         law="wordsens.theory:rf_law",
         law_label=r"RF law $(1+\sqrt{2/n})/\sqrt{n}$",
         output="(k,)",
-        infer_options="wordsens.maps.paper:rf_options",
+        infer_options=lambda V: {"k": int(V.shape[0])},  # the width k: the rows of V
         gen="wordsens.generalisation.functionals:rf_setup",
         gen_reference=(100.0, 300),
         upper="wordsens.search.rf:rf_upper",
@@ -71,7 +67,7 @@ PAPER_SPECS = (
         options={"L": 2},
         sweep=("L",),  # a grid lists its depths: a wildcard of the jobs (d768_n50_L2), a column of the tables
         output="(n d,)",
-        infer_options="wordsens.maps.paper:drf_options",
+        infer_options=lambda Vs: {"L": len(Vs)},  # the depth L: the number of layers
         gen_reference=(100.0, 300),
     ),
     MapSpec(
@@ -134,10 +130,9 @@ def _block_shapes(n: int, d: int, heads: int = 12) -> dict[str, tuple[int, ...]]
 # The variants' problems polish in float64 along the sphere (wordsens.search.variants.MovedTokenProblem.polish),
 # also where they search in float32 (mh_raf, block).
 _VARIANT_MH = replace(_ATTENTION, dtype="float32")
-# time_scale: wordsens.compute.costs's time model of the default search scaled to the times of benchmarks/bench_ws.py
-# on the project's 2-core machine at d = 768, on the generous side (docs/benchmarks.md, "Where the constants come
-# from"). (The reference method's estimates of mh_raf and block come out low: their full maps cost n d^2 per step,
-# more than the attention and dense models assume at this scale.)
+# time_scale: the cost model's time scaled to benchmarks/bench_ws.py's times at d = 768, on the generous side
+# (docs/benchmarks.md, "Where the constants come from"); the reference method's estimates of mh_raf and block
+# come out low (their full maps cost n d^2 per step, more than the attention and dense models assume).
 
 VARIANT_SPECS = (
     MapSpec(
@@ -188,10 +183,8 @@ VARIANT_SPECS = (
         shapes=_block_shapes,
         check="wordsens.maps.variants:block_check",
         fast="wordsens.search.heads:block_prepare",
-        # 48 starts screened for 20 steps, then the best 4 (wordsens.search.heads.BlockProblem.search); ScreenedCost at
-        # time_scale 0.4 is about twice the CPU seconds of one thread at d = 768 (ws:block's built-in coefficient
-        # brings it near them) and below them at n = 10, where the authors' 500 full-map steps take most of the time
-        # (docs/benchmarks.md, "Where the constants come from").
+        # 48 starts screened for 20 steps, then the best 4 (wordsens.search.heads.BlockProblem.search); the cost's
+        # time_scale: docs/benchmarks.md, "Where the constants come from"
         settings=replace(_VARIANT_MH, restarts=48, keep=4, patience=10),
         cost=ScreenedCost(time_scale=0.4),
         options={"heads": 12},
@@ -203,14 +196,10 @@ VARIANT_SPECS = (
 # checkpoint's weights stand where the samplers are), wordsens.search.heads the attention's fast search.
 # Options: model (a packaged encoder, a local folder or a Hub name), layer (1-based), head (one head, 1-based).
 
-# The layers of trained_layer's formula (the checkpoint's, and the random ones built from it) search like block: 16
-# starts screened for 20 steps, the best 4 ascend on (wordsens.search.heads.LayerProblem.search). On MiniLM samples
-# 16 starts end where 48 do, and 48 where 96 do, to within a fraction of a percent, in less time; a full-map search
-# of 4 restarts halved to 2 ends well below 16 restarts (docs/benchmarks.md, "Where the constants come from").
+# The layers of trained_layer's formula search like block: 16 starts screened for 20 steps, the best 4 ascend on
+# (wordsens.search.heads.LayerProblem.search); on MiniLM samples 16 starts end where 48 do. Their cost is block's
+# model at its own time_scale (docs/benchmarks.md, "Where the constants come from" for both).
 _LAYER = replace(_VARIANT_MH, restarts=16, keep=4, patience=10)
-# block's model (the same screening, the same feed-forward layer on every row): the checkpoint's maps have no shapes,
-# so it counts d^2 weights against block's 12 d^2; time_scale 2.0 puts the model as far over their CPU seconds as
-# block's model is over block's (docs/benchmarks.md, "Where the constants come from")
 _LAYER_COST = ScreenedCost(time_scale=2.0)
 # what the maps of a checkpoint layer's attention formula, and those of its whole layer's, share
 _ATTENTION_OF_LAYER: dict[str, Any] = dict(

@@ -1,13 +1,8 @@
-"""The weights of a pre-trained encoder layer, for the maps ``trained_attention`` and ``trained_layer``
-(``wordsens.maps.trained``): the loader (``layer_weights``) and the maps' weight providers.
-
-The providers take the place of a sampler in the registry (``registry.sampler``) and read the map's options
-``model`` (a packaged encoder of ``wordsens.data.models.PACKAGED_MODELS`` such as ``"minilm"``, a local
-folder saved with ``save_pretrained``, or a Hub name in reach) and ``layer`` (1-based: the encoder layer
-whose input is ``hidden_states[layer - 1]``); the seed draws the random counterparts built from a layer
-(``matched_attention``, ``matched_layer``, ``ln_block``). The weights of a (model, layer) are kept for the
-process: every search of a job reads the checkpoint once. Torch and transformers are imported by the
-functions that need them.
+"""The weights of a pre-trained encoder layer (``layer_weights``) and the providers that stand for the
+samplers of the checkpoint maps (``registry.sampler``), reading the options ``model`` (a packaged encoder,
+a local folder or a Hub name) and ``layer`` (1-based: the layer whose input is ``hidden_states[layer - 1]``);
+the seed draws the random counterparts built from a layer. A (model, layer) is read once per process.
+Torch and transformers are imported by the functions that need them.
 """
 
 from __future__ import annotations
@@ -26,16 +21,6 @@ from . import registry
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "encoder_layer",
-    "layer_weights",
-    "ln_block_weights",
-    "load_checkpoint",
-    "matched_attention_weights",
-    "matched_layer_weights",
-    "trained_attention_weights",
-    "trained_layer_weights",
-]
 
 _SETTING = "the map option model"
 

@@ -1,8 +1,5 @@
-"""The checks of samples and weights every map shares (torch): a sample's shape and values
-(``check_sample``), a weight matrix or named weight (``check_matrix``, ``check_weight``), scalar weights
-given as numbers (``is_number``, ``scalars_as_tensors``). The forwards (``wordsens.maps.paper``,
-``wordsens.maps.variants``, ``wordsens.maps.trained``) and ``wordsens.maps.api`` import them from here,
-below both, so that ``api``'s use of the registry's bindings closes no import cycle.
+"""The checks of samples and weights every map shares (torch), below the forwards and ``api`` so that
+resolving a registry binding closes no import cycle.
 """
 
 from __future__ import annotations
@@ -16,23 +13,10 @@ import torch
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "all_finite",
-    "check_keys",
-    "check_matrix",
-    "check_sample",
-    "check_weight",
-    "is_number",
-    "scalars_as_tensors",
-]
-
 
 def check_sample(X: Tensor, name: str = "X") -> tuple[int, int]:
-    """Validate a sample of shape ``(..., n, d)``; return ``(n, d)``.
-
-    Raises ``ValueError`` naming the problem for non-tensors, wrong rank, empty dimensions,
-    integer dtypes and NaN/Inf entries.
-    """
+    """``(n, d)`` of a sample ``(..., n, d)``; ``ValueError`` naming the problem for a non-tensor, a wrong
+    rank, an empty dimension, an integer dtype or NaN/Inf entries."""
     if not isinstance(X, Tensor):
         raise ValueError(f"{name} must be a torch.Tensor of shape (n, d), got {type(X).__name__}")
     if X.ndim < 2:

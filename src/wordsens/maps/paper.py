@@ -1,19 +1,6 @@
-"""The four random feature maps of Bombari & Mondelli (2024): forward formulas (no input checks;
-``wordsens.maps.api`` validates) and weight checks, named by the registry's entries.
-
-Shapes: a sample ``X`` is ``(n, d)`` (``n`` token embeddings of dimension ``d``), optionally with
-leading batch dimensions ``(..., n, d)``; ``D = n * d``; ``flat(X)`` is the row-major flattening.
-
-=========  ================================================  ==================================
-map        formula                                           weights
-=========  ================================================  ==================================
-RF         ``relu(V flat(X))``, in R^k                         ``V`` (k, D), i.i.d. N(0, 1/D)
-DRF        ``h_l = relu(V_l h_{l-1})``, ``h_0 = flat(X)``      ``V_l`` (D, D), i.i.d. N(0, 2/D)
-RAF        ``softmax(X W X^T / sqrt(d)) X``, (n, d)            ``W`` (d, d), i.i.d. N(0, 1/d)
-ReLU-RAF   ``A X``, ``A`` = row-normalised ``relu(X W X^T / sqrt(d))``  same as RAF
-=========  ================================================  ==================================
-
-The samplers are in ``wordsens.maps.sampling``.
+"""The forwards (no input checks: ``wordsens.maps.api`` validates) and weight checks of the paper's four
+maps, named by their registry entries (formulas and weight laws: ``wordsens.maps.catalog``; samplers:
+``wordsens.maps.sampling``). ``X`` is ``(..., n, d)``, ``D = n * d``, ``flat(X)`` its row-major flattening.
 """
 
 from __future__ import annotations
@@ -27,18 +14,6 @@ from .attention import RELU, SOFTMAX
 from .checks import check_matrix
 
 Tensor = torch.Tensor
-
-__all__ = [
-    "check_attention",
-    "check_drf",
-    "check_rf",
-    "drf_forward",
-    "drf_options",
-    "raf_forward",
-    "relu_raf_forward",
-    "rf_forward",
-    "rf_options",
-]
 
 
 def rf_forward(X: Tensor, V: Tensor) -> Tensor:
@@ -87,13 +62,3 @@ def check_drf(Vs: Any, n: int, d: int) -> None:
 def check_attention(W: Any, n: int, d: int) -> None:
     """RAF and ReLU-RAF weights: one (d, d) matrix."""
     check_matrix(W, (d, d), "W", f"the attention matrix for d = {d}")
-
-
-def rf_options(V: Tensor) -> dict[str, Any]:
-    """The options explicit RF weights imply: the width ``k`` (the rows of ``V``)."""
-    return {"k": int(V.shape[0])}
-
-
-def drf_options(Vs: Sequence[Tensor]) -> dict[str, Any]:
-    """The options explicit DRF weights imply: the depth ``L`` (the number of layers)."""
-    return {"L": len(Vs)}

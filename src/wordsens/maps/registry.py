@@ -1,18 +1,9 @@
 """The map registry: one entry (``wordsens.maps.spec.MapSpec``) per feature map, read by every part
-of wordsens.
-
-An entry holds what the CLI, the config schema, the workflow, the resource estimates, the tables and
-the figures need to know about a map (name, label, formula, weight law, cost, search settings,
-options), and where its implementation lives: the forward formula, the weight sampler, the weights
-check and, where one exists, the fast search (``fast``). Implementations are named as
-``"module:attribute"`` strings and imported only when used (``resolve``), so planning a workflow
-never imports torch; a plugin may pass the callables themselves. The built-in entries are data in
-``wordsens.maps.catalog``, registered here on import.
-
-Adding a map is one ``register(MapSpec(...))`` call. Plugins (modules that register maps) are
-imported from the ``WORDSENS_PLUGINS`` environment variable (comma-separated module names or
-``.py`` paths), which the workflow sets from its ``plugins:`` config key and the CLI from
-``--plugin``, so that every process of a run knows the same maps.
+of wordsens. The built-in entries are data in ``wordsens.maps.catalog``, registered on import; their
+implementations are ``"module:attribute"`` strings imported when used (``resolve``), so planning never
+imports torch. Adding a map is one ``register(MapSpec(...))`` call; plugins (modules that register maps)
+are imported from ``WORDSENS_PLUGINS`` (comma-separated module names or ``.py`` paths), which the
+workflow sets from its ``plugins:`` key and the CLI from ``--plugin``, so every process knows the same maps.
 """
 
 from __future__ import annotations
@@ -29,19 +20,6 @@ from typing import Any
 from ..compute.costs import CostModel
 from .catalog import BUILTIN_SPECS
 from .spec import MapSpec
-
-__all__ = [
-    "PAPER_MAPS",
-    "PLUGINS_ENV",
-    "get",
-    "isolated",
-    "load_plugins",
-    "names",
-    "register",
-    "resolve",
-    "sampler",
-    "swept_options",
-]
 
 PAPER_MAPS = ("rf", "drf", "raf", "relu_raf")
 PLUGINS_ENV = "WORDSENS_PLUGINS"

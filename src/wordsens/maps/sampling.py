@@ -1,14 +1,10 @@
-"""The weight samplers of the paper's maps (RF, DRF, RAF and ReLU-RAF), seeded; ``rf_weights``,
-``drf_weights`` and ``attention_sample`` are the registry's samplers.
+"""The seeded weight samplers of the paper's maps (RF, DRF, RAF and ReLU-RAF): the registry's
+``rf_weights``, ``drf_weights`` and ``attention_sample``.
 
-Weights are drawn in float32 from a seeded ``torch.Generator``, then cast: the same seed gives the
-same weights in every dtype. RF and DRF matrices are drawn as column blocks of width ``d`` (block ``j``
-multiplies token ``j`` in the first layer), each from its own derived seed: a single block can be
-drawn without the rest, and a matrix built block by block equals the one built at once. Blocks bound
-for a GPU are drawn there by a generator of that device (``draw_on="device"``, the default: the same
-numbers on every GPU of a kind, equal in law to the CPU's, no host-to-device copy), or on the CPU and
-copied over (``draw_on="cpu"``: the same numbers as a CPU run). Small draws (attention matrices)
-always use the CPU.
+Weights are drawn in float32, then cast: the same seed gives the same weights in every dtype. RF and DRF
+matrices are column blocks of width ``d``, each from its own derived seed (docs/methods.md), drawn by a
+generator of the device they are bound for (``draw_on="device"``) or on the CPU and copied over
+(``draw_on="cpu"``: a CPU run's numbers). Small draws (attention matrices) always use the CPU.
 """
 
 from __future__ import annotations
@@ -23,20 +19,6 @@ from .spec import check_positive
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "DRAW_ON",
-    "attention_sample",
-    "attention_weights",
-    "base_seed",
-    "block_generator",
-    "draw_gaussian",
-    "drawn_on",
-    "drf_block",
-    "drf_layer",
-    "drf_weights",
-    "rf_block",
-    "rf_weights",
-]
 
 _DRAW_DTYPE = torch.float32
 DRAW_ON = ("device", "cpu")
@@ -176,11 +158,7 @@ def drf_weights(
 
 
 def attention_weights(
-    seed: int | torch.Generator,
-    d: int,
-    *,
-    dtype: torch.dtype = torch.float32,
-    device: str | torch.device = "cpu",
+    seed: int | torch.Generator, d: int, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
 ) -> Tensor:
     """The attention matrix ``W`` (d, d), i.i.d. N(0, 1/d), shared by RAF and ReLU-RAF."""
     check_positive(d=d)

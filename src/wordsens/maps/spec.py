@@ -1,15 +1,6 @@
 """A registered feature map, as data: ``MapSpec`` and the ``SearchSettings`` of its default search.
-
-A spec carries a map's whole shape: its options (depth ``L``, width ``k``, ``heads``, a plugin's own)
-with their defaults and which of them a grid may sweep (``sweep``: a wildcard of the jobs, a column of
-the tables, the hue of the figures), the law its word sensitivity follows where one is known
-(``law``: drawn beside its curve), its cost model (``wordsens.compute.costs``), its searches (the fast
-word-sensitivity search and the generalisation functionals, or the generic full-map paths), and the
-authors' schedules. Everything else (CLI, config schema, costs, SLURM resources, word sensitivity,
-generalisation, tables, figures, claims) reads the spec. Torch is not imported: the planner reads
-specs without it.
-Implementations are named as ``"module:attribute"`` strings (``wordsens.maps.registry.resolve``
-imports them when used) or given as callables.
+Everything else (CLI, config schema, costs, searches, tables, figures, claims) reads the spec; torch is
+not imported, so the planner reads specs without it.
 """
 
 from __future__ import annotations
@@ -20,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compute.costs import CostModel, DenseCost, MemoryEstimate, Work
-
-__all__ = ["CONVENTIONS", "Counterpart", "MapSpec", "SearchSettings", "check_positive"]
 
 
 def check_positive(**values: int) -> None:
@@ -82,32 +71,20 @@ class Counterpart:
 
 @dataclass(frozen=True)
 class MapSpec:
-    """One registered feature map.
+    """One registered feature map (adding one: docs/studies.md).
 
-    ``forward(X, weights)``: the map on ``X`` of shape ``(..., n, d)`` (leading batch dimensions
-    allowed), without input checks. ``sample(seed, n, d, *, dtype, device, draw_on, **options)``: its
-    i.i.d. Gaussian weights, seeded (a tensor, a list, or a dict of named tensors). ``shapes(n, d,
-    **options)``: the shape of every named weight (maps whose weights are a dict; ``check`` then
-    follows from it), or ``check(weights, n, d)`` for other formats. ``infer_options(weights)``: the
-    options that explicit weights imply (RF: ``k`` from the rows, DRF: ``L`` from the layers).
-    ``fast``: a ``prepare(X64, seed, weights, ctx)`` returning, per position, the problem of the fast
-    search (``wordsens.search``); None searches the full map with autograd
-    (``wordsens.search.full_map``). ``gen``: the generalisation setup of the map
-    (``wordsens.generalisation.functionals``: features, first-stage fit and the functionals the Delta
-    search evaluates); None evaluates the full map (``full_map_setup``). ``cost``: the resource model
-    (``wordsens.compute.costs.CostModel``; default ``DenseCost()``). ``reference`` and
-    ``gen_reference``: the authors' schedules for word sensitivity and generalisation: step size and
-    number of steps (an int, or ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound
-    on the relative change from dense weights (RF), for the authors' method (the fast search's problems
-    give their own, ``Problem.upper``). ``checkpoint``: the weights come from a pre-trained
-    checkpoint named by the options (``sample`` loads them, or draws them to match it), not from a random
-    law. ``counterparts``: for a checkpoint map, the random maps it is compared with, each in the
-    convention it serves (``Counterpart``). ``sweep``: the
-    options a grid may sweep (integer options: DRF's depth ``L``; a plugin's own), in the order of the
-    job names (``d768_n50_L2``), each a column of the tables and the first the hue of the figures; a
-    grid that does not list one runs its default. ``law``: ``law(n)``, the word sensitivity the map is
-    expected to have at context length n (RF: ``wordsens.theory.rf_law``), drawn beside its curve with the
-    legend text ``law_label``.
+    ``forward(X, weights)``: the map on ``X`` (..., n, d), without input checks. ``sample(seed, n, d, *,
+    dtype, device, draw_on, **options)``: its seeded weights (a tensor, a list, or a dict of named tensors).
+    ``shapes(n, d, **options)``: every named weight's shape (dict weights), or ``check(weights, n, d)``.
+    ``infer_options(weights)``: the options explicit weights imply (RF's ``k``, DRF's ``L``). ``fast``: a
+    ``prepare(X64, seed, weights, ctx)`` giving the fast search's problem per position (None: the full map
+    with autograd, ``wordsens.search.full_map``); ``gen``: the generalisation setup (None:
+    ``full_map_setup``). ``reference``, ``gen_reference``: the authors' step size and steps (an int or
+    ``"50n"``). ``upper(X64, weights, position)``: a certified upper bound for the authors' method (RF).
+    ``checkpoint``: weights read from (or drawn to match) a pre-trained checkpoint, with the random
+    ``counterparts`` it is compared with. ``sweep``: the integer options a grid may sweep, in the order of
+    the job names (``d768_n50_L2``), each a table column, the first the figures' hue. ``law(n)``: the word
+    sensitivity expected at context length n (RF: ``wordsens.theory.rf_law``), drawn as ``law_label``.
     """
 
     name: str

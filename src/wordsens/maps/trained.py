@@ -1,20 +1,10 @@
-"""Maps whose weights come from a pre-trained checkpoint: a BERT-family encoder layer's attention
-sublayer (``trained_attention``: ``wordsens.maps.variants.mh_raf_forward`` with biases, no residual, no
-LayerNorm; with one head, option ``head``, that head's output (n, d/h)) and the whole layer
-(``trained_layer``: BERT's exact GELU, LayerNorms with the checkpoint's weights, biases and ``eps``), as
-transformers computes them (formulas: ``wordsens.maps.catalog``); ``wordsens.maps.checkpoint`` loads the
-weights.
-
-Weights: ``Wq``, ``Wk``, ``Wv`` (h, d, d/h), ``bq``, ``bk``, ``bv`` (h, d/h), ``Wo`` (d, d), ``bo``
-(d,); the layer adds ``ln1_w``, ``ln1_b`` (d,), ``W1`` (d, f), ``b1`` (f,), ``W2`` (f, d), ``b2``,
-``ln2_w``, ``ln2_b`` (d,) and ``eps`` (a Python number, such as transformers' ``config.layer_norm_eps``,
-or a 0-d tensor). Linear layers act on rows (``x W + b``, the transpose of ``torch.nn.Linear``'s
-weight). ``tests/unit/maps/test_trained.py`` checks both maps against transformers.
-
-The trained study (``wordsens.studies.trained.run``) also needs, on these weight dicts:
-``matched_weights`` (the random counterparts of the model's convention), ``attention_entropy``,
-``attention_mass`` (the attention on given key rows: ``[CLS]`` and ``[SEP]``) and ``bias_output`` (the
-constant row the attention's biases add).
+"""Maps whose weights come from a pre-trained checkpoint (``wordsens.maps.checkpoint`` loads them;
+formulas: ``wordsens.maps.catalog``): a BERT-family layer's attention sublayer (``trained_attention``:
+``mh_raf_forward`` with biases; with the option ``head``, that head's output) and the whole layer
+(``trained_layer``: exact GELU, the checkpoint's LayerNorms), as transformers computes them
+(``tests/unit/maps/test_trained.py``). Linear layers act on rows (``x W + b``); ``eps`` may be a Python
+number. Also what the trained study derives from these weights: ``matched_weights``,
+``attention_entropy``, ``attention_mass`` and ``bias_output``.
 """
 
 from __future__ import annotations
@@ -31,18 +21,6 @@ from .variants import mh_raf_forward
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "ATTENTION_KEYS",
-    "LAYER_KEYS",
-    "attention_entropy",
-    "attention_mass",
-    "bias_output",
-    "matched_weights",
-    "random_singular_vectors",
-    "trained_attention_check",
-    "trained_layer_check",
-    "trained_layer_forward",
-]
 
 ATTENTION_KEYS = ("Wq", "Wk", "Wv", "bq", "bk", "bv", "Wo", "bo")
 LAYER_KEYS = (*ATTENTION_KEYS, "ln1_w", "ln1_b", "W1", "b1", "W2", "b2", "ln2_w", "ln2_b", "eps")

@@ -1,11 +1,7 @@
-"""Attention variants beyond the paper: sigmoid, linear and multi-head attention and a post-LN
-transformer block (their formulas and weight laws: ``wordsens.maps.catalog``). Their forwards, weight
-checks and samplers; the fast searches are ``wordsens.search.variants`` and ``wordsens.search.heads``.
-
-Every map holds its weights in a dict of named tensors, each i.i.d. Gaussian and drawn from its own
-seed (``_draw``): the same seed gives the same weights in every dtype, and ``block`` has the very
-attention weights of ``mh_raf`` of the same seed. ``mh_raf`` and ``block`` take the option ``heads``
-(default 12; ``d`` must be a multiple of it).
+"""Attention variants beyond the paper (formulas and weight laws: ``wordsens.maps.catalog``; searches:
+``wordsens.search.variants`` and ``.heads``): their forwards, weight checks and samplers. Weights are a dict
+of named tensors, each drawn from its own seed (``_draw``): ``block`` has the very attention weights of
+``mh_raf`` of the same seed. ``mh_raf`` and ``block`` take the option ``heads`` (default 12, dividing d).
 """
 
 from __future__ import annotations
@@ -27,22 +23,6 @@ Tensor = torch.Tensor
 Weights = dict[str, Tensor]
 Device = str | torch.device
 
-__all__ = [
-    "DEFAULT_HEADS",
-    "LN_EPS",
-    "block_check",
-    "block_forward",
-    "block_sample",
-    "elu1",
-    "layer_norm",
-    "linear_raf_forward",
-    "linear_raf_sample",
-    "mh_raf_check",
-    "mh_raf_forward",
-    "mh_raf_sample",
-    "sigmoid_raf_forward",
-    "sigmoid_raf_sample",
-]
 
 DEFAULT_HEADS = 12
 LN_EPS = 1e-5
@@ -88,10 +68,8 @@ def elu1(z: Tensor) -> Tensor:
 
 
 def linear_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
-    """Linear attention ``A X`` with ``A_jk = q_j.k_k / sum_k q_j.k_k``: (..., n, d) -> (..., n, d).
-
-    Computed as ``q_j^T (K^T X) / q_j^T (K^T 1)`` (``O(n d^2)``, no (n, n) matrix); no input checks.
-    """
+    """Linear attention ``A X``, ``A_jk = q_j.k_k / sum_k q_j.k_k``, as ``q_j^T (K^T X) / q_j^T (K^T 1)``
+    (``O(n d^2)``, no (n, n) matrix): (..., n, d) -> (..., n, d); no input checks."""
     Q = elu1(X @ weights["Wq"])
     K = elu1(X @ weights["Wk"])
     num = Q @ (K.transpose(-1, -2) @ X)
@@ -100,18 +78,11 @@ def linear_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
 
 
 def mh_raf_forward(X: Tensor, weights: Mapping[str, Tensor]) -> Tensor:
-    """Multi-head attention with value and output projections: (..., n, d) -> (..., n, d); no checks.
-
-    Head ``h`` is ``softmax((X Wq_h)(X Wk_h)^T / sqrt(d_h)) X Wv_h`` with ``d_h = d / heads``; the
-    heads are concatenated in order (head 0 first) and multiplied by ``Wo``. The queries, keys and
-    values come from one product with the stacked matrices, the heads from torch's
-    ``scaled_dot_product_attention`` (no mask, scale ``1 / sqrt(d_h)``: this very formula).
-
-    The same formula serves a trained encoder's attention (``wordsens.maps.trained``): biases
-    ``bq``, ``bk``, ``bv`` (heads, d_h) are added to the queries, keys and values and ``bo`` (d,)
-    after ``Wo`` when the dict has them, and without ``Wo`` the heads are returned concatenated
-    (no output projection).
-    """
+    """Multi-head attention ``concat_h(softmax((X Wq_h)(X Wk_h)^T / sqrt(d_h)) X Wv_h) Wo``, ``d_h = d / heads``:
+    (..., n, d) -> (..., n, d), no checks; the heads by torch's ``scaled_dot_product_attention`` (no mask,
+    scale ``1 / sqrt(d_h)``). A trained layer's attention (``wordsens.maps.trained``) adds the biases ``bq``,
+    ``bk``, ``bv`` (heads, d_h) and ``bo`` (d,) where the dict has them; without ``Wo`` the heads are
+    returned concatenated."""
     Wq = weights["Wq"]
     heads, d, dh = Wq.shape
     stacked = torch.cat([Wq, weights["Wk"], weights["Wv"]]).permute(1, 0, 2).reshape(d, 3 * heads * dh)

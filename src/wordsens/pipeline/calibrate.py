@@ -1,11 +1,7 @@
-"""The time calibration of this machine: measured jobs matched to a configuration's grid, the fit
-(``wordsens.compute.timing``), where it is stored, and the predicted-against-measured table that
-``wordsens plan --calibrate`` prints.
-
-A measurement source is a results folder (its Snakemake benchmark files, ``benchmarks/``: the grid's
-jobs, the embeddings and the studies' own benchmarked steps) or a Snakemake log
-(``.snakemake/log/*.snakemake.log``: every job's start and finish, whole seconds, and the run's
-elapsed time). The grid's jobs (every study's) are matched by their output path (``Job.key``), so the
+"""What a finished run took and the time calibration of this machine fitted on it: the jobs and times a run's
+Snakemake log (``snakemake_log_jobs``) and benchmark files (``benchmark_times``) record, matched to a
+configuration's grid (``measure``), the fit (``wordsens.compute.timing``), where it is stored, and the table
+``wordsens plan --calibrate`` prints. The grid's jobs are matched by their output path (``Job.key``), so the
 configuration must be the one that made the results; other jobs count by rule. Torch-free.
 """
 
@@ -21,22 +17,104 @@ from ..compute.timing import Calibration, Sample
 from ..io import atomic_path
 from ..studies import Job
 from ..studies import registry as studies
-from .runs import benchmark_times, snakemake_log_jobs
 
-__all__ = [
-    "Measured",
-    "calibration_file",
-    "calibration_table",
-    "measure",
-    "save_calibration",
-    "step_family",
-    "stored_calibration",
-]
+
+def benchmark_times(results: str | os.PathLike) -> dict[str, float]:
+    """Wall seconds of every job with a benchmark file under ``results/benchmarks``, by its path below that
+    folder without ``.tsv`` (``ws/rf/d16_n8/chunk0``); the mean of the ``s`` column over repeats."""
+    import csv
+
+    root = Path(results) / "benchmarks"
+    times: dict[str, float] = {}
+    for path in sorted(root.rglob("*.tsv")):
+        with open(path, newline="") as fh:
+            seconds = [float(row["s"]) for row in csv.DictReader(fh, delimiter="\t") if row.get("s")]
+        if seconds:
+            times[path.relative_to(root).with_suffix("").as_posix()] = sum(seconds) / len(seconds)
+    return times
+
+
+@dataclass(frozen=True)
+class LoggedJob:
+    """One finished job of a Snakemake log: its id, rule, inputs and outputs, start and finish (whole seconds
+    since the run's first stamp), its benchmark file and the GPUs it requested (None: none named)."""
+
+    jobid: int
+    rule: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    start: float
+    end: float
+    benchmark: str | None = None
+    gpu: int | None = None
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def benchmark_key(self) -> str | None:
+        """Its benchmark file as ``benchmark_times`` names it (the path below ``benchmarks/`` without
+        ``.tsv``), or None."""
+        if not self.benchmark:
+            return None
+        parts = Path(self.benchmark).with_suffix("").parts
+        if "benchmarks" not in parts:
+            return None
+        last = len(parts) - 1 - parts[::-1].index("benchmarks")
+        return "/".join(parts[last + 1 :]) or None
+
+
+def snakemake_log_jobs(path: str | os.PathLike) -> tuple[list[LoggedJob], dict[str, float]]:
+    """The finished jobs of a Snakemake log, in finishing order, and the run's ``elapsed`` seconds and
+    ``cores`` where the log states them."""
+    import re
+    from datetime import datetime
+
+    text = Path(path).read_text(errors="replace")
+    stamp = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", re.M)
+    parts = stamp.split(text)
+    started: dict[int, tuple[str, tuple[str, ...], tuple[str, ...], datetime, str | None, int | None]] = {}
+    finished: list[tuple[int, datetime]] = []
+    origin: datetime | None = None
+
+    def files(block: str, key: str) -> tuple[str, ...]:
+        match = re.search(rf"^\s+{key}: (.*)$", block, re.M)
+        return tuple(f.strip() for f in match.group(1).split(",") if f.strip()) if match else ()
+
+    for when, block in zip(parts[1::2], parts[2::2], strict=True):
+        at = datetime.strptime(" ".join(when.split()), "%a %b %d %H:%M:%S %Y")
+        origin = origin or at
+        head = re.match(r"\s*(?:local)?(?:checkpoint|rule) (\w+):", block)
+        number = re.search(r"^\s+jobid: (\d+)$", block, re.M)
+        if head and number:
+            benchmark = next(iter(files(block, "benchmark")), None)
+            resources = re.search(r"^\s+resources: .*\bgpu=(\d+)", block, re.M)
+            started[int(number.group(1))] = (
+                head.group(1), files(block, "input"), files(block, "output"), at, benchmark,
+                int(resources.group(1)) if resources else None,
+            )  # fmt: skip
+        finished += [(int(done), at) for done in re.findall(r"^Finished jobid: (\d+)", block, re.M)]
+    jobs = []
+    for jobid, at in finished:
+        if jobid in started and origin is not None:
+            rule, inputs, outputs, begin, benchmark, gpu = started[jobid]
+            start, end = (begin - origin).total_seconds(), (at - origin).total_seconds()
+            jobs.append(LoggedJob(jobid, rule, inputs, outputs, start, end, benchmark, gpu))
+    run: dict[str, float] = {}
+    elapsed = re.search(r"^Elapsed time: (\d+):(\d\d):(\d\d(?:\.\d+)?)", text, re.M)
+    if elapsed:
+        h, m, s = elapsed.groups()
+        run["elapsed"] = int(h) * 3600 + int(m) * 60 + float(s)
+    cores = re.search(r"^Provided cores: (\d+)", text, re.M)
+    if cores:
+        run["cores"] = float(cores.group(1))
+    return jobs, run
 
 
 def step_family(rule: str) -> str:
-    """The calibration family of a step outside the grid: every store's pool and embedding are the main
-    store's steps (``pool_<store>``: ``pool``, ``embed_<store>``: ``embed``), any other its rule's."""
+    """The calibration family of a step outside the grid: ``pool_<store>`` is ``pool``, ``embed_<store>``
+    ``embed``, any other its rule."""
     for family in ("pool", "embed"):
         if rule.startswith(f"{family}_"):
             return family
@@ -45,8 +123,7 @@ def step_family(rule: str) -> str:
 
 def calibration_file() -> Path | None:
     """Where ``wordsens plan --calibrate`` stores this machine's time calibration: ``$WORDSENS_CALIBRATION``
-    (``none``: no stored calibration, the built-in one), else
-    ``$XDG_CACHE_HOME/wordsens/calibration.json`` (``~/.cache/wordsens/calibration.json``)."""
+    (``none``: nowhere), else ``$XDG_CACHE_HOME/wordsens/calibration.json``."""
     chosen = os.environ.get("WORDSENS_CALIBRATION")
     if chosen is not None:
         return None if chosen.lower() in ("", "none") else Path(chosen).expanduser()
@@ -55,8 +132,7 @@ def calibration_file() -> Path | None:
 
 
 def stored_calibration() -> Calibration:
-    """The calibration ``wordsens plan --calibrate`` stored (``calibration_file``), or
-    the built-in one where there is none."""
+    """The calibration stored in ``calibration_file``, or the built-in one where there is none."""
     path = calibration_file()
     if path is None or not path.is_file():
         return Calibration()
@@ -76,11 +152,7 @@ def save_calibration(calibration: Calibration) -> Path | None:
     if path is None:
         return None
     text = json.dumps(calibration.to_dict(), indent=1, sort_keys=True) + "\n"
-
-    def write(tmp: Path) -> None:
-        tmp.write_text(text)
-
-    return atomic_path(path, write)
+    return atomic_path(path, lambda tmp: tmp.write_text(text))
 
 
 @dataclass
@@ -94,13 +166,10 @@ class Measured:
 
 
 def measure(jobs: Iterable[Job], sources: Iterable[str | Path], benchmarked: Iterable[str] = ()) -> Measured:
-    """Samples of the measured jobs of ``sources`` (results folders or Snakemake logs) that match
-    ``jobs`` (GPU jobs are not calibrated) or are data, table, figure and study steps. A results
-    folder's benchmark files count for the grid's jobs, the embeddings (``embed``, ``embed_<store>``)
-    and the steps named in ``benchmarked`` (a study's own rules with a benchmark file:
-    ``wordsens.studies.Step.benchmarked``). A job measured twice counts once (a benchmark file before
-    a log's whole seconds, whatever the order of ``sources``): a grid job by its key, a step with a benchmark
-    file by that file (the log names it)."""
+    """Samples of the measured jobs of ``sources`` that match ``jobs`` (CPU jobs only) or are steps. A
+    results folder's benchmark files count for the grid's jobs, the embeddings and the steps named in
+    ``benchmarked``. A job measured twice counts once, a benchmark file before a log's whole seconds: a grid
+    job by its key, a step with a benchmark file by that file."""
     steps = set(benchmarked)
     grid_rules = set(studies.job_kinds())
     by_key = {job.key: job for job in jobs}

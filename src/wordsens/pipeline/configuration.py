@@ -1,13 +1,9 @@
-"""A configuration, loaded and checked before anything runs.
-
-One loader serves the Snakefile (workflow/rules/common.smk) and ``wordsens plan``: the text
-Snakemake makes of ``--config`` values is read as the schema wants it (``'32'`` as 32), then one
-pass names every problem at once, each with its key and its fix: the schema's
-(``wordsens.pipeline.schema``), the checks that a schema cannot express (``problems``) and what the
-run needs from this machine (``preflight``), the last two run on the configuration without the keys
-the schema refused. Each registered study checks its own section (``StudySpec.problems``) and says what
-it reads (``StudySpec.needs``); the configuration's plugins are imported first, so that a plugin's study
-has its section's schema. Torch is not imported.
+"""A configuration, loaded and checked before anything runs: the one loader of the Snakefile
+(workflow/rules/common.smk) and ``wordsens plan``. One pass names every problem at once, each with its key
+and its fix: the schema's (``wordsens.pipeline.schema``), the checks a schema cannot express (``problems``,
+with each registered study's ``StudySpec.problems``) and what the run needs from this machine
+(``preflight``); the last two run on the configuration without the keys the schema refused. Torch is not
+imported.
 """
 
 from __future__ import annotations
@@ -25,22 +21,7 @@ from ..studies import Needs, Store
 from ..studies import registry as studies
 from .schema import SCHEMA, ConfigError, apply_schema, coerce_text, schema_problems, without_problems
 
-__all__ = [
-    "all_problems",
-    "check",
-    "export_plugins",
-    "hub_download_problem",
-    "load_config",
-    "merge",
-    "needs",
-    "preflight",
-    "problems",
-    "stores_read",
-    "validate",
-]
 
-
-# ----------------------------------------------------------------------------- loading and checks
 def merge(base: dict, override: dict) -> dict:
     """Recursive dict merge (what Snakemake does with a --configfile over config.yaml)."""
     import copy
@@ -55,9 +36,8 @@ def merge(base: dict, override: dict) -> dict:
 
 
 def load_config(*paths: str | Path, schema: str | Path | None = None, overrides: dict | None = None) -> dict:
-    """``config.yaml`` merged with further config files, in order, and ``overrides`` (what
-    ``--config`` gives, as Snakemake's ``parse_config`` reads it: nested values as text), then
-    ``check``-ed: what the Snakefile sees after ``configfile:``, ``--configfile`` and ``--config``."""
+    """The config files merged in order, and ``overrides`` (``--config``, as Snakemake reads it: nested
+    values as text), then ``check``-ed: what the Snakefile sees."""
     import yaml
 
     config: dict = {}
@@ -72,38 +52,28 @@ def load_config(*paths: str | Path, schema: str | Path | None = None, overrides:
 
 
 def check(config: dict, schema: str | Path = SCHEMA, *, command_line: Mapping[str, Any] | None = None) -> dict:
-    """The one loader of the Snakefile and ``wordsens plan``, in place: the values ``command_line`` (the
-    ``--config`` values) gave as text read as the schema wants them (``schema.coerce_text``), then one
-    pass over everything (``all_problems``): the schema with its defaults, the config's plugins
-    exported and imported (``export_plugins``: every job then knows the same maps), the cross-key
-    checks (``problems``) and what the run needs from this machine (``preflight``: a local copy, the
-    network for a model that only the Hub has). Raises ``ConfigError`` naming every problem found."""
+    """``validate`` with the machine's checks, in place, after reading the values ``command_line`` (the
+    ``--config`` values) gave as text as the schema wants them (``schema.coerce_text``)."""
     if command_line:
         coerce_text(config, command_line, schema)
-    found = all_problems(config, schema, machine=True)
-    if found:
-        raise ConfigError(found)
-    return config
+    return validate(config, schema, machine=True)
 
 
-def validate(config: dict, schema: str | Path = SCHEMA) -> dict:
-    """Validate ``config`` in place, filling the schema's defaults, with ``problems``: no other side
-    effect (no environment variable, no import of plugins, no network), so the maps it knows are the
-    registry's as it stands (``check`` imports the config's plugins first). Raises ``ConfigError``
-    naming every problem found, one line each (``all_problems`` without the machine's)."""
-    found = all_problems(config, schema, machine=False)
+def validate(config: dict, schema: str | Path = SCHEMA, *, machine: bool = False) -> dict:
+    """Validate ``config`` in place, filling the schema's defaults; raises ``ConfigError`` naming every
+    problem (``all_problems``). Without ``machine`` no side effect (no environment variable, no import of
+    plugins, no network): the maps it knows are the registry's as it stands."""
+    found = all_problems(config, schema, machine=machine)
     if found:
         raise ConfigError(found)
     return config
 
 
 def all_problems(config: dict, schema: str | Path = SCHEMA, *, machine: bool = False) -> list[str]:
-    """Every problem of ``config`` in one list, each once: the schema's first, then the cross-key
-    problems (``problems``), then, with ``machine``, the plugins that cannot be imported and what this
-    machine cannot give (``preflight``). A configuration the schema accepts gets its defaults in place;
-    where the schema refuses keys, the other checks run on a copy without them (their defaults in
-    their place: ``schema.without_problems``), and a problem they find that names a refused key (or
-    the section it leaves empty) is left out: the schema's line has said it."""
+    """Every problem of ``config``, each once: the schema's, the cross-key ``problems`` and, with
+    ``machine``, the plugins that cannot be imported (``export_plugins``) and ``preflight``. Where the
+    schema refuses keys, the other checks run on a copy without them (``schema.without_problems``) and
+    leave out what names a refused key: the schema's line has said it."""
     early = export_plugins(config) if machine and _plugin_list(config) else []
     found = early + schema_problems(config, schema)
     checked: dict = config
@@ -127,9 +97,8 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+")
 
 
 def _names_any(line: str, keys: list[str]) -> bool:
-    """Whether a problem ``line`` names one of the dotted ``keys``, a key below one, or a section
-    holding one (``ws.maps`` for ``ws.maps.raf``); a map unknown without the config's plugins where
-    ``plugins`` is among them."""
+    """Whether a problem ``line`` names one of the dotted ``keys``, a key below one, or a section holding
+    one; a map unknown without the config's plugins where ``plugins`` is among them."""
     if "plugins" in keys and "unknown map" in line:
         return True
     named = _DOTTED.findall(line)
@@ -137,17 +106,14 @@ def _names_any(line: str, keys: list[str]) -> bool:
 
 
 def _plugin_list(config: dict) -> bool:
-    """Whether ``plugins`` is a list of texts (the schema's type): it is imported before the schema
-    checks the rest, whose sections may be a plugin's study's."""
+    """Whether ``plugins`` is a list of texts: imported before the schema checks a plugin's study's section."""
     plugins = config.get("plugins")
     return isinstance(plugins, list) and bool(plugins) and all(isinstance(p, str) for p in plugins)
 
 
 def export_plugins(config: dict) -> list[str]:
-    """Export the config's ``plugins`` (``.py`` paths made absolute) in ``WORDSENS_PLUGINS``, beside
-    any already there, for this process and every job it starts (the workflow passes the variable
-    to cluster jobs with ``envvars``), and import them; returns the problems (a plugin that cannot
-    be imported)."""
+    """Export the config's ``plugins`` (``.py`` paths made absolute) in ``WORDSENS_PLUGINS``, beside any
+    there, for this process and every job it starts, and import them; returns the problems."""
     entries = [str(Path(p).expanduser().resolve()) if p.endswith(".py") else p for p in config["plugins"]]
     present = [p.strip() for p in os.environ.get(registry.PLUGINS_ENV, "").split(",") if p.strip()]
     os.environ[registry.PLUGINS_ENV] = ",".join(dict.fromkeys([*present, *entries]))
@@ -160,7 +126,7 @@ def export_plugins(config: dict) -> list[str]:
 
 def stores_read(config: dict) -> dict[str, Store] | None:
     """The embedding stores a configuration's jobs read (fitting or not), by name; None where its jobs
-    cannot be planned (an unknown map, options a map refuses: the studies' checks name them)."""
+    cannot be planned (the studies' checks name why)."""
     from .grid import Grid
 
     try:
@@ -170,8 +136,7 @@ def stores_read(config: dict) -> dict[str, Store] | None:
 
 
 def _length_problems(config: dict) -> list[str]:
-    """The length of every embedding store the jobs read (``model.max_length``, a study's own) against
-    the encoder's positions."""
+    """The length of every embedding store the jobs read against the encoder's positions."""
     model = config["model"]
     positions = model_positions(model["name"])
     made = stores_read(config) or {}
@@ -185,9 +150,8 @@ def _length_problems(config: dict) -> list[str]:
 
 
 def problems(config: dict) -> list[str]:
-    """What a validated configuration (defaults filled) cannot run, one line per problem naming
-    the key and the fix: the checks that span several sections, which a schema cannot express; each
-    registered study checks its own section (``StudySpec.problems``)."""
+    """What a validated configuration cannot run, one line per problem naming the key and the fix: the
+    checks a schema cannot express, each registered study's of its own section among them."""
     out: list[str] = []
     planning = [spec for spec in studies.specs() if spec.jobs is not None]
     if not any(spec.runs(config) for spec in planning):
@@ -200,8 +164,8 @@ def problems(config: dict) -> list[str]:
 
 
 def needs(config: dict) -> Needs:
-    """What the configuration's studies read beyond their stores, together (``StudySpec.needs``), and the
-    encoder behind the stores its jobs read (model.name: the pool is tokenised by it)."""
+    """What the configuration's studies read beyond their stores (``StudySpec.needs``), and the encoder
+    that tokenises the pool of the stores its jobs read (model.name)."""
     made = stores_read(config) or {}
     found = [spec.needs(config) for spec in studies.specs() if spec.runs(config)]
     pool = bool(made) or any(need.pool for need in found)
@@ -214,11 +178,9 @@ def needs(config: dict) -> Needs:
 
 
 def hub_download_problem(config: dict) -> str | None:
-    """Why the run's first step cannot run here, or None: ``data.source: hub`` with the review pool needed,
-    no download in ``<resources>/imdb/reviews.parquet`` and the Hugging Face Hub out of reach (offline mode
-    or no network: ``wordsens.data.hub.hub_reachable``), with the two local routes. The workflow stops on it
-    before any job (a dry run and ``wordsens plan`` print it); not part of ``check``, so that planning
-    for another machine stays possible offline."""
+    """Why the run's first step cannot run here, or None: ``data.source: hub`` with the pool needed, no
+    earlier download and the Hub out of reach. The workflow stops on it before any job; not part of
+    ``check``, so that planning for another machine stays possible offline."""
     data = config["data"]
     if data["source"] != "hub" or not needs(config).pool:
         return None
@@ -238,11 +200,9 @@ def hub_download_problem(config: dict) -> str | None:
 
 
 def preflight(config: dict) -> list[str]:
-    """What a validated configuration needs from this machine and cannot get, one line per problem:
-    a local IMDb copy (``data.path``) that is not there; where the data is local (a run meant to go
-    without the Hub), an encoder that is neither local, packaged nor cached while the Hugging Face
-    Hub is not reachable; another model (a causal LM) that is neither local nor on a reachable Hub.
-    Relative paths are read from the directory the run starts in."""
+    """What a validated configuration needs from this machine and cannot get, one line per problem: a local
+    IMDb copy (``data.path``) that is not there; with local data, an encoder that is neither local, packaged
+    nor cached, and another model (a causal LM), while the Hub is not reachable."""
     out: list[str] = []
     data = config["data"]
     need = needs(config)

@@ -1,39 +1,35 @@
-"""The plan of a configuration, before anything runs: which jobs its studies plan, which of them fit,
-and the messages naming what is left out.
-
-``Grid`` holds every job of a configuration loaded and checked by ``wordsens.pipeline.configuration``:
-the jobs of every registered study that the configuration runs (``wordsens.studies``: each study's
-``StudySpec.jobs``), each with its settings, memory, runtime and device; the workflow looks jobs up by
-their rule and wildcards, and asks it for the run's tables, figures and embedding stores. ``describe``
-is what ``wordsens plan`` prints. Torch is not imported, except to ask a visible GPU for its free memory.
+"""The plan of a configuration, before anything runs: the jobs every registered study that the configuration
+runs plans (``StudySpec.jobs``), each with its settings, memory, runtime and device, which of them fit, and
+the messages naming what is left out. The workflow looks jobs up by rule and wildcards and asks for the
+run's tables, figures and stores; ``describe`` is what ``wordsens plan`` prints. Beside them where the
+embedding stores and pools live (``store_dir``, ``pool_file``), and the embedding step of each store as the
+workflow requests it (``embed_step``: the job resolves its ``auto`` device where it runs). Torch is not
+imported, except to ask a visible GPU for its free memory.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from ..compute import costs
 from ..compute.costs import GB
 from ..compute.limits import Limits
-from ..compute.placement import GPU_STARTUP
+from ..compute.placement import GPU_STARTUP, Request, request
 from ..compute.timing import Calibration
 from ..data.inputs import store_summary
+from ..data.models import model_tag, model_width
+from ..io import CorruptCache, read_json
 from ..studies import Figure, Job, Store, main_store
 from ..studies import registry as studies
 from .calibrate import stored_calibration
-from .paths import store_metas
-
-__all__ = ["Grid", "describe", "failed_jobs", "store_ns", "study_hours"]
 
 
 class Grid:
-    """Every job of a configuration, split into those that fit ``limits`` (memory, and the
-    calibrated wall time of ``estimate`` against ``limits.max_job_hours``) and those left out.
-
-    The workflow's input functions look jobs up by their output's wildcards (``job``), collect the
-    chunk files of a table (``select``) and name what a figure is missing (``left_out``).
-    """
+    """Every job of a configuration, split into those that fit ``limits`` (memory, and the calibrated
+    wall time of ``estimate`` against ``limits.max_job_hours``: ``fit``) and those left out (``unfit``)."""
 
     def __init__(
         self,
@@ -45,9 +41,7 @@ class Grid:
     ):
         self.config = config
         self.limits = Limits.of(config) if limits is None else limits
-        # the time calibration (wordsens.pipeline.calibrate): the stored one, else the built-in one
         self.calibration = stored_calibration() if calibration is None else calibration
-        # each study's numerics version (a test may bump one: numerics_versions)
         versions = {**studies.numerics_versions(), **(numerics_versions or {})}
         self.jobs: list[Job] = []
         for spec in studies.specs():
@@ -62,16 +56,14 @@ class Grid:
         return self.limits.gpu if device == "cuda" else self.limits.cpu
 
     def estimate(self, job: Job) -> float:
-        """Expected wall seconds of ``job`` on this machine: its cost model's seconds through the
-        calibration (``wordsens.compute.timing``); on a GPU its GPU work under the GPU's sharing and
-        the start-up of a GPU job (``wordsens.compute.placement``, fitted on an H200)."""
+        """Expected wall seconds of ``job`` here: its cost model's seconds through the calibration; on a
+        GPU its GPU work and a GPU job's start-up (``wordsens.compute.placement``)."""
         if job.device == "cuda":
             return GPU_STARTUP + job.cost.seconds
         return self.calibration.of(job.family).predict(job.cost.seconds)
 
     def runtime(self, job: Job) -> int:
-        """Minutes a scheduler should grant ``job``: generous, 5 x the larger of its cost model's
-        seconds and its calibrated ``estimate``, + 5 minutes (``Job.runtime`` on the model alone)."""
+        """Minutes a scheduler should grant ``job``: ``Job.runtime``, or 5 + 5 x its ``estimate`` in minutes if more."""
         return max(job.runtime, int(5 + 5 * self.estimate(job) / 60))
 
     def fits_time(self, job: Job) -> bool:
@@ -88,8 +80,7 @@ class Grid:
         return self.fits_memory(job) and self.fits_time(job)
 
     def job(self, wildcards: Mapping[str, Any], rule: str | None = None) -> Job:
-        """The job of rule ``rule`` that writes the output with these wildcards (a Snakemake ``Wildcards``
-        object); without ``rule``, the one job of any rule with them."""
+        """The job of rule ``rule`` (None: any) that writes the output with these wildcards."""
         key = tuple(sorted((name, str(value)) for name, value in wildcards.items()))
         found = [job for (r, k), job in self._by_wildcards.items() if k == key and rule in (None, r)]
         if len(found) != 1:
@@ -102,21 +93,19 @@ class Grid:
         return [job for job in self.fit if job.matches(**wildcards)]
 
     def tables(self) -> dict[str, list[Job]]:
-        """The tables of the run (a stem below ``tables/``: ``ws_rf``, ``variants``, ``gen_fig4_imdb``,
-        ...), each with the jobs that fit whose rows it stacks, in the order the studies planned them."""
+        """The tables of the run (a stem below ``tables/``), each with the jobs that fit whose rows it stacks,
+        in the order the studies planned them."""
         out: dict[str, list[Job]] = {}
         for job in self.fit:
             out.setdefault(job.table, []).append(job)
         return out
 
     def figures(self) -> list[Figure]:
-        """The figure rules of the run: each registered study's (``StudySpec.figures``) that the
-        configuration runs."""
+        """The figure rules of the studies the configuration runs (``StudySpec.figures``)."""
         return [figure for spec in studies.specs() if spec.runs(self.config) for figure in spec.figures(self)]
 
     def stores(self) -> dict[str, Store]:
-        """The embedding stores the jobs read (fitting or not), by name: the main one and those the
-        studies declare (``StudySpec.stores``)."""
+        """The embedding stores the jobs read (fitting or not), by name."""
         known = {"main": main_store(self.config)}
         for spec in studies.specs():
             if spec.runs(self.config):
@@ -128,13 +117,12 @@ class Grid:
         return {name: known[name] for name in known if name in used}
 
     def store_ns(self, store: str) -> list[int]:
-        """The context lengths n of the planned jobs (fitting or not) that read the embedding store
-        ``store``, sorted: the store is checked at each (``wordsens.data.inputs.store_problems``)."""
+        """The context lengths n of the planned jobs (fitting or not) that read ``store``, sorted."""
         return sorted({job.n for job in self.jobs if job.store == store})  # type: ignore[attr-defined]
 
     def left_out(self, *, study: str | None = None, **wildcards: Any) -> list[dict[str, Any]]:
-        """The grid points left out (every chunk of them) among jobs of ``study`` matching ``wildcards``,
-        with the memory they need: what figures and the report mark as not run."""
+        """The grid points left out among jobs of ``study`` matching ``wildcards``, with the memory (and
+        hours) they need: what figures and the report mark as not run."""
         seen: dict[str, dict[str, Any]] = {}
         for job in self.unfit:
             if (study is None or job.study == study) and job.matches(**wildcards):
@@ -145,7 +133,6 @@ class Grid:
                         "map": job.map,
                         "device": job.device,
                         "needs_gb": round(job.cost.device_bytes / GB, 1),
-                        # left out for its time alone: the hours it needs (figures name them)
                         **(
                             {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}
                             if self.fits_memory(job) and not self.fits_time(job)
@@ -204,8 +191,7 @@ class Grid:
 
 
 def _over(hours: float, limit: float | None) -> str:
-    """``hours`` to two significant digits, or as many more as it takes to print it above ``limit``
-    (0.504 h against 0.5 allowed reads 0.504, not 0.5)."""
+    """``hours`` to two significant digits, or as many more as it takes to print it above ``limit``."""
     for digits in range(2, 6):
         text = f"{hours:.{digits}g}"
         if limit is None or float(text) > limit:
@@ -214,8 +200,7 @@ def _over(hours: float, limit: float | None) -> str:
 
 
 def failed_jobs(log_text: str) -> list[dict[str, str]]:
-    """The failed jobs of a Snakemake log (its ``Error in rule`` blocks): rule, output and log
-    files, in order, one entry per job (a retried job appears once)."""
+    """The failed jobs of a Snakemake log: rule, output and log files, one entry per job, in order."""
     found: dict[str, dict[str, str]] = {}
     for block in re.split(r"\n(?=\S)", log_text):
         match = re.match(r"Error in rule (\S+):", block)
@@ -233,8 +218,7 @@ def failed_jobs(log_text: str) -> list[dict[str, str]]:
 
 
 def study_hours(grid: Grid) -> dict[str, float]:
-    """Expected wall hours of the jobs that fit, per experiment (``Job.group``: a study, or a part of one:
-    a figure, a results folder): ``Grid.estimate`` (calibrated), added up; jobs left out not counted."""
+    """Expected wall hours of the jobs that fit (``Grid.estimate``), per experiment (``Job.group``)."""
     hours: dict[str, float] = {}
     for job in grid.fit:
         hours[job.group] = hours.get(job.group, 0.0) + grid.estimate(job) / 3600
@@ -247,8 +231,8 @@ def store_ns(config: dict, store: str) -> list[int]:
 
 
 def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = None) -> str:
-    """Human summary: job counts, expected hours (calibrated: ``Grid.estimate``), peak memory, where
-    jobs run, what is left out (``grid``: a planned grid of ``config``, else planned here)."""
+    """Human summary: job counts, expected hours, peak memory, where jobs run, what is left out (``grid``:
+    a planned grid of ``config``, else planned here)."""
     grid = Grid(config, limits=limits) if grid is None else grid
     lines = [
         "jobs (word sensitivity: per study, map, grid point and chunk of trials; generalisation: per figure, "
@@ -257,28 +241,74 @@ def describe(config: dict, limits: Limits | None = None, *, grid: Grid | None = 
     groups: dict[str, list[Job]] = {}
     for job in grid.jobs:
         groups.setdefault(f"{job.group} {job.what} ({job.device})", []).append(job)
-    for name in sorted(groups):
-        mine = groups[name]
+    for name, mine in [*sorted(groups.items()), ("total", grid.jobs)]:
         hours = sum(grid.estimate(job) for job in mine) / 3600
-        peak = max(job.cost.device_bytes for job in mine) / GB
+        peak = max((job.cost.device_bytes for job in mine), default=0) / GB
         lines.append(f"  {name:30s} {len(mine):5d} jobs  {hours:8.2f} hours  peak {peak:6.1f} GB")
-    total_h = sum(grid.estimate(job) for job in grid.jobs) / 3600
-    peak = max((job.cost.device_bytes for job in grid.jobs), default=0) / GB
-    lines.append(f"  {'total':30s} {len(grid.jobs):5d} jobs  {total_h:8.2f} hours  peak {peak:6.1f} GB")
-    per = study_hours(grid)
-    lines.append(
-        "job-hours per experiment (calibrated; the jobs that fit): "
-        + ", ".join(f"{key} {value:.2f}" for key, value in per.items())
-    )
-    lines.append(
-        f"memory per job allowed here: {grid.limits.cpu / GB:.1f} GB (limits.memory_gb), GPU: "
-        + (
-            f"{grid.limits.gpu / GB:.1f} GB (limits.gpu_memory_gb)"
-            if grid.limits.gpu is not None
-            else "none visible (limits.gpu_memory_gb)"
-        )
-    )
+    per = ", ".join(f"{key} {value:.2f}" for key, value in study_hours(grid).items())
+    gpu = "none visible" if grid.limits.gpu is None else f"{grid.limits.gpu / GB:.1f} GB"
+    cpu = f"{grid.limits.cpu / GB:.1f} GB"
+    lines.append(f"job-hours per experiment (calibrated; the jobs that fit): {per}")
+    lines.append(f"memory per job allowed here: {cpu} (limits.memory_gb), GPU: {gpu} (limits.gpu_memory_gb)")
     lines.append(grid.left_out_message(fail=config["limits"]["unfit"] == "fail") or "every job fits")
     for store, meta in store_metas(config, grid.stores().values()).items():  # the stores made already (docs/inputs.md)
         lines += store_summary(meta, grid.store_ns(store), config["data"]["min_distinct_share"], f"{store} store")
     return "\n".join(lines)
+
+
+def store_dir(config: dict, store: Store | None = None) -> str:
+    """The folder of an embedding store: one per model and layer (the main store), each other store beside
+    it at its length."""
+    model = config["model"]
+    path = f"{config['resources'].rstrip('/')}/embeddings/{model_tag(model['name'])}/layer{model['layer']}"
+    return path if store is None or store.name == "main" else f"{path}_len{store.max_length}"
+
+
+def pool_file(config: dict, store: Store | None = None) -> str:
+    """The review pool a store embeds: ``pool.parquet`` per model (the main store's), else the store's own."""
+    folder = f"{config['resources'].rstrip('/')}/pools/{model_tag(config['model']['name'])}"
+    if store is None or store.name == "main":
+        return f"{folder}/pool.parquet"
+    return f"{folder}/pool_{store.name}{store.max_length}.parquet"
+
+
+def store_metas(config: dict, stores: Iterable[Store]) -> dict[str, dict[str, Any]]:
+    """The readable meta.json of each of ``stores``, by store name."""
+    found = {}
+    for store in stores:
+        meta = Path(store_dir(config, store)) / "meta.json"
+        if meta.is_file():
+            try:
+                found[store.name] = read_json(meta)
+            except CorruptCache:
+                continue
+    return found
+
+
+def embed_step(config: dict, limits: Limits, store: Store) -> Request:
+    """The embedding job of ``store``: a forward pass over its pool, worth a GPU of its own."""
+    model = config["model"]
+    estimate = costs.embed_memory(
+        pool_size=store.pool_size,
+        max_length=store.max_length,
+        width=model_width(model["name"]),
+        batch_size=model["batch_size"],
+        dtype=model["dtype"],
+    )
+    return request(estimate, model["device"], limits, prefers_gpu=True)
+
+
+def gpu_budget_problem(jobs: Iterable, steps: Mapping[str, int], budget: int) -> str | None:
+    """Every job and step (name -> ``gpu_mem_mb``) that declares more GPU memory than ``budget`` MB, in one
+    message with the ways out, or None (Snakemake would refuse each only when its turn comes)."""
+    over = [(job.point, job.gpu_mem_mb) for job in jobs]
+    over += list(steps.items())
+    over = [(what, mb) for what, mb in over if mb > budget]
+    if not over:
+        return None
+    return (
+        f"{len(over)} job(s) declare more GPU memory than --resources gpu_mem_mb={budget} (MB):\n  "
+        + "\n  ".join(f"{what}: {mb} MB" for what, mb in over)
+        + "\n  Set the budget to the GPU's memory (profiles/gpu-node), or limits.gpu_memory_gb to at"
+        f" most {budget / 1024:.1f} (GB), so that the plan leaves such jobs out."
+    )

@@ -1,38 +1,36 @@
-"""When a run ends: the jobs of a configuration as the workflow chains them, list-scheduled on a
-machine's cores, each with its calibrated wall time (``Grid.estimate``, ``wordsens.compute.timing``).
+"""When a run ends: the jobs of a configuration as the workflow chains them (``run_tasks``), each with its
+calibrated wall time (``Grid.estimate``), list-scheduled the way Snakemake schedules them (``simulate``),
+and what ``wordsens plan`` prints of it (``finish_lines``, ``plan_text``).
 
-``run_tasks`` turns a ``Grid`` into the run's tasks: the data steps (downloads, the pool, the
-embeddings), every study's jobs that fit, their tables, figures and claims, and the steps of the
-studies' own rules, each with its threads and the tasks it waits for (the rule chain of
-docs/architecture.md). ``simulate`` schedules them the way Snakemake's local scheduler does on
-``cores`` cores: at every finish, the ready tasks by priority (the data steps first, then the jobs by
-the longest chain of work left through them, ``wordsens.pipeline.priorities``), each started when its
-threads are free (threads above ``cores`` are scaled down to ``cores``, as Snakemake does); a task
-that does not fit leaves its turn to the next that does, as Snakemake's greedy scheduler does
-(profiles/gpu-node). GPU tasks share the GPU as Snakemake shares it under ``--resources
-gpu_mem_mb=... gpu=...`` (profiles/gpu-node): side by side while their ``gpu_mem_mb`` fit its memory
-(``gpu_budget_mb``) and, with ``gpu_slots``, at most that many at once. ``finish_lines`` is what
-``wordsens plan --cores`` prints. Torch-free.
+Snakemake starts the ready jobs of highest priority first: the data steps (``DATA_PRIORITY``), then the jobs
+by the longest chain of work left through them (``job_priorities``: the rules ``ws``, ``gen``, ``swaps`` and
+``trained`` take their ``priority:`` from it), spread over ``[0, JOB_PRIORITY_SPAN]``; the tables and
+figures keep Snakemake's default, 0. A task that does not fit its cores or the GPU leaves its turn to the
+next (the greedy scheduler of profiles/gpu-node, whose ``--resources gpu_mem_mb=... gpu=...`` the GPU tasks
+share). Torch-free.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from ..compute.costs import GB, MB
 from ..compute.limits import Limits
 from ..compute.timing import DOWNLOAD_SECONDS, REFERENCE_SECONDS, Calibration, speed_factor
 from ..data.models import DEMO_MODEL, PACKAGED_MODELS
-from ..studies import Store
+from ..studies import Step, Store
 from ..studies import registry as studies
-from .grid import Grid
-from .priorities import DATA_PRIORITY, planned_path, with_priorities
-from .steps import embed_step
+from .calibrate import calibration_table, measure, save_calibration, stored_calibration
+from .configuration import load_config
+from .grid import Grid, describe, embed_step
 
-__all__ = ["Task", "finish_lines", "gpu_budget_mb", "gpu_slots", "plan_text", "run_tasks", "simulate"]
+DATA_PRIORITY = 50  # the data rules' priority (workflow/rules/data.smk, embed.smk, pretrained.smk)
+JOB_PRIORITY_SPAN = DATA_PRIORITY - 1  # the jobs' priorities lie in [0, JOB_PRIORITY_SPAN]
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -50,13 +48,74 @@ class Task:
     after: tuple[str, ...] = ()
 
 
+def chain_seconds(tasks: Sequence[Task]) -> dict[str, float]:
+    """The seconds of the longest chain of tasks starting with each task: its own and the longest chain
+    of the tasks that wait for it. Raises ValueError on a circle."""
+    after: dict[str, list[str]] = {t.name: [] for t in tasks}
+    for task in tasks:
+        for before in task.after:
+            after.setdefault(before, []).append(task.name)
+    # the tasks, each after every task that waits for it (a reversed topological order)
+    waiting = {t.name: len(after.get(t.name, ())) for t in tasks}
+    prior = {t.name: t.after for t in tasks}
+    order = [name for name, count in waiting.items() if count == 0]
+    for name in order:
+        for previous in prior.get(name, ()):
+            waiting[previous] -= 1
+            if waiting[previous] == 0:
+                order.append(previous)
+    if len(order) < len(tasks):
+        raise ValueError("the tasks wait for each other in a circle")
+    seconds = {t.name: t.seconds for t in tasks}
+    chain: dict[str, float] = {}
+    for name in order:
+        chain[name] = seconds.get(name, 0.0) + max((chain[n] for n in after.get(name, ())), default=0.0)
+    return chain
+
+
+def job_priorities(tasks: Sequence[Task], jobs: Iterable[str], gpu_slots: int | None = None) -> dict[str, float]:
+    """The priority of each task named in ``jobs``: its ``chain_seconds`` over the longest of theirs, times
+    ``JOB_PRIORITY_SPAN``, to 3 decimals. A task on a GPU shared by ``gpu_slots`` tasks (None: a GPU each)
+    also waits for the GPU's queue: its chain counts every GPU task's seconds over the slots."""
+    chain = chain_seconds(tasks)
+    queue = sum(t.seconds for t in tasks if t.gpu_mem_mb) / gpu_slots if gpu_slots else 0.0
+    chain = {t.name: chain[t.name] + (queue if t.gpu_mem_mb else 0.0) for t in tasks}
+    names = [name for name in jobs if name in chain]
+    longest = max((chain[name] for name in names), default=0.0)
+    if longest <= 0:
+        return dict.fromkeys(names, 0.0)
+    return {name: round(JOB_PRIORITY_SPAN * chain[name] / longest, 3) for name in names}
+
+
+def with_priorities(tasks: Sequence[Task], jobs: Iterable[str], gpu_slots: int | None = None) -> list[Task]:
+    """``tasks`` with the ``job_priorities`` of ``jobs`` (the other tasks keep theirs)."""
+    priority = job_priorities(tasks, jobs, gpu_slots)
+    return [replace(t, priority=priority[t.name]) if t.name in priority else t for t in tasks]
+
+
+def critical_path(times: Mapping[K, tuple[float, float]], before: Callable[[K], Iterable[K]]) -> list[tuple[K, float]]:
+    """The chain that ended a schedule of (start, end) ``times``, first item first: from the item that ended
+    last, each step to the item it waited for (of ``before(item)``, the one that ended last; the later start
+    on a tie), each with the seconds it waited after that one ended (for cores, the GPU, its turn)."""
+
+    def last(names: Iterable[K]) -> K | None:
+        return max(names, key=lambda n: (times[n][1], times[n][0]), default=None)
+
+    item, path = last(times), list[tuple[K, float]]()
+    while item is not None and item not in (done for done, _ in path):
+        prior = last(before(item))
+        path.append((item, max(0.0, times[item][0] - (times[prior][1] if prior is not None else 0.0))))
+        item = prior
+    return path[::-1]
+
+
 def simulate(
     tasks: Sequence[Task], cores: int, gpu_mem_mb: int = 0, gpu_slots: int | None = None
 ) -> dict[str, tuple[float, float]]:
-    """(start, end) seconds of every task, list-scheduled on ``cores`` cores and one GPU of
-    ``gpu_mem_mb`` MB shared by at most ``gpu_slots`` tasks (None: no bound; see the module's
-    docstring). Raises ValueError on a task that waits for an unknown or circular one, or that needs
-    more GPU memory than there is (as Snakemake refuses it)."""
+    """(start, end) seconds of every task on ``cores`` cores (a task's threads capped at ``cores``, as
+    Snakemake caps them) and one GPU of ``gpu_mem_mb`` MB shared by at most ``gpu_slots`` tasks (None: no
+    bound). Raises ValueError on a task that waits for an unknown or circular one, or that needs more GPU
+    memory than there is (as Snakemake refuses it)."""
     if cores < 1:
         raise ValueError(f"cores must be at least 1, got {cores}")
     names = {task.name for task in tasks}
@@ -104,8 +163,7 @@ def simulate(
 
 
 class _Tasks:
-    """The run's tasks in the order they are added (``simulate`` breaks ties by that order), each
-    step's seconds from its family's calibrated time (``Calibration.seconds``)."""
+    """The run's tasks in the order they are added (``simulate`` breaks ties by that order)."""
 
     def __init__(self, calibration: Calibration) -> None:
         self.calibration = calibration
@@ -113,18 +171,22 @@ class _Tasks:
 
     def add(self, name: str, group: str, family: str, after: Sequence[str] = (), extra: float = 0.0, **kw: int) -> str:
         """Add a step of ``family`` (plus ``extra`` seconds: a download) after the named tasks (empty
-        names: steps this run has not); returns its name, for the tasks that wait for it."""
+        names: steps this run has not); returns its name."""
         seconds = self.calibration.seconds(family) + extra
         self.tasks.append(Task(name, group, seconds, after=tuple(a for a in after if a), **kw))
         return name
 
 
+def _study_steps(config: dict, limits: Limits) -> dict[str, list[Step]]:
+    """The steps of the own rules of each study the configuration runs, by study."""
+    return {spec.name: spec.steps(config, limits) for spec in studies.specs() if spec.runs(config)}
+
+
 def run_tasks(config: dict, grid: Grid) -> list[Task]:
-    """Every task of the run of ``config`` (the jobs of ``grid`` that fit, the steps of the studies' own
-    rules, and the steps around them), with calibrated seconds (``grid.calibration``)."""
+    """Every task of the run of ``config``: the data steps, the jobs of ``grid`` that fit, the steps of the
+    studies' own rules, the tables, figures and claims, with calibrated seconds and priorities."""
     run = _Tasks(grid.calibration)
-    running = [spec for spec in studies.specs() if spec.runs(config)]
-    steps = {spec.name: spec.steps(config, grid.limits) for spec in running}
+    steps = _study_steps(config, grid.limits)
     stores = {name: store for name, store in grid.stores().items() if any(job.store == name for job in grid.fit)}
     wanted = {need for job in grid.fit for need in job.needs}
     wanted |= {need for mine in steps.values() for step in mine for need in step.after}
@@ -135,11 +197,10 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
     names = {"pool": pool, **{f"model:{name}": task for name, task in models.items()}}
     tables = _job_tasks(run, grid, embeds, names)
     _figure_tasks(run, grid, tables)
-    for spec in running:
-        for step in steps[spec.name]:
+    for study, mine in steps.items():
+        for step in mine:
             after = [names.get(name, name) for name in step.after]
-            group = "figures" if step.figure else spec.name
-            run.add(step.name, group, step.family, after, gpu_mem_mb=step.gpu_mem_mb)
+            run.add(step.name, "figures" if step.figure else study, step.family, after, gpu_mem_mb=step.gpu_mem_mb)
     # the rules' priorities (workflow/rules/common.smk, get_priority): the grid's jobs and the studies'
     # compute steps, by the longest chain of work left through them
     ranked = [job.key for job in grid.fit]
@@ -148,22 +209,18 @@ def run_tasks(config: dict, grid: Grid) -> list[Task]:
 
 
 def _model_tasks(run: _Tasks, config: dict, others: set[str]) -> dict[str, str]:
-    """The task that provides each encoder of the run, by name (empty where none is needed): model.name
-    built (the demo model) or unpacked (a packaged one), a local folder or Hub model (which the pool's
-    task downloads) none; another encoder a study reads (``model:<name>`` of a job or step): built,
+    """The task that provides each encoder of the run, by name (empty: none, a local folder or the Hub
+    model that the pool's task downloads); another encoder a study reads (``model:<name>``) is built,
     unpacked or downloaded first."""
     model = config["model"]["name"]
-    tasks = {model: ""}
-    if model == DEMO_MODEL:
-        tasks[model] = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
-    elif model in PACKAGED_MODELS:
-        tasks[model] = run.add("packaged_model", "data", "packaged_model", priority=DATA_PRIORITY)
-    for name in sorted(others - {model}):
+    tasks = {}
+    for name in [model, *sorted(others - {model})]:
         if name == DEMO_MODEL:
             tasks[name] = run.add("demo_model", "data", "demo_model", priority=DATA_PRIORITY)
         elif name in PACKAGED_MODELS:
-            tasks[name] = run.add(f"packaged_model {name}", "data", "packaged_model", priority=DATA_PRIORITY)
-        elif not Path(name).expanduser().exists():  # a Hub name: its download
+            step = "packaged_model" if name == model else f"packaged_model {name}"
+            tasks[name] = run.add(step, "data", "packaged_model", priority=DATA_PRIORITY)
+        elif name != model and not Path(name).expanduser().exists():  # a Hub name: its download
             tasks[name] = run.add(f"download {name}", "data", "rule:*", extra=DOWNLOAD_SECONDS["model"])
         else:
             tasks[name] = ""
@@ -173,9 +230,8 @@ def _model_tasks(run: _Tasks, config: dict, others: set[str]) -> dict[str, str]:
 def _data_tasks(
     run: _Tasks, config: dict, grid: Grid, model_task: str, stores: dict[str, Store]
 ) -> tuple[str, dict[str, str]]:
-    """The data steps: the corpus (demo) or the reviews' download (Hub), the pool (with the encoder's
-    download for a Hub model) and the embedding stores the jobs read (another store's pool of its own
-    first). Returns the pool's task and the embedding task of each store, by name."""
+    """The data steps: the reviews, the pool and the embedding stores the jobs read (another store's
+    pool of its own first). Returns the pool's task and the embedding task of each store, by name."""
     model = config["model"]["name"]
     hub_model = model not in (DEMO_MODEL, *PACKAGED_MODELS) and not Path(model).expanduser().exists()
     source = config["data"]["source"]
@@ -198,9 +254,8 @@ def _data_tasks(
 
 
 def _job_tasks(run: _Tasks, grid: Grid, embeds: dict[str, str], names: dict[str, str]) -> dict[str, list[str]]:
-    """The jobs that fit, each after the embedding store it reads and what else it needs (``Job.needs``:
-    the pool, an encoder's task), with its estimated seconds. Returns the keys of the jobs of each
-    table, in the order the jobs come."""
+    """The jobs that fit, each after its embedding store and its ``Job.needs``. Returns the keys of the
+    jobs of each table, in the order the jobs come."""
     for job in grid.fit:
         after = [embeds.get(job.store or "", ""), *(names.get(need, "") for need in job.needs)]
         run.tasks.append(
@@ -217,8 +272,7 @@ def _job_tasks(run: _Tasks, grid: Grid, embeds: dict[str, str], names: dict[str,
 
 
 def _figure_tasks(run: _Tasks, grid: Grid, tables: dict[str, list[str]]) -> None:
-    """The tables (each after its jobs), the figures (each after its tables) and the claims (after
-    the tables they check)."""
+    """The tables, the figures (each after its tables) and the claims (after the tables they check)."""
     for stem, keys in tables.items():
         run.add(f"table {stem}", "figures", "table", keys)
     for figure in grid.figures():
@@ -249,11 +303,8 @@ def _clock(seconds: float) -> str:
 
 
 def gpu_budget_mb(tasks: Sequence[Task], limits: Limits) -> int:
-    """The GPU memory (MB) the run's GPU tasks share: what one GPU job may use
-    (``limits.gpu_memory_gb``: the GPU's free memory or a number) where they share one machine's GPU,
-    as ``--resources gpu_mem_mb=...`` lets Snakemake share it (profiles/gpu-node); under a cluster
-    profile every GPU task its own GPU (their sum). Where no GPU is known (a device set to cuda), one
-    GPU of the largest task's size."""
+    """The GPU memory (MB) the run's GPU tasks share: the GPU's (``limits.gpu``) on one machine; their sum
+    under a cluster profile (a GPU each); the largest task's where no GPU is known (a device set to cuda)."""
     need = [t.gpu_mem_mb for t in tasks]
     if limits.gpu is None:
         return max(need, default=0)
@@ -263,14 +314,13 @@ def gpu_budget_mb(tasks: Sequence[Task], limits: Limits) -> int:
 
 
 def gpu_slots(tasks: Sequence[Task], limits: Limits) -> int | None:
-    """How many GPU tasks hold the GPU at once: the shared GPU's ``limits.gpu_slots`` (Snakemake's
-    ``gpu`` resource in profiles/gpu-node); None (no bound) where each GPU job has a GPU of its own."""
+    """How many GPU tasks hold the shared GPU at once (``limits.gpu_slots``); None where each has its own."""
     return limits.gpu_slots if limits.shared_gpu and any(t.gpu_mem_mb for t in tasks) else None
 
 
 def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
-    """The expected wall time of the whole run on ``cores`` cores (and the GPU of ``gpu_budget_mb``)
-    and when each experiment ends, from ``simulate`` of ``run_tasks``."""
+    """The expected wall time of the run on ``cores`` cores (and the GPU of ``gpu_budget_mb``), when each
+    experiment ends, and the critical path, from ``simulate`` of ``run_tasks``."""
     tasks = run_tasks(config, grid)
     budget = gpu_budget_mb(tasks, grid.limits)
     times = simulate(tasks, cores, budget, gpu_slots(tasks, grid.limits))
@@ -290,23 +340,11 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     for group, mine in sorted(groups.items(), key=lambda item: max(times[t.name][1] for t in item[1])):
         last = max(times[t.name][1] for t in mine)
         lines.append(f"  {group:14s} {len(mine):5d} {sum(t.seconds for t in mine) / 3600:10.2f}  {_clock(last):>8s}")
-    path = planned_path(tasks, times)
+    by_name = {t.name: t for t in tasks}
+    path = critical_path(times, lambda name: by_name[name].after)
     lines.append(f"critical path ({len(path)} jobs; wait: after the job before it on the path ended):")
-    lines += [
-        f"  {_clock(times[t.name][0])} -> {_clock(times[t.name][1])}  wait {wait:4.0f} s  {t.name}" for t, wait in path
-    ]
+    lines += [f"  {_clock(times[n][0])} -> {_clock(times[n][1])}  wait {wait:4.0f} s  {n}" for n, wait in path]
     return lines
-
-
-def _stored_or_none(lines: list[str]) -> Calibration | None:
-    """The stored calibration, or None where it cannot be read (a note in ``lines``: it is replaced)."""
-    from .calibrate import stored_calibration
-
-    try:
-        return stored_calibration()
-    except ValueError as err:
-        lines.append(f"{err}: replaced")
-        return None
 
 
 def plan_text(
@@ -318,17 +356,11 @@ def plan_text(
     probe: Callable[[], float] | None = None,
 ) -> str:
     """What ``wordsens plan`` prints: the configuration of ``paths`` and ``overrides`` (``--config``)
-    planned (``describe``) on a machine of ``cores`` cores and, with ``gpu_gb``, one GPU of that
-    many GB (where ``limits.gpu_memory_gb`` is ``auto``), with the run's expected wall time
-    (``finish_lines``). ``calibrate``: results folders or Snakemake logs of runs of this
-    configuration to fit the time model on first; the fit is stored and its table printed. ``probe``:
-    the speed probe (``wordsens.search.probe.probe_seconds``, which the CLI passes: planning does not
-    import the searches), timed first; its ``speed_factor`` scales the built-in coefficients and is stored
-    with the fit, or with the calibration stored already."""
-    from .calibrate import calibration_table, measure, save_calibration
-    from .configuration import load_config
-    from .grid import describe
-
+    planned (``describe``, ``finish_lines``) on ``cores`` cores and, with ``gpu_gb``, a GPU of that many
+    GB (where ``limits.gpu_memory_gb`` is ``auto``). ``calibrate``: results folders or Snakemake logs to fit
+    the time model on first (stored, its table printed). ``probe``: the speed probe (the CLI passes
+    ``wordsens.search.probe.probe_seconds``: planning does not import the searches), whose ``speed_factor``
+    is stored with the fit, or with the calibration stored already."""
     config = load_config(*paths, overrides=overrides)
     limits = Limits.of(config)
     if gpu_gb is not None and config["limits"]["gpu_memory_gb"] == "auto":
@@ -345,13 +377,7 @@ def plan_text(
             f"machine: built-in times x {speed:.2f}"
         )
     if calibrate:
-        benchmarked = [
-            step.name
-            for spec in studies.specs()
-            if spec.runs(config)
-            for step in spec.steps(config, limits)
-            if step.benchmarked
-        ]
+        benchmarked = [step.name for mine in _study_steps(config, limits).values() for step in mine if step.benchmarked]
         measured = measure(Grid(config, limits=limits, calibration=Calibration()).jobs, calibrate, benchmarked)
         if not measured.samples:
             raise ValueError(f"no measured job of this configuration in {', '.join(calibrate)}")
@@ -368,7 +394,11 @@ def plan_text(
                     f"  a logged run took {_clock(run['elapsed'])} (h:mm:ss) on {run.get('cores', 0):.0f} cores"
                 )
     elif speed is not None:  # the probe alone: the fit stored already stays, with this speed
-        calibration = replace(_stored_or_none(lines) or Calibration(), speed=speed)
+        try:
+            calibration = replace(stored_calibration(), speed=speed)
+        except ValueError as err:  # an unreadable one is replaced
+            lines.append(f"{err}: replaced")
+            calibration = Calibration(speed=speed)
     if calibration is not None:
         stored = save_calibration(calibration)
         lines.append(f"  stored in {stored or 'nothing (WORDSENS_CALIBRATION=none)'}")

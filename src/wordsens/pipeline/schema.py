@@ -1,10 +1,8 @@
-"""The configuration against its JSON Schema (``SCHEMA``: workflow/schemas/config.schema.yaml, shipped in the
-package as wordsens/pipeline/config.schema.yaml, with the sections of the registered studies joined to it:
-``assembled``, each study's ``StudySpec.schema``): validated and filled with the schema's defaults the way
-Snakemake does it (``snakemake.utils.validate`` with ``set_default=True``), every error named at once, one
-line each, an unknown key with the closest known one; the text Snakemake makes of ``--config`` values read as
-the schema wants them (``coerce_text``); and a copy of a configuration without the keys the schema refuses
-(``without_problems``), on which the checks beyond the schema still run. Torch is not imported.
+"""The configuration against its JSON Schema (``SCHEMA``, with the registered studies' sections joined to
+it: ``assembled``): validated and filled with the schema's defaults as Snakemake does it, every error named
+at once, one line each, an unknown key with the closest known one; ``--config`` text read as the schema
+wants it (``coerce_text``); and a copy without the keys the schema refuses (``without_problems``), on which
+the checks beyond the schema still run. Torch is not imported.
 """
 
 from __future__ import annotations
@@ -19,13 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA", "ConfigError", "apply_schema", "assembled", "coerce_text", "schema_problems", "without_problems"]
-
-# The schema, package data of wordsens.pipeline, so that an installed wheel validates a configuration
-# anywhere. In the repository the file lives at workflow/schemas/config.schema.yaml, where Snakemake's
-# validate() and the workflow conventions look for it; the package's config.schema.yaml is a symbolic
-# link to it, which the wheel build copies as a file. Resolved, so that a checkout's messages name the
-# file to edit. A package imported from a zip archive has no file to name: install it unzipped.
+# Package data (a symbolic link to workflow/schemas/config.schema.yaml, which the wheel build copies),
+# resolved so that a checkout's messages name the file to edit
 SCHEMA = Path(str(resources.files(__package__ or "wordsens.pipeline") / "config.schema.yaml")).resolve()
 
 
@@ -42,8 +35,8 @@ def _key(path: Iterable[Any]) -> str:
 
 
 def _unknown_keys(error: Any) -> list[str] | None:
-    """One line per key that an object's schema does not know (an ``additionalProperties: false``
-    error), with the closest known key (``difflib``) as a "did you mean"; None for other errors."""
+    """One line per key that an object's schema does not know, with the closest known key as a "did you
+    mean"; None for other errors."""
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return None
     known = list((error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {})
@@ -63,8 +56,8 @@ def _unknown_keys(error: Any) -> list[str] | None:
 
 
 def _schema_problem(error: Any, root: dict | None = None) -> str:
-    """One line from a jsonschema error: the dotted key, what is wrong, and the key's description (the
-    list's, for an item of a list: ``root`` is the schema that holds it)."""
+    """One line from a jsonschema error: the dotted key, what is wrong, and the key's description
+    (``root``: the schema that holds it)."""
     text = f"{_key(error.absolute_path)}: {error.message}"
     if error.context:  # oneOf/anyOf: what each alternative wanted
         text += " (" + "; ".join(sorted({sub.message for sub in error.context})) + ")"
@@ -77,8 +70,7 @@ def _schema_problem(error: Any, root: dict | None = None) -> str:
 
 
 def apply_schema(config: dict, schema: str | Path) -> None:
-    """The schema's checks and defaults, in place (``snakemake.utils.validate`` with ``set_default``).
-    Snakemake stops at the first error; the ``ConfigError`` names every one (``schema_problems``)."""
+    """The schema's checks and defaults, in place, by Snakemake; the ``ConfigError`` names every error."""
     from jsonschema import ValidationError
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate as snakemake_validate
@@ -102,9 +94,8 @@ def _base(schema: str) -> dict:
 
 
 def assembled(schema: str | Path = SCHEMA) -> dict:
-    """The schema of a configuration: the file ``schema`` (the keys every study shares) with the section
-    of every registered study (``StudySpec.schema``) among its properties, after ``model`` in the
-    registry's order, and each section's ``$defs`` among the schema's."""
+    """The file ``schema`` (the keys every study shares) with every registered study's section
+    (``StudySpec.schema``) after ``model``, and each section's ``$defs`` among the schema's."""
     from ..studies import registry as studies
 
     base = copy.deepcopy(_base(str(schema)))
@@ -149,16 +140,12 @@ def _assembled_file(schema: str) -> Path:
     return _ASSEMBLED[digest]
 
 
-def _loaded(schema: str) -> dict:
-    return assembled(schema)
-
-
 def _validator(schema: str | Path, *, defaults: bool) -> Any:
-    """A Draft 2020-12 validator of ``schema``; ``defaults``: it fills the schema's defaults into the
-    instance it validates, as Snakemake's validation does (``set_default=True``)."""
+    """A Draft 2020-12 validator of ``schema``; ``defaults``: it fills the schema's defaults in, as
+    Snakemake's validation does."""
     from jsonschema import Draft202012Validator, validators
 
-    loaded = copy.deepcopy(_loaded(str(schema)))
+    loaded = copy.deepcopy(assembled(str(schema)))
     if not defaults:
         return Draft202012Validator(loaded)
     properties = Draft202012Validator.VALIDATORS["properties"]
@@ -186,9 +173,8 @@ def _target(error: Any) -> list[list[Any]]:
 
 
 def schema_problems(config: dict, schema: str | Path = SCHEMA) -> list[str]:
-    """Every error of ``config`` (left unchanged) against the schema, one line each, in the order of
-    the keys; an unknown key with the closest known one. Defaults are filled (on a copy) as Snakemake
-    fills them, so that the errors are the ones Snakemake's validation meets one at a time."""
+    """Every error of ``config`` (left unchanged) against the schema, one line each, in the order of the
+    keys, with the defaults filled on a copy as Snakemake fills them."""
     validator = _validator(schema, defaults=True)
     out: list[str] = []
     errors = sorted(validator.iter_errors(copy.deepcopy(config)), key=lambda e: [str(p) for p in e.absolute_path])
@@ -198,11 +184,9 @@ def schema_problems(config: dict, schema: str | Path = SCHEMA) -> list[str]:
 
 
 def without_problems(config: dict, schema: str | Path = SCHEMA) -> tuple[dict, list[str]] | None:
-    """A copy of ``config`` that the schema accepts, made by removing each key it refuses (an unknown
-    key, a value of the wrong type or range, an object missing a required key), so that its default,
-    where it has one, takes its place, and the key above it where it has none; with the dotted keys
-    removed. The checks beyond the schema run on it, so that one message names every problem. None
-    when nothing short of the whole configuration would have to go."""
+    """A copy of ``config`` that the schema accepts, each key it refuses removed (its default takes its
+    place, or the key above it goes), with the dotted keys removed; None when nothing short of the whole
+    configuration would have to go."""
     validator = _validator(schema, defaults=True)
     work = copy.deepcopy(config)
     removed: list[str] = []
@@ -238,9 +222,7 @@ def _indices(container: dict | list) -> Iterable[Any]:
     return container.keys() if isinstance(container, dict) else range(len(container))
 
 
-# ----------------------------------------------------------------------------- --config text
-# Snakemake reads a nested --config value as YAML text without types ('trained={n: [32]}' gives
-# {"n": ["32"]}); a config file would have given the number.
+# Snakemake reads a nested --config value as text ('trained={n: [32]}' gives {"n": ["32"]})
 _INT = re.compile(r"[-+]?[0-9]+")
 _FLOAT = re.compile(r"[-+]?([0-9]+[.][0-9]*|[.][0-9]+|[0-9]+([.][0-9]*)?[eE][-+]?[0-9]+|[.][0-9]+[eE][-+]?[0-9]+)")
 _BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
@@ -352,9 +334,8 @@ def _json_type(value: Any) -> str:
 
 def _coerced(text: str, schemas: list[Any], validator: Any) -> Any:
     """What ``text`` (a --config value) stands for where ``schemas`` apply: its number, boolean or null
-    where the schema takes that (or says nothing there, as for a map's options), the text where the
-    schema takes the text; where it takes neither, the value whose type it wants, so that the schema's
-    own message says what is wrong with it (``-1 is less than the minimum of 1``)."""
+    where the schema takes it (or says nothing), else the text where the schema takes that, else the value
+    whose type it wants (so that the schema's own message says what is wrong)."""
     typed = _typed(text)
     if typed is _TEXT:
         return text
@@ -370,10 +351,8 @@ def _coerced(text: str, schemas: list[Any], validator: Any) -> Any:
 
 
 def coerce_text(config: dict, given: Mapping[str, Any], schema: str | Path = SCHEMA) -> None:
-    """Read, in place, the values of ``config`` that ``given`` (Snakemake's ``--config`` values) set as
-    text, as the schema wants them: ``'32'`` becomes 32 where it wants an integer, ``'true'`` and
-    ``'null'`` a boolean and null where it takes them; a text the schema takes as text, and one that is
-    no unambiguous number, boolean or null, stays (the schema then names its key)."""
+    """Read, in place, the values of ``config`` that ``given`` (the ``--config`` values) set as text as
+    the schema wants them (``'32'`` as 32 where it wants an integer: ``_coerced``)."""
     validator = _validator(schema, defaults=False)
     root = validator.schema
 

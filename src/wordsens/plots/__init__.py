@@ -1,12 +1,10 @@
-"""What every figure shares (``wordsens.plots.common``: map labels from the registry, atomic saving with
-the run's stamp, the notes under a panel, the points a figure is missing; ``wordsens.plots.scatter``:
-off-scale values and coinciding points, NumPy only; ``wordsens.plots.generalisation``: the layout of
-Figures 4-5, drawn by the gen study and by gen_words with real words) and the run's stamp
-(``wordsens.plots.stamp``). Each study draws its own figures (``wordsens.studies``: its ``figure`` module).
+"""The figures' shared parts: ``common`` (theme, saving with the run's stamp, map labels and laws, the notes
+under a panel), ``scatter`` (off-scale values and coinciding points, NumPy only), ``generalisation`` (the
+layout of Figures 4-5, for gen and gen_words) and ``stamp`` (the run's stamp). Each study draws its own
+figures (its ``figure`` module).
 
-The run's stamp (``wordsens.plots.stamp.run_stamp``) is imported eagerly and without matplotlib: the
-workflow computes it when it parses its rules. The shared figure functions (matplotlib, seaborn) are
-imported on first use.
+``run_stamp`` is imported eagerly and without matplotlib (the workflow computes it when it parses its
+rules); the figure functions on first use.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""What every figure shares: map labels from the registry, atomic saving with the run's stamp (a
-visible "toy demo: tiny random BERT" or "random weights" on every figure of such a run: decided by
-``wordsens.plots.stamp.run_stamp``), and the notes under a panel (the grid points it is missing,
-what it draws off scale or side by side), placed below its axis labels whatever their size.
+"""What every figure shares: its theme, colours and atomic saving with the run's stamp
+(``wordsens.plots.stamp.run_stamp``), map labels and laws from the registry, and the notes under a panel
+(the grid points it is missing, what it draws off scale or side by side) below its axis labels.
 """
 
 from __future__ import annotations
@@ -15,24 +14,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import seaborn as sns
 from matplotlib.backend_bases import RendererBase
 from matplotlib.transforms import Bbox
 
 from ..io import atomic_path
 from ..maps import registry
-
-__all__ = [
-    "NOTE_STYLE",
-    "hue_of",
-    "map_label",
-    "map_law",
-    "mark_not_run",
-    "not_run_note",
-    "note_under",
-    "point_keys",
-    "save",
-    "stamp_figure",
-]
 
 
 def stamp_figure(fig: plt.Figure, stamp: str | None) -> None:
@@ -61,8 +48,8 @@ def map_label(name: str) -> str:
 
 
 def map_law(name: str) -> tuple[Callable[[Any], Any], str] | None:
-    """The law a map's word sensitivity follows and its legend label (``MapSpec.law``, ``law_label``;
-    RF: ``wordsens.theory.rf_law``), drawn beside its curve; None for a map without one (or unregistered)."""
+    """The law a map's word sensitivity follows and its legend label (``MapSpec.law``, ``law_label``; RF:
+    ``wordsens.theory.rf_law``); None for a map without one (or unregistered)."""
     if name not in registry.names() or registry.get(name).law is None:
         return None
     spec = registry.get(name)
@@ -82,13 +69,30 @@ def point_keys(name: str) -> list[str]:
 
 
 def save(fig: plt.Figure, paths: Sequence[str | Path], dpi: int, *, stamp: str | None = None) -> None:
-    """Write ``fig`` to every path (format from the suffix), atomically, with the run's ``stamp``
-    (``wordsens.plots.stamp.run_stamp``, a param of the figure rules; figure functions pass
-    ``settings["stamp"]``)."""
+    """Write ``fig`` to every path (format from the suffix), atomically, with the run's ``stamp``, then
+    close it."""
     stamp_figure(fig, stamp)
     for path in paths:
         atomic_path(path, partial(_savefig, fig, fmt=Path(path).suffix.lstrip("."), dpi=dpi))
     plt.close(fig)
+
+
+def start(settings: dict[str, Any], *grid: int, **subplots: Any) -> tuple[plt.Figure, Any]:
+    """A figure in the theme of the plot ``settings`` (``context``): ``plt.subplots(*grid, **subplots)``."""
+    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
+    return plt.subplots(*grid, **subplots)
+
+
+def colours_of(keys: Sequence[Any], settings: dict[str, Any]) -> dict[Any, Any]:
+    """A colour of the settings' ``palette`` for each of ``keys``, in order."""
+    return dict(zip(keys, sns.color_palette(settings.get("palette", "colorblind"), len(keys)), strict=True))
+
+
+def finish(fig: plt.Figure, paths: Sequence[str | Path], settings: dict[str, Any], **layout: Any) -> plt.Figure:
+    """``fig`` laid out (``tight_layout(**layout)``) and saved at the settings' dpi with their stamp."""
+    fig.tight_layout(**layout)
+    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
+    return fig
 
 
 def _savefig(fig: plt.Figure, target: Path, *, fmt: str, dpi: int) -> None:
@@ -139,10 +143,8 @@ def _wrap(note: str, width: int = 90) -> str:
 
 
 def note_under(ax: plt.Axes, note: str) -> None:
-    """``note`` under the panel, below its x tick labels and x-axis label (measured when drawn, so
-    never over them), clear of the curves and the legend, its long lines broken after a "; "; ``tight_layout`` and
-    ``bbox_inches="tight"`` make room for it. A panel without axes (``set_axis_off``) gets it in its
-    middle."""
+    """``note`` under the panel, below its x tick labels and x-axis label (measured when drawn), its long
+    lines broken after a "; "; a panel without axes (``set_axis_off``) gets it in its middle."""
     if not note:
         return
     note = _wrap(note)

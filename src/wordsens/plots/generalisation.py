@@ -1,6 +1,5 @@
 """Figures 4 and 5 from the generalisation tables: the test error (or the alignment ratio) against
-gamma_min after changing one word (``gen_figure``). The gen study draws the paper's figures with it and
-the gen_words study the same layout with real words (its ``hue``: how the sentence was changed).
+gamma_min after changing one word (``gen_figure``), for the gen study and for gen_words (real words).
 """
 
 from __future__ import annotations
@@ -18,11 +17,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.transforms import offset_copy
 
-from .common import map_label, not_run_note, note_under, save
+from .common import colours_of, map_label, not_run_note, note_under, save
 from .scatter import on_scale, side_by_side
-
-__all__ = ["GEN_Y", "LOSS_MARKERS", "SIDE_BY_SIDE_POINTS", "TRAINING_TITLES", "gen_figure"]
-
 
 TRAINING_TITLES = {"fine_tune": "fine-tuned", "retrain": "re-trained"}
 LOSS_MARKERS = {"surrogate": "o", "direct": "X", "penalised": "o"}
@@ -57,13 +53,11 @@ def gen_figure(
     settings: dict[str, Any] | None = None,
     labels: Mapping[Any, str] | None = None,
 ) -> plt.Figure:
-    """Figures 4 and 5 as one grid of scatter panels: ``y`` (``"err"``: the paper's figures;
-    ``"alignment"``: the companion figures, with the reference line a = 1) against gamma_min, rows =
-    training, columns = (map, n); colour = ``hue`` (N or penalty; ``labels``: the legend's text of each
-    level of a ``hue`` of names, in its order); marker = loss. Every row is drawn legibly: a few runaway
-    rows are drawn at the axis' edge as triangles (``wordsens.plots.scatter.on_scale``), coinciding points
-    of different colours side by side (``side_by_side``), both counted under their panel; rows whose first
-    stage does not interpolate are drawn hollow. Returns the (saved, closed) figure."""
+    """One grid of scatter panels: ``y`` (``"err"``; ``"alignment"``: the companion figures, with the line
+    a = 1) against gamma_min, rows = training, columns = (map, n) of ``columns``; colour = ``hue`` (N, penalty;
+    ``labels``: the legend's text of each level, in order); marker = loss. A few runaway rows are drawn at the
+    edge as triangles (``on_scale``), coinciding points of different colours side by side (``side_by_side``),
+    both counted under their panel; rows whose first stage does not interpolate hollow."""
     settings = settings or {}
     _check_gen_table(table, y)
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
@@ -73,7 +67,7 @@ def gen_figure(
     present = set(table[hue].unique())
     levels = [level for level in labels if level in present] if labels else sorted(present)
     names = {level: labels[level] if labels else f"{hue} = {level:g}" for level in levels}
-    palette = dict(zip(levels, sns.color_palette(settings.get("palette", "colorblind"), len(levels)), strict=True))
+    palette = colours_of(levels, settings)
     frame = table.assign(
         panel=[_gen_panel(m, int(n)) for m, n in zip(table["map"], table["n"], strict=True)],
         training=table["training"].map(TRAINING_TITLES),
@@ -131,9 +125,9 @@ def _gen_panels(
     hue: str,
     palette: dict[Any, Any],
 ) -> int:
-    """Draw every panel of the grid (rows: ``trainings``, columns: ``cols``), each row's y axis fitted to its
-    rows, each panel's x axis to its own (``_axis_range``), with the reference line of ``y`` and the
-    panel's notes under it. Returns how many rows were drawn off scale."""
+    """Draw every panel, each row's y axis fitted to its rows, each panel's x axis to its own
+    (``_axis_range``), with the reference line of ``y`` and the panel's notes. Returns how many rows were
+    drawn off scale."""
     reference = GEN_Y[y][1]
     anchor = 0.0 if reference is None else None  # the error starts at 0; the ratio a has no floor
     off_scale = 0
@@ -156,15 +150,8 @@ def _gen_captions(fig: plt.Figure, frame: pd.DataFrame, reference: float | None)
     """What the reference line means (where ``y`` has one) and how many rows are drawn hollow (their
     first stage does not interpolate its training set)."""
     if reference is not None:
-        fig.text(
-            0.01,
-            1.0,
-            "dashed: a = 1 (one word cannot separate the two sentences)",
-            fontsize="small",
-            color="dimgray",
-            va="bottom",
-            ha="left",
-        )
+        line = "dashed: a = 1 (one word cannot separate the two sentences)"
+        fig.text(0.01, 1.0, line, fontsize="small", color="dimgray", va="bottom", ha="left")
     hollow = int(frame["hollow"].sum())
     if hollow:
         fig.suptitle(
@@ -214,9 +201,8 @@ def _gen_scatter(
     y_range: _Range,
     x_range: _Range,
 ) -> tuple[list[str], int]:
-    """One panel's rows: filled markers (hollow where the first stage does not interpolate) in the
-    colour of their ``hue`` level, off-scale rows as triangles at the edge, coinciding points of
-    different levels side by side. Returns the panel's notes and how many rows it drew off scale."""
+    """One panel's rows in the colour of their ``hue`` level. Returns the panel's notes and how many rows it
+    drew off scale."""
     ax.set_xlim(*x_range.limits)
     ax.set_ylim(*y_range.limits)
     if part.empty:

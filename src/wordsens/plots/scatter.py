@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_VALUES", "OFF_SCALE_FACTOR", "OFF_SCALE_SHARE", "on_scale", "side_by_side"]
-
 # A few values are off scale when they lie beyond the rest by more than OFF_SCALE_FACTOR times the
 # rest's span (drawn, the rest would take less than 1 / (1 + OFF_SCALE_FACTOR) of the axis) and are
 # at most OFF_SCALE_SHARE of the values (at least one); below MIN_VALUES values nothing is.
@@ -22,14 +20,10 @@ MIN_VALUES = 5
 
 
 def on_scale(values: Sequence[float] | np.ndarray, *, anchor: float | None = None) -> tuple[float | None, float | None]:
-    """``(low, high)``: the smallest and largest values an axis should draw on scale, None on a side
-    where every value can be. The m_low smallest and m_high largest values are off scale when they
-    are at most ``OFF_SCALE_SHARE`` of the values together (at least one) and each side's nearest lies
-    beyond the others' range by more than ``OFF_SCALE_FACTOR`` times its span; of such splits, the
-    one that leaves the most values out. ``anchor``: a value the axis starts from whatever the data
-    (0 for an error or gamma_min): the span is measured from it, and nothing is off scale below it.
-    NaN and infinite values are ignored; below ``MIN_VALUES`` values every value is on scale.
-    """
+    """``(low, high)``: the smallest and largest values an axis should draw on scale, None on a side where
+    every value can be; of the splits that leave values off scale (above), the one that leaves the most out.
+    ``anchor``: a value the axis starts from (0 for an error or gamma_min): the span is measured from it,
+    and nothing is off scale below it. NaN and infinite values are ignored."""
     v = np.sort(np.asarray(values, dtype=float))
     v = v[np.isfinite(v)]
     count = len(v)

@@ -12,8 +12,6 @@ from typing import Any
 
 from ..data.models import DEMO_LM, DEMO_MODEL
 
-__all__ = ["DEMO_STAMP", "run_stamp"]
-
 DEMO_STAMP = "toy demo: tiny random BERT"
 _WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin", "tf_model.h5", "model.ckpt*", "flax_model.msgpack")
 
@@ -28,12 +26,9 @@ def _random_weights(name: str) -> bool:
 
 
 def run_stamp(config: Mapping[str, Any], *, model: str | None = None) -> str | None:
-    """The stamp every figure of a run carries when its encoder has random weights, else None.
-
-    ``model``: the encoder the figure used (default ``model.name``; the probes may use another, the
-    causal LM of Figure 1 right its own). The demo's encoder gives ``DEMO_STAMP``, the demo's causal
-    LM "toy demo: tiny random causal LM", a local folder without weights "random weights: <name>".
-    """
+    """The stamp every figure of a run carries when its encoder (``model``, default ``model.name``) has
+    random weights: ``DEMO_STAMP``, "toy demo: tiny random causal LM" or "random weights: <folder>"; else
+    None."""
     name = str(model if model is not None else (config.get("model") or {}).get("name", ""))
     if name == DEMO_MODEL:
         return DEMO_STAMP

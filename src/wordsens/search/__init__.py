@@ -1,6 +1,6 @@
 """Word-sensitivity searches: ``estimate`` (the entry point, ``WSResult``), the search engine
 (``Problem``, ``SearchContext``, ``wordsens.search.engine``), the fast paths of the maps (``rf``,
-``drf``, ``attention``, ``variants``, ``heads``, ``layers``), the full-map search of maps without one
+``drf``, ``attention``, ``variants``, ``heads``), the full-map search of maps without one
 (``full_map``), the authors' algorithm (``reference``) and real words (``swaps``).
 """
 

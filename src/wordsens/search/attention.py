@@ -1,10 +1,6 @@
-"""The attention fast path: RAF and ReLU-RAF with one token moved (``AttentionProblem``).
-
-Moving token ``i`` changes one row and one column of the score matrix ``X W X^T / sqrt(d)``;
-everything about the other rows is computed once, so a search step costs ``O(d^2 + n d)`` per
-restart instead of ``O(n^2 d)``, with the gradient written out (``tests/unit/search/test_ws.py`` checks it
-against autograd). The generalisation functionals (``wordsens.generalisation.functionals``) reuse the
-same moved-row quantities.
+"""The attention fast path: RAF and ReLU-RAF with one token moved (``AttentionProblem``), a step in
+``O(d^2 + n d)`` per restart since one row and one column of the scores change; the generalisation
+functionals (``wordsens.generalisation.functionals``) reuse its moved-row quantities.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from .engine import Problem, SearchContext, informed_starts, project
 
 Tensor = torch.Tensor
 
-__all__ = ["AttentionProblem", "raf_prepare", "relu_raf_prepare", "self_score_direction"]
 
 # The "isolate" start (AttentionProblem._isolated): projected steps and their decay.
 _ISO_STEPS, _ISO_DECAY = 300, 20
@@ -28,9 +23,8 @@ _EXACT_BYTES = 2**27  # float64 arrays of one batch of AttentionProblem.exact
 
 
 def self_score_direction(xi: Tensor, Wsym: Tensor, radius: float) -> Tensor:
-    """The move that maximises the moved token's self score ``x' W x'^T`` (``Wsym = W + W^T``) over the
-    ball, by a few fixed-point steps ``Delta <- radius * normalise(Wsym (x_i + Delta))``: the token then
-    attends to itself, which turns its own output into ``x'``."""
+    """The move that maximises the moved token's self score ``x' W x'^T`` (``Wsym = W + W^T``) over the ball, by
+    fixed-point steps ``Delta <- radius * normalise(Wsym (x_i + Delta))``: the token then attends to itself."""
     self_dir = xi.clone()
     for _ in range(20):
         g = Wsym @ (xi + self_dir)
@@ -39,22 +33,13 @@ def self_score_direction(xi: Tensor, Wsym: Tensor, radius: float) -> Tensor:
 
 
 class AttentionProblem(Problem):
-    """RAF / ReLU-RAF with row ``i`` moved to ``x_i' = x_i + Delta``.
-
-    A query row ``j != i`` becomes ``(1 - w_j) M_j + w_j x_i'``, where ``M_j`` is its output with column
-    ``i`` left out and ``w_j`` the new weight of column ``i`` (``column_weights``: the rule ``norm``'s,
-    ``wordsens.maps.attention``: softmax for RAF, ReLU divided by the row's sum for ReLU-RAF); its
-    change ``A_j + w_j (x_i' - M_j)`` (``A_j = M_j - out_j``) has a squared norm in inner products of
-    ``x_i'`` with ``A`` and ``M`` only. Row ``i`` itself is recomputed (``moved_row``).
-
-    Public fields, also read by the generalisation functionals: ``X`` (n, d), ``xi`` (the moved row
-    before the move), ``i``, ``n``, ``d``, ``norm``, ``radius``, ``P`` (column scores of a new ``x_i'``:
-    ``x_i' @ P.T``), ``Q`` (its row scores: ``x_i' @ Q``), ``M`` (rows without column ``i``; 0 at row
-    ``i``), ``logz`` and ``z`` (those rows' statistics), ``mask`` (1 but at row ``i``), ``onehot``,
-    ``out0`` (the map at ``X``), ``X64`` and ``W64`` (float64 copies for exact evaluations: the given
-    float64 sample and weights, else ``X`` and ``W`` converted, which in float32 are the map's numbers
-    rounded).
-    """
+    """RAF / ReLU-RAF with row ``i`` moved to ``x_i' = x_i + Delta``: a query row ``j != i`` becomes
+    ``(1 - w_j) M_j + w_j x_i'`` (``M_j``: its output without column ``i``; ``w_j``: the new weight of column
+    ``i``, by ``norm``'s rule), whose change ``A_j + w_j (x_i' - M_j)`` (``A_j = M_j - out_j``) has a squared
+    norm in inner products of ``x_i'`` with ``A`` and ``M``; row ``i`` is recomputed (``moved_row``). The
+    generalisation functionals read its fields: ``P`` (column scores ``x_i' @ P.T``), ``Q`` (row scores
+    ``x_i' @ Q``), ``M``, ``logz``, ``z``, ``mask`` (1 but at row ``i``), ``onehot``, ``out0`` (the map at ``X``),
+    ``X64`` and ``W64`` (the float64 sample and weights of exact evaluations)."""
 
     def __init__(
         self,
@@ -110,11 +95,6 @@ class AttentionProblem(Problem):
         self._QT = self.Q.T.contiguous()
         self._informed_dirs: Tensor | None = None
 
-    @property
-    def row(self) -> AttentionProblem:
-        """The moved row's quantities: the problem itself (the generalisation functionals read them)."""
-        return self
-
     def column_weights(self, col: Tensor) -> Tensor:
         """New attention weight ``w_j`` of column ``i`` in every query row ``j`` from its new scores ``col``."""
         return self.norm.column_weights(col, self.logz, self.z)
@@ -162,10 +142,7 @@ class AttentionProblem(Problem):
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
-        """``value`` with its gradient written out: seven matrix products with contiguous,
-        stacked operands, one of them (R, d) x (d, d), and no autograd graph.
-        ``tests/unit/search/test_ws.py`` checks it against autograd.
-        """
+        """``value`` with its gradient written out (seven products with stacked operands, no autograd graph)."""
         n, i = self.n, self.i
         xi = self.xi + D
         stacked = xi @ self._PAM_T  # (R, 3n): column scores, x_i'.A_j, x_i'.M_j
@@ -189,8 +166,7 @@ class AttentionProblem(Problem):
         return value + 0.25 * (g_out * g_out).sum(-1), grad
 
     def exact(self, deltas: Tensor) -> Tensor:
-        """Change norms with the plain map in float64: one moved sample alone, several in batches of
-        ``_EXACT_BYTES`` (each holds a few (n, n) arrays: 134 MB apiece at n = 4096)."""
+        """Change norms with the plain map in float64, in batches of ``_EXACT_BYTES``."""
         if self._base64 is None:
             self._base64 = self.norm.attend(self.X64, self.W64)
         if deltas.shape[0] == 1:
@@ -204,25 +180,17 @@ class AttentionProblem(Problem):
         return torch.cat(out)
 
     def select(self, deltas: Tensor) -> tuple[int, float]:
-        """The best of ``deltas`` by the fast value (float64 here, the same algebra as the map), and
-        its change re-evaluated with the plain map: one full evaluation instead of one per candidate."""
+        """The best of ``deltas`` by the fast value (in float64) and its change by the plain map: one full
+        evaluation instead of one per candidate."""
         with torch.no_grad():
             values = self.value(deltas.to(self.X.dtype))
         j = int(torch.argmax(values))
         return j, float(self.exact(deltas[j : j + 1])[0])
 
     def _informed(self) -> Tensor:
-        """Directions (m, d), float64 on the CPU, suggested by the structure of attention.
-
-        * attract: raise every score ``s_ji'`` of the moved token (the paper's proof), and its
-          opposite;
-        * self: make the moved token attend to itself, which turns its own output into ``x_i'``
-          (norm up to ``2 sqrt(d)``): the maximiser of the self score ``x_i' W x_i'^T`` over the
-          ball, by a few fixed-point steps ``Delta <- r * normalise(W_sym x_i')``;
-        * stretch: ``Delta`` along ``x_i`` (the longest ``x_i'``);
-        * isolate: lower the moved token's scores on all other tokens, alone, with stretch, and
-          refined until no other score is positive (``_isolated``).
-        """
+        """Unit directions (m, d), float64 CPU, from the structure of attention: attract (raise every score of
+        the moved token, the paper's proof) and its opposite; self (``self_score_direction``); stretch (along
+        ``x_i``); isolate (lower its scores on all other tokens), alone, with stretch, and refined (``_isolated``)."""
         P = self.P.to(device="cpu", dtype=torch.float64)
         mask = self.mask.to(device="cpu", dtype=torch.float64)
         xi = self.xi.to(device="cpu", dtype=torch.float64)
@@ -243,13 +211,9 @@ class AttentionProblem(Problem):
         return dirs[norms[:, 0] > 0]
 
     def _isolated(self, direction: Tensor, Wc: Tensor, steps: int = _ISO_STEPS) -> Tensor:
-        """A ``Delta`` whose token scores no other token, pushed far from its old output.
-
-        Projected steps on the ball from ``radius * direction``: while some ``s_ik'`` (k != i) is
-        positive or the self score ``s_ii'`` is not, descend ``sum_k relu(s_ik') + relu(-s_ii')``;
-        otherwise ascend ``||x_i' - out_i||``. With ReLU attention such a token attends only to
-        itself, so its own output becomes ``x_i'`` (the proof's mechanism, turned inward).
-        """
+        """A ``Delta`` whose token scores no other token, pushed far from its old output: projected steps from
+        ``radius * direction`` that descend ``sum_k relu(s_ik') + relu(-s_ii')`` while it is positive, else ascend
+        ``||x_i' - out_i||`` (with ReLU attention such a token attends only to itself)."""
         X = self.X.to(device="cpu", dtype=torch.float64)
         xi = X[self.i]
         out_i = self.out0_i.to(device="cpu", dtype=torch.float64)

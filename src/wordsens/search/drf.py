@@ -1,16 +1,8 @@
-"""Deep random features at any depth within a memory budget: resident and streamed layers.
-
-A DRF of depth L has ``L`` weight matrices of size ``D x D`` (15 GB each in float32 at d = 768,
-n = 80). The first layer is reduced to the block that the moved token multiplies (as for RF); layers
-2..L form the tail. As many tail layers as the memory budget allows stay resident; the others are
-streamed: on every pass their column blocks ``(D, d)`` are regenerated from their own seeds
-(``maps.drf_block``: the same numbers every time), used at once for every restart, and dropped. The
-gradient is written out layer by layer, and the final value re-evaluated with the same blocks in float64.
-
-Reduced precision (working dtype ``torch.bfloat16``, ``ReducedDRFProblem``): the map stays the one of
-the float32 draws; the search multiplies by bfloat16 copies of them (half the bytes per pass, tensor
-cores on a GPU) and propagates the *change* of every layer from its unperturbed pre-activation, so
-rounding errors are relative to the change; the candidates are re-evaluated with the float32 weights.
+"""Deep random features at any depth within a memory budget. The first layer is reduced to the block that
+the moved token multiplies (as for RF); of layers 2..L (the tail) as many as the budget allows stay resident and
+the others are streamed: their column blocks regenerated from their seeds on every pass (``maps.drf_block``).
+Under reduced precision (``ReducedDRFProblem``) the map stays the float32 one; the products run on bfloat16
+copies and propagate each layer's change, so rounding is relative to the change.
 """
 
 from __future__ import annotations
@@ -28,16 +20,6 @@ from .first_layer import FirstLayer, blockwise_u, exact_u, explicit_block
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "REDUCED_DTYPES",
-    "DRFProblem",
-    "DRFTail",
-    "ReducedDRFProblem",
-    "drf_prepare",
-    "drf_problem",
-    "drf_tail",
-    "weight_dtype",
-]
 
 # Working dtypes whose products run in reduced precision on float32 weights (``ReducedDRFProblem``).
 REDUCED_DTYPES = (torch.bfloat16,)
@@ -49,13 +31,10 @@ def weight_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 class DRFTail:
-    """Layers 2..L of a DRF: resident ``(D, D)`` tensors first, then streamed layers (their 1-based
-    layer numbers), regenerated block by block from ``seed`` on every pass.
-
-    ``dtype`` is the weights' (the map's numbers), ``compute`` the products' (default ``dtype``;
-    bfloat16 under reduced precision: resident layers are then held in it). ``exact_layers`` are the
-    map's own layers for the float64 evaluation (default ``layers``; under reduced precision the
-    explicit weights, or the layer numbers, regenerated in ``dtype``)."""
+    """Layers 2..L of a DRF: resident ``(D, D)`` tensors, then streamed layers (their 1-based numbers),
+    regenerated block by block from ``seed`` on every pass. ``dtype``: the weights' (the map's numbers);
+    ``compute``: the products' (bfloat16 under reduced precision, resident layers held in it);
+    ``exact_layers``: the map's own layers for the float64 evaluation (default ``layers``)."""
 
     def __init__(
         self,
@@ -144,9 +123,8 @@ class DRFTail:
     def forward_change(
         self, delta: Tensor, pre0: Sequence[Tensor], *, keep: bool = False
     ) -> tuple[Tensor, list[Tensor]]:
-        """``h_L - h_L(0)`` from ``delta = h_1 - h_1(0)`` (R, D): layer ``l`` adds ``V_l delta`` to its
-        unperturbed pre-activation ``pre0[l]``, so that rounding in the products is relative to the
-        change; with ``keep`` the active masks of every layer (for ``backward``)."""
+        """``h_L - h_L(0)`` from ``delta = h_1 - h_1(0)`` (R, D), each layer's ``V_l delta`` added to its
+        unperturbed pre-activation ``pre0[l]``; with ``keep`` the active masks of every layer."""
         masks = []
         for layer, p0 in zip(self.layers, pre0, strict=True):
             pre = p0 + self._linear(layer, delta)
@@ -156,8 +134,8 @@ class DRFTail:
         return delta, masks
 
     def forward64(self, h: Tensor, pres: list[Tensor] | None = None) -> Tensor:
-        """``h_L`` from float64 ``h_1`` (R, D), every product accumulated in float64 with the map's own
-        weights (``exact_layers``); ``pres`` (a list) receives every layer's pre-activation."""
+        """``h_L`` from float64 ``h_1`` (R, D) with the map's own weights (``exact_layers``), in float64;
+        ``pres`` (a list) receives every layer's pre-activation."""
         for layer in self.exact_layers:
             out = torch.zeros((h.shape[0], self.n * self.d), dtype=torch.float64, device=h.device)
             if isinstance(layer, Tensor):
@@ -198,8 +176,8 @@ class DRFProblem(Problem):
 
     @torch.no_grad()
     def value_and_grad(self, D: Tensor) -> tuple[Tensor, Tensor]:
-        """One forward and one backward pass over the tail for the whole batch of restarts (each
-        streamed block is generated once per pass); ``tests/unit/search/test_drf.py`` checks it against autograd."""
+        """One forward and one backward pass over the tail for the whole batch (each streamed block generated
+        once per pass)."""
         pre = self.layer.u + D @ self.layer.B.T
         h, masks = self.tail.forward(torch.relu(pre), keep=True)
         diff = h - self.base
@@ -218,13 +196,9 @@ class DRFProblem(Problem):
 
 
 class ReducedDRFProblem(DRFProblem):
-    """``DRFProblem`` with its products in the tail's ``compute`` dtype (bfloat16) on the float32 map.
-
-    The change is propagated layer by layer from the unperturbed pre-activations (``pre0``, from the
-    float64 pass that gives ``phi(X)``): ``relu(u + B Delta) - relu(u)`` at the first layer, then
-    ``relu(pre0_l + V_l delta) - relu(pre0_l)``; rounding in a product is then relative to the
-    change, which a difference of two rounded outputs would swamp. The ascent runs in float32 (the
-    moves and activations), ``exact`` with the float32 weights in float64 like ``DRFProblem``'s."""
+    """``DRFProblem`` with its products in the tail's ``compute`` dtype (bfloat16) on the float32 map: the
+    change propagated from the unperturbed pre-activations ``pre0`` (``DRFTail.forward_change``), the moves
+    and activations in float32, ``exact`` as ``DRFProblem``'s."""
 
     def _bases(self, u1_64: Tensor) -> None:
         pres: list[Tensor] = []
@@ -259,12 +233,8 @@ class ReducedDRFProblem(DRFProblem):
 
 
 def drf_tail(seed: int, n: int, d: int, L: int, ctx: SearchContext, weights: Sequence[Tensor] | None = None) -> DRFTail:
-    """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many layers resident
-    as ``wordsens.compute.map_costs.drf_layout`` fits into the memory budget ``ctx.budget`` (None: every
-    layer resident).
-
-    ``ctx.dtype`` is the working dtype: under reduced precision (``REDUCED_DTYPES``) the resident layers
-    are bfloat16 copies of the float32 weights, which remain the map (``DRFTail.exact_layers``)."""
+    """Layers 2..L: the explicit ``weights[1:]``, or drawn from ``seed`` with as many resident as ``drf_layout``
+    fits into ``ctx.budget``; under reduced precision the resident layers are copies in ``ctx.dtype``."""
     dtype, device, draw_on = ctx.dtype, ctx.device, ctx.draw_on
     wdtype = weight_dtype(dtype)
     common: dict[str, Any] = dict(seed=seed, n=n, d=d, dtype=wdtype, device=device, draw_on=draw_on, compute=dtype)
@@ -292,9 +262,8 @@ def drf_problem(
     tail: DRFTail,
     u_all: Tensor | None = None,
 ) -> DRFProblem:
-    """The DRF problem at ``position``: the first layer reduced to its block (explicit ``weights``,
-    the exact sampler, or the blockwise ``u_all``) before ``tail`` (``drf_tail``, shared by positions).
-    A reduced-precision ``ctx.dtype`` (``REDUCED_DTYPES``) gives a ``ReducedDRFProblem`` on float32 weights."""
+    """The DRF problem at ``position``: the first layer's block (explicit ``weights``, the exact sampler, or
+    the blockwise ``u_all``) before ``tail``; a ``ReducedDRFProblem`` under reduced precision."""
     n, d = X64.shape
     wdtype = weight_dtype(ctx.dtype)
     make = DRFProblem if wdtype == ctx.dtype else ReducedDRFProblem
@@ -313,8 +282,8 @@ def drf_problem(
 def drf_prepare(
     X64: Tensor, seed: int, weights: Sequence[Tensor] | None, ctx: SearchContext
 ) -> Callable[[int], DRFProblem]:
-    """The registry's fast path for DRF: the tail (``drf_tail``) and the blockwise ``u`` built once,
-    then per position ``drf_problem``."""
+    """The registry's fast path for DRF: the tail and the blockwise ``u`` built once, per position
+    ``drf_problem``."""
     n, d = X64.shape
     L = len(weights) if weights is not None else int(ctx.options.get("L", 2))
 

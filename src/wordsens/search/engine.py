@@ -1,10 +1,7 @@
-"""The search engine shared by every word-sensitivity and generalisation search.
-
-A ``Problem`` is a function of ``Delta`` (the move of one token) over the ball of radius
-``sqrt(d)``: a batched, differentiable ``value`` (what the search maximises), its ``exact`` float64
-evaluation with the plain map formula, and informed ``starts``. ``ascend`` maximises it from a
-batch of starts by projected normalised-gradient ascent with adaptive steps, momentum and
-successive halving of the restarts.
+"""The search engine shared by every word-sensitivity and generalisation search: a ``Problem`` (a batched,
+differentiable ``value`` of the move ``Delta`` of one token over the ball of radius ``sqrt(d)``, its ``exact``
+float64 evaluation and informed ``starts``) and ``ascend``, which maximises it (docs/methods.md, "Word
+sensitivity: the default search").
 """
 
 from __future__ import annotations
@@ -17,28 +14,9 @@ from typing import Any
 import torch
 
 from ..maps.spec import MapSpec
-from ..seeds import derive_seed, generator
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "CHUNK_BYTES",
-    "ETA0",
-    "ETA_MAX",
-    "HALVE_EVERY",
-    "Problem",
-    "Search",
-    "SearchContext",
-    "ascend",
-    "authors_start",
-    "chunked_rows64",
-    "feasible",
-    "informed_starts",
-    "matvec64",
-    "project",
-    "sphere",
-    "unit_rows",
-]
 
 # Ascent settings (see ascend), chosen on synthetic RAF and ReLU-RAF instances against the
 # reference method (benchmarks/bench_ws.py).
@@ -49,10 +27,9 @@ CHUNK_BYTES = 4 * 1024**2  # float64 chunk size of exact evaluations and Gram ma
 
 @dataclass
 class Search:
-    """What a word-sensitivity search found: the maximising position, its Delta (float64), the
-    change ``||phi(X^i(Delta)) - phi(X)||`` and ``||phi(X)||``, a certified upper bound on the
-    relative change (RF), the steps taken, the DRF tail layers streamed, and the relative change
-    reached at every position searched."""
+    """What a word-sensitivity search found: the maximising position, its Delta (float64), the change
+    ``||phi(X^i(Delta)) - phi(X)||``, ``||phi(X)||``, RF's certified bound, the steps, DRF's streamed layers and
+    the relative change at every position searched."""
 
     position: int
     delta: Tensor
@@ -66,10 +43,8 @@ class Search:
 
 @dataclass(frozen=True)
 class SearchContext:
-    """What a map's ``prepare`` (``wordsens.maps.MapSpec.fast``) needs besides the sample, seed and weights:
-    the map's spec (resolved once, by the entry point), the working dtype and device, the RF/DRF sampler,
-    where weight blocks are drawn, the memory budget (bytes; None: no limit), the batch of restarts and
-    the map's options."""
+    """What a map's ``prepare`` (``MapSpec.fast``) needs besides the sample, seed and weights (``budget``:
+    bytes, None for no limit)."""
 
     spec: MapSpec
     dtype: torch.dtype
@@ -117,9 +92,9 @@ class Problem(abc.ABC):
     polish_steps: int = 300  # the step cap of ``polish``
 
     def polish(self, D: Tensor, *, max_steps: int, momentum: float) -> tuple[Tensor, int]:
-        """The point ``D`` (1, d) converged tightly (relative gains down to 1e-12) by ``ascend``, which
-        never lowers its value: a tie with another algorithm's local maximum is not lost to a loose
-        stopping rule. ``D`` is in the working dtype; returns the point (float64) and the steps taken."""
+        """The point ``D`` (1, d, working dtype) converged tightly by ``ascend`` (relative gains down to 1e-12):
+        a tie with another algorithm's local maximum is not lost to a loose stopping rule. Returns the point
+        (float64) and the steps taken."""
         D, steps = ascend(self, D, max_steps=max_steps, tol=1e-12, patience=10, keep=1, momentum=momentum, eta_min=1e-9)
         return D.to(torch.float64), steps
 
@@ -137,10 +112,9 @@ class Problem(abc.ABC):
     streamed_layers: int = 0  # DRF: tail layers regenerated on every pass (wordsens.search.drf)
 
     def screener(self, seed: int) -> Callable[[Tensor], Tensor] | None:
-        """A score of moves ``D`` (R, d), batched, that ranks them nearly as ``value`` does at a fraction
-        of its cost, for a vocabulary screen (``wordsens.search.swaps``); any random draw it needs is
-        seeded with ``seed``. None (the default): the screen falls back to the first-order score
-        ``D^T G D`` of ``value`` at 0 (``wordsens.search.swaps.first_order_gram``)."""
+        """A batched score of moves ``D`` (R, d) that ranks them nearly as ``value`` does, cheaper, for a
+        vocabulary screen (``wordsens.search.swaps``; random draws seeded with ``seed``). None: the screen
+        uses the first-order score (``wordsens.search.swaps.first_order_gram``)."""
         return None
 
 
@@ -149,6 +123,19 @@ def chunked_rows64(M: Tensor, fn: Callable[[slice, Tensor], None]) -> None:
     step = max(1, CHUNK_BYTES // (8 * M.shape[1]))
     for start in range(0, M.shape[0], step):
         fn(slice(start, start + step), M[start : start + step].to(torch.float64))
+
+
+def chunked_values(
+    fn: Callable[[Tensor], Tensor], moves: Tensor, chunk: int, dtype: torch.dtype, device: Any, columns: int = 0
+) -> Tensor:
+    """``fn`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in ``dtype`` on ``device``,
+    without autograd: (V,) or, with ``columns``, (V, columns), float64 on the CPU."""
+    out = torch.empty((moves.shape[0], columns) if columns else moves.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        for start in range(0, moves.shape[0], chunk):
+            part = moves[start : start + chunk].to(device=device, dtype=dtype)
+            out[start : start + part.shape[0]] = fn(part).to(device="cpu", dtype=torch.float64)
+    return out
 
 
 def matvec64(M: Tensor, x: Tensor) -> Tensor:
@@ -177,9 +164,8 @@ def unit_rows(dirs: Tensor) -> Tensor:
 
 
 def informed_starts(informed: Tensor, radius: float, restarts: int, gen: torch.Generator) -> Tensor:
-    """Starts (float64, CPU) from unit directions ``informed`` (m, d) suggested by a map's structure: those
-    directions on the sphere, the reference's jittered start ``0.1 N(0, I)``, random mixtures of informed
-    and random directions, uniform sphere points."""
+    """Starts (float64, CPU) from unit directions ``informed`` (m, d): those directions on the sphere, the
+    reference's jittered start ``0.1 N(0, I)``, random mixtures of informed and random directions, sphere points."""
     d = informed.shape[1]
     jitter = 0.1 * torch.randn((1, d), generator=gen, dtype=torch.float64)
     fixed = torch.cat([radius * informed, jitter])[:restarts]
@@ -219,17 +205,10 @@ def ascend(
     momentum: float,
     eta_min: float = 1e-4,
 ) -> tuple[Tensor, int]:
-    """Projected normalised-gradient ascent from every start; returns the point reached by each survivor.
-
-    Each restart moves by ``eta * radius`` along its normalised gradient (plus ``momentum`` times
-    its previous unit step, which follows ridges instead of zig-zagging across them) and is
-    projected back on the ball; ``eta`` doubles (up to 64, where a step is nearly the jump to
-    ``radius * g / ||g||`` that maximises the linearisation) after a gain and halves after a
-    loss, which is rejected, so every restart's value never decreases. Every ``HALVE_EVERY``
-    steps the worse half of the batch is dropped until ``keep`` restarts remain. The search stops
-    when the best value gains less than ``tol`` (relative) in ``patience`` steps, when every step
-    size has collapsed, or after ``max_steps`` steps.
-    """
+    """Projected normalised-gradient ascent from every start (``ascent_step``); returns the point reached by
+    each survivor and the steps. Every ``HALVE_EVERY`` steps the worse half is dropped down to ``keep``; it
+    stops when the best value gains less than ``tol`` (relative) in ``patience`` steps, when every step size
+    is below ``eta_min``, or after ``max_steps``."""
     r = problem.radius
     D = project(starts, r)
     val, grad = problem.value_and_grad(D)
@@ -238,19 +217,8 @@ def ascend(
     history = [float(val.max())]
     steps = 0
     while steps < max_steps:
-        direction = grad / torch.linalg.vector_norm(grad, dim=-1, keepdim=True).clamp_min(1e-30) + momentum * mom
-        direction = direction / torch.linalg.vector_norm(direction, dim=-1, keepdim=True).clamp_min(1e-30)
-        cand = project(D + (eta * r)[:, None] * direction, r)
-        cval, cgrad = problem.value_and_grad(cand)
+        D, val, grad, eta, mom = ascent_step(problem.value_and_grad, D, val, grad, eta, mom, r, momentum)
         steps += 1
-        ok = torch.isfinite(cval) & (cval >= val)
-        moved = cand - D
-        moved = moved / torch.linalg.vector_norm(moved, dim=-1, keepdim=True).clamp_min(1e-30)
-        mom = torch.where(ok[:, None], moved, torch.zeros_like(mom))
-        D = torch.where(ok[:, None], cand, D)
-        val = torch.where(ok, cval, val)
-        grad = torch.where(ok[:, None], cgrad, grad)
-        eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
         history.append(float(val.max()))
         if steps % HALVE_EVERY == 0 and val.shape[0] > keep:
             survivors = torch.argsort(val, descending=True)[: max(keep, val.shape[0] // 2)]
@@ -264,8 +232,31 @@ def ascend(
     return D, steps
 
 
-def authors_start(seed: int, position: int, d: int) -> Tensor:
-    """The start of the authors' search at ``position``: ``0.1 N(0, I_d)`` (float64, CPU), seeded."""
-    return 0.1 * torch.randn(
-        d, generator=generator(derive_seed(seed, "reference-start", position)), dtype=torch.float64
-    )
+def ascent_step(
+    value_and_grad: Callable[..., tuple[Tensor, Tensor]],
+    D: Tensor,
+    val: Tensor,
+    grad: Tensor,
+    eta: Tensor,
+    mom: Tensor,
+    radius: float,
+    momentum: float,
+    *args: Tensor,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """One step of ``ascend`` for every row of ``D`` (values and gradients: ``value_and_grad(D, *args)``): the
+    new ``(D, val, grad, eta, mom)``. A row moves by ``eta * radius`` along its normalised gradient plus
+    ``momentum`` times its previous unit step (which follows ridges), projected on the ball; ``eta`` doubles (up
+    to ``ETA_MAX``) after a gain and halves after a loss, which is rejected."""
+    direction = grad / torch.linalg.vector_norm(grad, dim=-1, keepdim=True).clamp_min(1e-30) + momentum * mom
+    direction = direction / torch.linalg.vector_norm(direction, dim=-1, keepdim=True).clamp_min(1e-30)
+    cand = project(D + (eta * radius)[:, None] * direction, radius)
+    cval, cgrad = value_and_grad(cand, *args)
+    ok = torch.isfinite(cval) & (cval >= val)
+    moved = cand - D
+    moved = moved / torch.linalg.vector_norm(moved, dim=-1, keepdim=True).clamp_min(1e-30)
+    mom = torch.where(ok[:, None], moved, torch.zeros_like(mom))
+    D = torch.where(ok[:, None], cand, D)
+    val = torch.where(ok, cval, val)
+    grad = torch.where(ok[:, None], cgrad, grad)
+    eta = torch.where(ok, torch.clamp(eta * 2.0, max=ETA_MAX), eta * 0.5)
+    return D, val, grad, eta, mom

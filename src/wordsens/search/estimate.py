@@ -1,19 +1,9 @@
-"""Word-sensitivity estimates (``estimate``, ``WSResult``): the authors' search, a better one, and RF
-certificates.
-
-The word sensitivity of a feature map ``phi`` at a sample ``X`` (n, d) is
-
-    S(X) = sup_{i, ||Delta|| <= sqrt(d)} ||phi(X^i(Delta)) - phi(X)|| / ||phi(X)||,
-
-where ``X^i(Delta)`` adds ``Delta`` to row ``i``. A search over ``Delta`` gives a lower bound
-(``lower``); for RF a certificate gives an upper bound (``upper``), since ReLU is 1-Lipschitz:
-``S <= ||B||_op sqrt(d) / ||phi(X)||`` with ``B`` the block of ``V`` that multiplies row ``i``.
-
-``method="reference"`` runs the authors' algorithm (``wordsens.search.reference``); ``"default"``
-ascends batched restarts from informed starts (``wordsens.search.engine.ascend``) on each map's cheap
-equivalent form (``MapSpec.fast``: RF and DRF draw only the moved token's block, exact in law; the
-attention maps update one row and one column of the scores), its final ``lower`` re-evaluated in
-float64 with the plain map formula.
+"""Word-sensitivity estimates (``estimate``, ``WSResult``): the largest relative change
+``||phi(X^i(Delta)) - phi(X)|| / ||phi(X)||`` over moves ``||Delta|| <= sqrt(d)`` of one row, bounded below by
+a search (``lower``) and, for RF, above by a certificate (``upper``). ``method="reference"`` runs the authors'
+algorithm (``wordsens.search.reference``), ``"default"`` the batched ascent on each map's cheap equivalent form
+(``MapSpec.fast``), its ``lower`` re-evaluated in float64 with the plain map (docs/methods.md, "Word
+sensitivity: the default search").
 """
 
 from __future__ import annotations
@@ -36,7 +26,6 @@ from .engine import Search, SearchContext, feasible
 
 Tensor = torch.Tensor
 
-__all__ = ["METHODS", "WSResult", "estimate"]
 
 METHODS = ("default", "reference")
 
@@ -97,42 +86,27 @@ def estimate(
     draw_on: str = "device",
     radius: float | None = None,
 ) -> WSResult:
-    """Estimate the word sensitivity of ``map_name`` at ``X`` (n, d).
+    """Estimate the word sensitivity of ``map_name`` (a registered map: ``wordsens maps``) at ``X`` (n, d).
 
     Args:
-        map_name: a registered map (``wordsens.maps``; ``wordsens maps`` lists them): the
-            paper's ``"rf"``, ``"drf"``, ``"raf"``, ``"relu_raf"`` and the attention variants.
-        X: the sample (n, d); rows should have norm sqrt(d) (see ``wordsens.data.samples``).
         seed: seeds the weights (when ``weights`` is None) and the search.
-        position: 0-based token index of the perturbed row, or ``"all"`` for the true sup over
-            every position (one position at a time; the result names the maximising one and
-            ``profile`` holds the estimate at every position).
-        weights: explicit weights in the map's format (RF: ``V``; DRF: list; RAF maps: ``W``; the
-            variants: a dict of named tensors).
+        position: the moved row, or ``"all"`` (the sup over every position; ``profile`` holds each).
+        weights: explicit weights in the map's format; they imply some options (``MapSpec.infer_options``).
         method: ``"default"`` (the fast search) or ``"reference"`` (the authors' algorithm).
-        options: the map's options (``wordsens maps`` lists them, e.g. ``{"L": 4}`` for DRF's depth,
-            ``{"k": 1000}`` for RF's width, ``{"heads": 12}``); explicit ``weights`` imply some
-            (``MapSpec.infer_options``: RF's width, DRF's depth).
-        dtype: working dtype of the default search (the map's default: float32 for RF/DRF,
-            float64 for attention).
+        options: the map's options (e.g. ``{"L": 4}`` for DRF's depth, ``{"k": 1000}`` for RF's width).
+        dtype: working dtype of the default search (None: the map's).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
-        sampler: how RF/DRF weights are drawn when ``weights`` is None: ``"exact"`` (only the
-            perturbed token's block, the rest of the first layer's pre-activation from its exact law;
-            one position only), ``"blockwise"`` (the dense matrix's blocks one at a time: the numbers
-            of ``"dense"``, never the whole matrix), ``"dense"``; ``"auto"``: exact for one position,
-            blockwise for ``"all"``, dense when ``weights`` are given.
-        restarts, max_steps, tol, patience: the default search's batch of starts, step cap and
-            convergence rule: stop when the best squared change gains less than ``tol`` relative in
-            ``patience`` steps (defaults: the map's ``SearchSettings`` in the registry).
-        max_memory_gb: peak array memory allowed (default: what the device has free). DRF keeps as
-            many tail layers resident as fit and streams the others (``wordsens.search.drf``): its memory
-            is this setting, not a consequence of n and L. Other maps are only checked against it.
-        draw_on: where RF/DRF weight blocks bound for a GPU are drawn: ``"device"`` (by a generator
-            of the GPU: fast, the same numbers on every GPU, equal in law to the CPU's) or ``"cpu"``
-            (CPU draws copied over: the same numbers as a CPU run). CPU runs always draw on the CPU.
-        radius: the radius of the ball of moves ``||Delta|| <= radius`` (None: ``sqrt(d)``, the paper's);
-            the default method only (the authors' algorithm, and their point as a candidate of the
-            default search, at ``sqrt(d)`` only). RF's ``upper`` is the certificate at this radius.
+        sampler: how RF/DRF weights are drawn: ``"exact"`` (only the moved token's block, the rest of the
+            first layer's pre-activation from its exact law; one position), ``"blockwise"`` (the numbers of
+            ``"dense"``, one block at a time), ``"dense"``; ``"auto"``: exact for one position, blockwise for
+            ``"all"``, dense for given ``weights``.
+        restarts, max_steps, tol, patience: the default search's starts, step cap and stopping rule (a gain
+            below ``tol``, relative, in ``patience`` steps); None: the map's ``SearchSettings``.
+        max_memory_gb: peak array memory allowed (None: what the device has free); DRF streams the tail
+            layers that do not fit (``wordsens.search.drf``), the other maps are only checked against it.
+        draw_on: where RF/DRF blocks bound for a GPU are drawn: ``"device"`` (fast, equal in law to the CPU's)
+            or ``"cpu"`` (the numbers of a CPU run).
+        radius: of the ball of moves (None: ``sqrt(d)``); the default method only. RF's ``upper`` is at it.
 
     Raises:
         ValueError: bad map, shapes, NaN/Inf, position, method or options.
@@ -215,9 +189,7 @@ def search_context(
     draw_on: str = "device",
 ) -> tuple[MapSpec, SearchContext]:
     """The map's spec (from its name, or the spec itself) and the ``SearchContext`` of a search at ``X``
-    (n, d) that ``MapSpec.fast``'s ``prepare`` takes (``estimate``; ``wordsens.search.swaps``), after
-    ``estimate``'s checks of its arguments (same meaning), the memory of the search (``restarts``
-    candidates at once) against the device's included."""
+    (n, d), after ``estimate``'s checks of its arguments (same meaning) and of the search's memory."""
     spec = spec_of(map_)
     n, d = maps.check_sample(X)
     if X.ndim != 2:
@@ -269,8 +241,8 @@ def search_context(
 
 
 def _radius(radius: float | None, d: int, method: str) -> float | None:
-    """The ball's radius of a search: None (the paper's ``sqrt(d)``, also where ``radius`` is it) or another
-    positive number, for the default method only (the authors' algorithm searches the ``sqrt(d)`` ball)."""
+    """The ball's radius of a search: None for the paper's ``sqrt(d)`` (also where ``radius`` is it), else
+    another positive number, for the default method only."""
     if radius is None:
         return None
     if isinstance(radius, bool) or not isinstance(radius, (int, float)) or not radius > 0:
@@ -288,8 +260,8 @@ def _radius(radius: float | None, d: int, method: str) -> float | None:
 def _authors_point(
     spec: MapSpec, X64: Tensor, seed: int, position: int, weights: Any, ctx: SearchContext
 ) -> tuple[Tensor, int]:
-    """The best point (1, d), float64, of the authors' algorithm run as is (``reference.ws_search``: the
-    very numbers of ``method="reference"`` on the same instance), and its steps."""
+    """The best point (1, d), float64, of the authors' algorithm (the numbers of ``method="reference"``), and
+    its steps."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(spec, seed, n, d, dtype=torch.float64, **ctx.options)
@@ -312,9 +284,8 @@ def _run_default(
     patience: int,
     radius: float | None = None,
 ) -> Search:
-    """The default search at every position of ``positions``; ``radius`` (None: each problem's own,
-    ``sqrt(d)``) replaces the radius of the problems' ball, and leaves the authors' algorithm (a
-    search of the ``sqrt(d)`` ball) out."""
+    """The default search at every position of ``positions``; a ``radius`` (None: ``sqrt(d)``) replaces the
+    problems' own and leaves the authors' algorithm (a search of the ``sqrt(d)`` ball) out."""
     settings = spec.settings
     keep = min(settings.keep, ctx.restarts)
     prepare = registry.resolve(spec.fast) if spec.fast is not None else full_map.prepare

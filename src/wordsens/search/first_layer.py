@@ -1,11 +1,6 @@
-"""The first ReLU layer of RF and DRF, reduced to the block that the moved token multiplies, and
-how its pre-activation is drawn.
-
-Moving token ``i`` changes ``V flat(X)`` by ``B Delta`` with ``B = V[:, i*d:(i+1)*d]`` (k x d):
-a search only needs ``B`` and the pre-activation ``u = V flat(X)`` (``FirstLayer``). With the exact
-sampler only ``B`` is drawn, and ``V_rest flat(X_rest)`` (independent of ``B``) is drawn from its exact
-law ``N(0, gain ||X_rest||^2 / D)`` per row (``exact_u``): the same law as the dense model without the
-k x D matrix; the blockwise sampler accumulates ``u`` from the dense matrix's blocks (``blockwise_u``).
+"""The first ReLU layer of RF and DRF reduced to the block ``B`` (k x d) that the moved token multiplies
+(``FirstLayer``), and its pre-activation ``u = V flat(X)``: from the rest's exact law (``exact_u``) or
+accumulated from the dense matrix's blocks (``blockwise_u``).
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ from ..seeds import derive_seed, generator
 from .engine import chunked_rows64, matvec64, sphere
 
 Tensor = torch.Tensor
-
-__all__ = ["FirstLayer", "blockwise_u", "exact_u", "explicit_block", "image", "rest_gaussian"]
 
 
 class FirstLayer:
@@ -73,8 +66,8 @@ class FirstLayer:
         return self._eigenvectors()[:, -m:].flip(-1).T.contiguous()
 
     def singular_starts(self, restarts: int, radius: float, gen: torch.Generator) -> Tensor:
-        """The reference's jittered start ``0.1 N(0, I)``, ``+-`` the top right singular vectors of
-        the active block, then random sphere points."""
+        """The reference's jittered start, ``+-`` the top right singular vectors of the active block, sphere
+        points."""
         vecs = self._eigenvectors()
         d = vecs.shape[0]
         m = min(restarts // 2, d)
@@ -88,8 +81,8 @@ class FirstLayer:
 
 
 def rest_gaussian(seed: int, tag: str, position: int, k: int, std: float, device: torch.device) -> Tensor:
-    """``k`` i.i.d. ``N(0, std^2)`` numbers (float64) of the exact sampler's ``V_rest flat(X_rest)``:
-    a small draw, always on the CPU (float32 numbers, as every weight draw), then moved to ``device``."""
+    """``k`` i.i.d. ``N(0, std^2)`` numbers (float64) of the exact sampler's ``V_rest flat(X_rest)``, drawn
+    in float32 on the CPU (as every weight draw)."""
     gen = generator(derive_seed(seed, tag, position))
     draw = torch.randn(k, generator=gen, dtype=torch.float32).to(torch.float64)
     return (draw * std).to(device)
@@ -106,10 +99,8 @@ def exact_u(B: Tensor, X64: Tensor, position: int, seed: int, tag: str, gain: fl
 
 
 def blockwise_u(block: Callable[[int], Tensor], X64: Tensor, rows: int, device: torch.device) -> Tensor:
-    """First-layer pre-activation ``V flat(X)`` (``rows`` of it) accumulated one column block at a time,
-    ``block(j)`` drawing the block of token ``j`` (RF's ``maps.rf_block``, DRF's first layer's
-    ``maps.drf_block``): the dense matrix's blocks, the same numbers as ``sampler="dense"``, never the
-    whole matrix."""
+    """First-layer pre-activation ``V flat(X)`` (``rows`` of it) accumulated one column block ``block(j)`` at a
+    time: the numbers of ``sampler="dense"``, never the whole matrix."""
     u = torch.zeros(rows, dtype=torch.float64, device=device)
     for j in range(X64.shape[0]):
         B = block(j)

@@ -1,9 +1,6 @@
-"""The search on the full map, for registered maps without a fast path.
-
-Every restart evaluates the whole map on its own moved sample (a batch ``(R, n, d)``), with the
-gradient from autograd: no structure is assumed beyond ``forward`` accepting leading batch
-dimensions. Starts: the reference's jittered start, ``+-`` the moved row's own direction, and
-uniform points of the sphere.
+"""The search on the full map, for registered maps without a fast path: every restart evaluates the whole map
+on its own moved sample (R, n, d), with autograd; starts: the reference's jittered start, ``+-`` the moved
+row's direction and sphere points.
 """
 
 from __future__ import annotations
@@ -21,12 +18,10 @@ from .engine import Problem, SearchContext, sphere
 
 Tensor = torch.Tensor
 
-__all__ = ["FullMapProblem", "cast_weights", "prepare"]
-
 
 def cast_weights(weights: Any, dtype: torch.dtype, device: torch.device) -> Any:
-    """Weights in any of the registry's formats (a tensor, a list, a dict), moved and cast; a scalar
-    weight given as a number (a LayerNorm's ``eps``) becomes a 0-d tensor."""
+    """Weights in any of the registry's formats (a tensor, a list, a dict), moved and cast; a number (a
+    LayerNorm's ``eps``) becomes a 0-d tensor."""
     if isinstance(weights, Tensor):
         return weights.to(device=device, dtype=dtype)
     if isinstance(weights, numbers.Real) and not isinstance(weights, bool):
@@ -84,8 +79,8 @@ class FullMapProblem(Problem):
 
 
 def prepare(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> Callable[[int], FullMapProblem]:
-    """The search of a map without a fast path: its weights (drawn from ``seed`` unless given) and,
-    per position, the full-map problem."""
+    """The search of a map without a fast path: its weights (drawn from ``seed`` unless given) and, per
+    position, the full-map problem."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(ctx.spec, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)

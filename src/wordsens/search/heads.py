@@ -1,13 +1,7 @@
-"""Fast word-sensitivity searches for multi-head attention (``mh_raf``; ``trained_attention``, with the
-biases of its queries, keys and values, or one head without output projection) and the post-LayerNorm
-layers (``block``; ``trained_layer``'s formula: ``LayerProblem``).
-
-Moving token ``i`` changes one row and one column of each head's score matrix and row ``i`` of each
-head's values: the attention output of a query row ``j != i`` changes by a closed form in a few inner
-products per head, ``O(n d h + d^2)`` per restart (``h`` heads) instead of a multi-head pass. A layer's
-feed-forward sublayer and LayerNorms act on every row that attention changes, i.e. on all of them: they
-run in full on the closed form's attention output. ``tests/unit/search/test_variant_searches.py`` checks
-every value against the plain map and every gradient against autograd on the plain map.
+"""Fast word-sensitivity searches for multi-head attention (``mh_raf``; ``trained_attention``, with biases, or
+one head without output projection) and the post-LayerNorm layers (``block``; ``trained_layer``'s formula:
+``LayerProblem``): a query row ``j != i`` changes by a closed form in a few inner products per head, ``O(n d h
++ d^2)`` per restart; a layer's feed-forward sublayer and LayerNorms then run in full on every row.
 """
 
 from __future__ import annotations
@@ -29,26 +23,15 @@ from .variants import MovedTokenProblem, Weights, fast_prepare
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "BlockProblem",
-    "LayerProblem",
-    "MultiHeadProblem",
-    "PostLNProblem",
-    "block_prepare",
-    "layer_prepare",
-    "mh_raf_prepare",
-    "trained_attention_prepare",
-]
-
 
 # --------------------------------------------------------------------------- multi-head attention
 
 
 class _HeadsProblem(MovedTokenProblem):
-    """What ``mh_raf`` and ``block`` share: per head ``h``, a query row ``j != i`` becomes
-    ``(1 - w_hj) M_hj + w_hj v_h'`` (``M_hj``: its output with column ``i`` left out, ``w_hj =
-    sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``, ``v_h' = x' Wv_h``), so its change is
-    ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is recomputed."""
+    """What ``mh_raf`` and ``block`` share: per head ``h``, a query row ``j != i`` becomes ``(1 - w_hj) M_hj +
+    w_hj v_h'`` (``M_hj``: its output without column ``i``, ``w_hj = sigmoid(s_hji' - logsumexp_{k != i} s_hjk)``,
+    ``v_h' = x' Wv_h``), a change ``A_hj + w_hj (v_h' - M_hj)`` with ``A_hj = M_hj - out_hj``; row ``i`` is
+    recomputed."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         Wq, Wk, Wv = (weights[key] for key in ("Wq", "Wk", "Wv"))
@@ -108,9 +91,8 @@ class _HeadsProblem(MovedTokenProblem):
         return Z.transpose(0, 1).reshape(Z.shape[1], self.h * self.dh)
 
     def informed(self) -> Tensor:
-        """Informed unit directions (float64, CPU): ``+-x_i``; ``+-`` attract (raise the moved token's key
-        score in every row of every head), and attract per head; ``+-`` the direction that moves the
-        token's value most after ``Wo`` (the top left singular vector of ``Wv Wo``, by power iteration)."""
+        """Informed unit directions (float64, CPU): ``+-x_i``; ``+-`` attract (raise the moved token's key score
+        in every row of every head) and attract per head; ``+-`` the top left singular vector of ``Wv Wo``."""
         cpu: dict[str, Any] = {"device": "cpu", "dtype": torch.float64}
         d = self.d
         xi, Wk, Wv, mask = self.xi.to(**cpu), self.Wk.to(**cpu), self.Wv.to(**cpu), self.mask.to(**cpu)
@@ -125,19 +107,11 @@ class _HeadsProblem(MovedTokenProblem):
 
 
 class MultiHeadProblem(_HeadsProblem):
-    """``mh_raf`` with row ``i`` moved (see ``_HeadsProblem``).
-
-    After ``Wo`` the change of row ``j != i`` is ``z_j Wo`` with ``z_j`` the concatenated head
-    changes, and its squared norm is the quadratic form ``z_j G z_j^T`` with ``G = Wo Wo^T``. Written
-    out, with ``a_j`` the concatenated ``A_hj`` and ``G_hg`` the (d/h, d/h) blocks of ``G``::
-
-        a_j G a_j + 2 sum_h w_hj (aG_hj . v_h' - aG_hj . M_hj)
-          + sum_{h,g} w_hj w_gj (v_h' G_hg v_g' - 2 v_h' G_hg M_gj + M_hj G_hg M_gj)
-
-    The only term that needs every (h, g, j) is ``v_h' . N_hgj`` with ``N_hgj = G_hg M_gj``
-    precomputed: one batched product of ``O(n d h)`` per restart. Row ``i`` is recomputed
-    (``O(n d + d^2)``).
-    """
+    """``mh_raf`` with row ``i`` moved: the change of row ``j != i`` after ``Wo`` has the squared norm ``z_j G
+    z_j^T`` (``z_j``: the concatenated head changes, ``G = Wo Wo^T``, ``G_hg`` its (d/h, d/h) blocks), i.e.
+    ``a_j G a_j + 2 sum_h w_hj (aG_hj . v_h' - aG_hj . M_hj) + sum_{h,g} w_hj w_gj (v_h' G_hg v_g' - 2 v_h'
+    G_hg M_gj + M_hj G_hg M_gj)``, where only ``v_h' . N_hgj`` (``N_hgj = G_hg M_gj``, precomputed) needs every
+    (h, g, j)."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
@@ -173,12 +147,9 @@ class MultiHeadProblem(_HeadsProblem):
 
 
 class PostLNProblem(_HeadsProblem):
-    """A post-LayerNorm encoder layer with row ``i`` moved (``block``; ``LayerProblem``): the
-    attention output of every row from ``_HeadsProblem``'s closed form (row ``j != i`` changes by ``A_j Wo
-    + sum_h w_hj (v_h' Wo_h - M_hj Wo_h)``; ``bo`` cancels), then ``Y = ln1(X + attention)``
-    (``sublayer``) and the feed-forward sublayer with its LayerNorm on every row (``second``), both
-    given by the subclasses. Its search screens many starts (``search``); its vocabulary screen
-    (``screener``) is exact up to ``Y`` and approximates only the second sublayer."""
+    """A post-LayerNorm encoder layer with row ``i`` moved: every row's attention output from the closed form,
+    then ``Y = ln1(X + attention)`` (``sublayer``) and the feed-forward sublayer with its LayerNorm
+    (``second``), both given by the subclasses."""
 
     base: Tensor  # the layer's output on the sample, in the working dtype (set by the subclass)
 
@@ -222,13 +193,10 @@ class PostLNProblem(_HeadsProblem):
         return (diff * diff).sum(-1)
 
     def screener(self, seed: int) -> Callable[[Tensor], Tensor]:
-        """The sublayer screen: ``Y`` exact (``sublayer``, ``O(d^2 + n d h)`` per move), row ``i``
-        through ``second`` exactly (``O(d d_ff)``), every other row ``j`` by its change ``||dY_j||^2``
-        times ``second``'s mean gain there, ``||J_j||_F^2 / d`` (``J_j``: its Jacobian at the unmoved
-        row, estimated once with ``SCREEN_PROBES`` Rademacher probes drawn with ``seed``). The moved
-        row, whose change saturates in both LayerNorms, is the one the first-order score misranks; the
-        others change little and nearly linearly (recall: docs/benchmarks.md, "Where the constants come
-        from")."""
+        """The sublayer screen: ``Y`` exact, row ``i`` through ``second`` exactly, every other row ``j`` by
+        ``||dY_j||^2`` times ``second``'s mean gain there, ``||J_j||_F^2 / d`` (its Jacobian at the unmoved row,
+        estimated with ``SCREEN_PROBES`` Rademacher probes drawn with ``seed``): the moved row saturates both
+        LayerNorms, the others change nearly linearly (docs/benchmarks.md, "Where the constants come from")."""
         i, d = self.i, self.d
         with torch.no_grad():
             Y0 = self.sublayer(torch.zeros((1, d), dtype=self.X.dtype, device=self.X.device))[0]
@@ -256,10 +224,8 @@ class PostLNProblem(_HeadsProblem):
     def search(
         self, starts: Tensor, *, max_steps: int, tol: float, patience: int, keep: int, momentum: float
     ) -> tuple[Tensor, int]:
-        """Every start ascends ``BLOCK_SCREEN_STEPS`` steps side by side (``ascend`` without halving),
-        then the best ``keep`` ascend on to convergence: the layer has many local maxima, and ``ascend``'s
-        halving every 10 steps drops the restart that ends best (docs/benchmarks.md, "Where the constants
-        come from")."""
+        """Every start ascends ``BLOCK_SCREEN_STEPS`` steps without halving, then the best ``keep`` on to
+        convergence: with the layer's many local maxima, early halving drops the restart that ends best."""
         first = min(BLOCK_SCREEN_STEPS, max_steps)
         D, taken = ascend(
             self, starts, max_steps=first, tol=tol, patience=patience, keep=starts.shape[0], momentum=momentum
@@ -274,8 +240,7 @@ class PostLNProblem(_HeadsProblem):
 
 
 class BlockProblem(PostLNProblem):
-    """``block`` with row ``i`` moved (``PostLNProblem``): LayerNorms without affine parameters, a
-    ReLU feed-forward layer without biases."""
+    """``block`` with row ``i`` moved: LayerNorms without affine parameters, a ReLU feed-forward layer."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
@@ -290,11 +255,8 @@ class BlockProblem(PostLNProblem):
 
 
 class LayerProblem(PostLNProblem):
-    """``trained_layer``'s formula with row ``i`` moved: the checkpoint's own layer (``trained_layer``) and
-    the random layers built from it (``matched_layer``, ``ln_block``). ``PostLNProblem`` with the biases of
-    the queries, keys, values and ``bo``, ``Y = LN1(X + attention)`` and ``LN2(Y + GELU(Y W1 + b1) W2 +
-    b2)``, the LayerNorms with their gamma, beta and eps; ``tests/unit/studies/test_trained_conventions.py``
-    checks values and gradients against the plain map."""
+    """``trained_layer``'s formula with row ``i`` moved (``trained_layer``, ``matched_layer``, ``ln_block``): biases,
+    ``Y = LN1(X + attention)`` and ``LN2(Y + GELU(Y W1 + b1) W2 + b2)`` with affine LayerNorms."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)

@@ -1,14 +1,6 @@
-"""How fast this machine runs wordsens's kind of work: the speed probe of ``wordsens plan --probe``.
-
-The probe times, on one thread (as a 1-thread job runs), the three kinds of work that the jobs
-spend their time in: float32 matrix products (the features and Gram matrices of the generalisation
-jobs, the first layers of the word-sensitivity maps), float64 dense linear algebra (products, a
-Cholesky factor and a symmetric eigendecomposition: RF's Gram matrices, the generalisation's exact
-first stage) and a search's many small autograd steps (an attention map's projected ascent, where
-the per-operation overhead counts more than the flops). Each part is timed ``repeats`` times and its
-fastest time kept, and the parts are added (other work on the machine still slows it: probe a quiet
-machine). It lives with the searches because it times one; ``wordsens.compute.timing.speed_factor``
-turns its seconds into the time model's scale.
+"""How fast this machine runs wordsens's kind of work: the speed probe of ``wordsens plan --probe``. It times,
+on one thread, float32 matrix products, float64 dense linear algebra and a search's many small autograd steps,
+each part's fastest of ``repeats`` runs, added up (``wordsens.compute.timing.speed_factor`` scales it).
 """
 
 from __future__ import annotations
@@ -21,8 +13,6 @@ import torch
 
 from ..maps.paper import raf_forward
 from .engine import project
-
-__all__ = ["probe_seconds"]
 
 
 def _parts(seed: int) -> list[Callable[[], None]]:

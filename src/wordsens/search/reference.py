@@ -1,12 +1,7 @@
-"""The authors' word-sensitivity algorithm (the baseline to beat); their generalisation algorithm is
-in ``wordsens.generalisation.reference``.
-
-It follows the published scripts of Bombari & Mondelli (2024), with the departures listed in
-docs/methods.md ("The authors' algorithm"): dense float64 weights and features, plain projected
-gradient steps recomputing the whole map, the ball of radius ``sqrt(d)`` centred at the original
-row ``x_i``, and a start at ``x_i + 0.1 N(0, I)``. It serves as the reference: the default method
-(``wordsens.search.estimate``) is checked against it on the same X and weights, and runs it as a
-candidate where its schedule fits the step budget."""
+"""The authors' word-sensitivity algorithm (the baseline to beat), after the published scripts of Bombari &
+Mondelli (2024) with the departures of docs/methods.md ("The authors' algorithm"): dense float64 weights, plain
+gradient steps on the whole map projected on the ball of radius ``sqrt(d)`` around ``x_i``, from ``x_i + 0.1
+N(0, I)``. Their generalisation algorithm is in ``wordsens.generalisation.reference``."""
 
 from __future__ import annotations
 
@@ -18,12 +13,18 @@ import torch
 from .. import maps
 from ..maps import registry
 from ..maps.spec import MapSpec
-from .engine import Search, SearchContext, authors_start, feasible, project
+from ..seeds import derive_seed, generator
+from .engine import Search, SearchContext, feasible, project
 from .full_map import cast_weights
 
 Tensor = torch.Tensor
 
-__all__ = ["ws_estimate", "ws_search"]
+
+def authors_start(seed: int, position: int, d: int) -> Tensor:
+    """The start of the authors' search at ``position``: ``0.1 N(0, I_d)`` (float64, CPU), seeded."""
+    return 0.1 * torch.randn(
+        d, generator=generator(derive_seed(seed, "reference-start", position)), dtype=torch.float64
+    )
 
 
 def ws_search(spec: MapSpec, X: Tensor, weights: Any, position: int, seed: int) -> tuple[Tensor, float, int]:
@@ -57,9 +58,8 @@ def ws_search(spec: MapSpec, X: Tensor, weights: Any, position: int, seed: int) 
 def ws_estimate(
     spec: MapSpec, X64: Tensor, seed: int, positions: list[int], weights: Any, ctx: SearchContext
 ) -> Search:
-    """The authors' word-sensitivity algorithm at every position of ``positions`` (``ws_search``
-    each), on dense float64 weights (drawn from ``seed`` and the map's options when ``weights`` is
-    None, on ``ctx.device``). Maps with a certificate (``MapSpec.upper``: RF) also get it."""
+    """``ws_search`` at every position of ``positions`` on dense float64 weights (drawn from ``seed`` unless
+    given), with the map's certificate where it has one (``MapSpec.upper``)."""
     n, d = X64.shape
     if weights is None:
         weights = maps.sample_weights(

@@ -1,8 +1,6 @@
-"""RF's word-sensitivity search: its first (and only) ReLU layer reduced to the block that the moved
-token multiplies (``wordsens.search.first_layer``, shared with DRF), searched by subspace ascent
-(``RFProblem.search``), with its certificate (``RFProblem.upper``). With ``sampler="exact"`` only the
-block is drawn, and the rest of ``V flat(X)`` from its exact law: the same law as the dense model
-without the k x D matrix (section 2 of the paper gives the maps; ``README.md`` the numerical ideas).
+"""RF's word-sensitivity search: its ReLU layer reduced to the moved token's block (``wordsens.search.first_layer``),
+searched by subspace ascent (``RFProblem.search``), with its certificate (``RFProblem.upper``); docs/methods.md,
+"Word sensitivity: the default search".
 """
 
 from __future__ import annotations
@@ -18,19 +16,12 @@ from .first_layer import FirstLayer, blockwise_u, exact_u, explicit_block, image
 
 Tensor = torch.Tensor
 
-__all__ = ["RFProblem", "SubspaceRF", "image_and_gradient", "orthonormal_images", "rf_prepare", "rf_upper"]
-
 
 class SubspaceRF(Problem):
     """RF restricted to subspaces, one per restart: ``Delta_r = c_r V_r``, so the change is
-    ``||relu(u + c_r Y_r) - relu(u)||^2`` with ``Y_r = V_r B^T`` (m, k) and ``||c_r|| <= radius``.
-
-    A row ``j`` with ``|u_j| > radius ||Y_r[:, j]||`` for every restart keeps its sign on the whole
-    ball: it adds ``(c_r . Y_r[:, j])^2`` where ``u_j > 0`` and nothing otherwise. Those rows enter
-    once, as the quadratic form ``Q_r`` (m, m) of the active ones; only the others (those with ``|u_j|``
-    within the reach of the ball: a minority of them at the paper's sizes, docs/benchmarks.md, "Where
-    the constants come from") are evaluated per step. The value is the same function, in far fewer
-    operations."""
+    ``||relu(u + c_r Y_r) - relu(u)||^2`` with ``Y_r = V_r B^T`` (m, k) and ``||c_r|| <= radius``. A row with
+    ``|u_j| > radius ||Y_r[:, j]||`` for every restart keeps its sign on the whole ball: the active ones enter
+    once, as the quadratic form ``Q_r`` (m, m), and only the others are evaluated per step."""
 
     def __init__(self, Y: Tensor, u: Tensor, base: Tensor, radius: float) -> None:
         reach2 = radius**2 * (Y * Y).sum(1)  # (R, k): the largest (c_r . Y_r[:, j])^2
@@ -69,8 +60,8 @@ class RFProblem(Problem):
         self.phi_norm = float(torch.linalg.vector_norm(torch.relu(u64)))
 
     def value(self, D: Tensor) -> Tensor:
-        """``||relu(u + B Delta) - relu(u)||^2`` per row of ``D``; on a CPU by chunks of ``B``'s rows, changed in
-        place (``_VALUE_CHUNK_BYTES``): a vocabulary scan (``wordsens.search.swaps``) runs at its product's speed."""
+        """``||relu(u + B Delta) - relu(u)||^2`` per row of ``D``; on a CPU by chunks of ``B``'s rows changed in
+        place (``_VALUE_CHUNK_BYTES``), so that a vocabulary scan runs at its product's speed."""
         B = self.layer.B
         if B.device.type != "cpu":
             diff = self.layer.forward(D) - self.base
@@ -108,19 +99,11 @@ class RFProblem(Problem):
         momentum: float = 0.0,
         audit: list[float] | None = None,
     ) -> tuple[Tensor, int]:
-        """Subspace ascent from every start: each iteration maximises over span{Delta, last step, two
-        top singular directions, gradient} (an inner ascent on the (m, k) image ``V B^T``), which
-        converges in far fewer passes over ``B`` than gradient steps. An iteration streams ``B`` twice:
-        once for ``B Delta`` computed afresh together with the gradient at it (``image_and_gradient``),
-        once for the gradient's new direction; the last step's image is the difference of two fresh
-        images and the top directions' are computed once. Nothing is carried from one iteration to
-        the next but ``Delta`` itself, so rounding errors cannot compound, and every step is accepted
-        against the true value of the current ``Delta``.
-
-        ``audit`` (a list, for tests; it costs a float64 pass over ``B`` per iteration): after every
-        iteration with an accepted step, the largest relative error of the image the acceptance used,
-        ``||Y_accepted - B Delta|| / ||B Delta||`` with ``B Delta`` in float64. Returns the points
-        reached and the iterations."""
+        """Subspace ascent from every start: each iteration maximises over span{Delta, last step, two top
+        singular directions, gradient} by an inner ascent on its image (``SubspaceRF``), streaming ``B`` twice;
+        only ``Delta`` is carried over, so rounding errors cannot compound (docs/methods.md). ``audit`` (a list,
+        for tests): per iteration with an accepted step, the largest relative error of the image the acceptance
+        used against ``B Delta`` in float64. Returns the points reached and the iterations."""
         B, u, base, r = self.layer.B, self.layer.u, self.base, self.radius
         with torch.no_grad():
             D = project(starts, r)
@@ -205,10 +188,9 @@ _VALUE_CHUNK_BYTES = 32 * 2**20
 
 
 def image_and_gradient(B: Tensor, D: Tensor, u: Tensor, base: Tensor) -> tuple[Tensor, Tensor]:
-    """``B Delta`` for each row of ``D`` (R, d), computed afresh, and the gradient at ``Delta`` of
-    ``||relu(u + B Delta) - base||^2`` (R, d). On a CPU both come from one pass over ``B``: each chunk
-    of rows serves its part of the image and, still in cache, its part of the gradient; elsewhere two
-    whole products (a chunk loop would be many small kernels)."""
+    """``B Delta`` for each row of ``D`` (R, d) and the gradient at ``Delta`` of ``||relu(u + B Delta) - base||^2``
+    (R, d): on a CPU from one pass over ``B`` (each chunk of rows serves both while in cache), elsewhere two
+    whole products."""
     if B.device.type != "cpu":
         BD = image(B, D)
         pre = u + BD
@@ -230,13 +212,11 @@ def image_and_gradient(B: Tensor, D: Tensor, u: Tensor, base: Tensor) -> tuple[T
 def orthonormal_images(
     known: Tensor, known_img: Tensor, grad: Tensor, B: Tensor, *, error_scale: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
-    """Per restart, an orthonormal basis (R, m, d) of span{known, grad} (float64; a vector nearly in
-    the span of the ones before it becomes zero) and its image under ``B`` (R, m, k): the known
-    vectors' images (R, m - 1, k) are combined, only the gradient's new direction is multiplied by ``B``
-    (its images are exact, not differences). ``error_scale`` (R, m - 1): for each known vector, the
-    norm of which its image's rounding error is a fraction (default: its own norm); a known vector is
-    kept where its part orthogonal to the ones before it is at least ``_KEEP_FRACTION`` of that, so
-    no image error is amplified more than ``1 / _KEEP_FRACTION`` times."""
+    """Per restart, an orthonormal basis (R, m, d) of span{known, grad} (float64; a vector nearly in the span
+    of the ones before it becomes zero) and its image under ``B`` (R, m, k), combined from the known vectors'
+    images ``known_img`` but for the gradient's. A known vector is kept where its part orthogonal to the ones
+    before it is at least ``_KEEP_FRACTION`` of its ``error_scale`` (R, m - 1; default: its own norm), the
+    norm its image's rounding error scales with."""
     R, m1, _ = known.shape
     V = torch.cat([known, grad[:, None]], dim=1).to(torch.float64)
     scales = torch.linalg.vector_norm(V, dim=-1)
@@ -268,16 +248,13 @@ def orthonormal_images(
 
 
 def rf_upper(X64: Tensor, V: Tensor, position: int) -> float:
-    """The RF certificate at ``position`` from dense weights ``V`` (k, n d): ``||B||_op sqrt(d) / ||phi(X)||``
-    with ``B`` the block of ``V`` that the moved token multiplies (``RFProblem.upper``)."""
+    """The RF certificate ``||B||_op sqrt(d) / ||phi(X)||`` at ``position`` from dense weights ``V`` (k, n d)."""
     return RFProblem(*explicit_block(V, X64, position, V.dtype, V.device)).upper()
 
 
 def rf_prepare(X64: Tensor, seed: int, weights: Tensor | None, ctx: SearchContext) -> Callable[[int], RFProblem]:
-    """The registry's fast path for RF: per position, the block ``B`` of ``V`` that the moved token
-    multiplies and ``u = V flat(X)``, from explicit ``weights``, or ``B`` drawn alone and ``u`` from the
-    exact sampler (``exact_u``) or accumulated once from every block (``blockwise_u``: ``"blockwise"``
-    and ``"dense"`` give the same numbers)."""
+    """The registry's fast path for RF: per position, the moved token's block ``B`` and ``u = V flat(X)``, from
+    explicit ``weights``, or ``B`` drawn alone and ``u`` from ``exact_u`` or ``blockwise_u``."""
     n, d = X64.shape
     if weights is not None:
         return lambda position: RFProblem(*explicit_block(weights, X64, position, ctx.dtype, ctx.device))

@@ -1,33 +1,16 @@
 """Real words: the most damaging one-word substitution from a vocabulary, beside the continuous search.
 
-Putting vocabulary token ``w`` at position ``i`` replaces row ``i`` of the sample by ``x_i(w)``
-(``wordsens.data.vocabulary``): the move ``Delta = x_i(w) - x_i`` of the word-sensitivity problem at
-position ``i``. The discrete word sensitivity
-
-    S_words(X, i) = max_w ||phi(X with row i <- x_i(w)) - phi(X)|| / ||phi(X)||
-
-is then a finite maximum, evaluated by the very ``Problem`` the continuous search maximises
-(``MapSpec.fast``): ``sqrt(problem.value(D)) / phi_norm`` for a chunk of moves at once (``scan``), the
-best ones re-evaluated with the plain map in float64 (``Problem.exact``).
-
-Where a move is cheap (the attention maps: ``O(d^2 + n d)`` per word; RF: one product with the moved
-token's block) every word is scored: the scan is *exhaustive*. Elsewhere (DRF's layers after the first,
-``block``, ``trained_layer``, full-map problems: every row changes) the vocabulary is *screened*: every
-word gets a cheap score (``screen_scores``: the problem's own ``screener``, else the first-order score
-``D^T G D`` with ``G = J^T J``), the top ``screen`` words are scored exactly, and the distribution over
-the vocabulary comes from a seeded sample of words. ``wordsens.compute.swap_costs.exhaustive`` decides
-which, from the map's cost model.
-
-``substitution`` runs both sides at one position: the scan, and the continuous search on the same weights
-at the radius the best word moves, ``r = ||x_i(w*) - x_i||``, whose supremum bounds every word that moves
-as far: a best word above it is a search miss.
+Word ``w`` at position ``i`` is the move ``Delta = x_i(w) - x_i`` of the word-sensitivity ``Problem`` at ``i``
+(``MapSpec.fast``), so ``S_words(X, i) = max_w sqrt(problem.value(Delta_w)) / phi_norm`` is a finite maximum:
+``scan`` scores every word (exhaustive) or screens the vocabulary first (``screen_scores``) where a move is
+costly (``swap_costs.exhaustive`` decides), and re-evaluates the best with ``Problem.exact``. ``substitution``
+adds the continuous search at the radius the best word moves, whose supremum bounds every such word.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,24 +21,11 @@ from ..compute import swap_costs
 from ..compute.devices import check_fits
 from ..maps import registry
 from . import full_map
-from .engine import Problem
+from .engine import Problem, chunked_values
 from .estimate import estimate, search_context
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "CHUNK_MB",
-    "RECHECK",
-    "Scan",
-    "SwapResult",
-    "first_order_gram",
-    "move_values",
-    "prepare_problem",
-    "scan",
-    "screen_scores",
-    "substitution",
-    "working",
-]
 
 # the best candidates of a scan re-evaluated with the plain map in float64 (the float32 scores of a vocabulary
 # are within about 1e-6 of them: the best word is among the first few)
@@ -65,15 +35,11 @@ CHUNK_MB = 64.0  # working arrays of one chunk of candidates (swaps.chunk_mb)
 
 @dataclass
 class Scan:
-    """What a vocabulary scan at one position found. Indices are rows of the candidates scanned.
-
-    ``top``: the best candidates (at most ``top_k``), best first, and ``top_scores`` their relative
-    changes ``S`` evaluated with the plain map in float64; ``best_radius``: ``||x_i(w*) - x_i||`` of the
-    best. ``scores``: every candidate's ``S`` in the working dtype (exhaustive scans; None when
-    screened). ``mean``, ``median``, ``p99``: the distribution of ``S`` over the vocabulary (the
-    original word left out), from every word (``stats_words`` = all) or from a seeded sample of words
-    (screened). ``exhaustive``; ``screened``: the words scored exactly after the first-order screen
-    (None: exhaustive); ``phi_norm``; ``seconds``."""
+    """What a vocabulary scan at one position found (indices: rows of the candidates): ``top`` the best, best
+    first, with ``top_scores`` (``S`` by the plain map in float64) and ``best_radius`` (``||x_i(w*) - x_i||``);
+    ``mean``, ``median``, ``p99`` of ``S`` over ``stats_words`` words (the original word left out: all, or a
+    seeded sample when screened); ``screened``: the words scored exactly after the screen (None: exhaustive);
+    ``scores``: every word's ``S`` in the working dtype (exhaustive scans only)."""
 
     top: list[int]
     top_scores: list[float]
@@ -90,11 +56,9 @@ class Scan:
 
 
 def first_order_gram(problem: Problem, *, rows: int = 64) -> Tensor:
-    """``G = J^T J`` (d, d), float64 on the CPU, where ``J`` is the Jacobian of ``phi`` in the moved row:
-    half the Hessian of ``problem.value`` at ``Delta = 0`` (the value is ``||phi(X^i(Delta)) - phi(X)||^2``,
-    zero with zero gradient there, so its Hessian is ``2 J^T J``). The value is evaluated on a batch of
-    ``rows`` zero moves at once: row ``r`` of the batch gives row ``r`` of the Hessian by a second
-    backward pass of the gradient's ``r``-th coordinate (the batch's rows are independent problems)."""
+    """``G = J^T J`` (d, d), float64 CPU, ``J`` the Jacobian of ``phi`` in the moved row: half the Hessian of
+    ``problem.value`` at 0, ``rows`` of it per batch of zero moves (row ``r`` of the batch by a second backward
+    pass of the gradient's ``r``-th coordinate: the batch's rows are independent problems)."""
     d = problem.d
     dtype, device = working(problem)
     G = torch.zeros((d, d), dtype=torch.float64)
@@ -113,15 +77,13 @@ def first_order_gram(problem: Problem, *, rows: int = 64) -> Tensor:
 
 
 def screen_scores(problem: Problem, moves: Tensor, chunk: int, *, seed: int = 0) -> Tensor:
-    """The screen's score of every move (rows of ``moves``, float64 CPU; float64 CPU out): the
-    problem's own ``screener`` (the post-LayerNorm layers: exact up to their first LayerNorm), ``chunk``
-    moves at a time in its dtype and device, else the first-order score ``D^T G D``
-    (``first_order_gram``)."""
+    """The screen's score of every move (rows of ``moves``, float64 CPU; float64 CPU out): the problem's own
+    ``screener`` (``chunk`` moves at a time), else the first-order score ``D^T G D`` (``first_order_gram``)."""
     screener = problem.screener(seed)
     if screener is None:
         G = first_order_gram(problem)
-        return _chunked(lambda part: ((part @ G) * part).sum(-1), moves, 4096, torch.float64, torch.device("cpu"))
-    return _chunked(screener, moves, chunk, *working(problem))
+        return chunked_values(lambda part: ((part @ G) * part).sum(-1), moves, 4096, torch.float64, torch.device("cpu"))
+    return chunked_values(screener, moves, chunk, *working(problem))
 
 
 def working(problem: Problem) -> tuple[torch.dtype, torch.device]:
@@ -141,21 +103,9 @@ def _relative(values: Tensor, phi_norm: float) -> Tensor:
     return values.clamp_min(0).sqrt().to(device="cpu", dtype=torch.float64) / (phi_norm if phi_norm > 0 else 1.0)
 
 
-def _chunked(fn: Callable[[Tensor], Tensor], moves: Tensor, chunk: int, dtype: torch.dtype, device: Any) -> Tensor:
-    """``fn`` of every move (rows of ``moves``, float64 CPU), ``chunk`` at a time in ``dtype`` on
-    ``device``, without autograd; float64 on the CPU."""
-    out = torch.empty(moves.shape[0], dtype=torch.float64)
-    with torch.no_grad():
-        for start in range(0, moves.shape[0], chunk):
-            part = moves[start : start + chunk].to(device=device, dtype=dtype)
-            out[start : start + part.shape[0]] = fn(part).to(device="cpu", dtype=torch.float64)
-    return out
-
-
 def move_values(problem: Problem, moves: Tensor, chunk: int) -> Tensor:
-    """``problem.value`` (the squared change) of every move (rows of ``moves``, float64 CPU), ``chunk`` at a
-    time in the problem's dtype and device (``working``); float64 on the CPU."""
-    return _chunked(problem.value, moves, chunk, *working(problem))
+    """``problem.value`` (the squared change) of every move (rows of ``moves``), float64 CPU."""
+    return chunked_values(problem.value, moves, chunk, *working(problem))
 
 
 def scan(
@@ -171,14 +121,10 @@ def scan(
     exclude: int | None = None,
     seed: int = 0,
 ) -> Scan:
-    """Score the substitutions of row ``i`` by every row of ``candidates`` (V, d) at ``problem``'s
-    position (``xi``: the row they replace; float64).
-
-    Exhaustive: every candidate's value, ``chunk`` at a time; the best ``max(top_k, RECHECK)`` by that
-    value re-evaluated with ``problem.exact`` and re-ranked. Screened: the screen's score of every
-    candidate (``screen_scores``), its best ``screen`` scored by the value, then re-ranked the same
-    way; the statistics from ``sample`` candidates drawn with ``seed`` (all of them where there are
-    fewer), scored by the value. ``exclude``: a candidate left out of the statistics (the original word)."""
+    """Score the substitutions of the row ``xi`` at ``problem``'s position by every row of ``candidates`` (V, d):
+    every candidate's value (exhaustive), or the best ``screen`` of ``screen_scores`` and the statistics from
+    ``sample`` candidates drawn with ``seed``; the best ``max(top_k, RECHECK)`` by value re-ranked by
+    ``problem.exact``. ``exclude``: a candidate left out of the statistics (the original word)."""
     started = time.perf_counter()
     V = candidates.shape[0]
     if V == 0:
@@ -210,7 +156,7 @@ def scan(
             eligible = eligible[torch.randperm(eligible.numel(), generator=gen)[:sample]]
         stats = _relative(move_values(problem, moves[eligible], chunk), phi_norm)
         stats_words = int(stats.numel())
-    exact = _chunked(problem.exact, moves[pool], chunk, torch.float64, working(problem)[1])
+    exact = chunked_values(problem.exact, moves[pool], chunk, torch.float64, working(problem)[1])
     exact = exact / (phi_norm if phi_norm > 0 else 1.0)
     order = torch.argsort(exact, descending=True)[:top_k]
     top = [int(pool[j]) for j in order]
@@ -246,11 +192,9 @@ def prepare_problem(
     chunk_mb: float = CHUNK_MB,
     max_memory_gb: float | None = None,
 ) -> tuple[Problem, int, dict[str, Any]]:
-    """The word-sensitivity problem of ``map_name`` at ``X`` (n, d) and ``position``, as the continuous
-    search builds it (``search_context``, then the map's ``MapSpec.fast`` or the full-map problem); the
-    words per chunk of a scan of ``vocab`` words (``chunk_mb`` MB of working arrays,
-    ``swap_costs.chunk_size``), its memory checked against the device's (``swap_costs.scan_memory``);
-    and the context's facts (``device``, ``dtype``, ``options``)."""
+    """The word-sensitivity problem of ``map_name`` at ``X`` (n, d) and ``position`` as the continuous search
+    builds it, the words per chunk of a scan of ``vocab`` words (``chunk_mb`` MB of working arrays), its memory
+    checked against the device's, and the context's ``device``, ``dtype`` and ``options``."""
     spec, ctx = search_context(
         map_name,
         X,
@@ -275,10 +219,8 @@ def prepare_problem(
 
 @dataclass
 class SwapResult:
-    """One position's substitutions beside the continuous search. ``scan`` (its ``top`` index the
-    candidates), ``continuous``: the continuous word sensitivity at radius ``radius`` (the best word's
-    move) on the same weights, ``continuous_sqrt_d``: at the paper's radius ``sqrt(d)`` (None unless
-    asked), ``seconds`` of each side; ``device``, ``dtype`` and ``options`` of the scan."""
+    """One position's substitutions (``scan``) beside the continuous word sensitivity on the same weights at
+    the best word's ``radius`` (``continuous``) and at ``sqrt(d)`` (``continuous_sqrt_d``, None unless asked)."""
 
     map: str
     n: int
@@ -330,13 +272,10 @@ def substitution(
     sqrt_d: bool = False,
     max_memory_gb: float | None = None,
 ) -> SwapResult:
-    """The substitutions of row ``position`` of ``X`` (n, d) by the rows of ``candidates`` (V, d), scored
-    by ``scan`` (``exhaustive``: None decides by the map's cost model, ``swap_costs.exhaustive``), and the
-    continuous word sensitivity (``estimate``, the map's default search) on the same weights (drawn from
-    ``seed`` unless given) at the radius the best word moves; ``sqrt_d``: also at ``sqrt(d)``. ``chunk_mb``:
-    the working arrays of one chunk of words (``prepare_problem``). ``dtype``: of the scan (None: float32;
-    its best words are evaluated again in float64 with the plain map); the continuous search runs in the
-    map's own working dtype."""
+    """The substitutions of row ``position`` of ``X`` (n, d) by the rows of ``candidates`` (V, d) (``scan``;
+    ``exhaustive`` None: by the map's cost model) and the continuous word sensitivity (``estimate``) on the
+    same weights at the radius the best word moves (``sqrt_d``: also at ``sqrt(d)``). ``dtype``: of the scan
+    (None: float32); the continuous search runs in the map's own working dtype."""
     n, d = X.shape
     if candidates.ndim != 2 or candidates.shape[1] != d:
         raise ValueError(f"candidates must have shape (V, d) = (V, {d}), got {tuple(candidates.shape)}")

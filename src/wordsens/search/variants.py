@@ -1,12 +1,7 @@
-"""Fast word-sensitivity searches for the attention variants (``wordsens.maps.variants``): what their
-problems share (``MovedTokenProblem``, ``fast_prepare``) and the single-head maps (the multi-head ones
-are in ``wordsens.search.heads``).
-
-Moving token ``i`` to ``x' = x_i + Delta`` changes one row and one column of the score matrix: the
-output of a query row ``j != i`` changes by a closed form in a few inner products of ``x'`` with
-per-row quantities computed once per position, and row ``i`` is recomputed: ``O(n d + d^2)`` per
-restart instead of a full forward pass, gradients from autograd on these formulas.
-``tests/unit/search/test_variant_searches.py`` checks every value against the plain map.
+"""Fast word-sensitivity searches for the attention variants (``wordsens.maps.variants``): what their problems
+share (``MovedTokenProblem``, ``fast_prepare``) and the single-head maps (multi-head: ``wordsens.search.heads``).
+A query row ``j != i`` changes by a closed form in inner products of ``x' = x_i + Delta`` with quantities
+computed once per position, row ``i`` is recomputed: ``O(n d + d^2)`` per restart.
 """
 
 from __future__ import annotations
@@ -28,25 +23,14 @@ from .full_map import cast_weights
 Tensor = torch.Tensor
 Weights = Mapping[str, Tensor]
 
-__all__ = [
-    "LinearProblem",
-    "MovedTokenProblem",
-    "OnSphere",
-    "SigmoidProblem",
-    "fast_prepare",
-    "linear_raf_prepare",
-    "search_weights",
-    "sigmoid_raf_prepare",
-]
 
 _EXACT_BYTES = 2**28  # float64 working memory of one chunk of exact evaluations
 _POLISH_PATIENCE = 40  # the polish of MovedTokenProblem
 
 
 class OnSphere(Problem):
-    """``problem`` with its gradient, at points of the sphere where it points outwards, replaced by
-    its component along the sphere: ``ascend`` then follows the sphere instead of bouncing off it,
-    which converges a maximiser on the sphere in about half the steps, to a tighter optimum."""
+    """``problem`` with its gradient, on the sphere where it points outwards, replaced by its component along
+    the sphere: ``ascend`` then follows the sphere and converges in about half the steps, tighter."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem, self.radius, self.d, self.phi_norm = problem, problem.radius, problem.d, problem.phi_norm
@@ -70,10 +54,9 @@ class OnSphere(Problem):
 
 
 class MovedTokenProblem(Problem):
-    """What the variants' problems share: the sample, the moved row, the float64 evaluation with the
-    plain map formula (in chunks) and the starts from ``informed`` directions. Every subclass is built as
-    ``(spec, X, weights, position, X64, W64)``: the map's spec, the sample and weights in the working
-    dtype, the position, and the float64 sample and weights of the exact evaluations."""
+    """What the variants' problems share: the moved row, the float64 evaluation with the plain map (in chunks)
+    and the starts from ``informed`` directions. Built as ``(spec, X, weights, position, X64, W64)``: the
+    sample and weights in the working dtype, and in float64 for the exact evaluations."""
 
     h = 1  # attention heads (the chunks of exact evaluations hold h (n, n) score matrices)
 
@@ -136,13 +119,9 @@ class MovedTokenProblem(Problem):
 
 
 class SigmoidProblem(MovedTokenProblem):
-    """``sigmoid_raf`` with row ``i`` moved.
-
-    Row ``j != i`` changes by ``g_j x' - g0_j x_i = (g_j - g0_j) x' + g0_j Delta``, with the weights
-    ``g_j = sigmoid(s_ji' - log n)`` of the new column (scores ``s_ji' = P_j . x'``, ``P = X W /
-    sqrt(d)``) and ``g0_j`` of the old one: its squared norm needs ``x'.x'``, ``x'.Delta`` and
-    ``Delta.Delta`` only. Row ``i`` is recomputed from its new scores (``O(n d + d^2)``).
-    """
+    """``sigmoid_raf`` with row ``i`` moved: row ``j != i`` changes by ``(g_j - g0_j) x' + g0_j Delta``
+    (``g_j = sigmoid(P_j . x' - log n)``, ``P = X W / sqrt(d)``; ``g0_j`` the old weight), a squared norm in
+    ``x'.x'``, ``x'.Delta`` and ``Delta.Delta``."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
@@ -170,8 +149,7 @@ class SigmoidProblem(MovedTokenProblem):
         return others + (diff * diff).sum(-1)
 
     def informed(self) -> Tensor:
-        """``+-x_i``; attract (raise every score of the moved token, the paper's proof) and its
-        opposite; the maximiser of the self score ``x' W x'^T`` (a few fixed-point steps)."""
+        """``+-x_i``, ``+-`` attract (raise every score of the moved token) and ``self_score_direction``."""
         xi = self.xi.to(device="cpu", dtype=torch.float64)
         Wc = self.Wc.to(device="cpu", dtype=torch.float64)
         attract = (self.P * self.mask[:, None]).sum(0).to(device="cpu", dtype=torch.float64)
@@ -183,14 +161,10 @@ class SigmoidProblem(MovedTokenProblem):
 
 
 class LinearProblem(MovedTokenProblem):
-    """``linear_raf`` with row ``i`` moved.
-
-    With ``KX = sum_k k_k x_k^T`` and ``ks = sum_k k_k``, row ``j`` is ``o_j = q_j^T KX / q_j.ks``. A
-    move replaces ``k_i, x_i`` by ``k' = f(x' Wk), x'``, so for ``j != i`` (``a_j = q_j.k'``,
-    ``b_j = q_j.k_i``, ``den_j' = q_j.ks + a_j - b_j``) the change is ``w_j (x' - o_j) + v_j Delta``
-    with ``w_j = (a_j - b_j) / den_j'`` and ``v_j = b_j / den_j'``; row ``i`` (its query moves too)
-    is recomputed through the rank-one update of ``KX``: ``O(n d + d^2)`` per restart.
-    """
+    """``linear_raf`` with row ``i`` moved: row ``j`` is ``o_j = q_j^T KX / q_j.ks`` (``KX = sum_k k_k x_k^T``,
+    ``ks = sum_k k_k``); for ``j != i`` the change is ``w_j (x' - o_j) + v_j Delta`` with ``w_j = (a_j - b_j) /
+    den_j'``, ``v_j = b_j / den_j'`` (``a_j = q_j.k'``, ``b_j = q_j.k_i``, ``den_j' = q_j.ks + a_j - b_j``); row
+    ``i`` through the rank-one update of ``KX``."""
 
     def __init__(self, spec: MapSpec, X: Tensor, weights: Weights, position: int, X64: Tensor, W64: Weights) -> None:
         super().__init__(spec, X, weights, position, X64, W64)
@@ -228,8 +202,7 @@ class LinearProblem(MovedTokenProblem):
         return others + (diff * diff).sum(-1)
 
     def informed(self) -> Tensor:
-        """``+-x_i`` and ``+-`` attract: the gradient at ``x_i`` of ``sum_{j != i} q_j . f(x' Wk)``
-        (raise the moved token's weight in every row)."""
+        """``+-x_i`` and ``+-`` attract (the gradient at ``x_i`` of ``sum_{j != i} q_j . f(x' Wk)``)."""
         xi = self.xi.to(device="cpu", dtype=torch.float64)
         z = self.xi @ self.Wk
         fprime = torch.where(z > 0, torch.ones_like(z), torch.exp(torch.clamp(z, max=0.0)))
@@ -241,8 +214,8 @@ class LinearProblem(MovedTokenProblem):
 
 
 def search_weights(X64: Tensor, seed: int, weights: Any, ctx: SearchContext) -> dict[str, Tensor]:
-    """The weights of the search: drawn from ``seed`` and the map's options unless given; given
-    multi-head weights must have the number of heads that the options say."""
+    """The weights of the search: drawn from ``seed`` and the map's options unless given (with the number of
+    heads the options say)."""
     n, d = X64.shape
     if weights is None:
         return maps.sample_weights(ctx.spec, seed, n, d, dtype=torch.float64, device="cpu", **ctx.options)

@@ -12,18 +12,6 @@ from typing import Any
 from ..data.models import bert_family_problem, model_config, model_width
 from ..maps import registry
 
-__all__ = [
-    "bert_problem",
-    "map_problems",
-    "pool_problem",
-    "position_problem",
-    "stored_length_problem",
-    "sweep_problems",
-    "unknown_maps",
-    "width_problem",
-    "words_problem",
-]
-
 
 def map_problems(key: str, map_name: str, options: Mapping[str, Any] | None, ds: Iterable[int]) -> list[str]:
     """An unregistered map, a map of a pre-trained checkpoint (its input is the hidden states entering its

@@ -27,8 +27,6 @@ from ..claims.stats import CLAIMS, Claim
 from . import registry
 from .spec import bound
 
-__all__ = ["catalogue", "claims_from_results", "claims_inputs", "compute_claims", "read_tables"]
-
 
 def catalogue() -> dict[str, Claim]:
     """Every claim by id: the shared ones (``wordsens.claims.stats.CLAIMS``) and those the registered studies

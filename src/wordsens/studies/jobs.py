@@ -26,8 +26,6 @@ from ..compute.placement import Cost, GpuRate, gpu_mem_mb
 from ..data.models import model_tag
 from ..seeds import canonical, canonical_json
 
-__all__ = ["Job", "JobFiles", "Store", "chunks", "config_hash", "data_label", "job_peak_mb", "main_store", "provenance"]
-
 
 def chunks(count: int, per_job: int) -> list[tuple[int, ...]]:
     """``range(count)`` in consecutive chunks of at most ``per_job`` (the trials of one job each)."""

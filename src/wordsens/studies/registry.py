@@ -20,19 +20,6 @@ from ..maps import registry as maps_registry
 from .jobs import Job
 from .spec import StudySpec
 
-__all__ = [
-    "BUILTIN",
-    "get",
-    "isolated",
-    "job_kind",
-    "job_kinds",
-    "names",
-    "numerics_versions",
-    "owner",
-    "register",
-    "specs",
-]
-
 # The built-in studies, by module: the paper's experiments (Figures 2-3, Figures 4-5, Figures 1 and 3's
 # probes of a pre-trained encoder), then the studies beyond the paper.
 BUILTIN = (

@@ -17,8 +17,6 @@ from ..compute.placement import GpuRate, Placement, placed
 from ..maps import registry
 from .jobs import Job, JobFiles, chunks
 
-__all__ = ["WS_NUMERICS", "WSJob", "capped_ns", "options_of", "setting_name", "sweeps", "token_kinds", "ws_jobs"]
-
 # The numerics of word-sensitivity estimates (wordsens.search): bump the version when a change of the
 # searches changes their results (docs/changelog.md lists what each version changed).
 WS_NUMERICS = ("ws", "ws-3")

@@ -21,8 +21,6 @@ from ..compute.limits import Limits
 from ..maps import registry as maps_registry
 from .jobs import Job, Store
 
-__all__ = ["Figure", "Needs", "Output", "PlanView", "Step", "StudySpec", "beside", "bound", "schema_beside"]
-
 
 class PlanView(Protocol):
     """What a study's figures read of the plan (``wordsens.pipeline.Grid``): the configuration, every job,

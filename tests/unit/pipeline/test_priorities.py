@@ -1,4 +1,4 @@
-"""wordsens.pipeline.priorities: each job's priority from the longest chain of work left through it
+"""wordsens.pipeline.schedule: each job's priority from the longest chain of work left through it
 (with the GPU's queue for the jobs on a shared GPU), and the critical path of a simulated schedule."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import pytest
 
 from wordsens import pipeline
 from wordsens.pipeline import Task, simulate
-from wordsens.pipeline.priorities import (
+from wordsens.pipeline.schedule import (
     DATA_PRIORITY,
     JOB_PRIORITY_SPAN,
     chain_seconds,
+    critical_path,
     job_priorities,
-    planned_path,
     with_priorities,
 )
 
@@ -61,11 +61,12 @@ def test_a_job_on_a_shared_gpu_counts_the_gpus_queue():
 def test_the_critical_path_follows_the_inputs_that_ended_last():
     ranked = with_priorities(TASKS, ["short", "long", "alone"])
     times = simulate(ranked, 2)
-    path = planned_path(ranked, times)
-    assert [(t.name, wait) for t, wait in path] == [("data", 0.0), ("long", 0.0), ("table", 0.0)]
+    after = {t.name: t.after for t in ranked}
+    path = critical_path(times, after.__getitem__)
+    assert path == [("data", 0.0), ("long", 0.0), ("table", 0.0)]
     # on one core short runs last (19-21): the table waited for it, and it waited 14 s for the core
     slow = simulate(ranked, 1)
-    assert [(t.name, wait) for t, wait in planned_path(ranked, slow)] == [
+    assert critical_path(slow, after.__getitem__) == [
         ("data", 0.0),
         ("short", 14.0),
         ("table", 0.0),

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from wordsens.pipeline import snakemake_log_jobs
-from wordsens.pipeline.runs import critical_path, rule_times
+from wordsens.pipeline import critical_path, snakemake_log_jobs
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the per-rule table and a logged run's critical path
+
+from bench_pipeline import log_path, rule_times  # noqa: E402
 
 
 def _log(tmp_path: Path, b_ends: int) -> Path:
@@ -92,11 +94,11 @@ def test_the_log_gives_each_job_its_files_and_times(tmp_path):
 @pytest.mark.parametrize(("b_ends", "waited_for"), [(20, "b"), (5, "a")])
 def test_the_critical_path_follows_the_input_that_finished_last(tmp_path, b_ends, waited_for):
     jobs, _ = snakemake_log_jobs(_log(tmp_path, b_ends))
-    path = critical_path(jobs)
-    assert [step.job.rule for step in path] == [waited_for, "c", "all"]
+    path = log_path(jobs)
+    assert [job.rule for job, _ in path] == [waited_for, "c", "all"]
     # c started at 30 s: it waited 10 s after b (ended at 20 s), or 20 s after a (ended at 10 s)
-    assert path[1].wait == 30 - max(10, b_ends)
-    assert path[0].wait == 0 and path[2].wait == 0
+    assert path[1][1] == 30 - max(10, b_ends)
+    assert path[0][1] == 0 and path[2][1] == 0
 
 
 def test_a_job_that_never_finished_is_not_listed(tmp_path):
@@ -104,7 +106,7 @@ def test_a_job_that_never_finished_is_not_listed(tmp_path):
     (tmp_path / "failed.log").write_text(text)
     jobs, _ = snakemake_log_jobs(tmp_path / "failed.log")
     assert "c" not in {job.rule for job in jobs}
-    assert critical_path([]) == []
+    assert log_path([]) == [] and critical_path({}, lambda item: ()) == []
 
 
 def test_bench_pipeline_reads_the_demo_run(demo_run):
@@ -114,10 +116,10 @@ def test_bench_pipeline_reads_the_demo_run(demo_run):
     jobs, run = snakemake_log_jobs(logs[0])  # the first run in the folder: the whole demo
     planned = int(next(line.split()[1] for line in logs[0].read_text().splitlines() if line.startswith("total ")))
     assert len(jobs) == planned and run["cores"] == 2
-    path = critical_path(jobs)
-    assert path[-1].job.rule == "all"
+    path = [job for job, _ in log_path(jobs)]
+    assert path[-1].rule == "all"
     for before, after in itertools.pairwise(path):
-        assert set(before.job.outputs) & set(after.job.inputs), (before.job, after.job)
+        assert set(before.outputs) & set(after.inputs), (before, after)
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_pipeline.py"), "--log", str(logs[0])],
         capture_output=True,

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from wordsens.data import demo, pretrained
+from wordsens.studies.probes import AttentionMap
 from wordsens.studies.probes import run as probes
 from wordsens.studies.probes.figure import attention_maps, attention_pair
-from wordsens.studies.probes.run import AttentionMap, attention_table
+from wordsens.studies.probes.run import attention_table
 
 TEXT = "the movie was great and the actors were very good but the plot was too slow i love her smile"
 

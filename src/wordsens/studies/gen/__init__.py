@@ -1,8 +1,6 @@
-"""Figures 4 and 5: generalisation after changing one word (the configuration's ``gen``). Per figure, data
-source, map, n and N, simulations that fit a first stage on N samples, learn a new sample (fine-tuned or
-re-trained) and search the change Delta of one word that flips its label (``GenJob``; its rows: ``run``),
-the claims on them (``claims``) and Figures 4 and 5 with their alignment companions (drawn by
-``wordsens.plots.generalisation``). Torch-free.
+"""Figures 4 and 5: generalisation after changing one word (the configuration's ``gen``): its jobs
+(``GenJob``, their rows: ``run``), claims (``claims``) and figures (``wordsens.plots.generalisation``).
+Torch-free.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ from ..checks import map_problems, pool_problem, position_problem, stored_length
 from ..jobs import Job, JobFiles, chunks, data_label, main_store
 from ..spec import Figure, Output, PlanView, StudySpec, beside, schema_beside
 
-# the numerics of the study's rows: bump the version when a change of them changes its results
-# (docs/changelog.md lists what each version changed)
 NUMERICS = ("gen", "gen-5")
 
 # The figures, by the stem of their files: Figure 4 (colour N) and Figure 5 (colour penalty).
@@ -76,7 +72,6 @@ class GenJob(Job):
 
     @property
     def rows(self) -> int:
-        """One row per simulation and search."""
         return len(self.simulations) * len(self.searches)
 
     def values(self) -> dict[str, Any]:
@@ -90,25 +85,21 @@ class GenJob(Job):
         return gen_rows(self, load_embeddings(meta) if meta else "synthetic")
 
 
-# Figure 5's penalised searches at the paper's widths run to the step cap where Figure 4's stop by their
-# rule, at a few times the seconds of a Figure 4 search of the same map and n; at small d they stop by their
-# rule like Figure 4's. Smooth maps' penalised searches take Levenberg-Marquardt steps
-# (SearchSettings.least_squares) and stop by their rule, at up to about twice a Figure 4 search's seconds
-# (docs/benchmarks.md, "Figure 5's penalised searches by Levenberg-Marquardt steps" and "Where the constants
-# come from").
-PENALISED_SEARCH_WEIGHT = 3.0  # at the cap it was measured with, the default gen.search.max_steps:
-MEASURED_CAP = 500  # (null there: search_many's default, the same 500)
-PENALISED_CAPPED_FROM_D = 128  # the width from which they are priced at the cap
+# A penalised search (Figure 5) in Figure 4 searches of the same map and n, from the width where it runs to
+# the step cap (docs/benchmarks.md, "Where the constants come from"); by Levenberg-Marquardt steps (a smooth
+# map's, SearchSettings.least_squares) it stops by its rule.
+PENALISED_SEARCH_WEIGHT = 3.0  # at the step cap it was measured with (the default, 500)
+MEASURED_CAP = 500
+PENALISED_CAPPED_FROM_D = 128
 LEAST_SQUARES_SEARCH_WEIGHT = 1.75
 
 
 def search_load(
     searches: tuple[tuple[str, str, float], ...], d: int, max_steps: int | None, least_squares: bool = False
 ) -> float:
-    """The searches of one simulation in units of a Figure 4 search (the cost models' ``searches``): a
-    penalised search at ``d >= PENALISED_CAPPED_FROM_D`` weighs ``LEAST_SQUARES_SEARCH_WEIGHT`` where the map
-    takes Levenberg-Marquardt steps (``least_squares``), else ``PENALISED_SEARCH_WEIGHT``, scaled by
-    ``gen.search.max_steps`` / ``MEASURED_CAP`` (the ascent runs to the cap; None: the default cap)."""
+    """The searches of one simulation in Figure 4 searches (the cost models' ``searches``): from
+    ``PENALISED_CAPPED_FROM_D``, a penalised one weighs ``LEAST_SQUARES_SEARCH_WEIGHT`` by Levenberg-Marquardt
+    steps, else ``PENALISED_SEARCH_WEIGHT`` times ``max_steps / MEASURED_CAP`` (None: the default cap)."""
     weight = 1.0
     if d >= PENALISED_CAPPED_FROM_D:
         cap = max_steps or MEASURED_CAP
@@ -124,7 +115,7 @@ def gen_searches(figure: str, fig: dict) -> tuple[tuple[str, str, float], ...]:
 
 
 def jobs(config: dict, limits: Limits, version: str) -> list[GenJob]:
-    """Every job of Figures 4 and 5, with its settings and estimates (``version``: part of its params)."""
+    """Every job of Figures 4 and 5, with its settings and estimates."""
     gen = config["gen"]
     d, per_job = gen["d"], gen["simulations_per_job"]
     search = {key: value for key, value in gen["search"].items() if value is not None}
@@ -178,7 +169,7 @@ def jobs(config: dict, limits: Limits, version: str) -> list[GenJob]:
 
 def figures(plan: PlanView) -> list[Figure]:
     """Figure 4 (colour N) and Figure 5 (colour penalty) per data source with a job that fits, each with its
-    companion (the alignment ratio against gamma_min in the same layout)."""
+    alignment companion."""
     out = []
     done = sorted({(job.figure, job.data) for job in plan.fit if isinstance(job, GenJob)})
     for figure, data in done:
@@ -220,8 +211,8 @@ def draw(tables: dict[str, Any], outputs: dict[str, list[str]], params: dict, se
 
 
 def normalise(config: dict) -> list[str]:
-    """Drop the maps set to null in ``gen.fig4.maps`` and ``gen.fig5.maps`` (a --configfile removes a map of
-    config.yaml that way, as in ``ws.maps``), in place; a figure left without maps is a problem."""
+    """Drop the maps set to null in ``gen.fig4.maps`` and ``gen.fig5.maps`` (as in ``ws.maps``), in place; a
+    figure left without maps is a problem."""
     out = []
     for figure in ("fig4", "fig5"):
         fig = (config.get("gen") or {}).get(figure)

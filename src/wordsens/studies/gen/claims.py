@@ -1,13 +1,12 @@
-"""The computations of the generalisation claims (:func:`gen_claims`, on the ``gen_fig4_<data>`` and
-``gen_fig5_<data>`` tables), after :func:`check_identity`, which raises on rows that break
-``D1 - D0 = a (y - t0)``. The claims, their statistics and thresholds are defined in
-:mod:`wordsens.claims.stats` and documented in ``docs/claims.md``.
+"""The generalisation claims (:func:`gen_claims`, on the ``gen_fig4_<data>`` and ``gen_fig5_<data>`` tables,
+after :func:`check_identity`); defined in :mod:`wordsens.claims.stats`, documented in ``docs/claims.md``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,8 +23,6 @@ from ...claims.stats import (
 from ...claims.units import GEN_GRID, plain, slices
 from ...theory import rf_law
 
-__all__ = ["GEN_CLAIMS", "check_identity", "gen_claims"]
-
 
 def _figure(key: str) -> str:
     """The figure (``fig4``, ``fig5``) of a generalisation table's stem (``gen_fig4_imdb``)."""
@@ -36,13 +33,9 @@ def _figure(key: str) -> str:
 
 
 def check_identity(gen: pd.DataFrame) -> None:
-    """Raise ``ValueError`` where a generalisation row breaks ``D1 - D0 = a (y - t0)``.
-
-    Both second stages add a multiple of one vector to ``theta*``, so the identity holds for any
-    row computed as ``wordsens.generalisation`` computes it (measured residual 2.2e-16): a row
-    beyond ``IDENTITY_TOL (1 + |D1| + |D0| + |a (y - t0)|)`` is a bug in the table, not a claim
-    that fails. Rows without a finite alignment, and tables without the column, are not checked.
-    """
+    """Raise ``ValueError`` where a row with a finite alignment breaks ``D1 - D0 = a (y - t0)`` by more than
+    ``IDENTITY_TOL (1 + |D1| + |D0| + |a (y - t0)|)``: both second stages add a multiple of one vector to
+    ``theta*``, so such a row is a bug in the table (measured residual 2.2e-16), not a claim that fails."""
     if "alignment" not in gen or gen.empty:
         return
     a = gen["alignment"].to_numpy(dtype=float)
@@ -70,6 +63,17 @@ def _where(row: pd.Series) -> str:
     return f"simulation {plain(row['simulation'])} ({', '.join(parts)})"
 
 
+def _older(table: str, column: str) -> str:
+    return f"{table} has no {column!r} column (written by an older wordsens: re-run the gen jobs)"
+
+
+def _named(
+    part: pd.DataFrame, below: np.ndarray, bounds: np.ndarray, text: Callable[[pd.Series, float], str]
+) -> list[str]:
+    """The rows of ``part`` where ``below``, each named (``_where``) with ``text`` of it and its bound."""
+    return [f"{_where(row)}: {text(row, b)}" for (_, row), b in zip(part[below].iterrows(), bounds[below], strict=True)]
+
+
 def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
     claims = ("fig4_rf_alignment", "fig4_rf_err")
     rf = fig4[fig4["map"] == "rf"] if fig4 is not None else None
@@ -79,15 +83,10 @@ def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
             rows.not_run(c, why, map_="rf", data=data)
         return
     for _, scope, part in slices(rf, ["d"]):
+        at: dict[str, Any] = {"map_": "rf", "data": data, "scope": scope}
         S = rf_law(part["n"].to_numpy(dtype=float))
         if "alignment" not in part:
-            rows.not_run(
-                "fig4_rf_alignment",
-                "the Figure 4 table has no 'alignment' column (written by an older wordsens: re-run the gen jobs)",
-                map_="rf",
-                data=data,
-                scope=scope,
-            )
+            rows.not_run("fig4_rf_alignment", _older("the Figure 4 table", "alignment"), **at)
         else:
             a = part["alignment"].to_numpy(dtype=float)
             finite = np.isfinite(a)
@@ -97,33 +96,25 @@ def _gen_rf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
             note = f"a in [{np.nanmin(a):.3f}, {np.nanmax(a):.3f}]; {ns}" if finite.any() else ns
             if (~finite).any():
                 note += f"; {int((~finite).sum())} rows with a non-finite alignment left out"
-            named = [
-                f"{_where(row)}: a = {row['alignment']:.4f} < {b:.4f}"
-                for (_, row), b in zip(part[below].iterrows(), bound[below], strict=True)
-            ]
-            rows.universal("fig4_rf_alignment", named, int(finite.sum()), map_="rf", data=data, scope=scope, note=note)
+            named = _named(part, below, bound, lambda row, b: f"a = {row['alignment']:.4f} < {b:.4f}")
+            rows.universal("fig4_rf_alignment", named, int(finite.sum()), note=note, **at)
         gamma = part["gamma_min"].to_numpy(dtype=float)
         err = part["err"].to_numpy(dtype=float)
         applies = gamma < 1
         if not applies.any():
-            rows.not_run(
-                "fig4_rf_err", f"no RF row with gamma_min < 1 ({len(part)} rows)", map_="rf", data=data, scope=scope
-            )
+            rows.not_run("fig4_rf_err", f"no RF row with gamma_min < 1 ({len(part)} rows)", **at)
             continue
         bound = err_lower_bound(1 - S, gamma)
         below = applies & (err < bound * (1 - NUMERICAL_TOL) - NUMERICAL_TOL)
         curve = (2 - 2 * gamma) ** 2
-        named = [
-            f"{_where(row)}: Err = {row['err']:.4g} < {b:.4g} at gamma_min = {row['gamma_min']:.3g}"
-            for (_, row), b in zip(part[below].iterrows(), bound[below], strict=True)
-        ]
+        named = _named(
+            part, below, bound, lambda row, b: f"Err = {row['err']:.4g} < {b:.4g} at gamma_min = {row['gamma_min']:.3g}"
+        )
         rows.universal(
             "fig4_rf_err",
             named,
             int(applies.sum()),
-            map_="rf",
-            data=data,
-            scope=scope,
+            **at,
             note=f"rows with gamma_min < 1 checked ({len(part)} rows in all); "
             f"{int((applies & (err < curve)).sum())} below (2 - 2 gamma_min)^2 itself; "
             f"smallest Err / bound {np.nanmin(err[applies] / bound[applies]):.3g}",
@@ -137,44 +128,28 @@ def _gen_raf(rows: Rows, fig4: pd.DataFrame | None, data: str) -> None:
         rows.not_run("fig4_raf_alignment", why, map_="raf", data=data)
         return
     if "alignment" not in raf:
-        rows.not_run(
-            "fig4_raf_alignment",
-            "the Figure 4 table has no 'alignment' column (written by an older wordsens: re-run the gen jobs)",
-            map_="raf",
-            data=data,
-        )
+        rows.not_run("fig4_raf_alignment", _older("the Figure 4 table", "alignment"), map_="raf", data=data)
         return
     # one surrogate-loss row per simulation and training: the simulations of a (d, n, training) scope
     # are independent (each N its own), the two trainings of one simulation are not
     for (d, n, training), _, part in slices(raf, ["d", "n", "training"]):
-        scope = f"d={d}, n={n}, {training}"
         a_max = raf_alignment_threshold(float(d))
         fields = {"a_max": f"{a_max:.3g}", "d": str(d)}
+        at: dict[str, Any] = {"map_": "raf", "data": data, "scope": f"d={d}, n={n}, {training}", "fields": fields}
         a = part["alignment"].to_numpy(dtype=float)
         finite = np.isfinite(a)
         if not finite.any():
-            rows.not_run(
-                "fig4_raf_alignment",
-                "no row with a finite alignment",
-                map_="raf",
-                data=data,
-                scope=scope,
-                fields=fields,
-            )
+            rows.not_run("fig4_raf_alignment", "no row with a finite alignment", **at)
             continue
         hits = int((finite & (a <= a_max)).sum())
         note = f"{hits} of {int(finite.sum())} simulations; median a = {np.median(a[finite]):.3f}"
         if (~finite).any():
             note += f"; {int((~finite).sum())} rows with a non-finite alignment left out"
-        rows.estimate(
-            "fig4_raf_alignment",
-            clopper_pearson(hits, int(finite.sum())),
-            map_="raf",
-            data=data,
-            scope=scope,
-            note=note,
-            fields=fields,
-        )
+        rows.estimate("fig4_raf_alignment", clopper_pearson(hits, int(finite.sum())), note=note, **at)
+
+
+def _per_penalty(penalties: list[float], values: Any) -> str:
+    return ", ".join(f"{m:.3g} (penalty {p:g})" for p, m in zip(penalties, values, strict=True))
 
 
 def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
@@ -186,71 +161,43 @@ def _gen_penalty(rows: Rows, fig5: pd.DataFrame | None, data: str) -> None:
         rows.not_run("fig5_penalty", "no penalised-loss rows in Figure 5", data=data)
         return
     for (map_, n, N, d, training), _, part in slices(pen, ["map", "n", "N", "d", "training"]):
-        scope = f"n={n}, N={N}, d={d}, {training}"
+        at: dict[str, Any] = {"map_": str(map_), "data": data, "scope": f"n={n}, N={N}, d={d}, {training}"}
         penalties = sorted(float(p) for p in part["penalty"].unique())
         if len(penalties) < 2:
-            rows.not_run("fig5_penalty", f"one penalty only ({penalties[0]:g})", map_=str(map_), data=data, scope=scope)
+            rows.not_run("fig5_penalty", f"one penalty only ({penalties[0]:g})", **at)
             continue
         work = part.assign(abs_d0=part["D0"].abs(), loss_value=part["err"] + part["penalty"] * part["D0"] ** 2)
         d0 = work.pivot_table(index="simulation", columns="penalty", values="abs_d0", aggfunc="first")
         d0 = d0.reindex(columns=penalties).dropna()
         if d0.empty:
-            rows.not_run("fig5_penalty", "no simulation ran at every penalty", map_=str(map_), data=data, scope=scope)
+            rows.not_run("fig5_penalty", "no simulation ran at every penalty", **at)
             continue
         worst = work.pivot_table(index="simulation", columns="penalty", values="loss_value", aggfunc="first")
         zero = (worst.reindex(index=d0.index, columns=penalties) <= ZERO_LOSS_TOL).all(axis=1)
         zero_sims = [int(s) for s in d0.index[zero.to_numpy()]]
+        named = f" (simulations {', '.join(map(str, zero_sims))})" if zero_sims else ""
         rows.count(
-            "fig5_zero_loss",
-            len(zero_sims),
-            len(d0),
-            map_=str(map_),
-            data=data,
-            scope=scope,
-            note=f"{len(zero_sims)} of {len(d0)} simulations"
-            + (f" (simulations {', '.join(map(str, zero_sims))})" if zero_sims else ""),
+            "fig5_zero_loss", len(zero_sims), len(d0), note=f"{len(zero_sims)} of {len(d0)} simulations{named}", **at
         )
         trade = d0[~zero.to_numpy()]
         if trade.empty:
-            rows.not_run(
-                "fig5_penalty",
-                f"every simulation ({len(d0)}) reaches zero loss at every penalty: nothing for the penalty to "
-                "trade (fig5_zero_loss)",
-                map_=str(map_),
-                data=data,
-                scope=scope,
-            )
+            why = f"every simulation ({len(d0)}) reaches zero loss at every penalty: nothing for the penalty to trade"
+            rows.not_run("fig5_penalty", f"{why} (fig5_zero_loss)", **at)
             continue
         change = (trade[penalties[-1]] - trade[penalties[0]]).to_numpy(dtype=float)
-        medians = d0.median(axis=0).to_numpy()
         gamma = part.pivot_table(index="simulation", columns="penalty", values="gamma_min", aggfunc="first")
-        note = "median |D0| " + ", ".join(f"{m:.3g} (penalty {p:g})" for p, m in zip(penalties, medians, strict=True))
-        note += "; median gamma_min " + ", ".join(
-            f"{m:.3g} (penalty {p:g})"
-            for p, m in zip(penalties, gamma.reindex(columns=penalties).median(), strict=True)
-        )
+        note = f"median |D0| {_per_penalty(penalties, d0.median(axis=0).to_numpy())}"
+        note += f"; median gamma_min {_per_penalty(penalties, gamma.reindex(columns=penalties).median())}"
         if zero_sims:
             note += f"; {len(zero_sims)} simulation(s) at zero loss left out"
-        rows.estimate(
-            "fig5_penalty",
-            median_interval(change),
-            map_=str(map_),
-            data=data,
-            scope=scope,
-            note=note,
-        )
+        rows.estimate("fig5_penalty", median_interval(change), note=note, **at)
 
 
 def _gen_interpolation(rows: Rows, key: str, frame: pd.DataFrame) -> None:
     figure = _figure(key)
     data = ", ".join(sorted(str(x) for x in frame["data"].unique()))
     if "interpolates" not in frame:
-        rows.not_run(
-            "not_interpolating",
-            f"table {key!r} has no 'interpolates' column (written by an older wordsens: re-run the gen jobs)",
-            data=data,
-            scope=figure,
-        )
+        rows.not_run("not_interpolating", _older(f"table {key!r}", "interpolates"), data=data, scope=figure)
         return
     flag = frame["interpolates"].astype("boolean")
     bad = frame[(~flag).fillna(False).to_numpy(dtype=bool)]

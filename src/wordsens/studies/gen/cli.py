@@ -13,8 +13,6 @@ from collections.abc import Sequence
 
 from ...arguments import add_command, add_data_args, add_map_args, add_method_arg, add_option_arg, picked, positive_int
 
-__all__ = ["add_parser", "run"]
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: Sequence[str]) -> None:
     """The ``gen`` subcommand and its options; ``maps``: the registered maps ``--map`` offers."""

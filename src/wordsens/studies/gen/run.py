@@ -17,18 +17,12 @@ from ..jobs import config_hash, job_peak_mb, provenance
 if TYPE_CHECKING:
     from . import GenJob
 
-__all__ = ["gen_rows"]
-
 
 def gen_rows(job: GenJob, source: Any) -> pd.DataFrame:
-    """The rows of one generalisation job: one per (simulation, search).
-
-    Simulation ``s`` draws its training set, new sample and weights from seeds derived from
-    (seed, map, n, N, d, data, s), so Figure 4 and 5 points with the same settings share them, and
-    one simulation serves every (training, loss, penalty) search: features and Gram matrix are
-    computed once, and the searches run together (``wordsens.generalisation.search_many``). ``source``
-    is ``"synthetic"`` or an ``EmbeddingStore``; rows record the device they ran on (``workflow_device``).
-    """
+    """The rows of one generalisation job (``source``: ``"synthetic"`` or an ``EmbeddingStore``), one per
+    simulation and search. A simulation's seeds derive from (seed, map, n, N, d, data, simulation), so that
+    Figures 4 and 5 share the simulations of one setting; its searches share its features and Gram matrix
+    (``wordsens.generalisation.search_many``)."""
     threads = torch.get_num_threads()
     head = {
         "experiment": "gen",
@@ -71,9 +65,8 @@ def gen_rows(job: GenJob, source: Any) -> pd.DataFrame:
 def _gen_row(
     res: G.GenResult, setup: G.Setup, *, head: dict, simulation: int, seed: int, info: dict[str, Any], tail: dict
 ) -> dict[str, Any]:
-    """One search's row: ``head`` (what the job is: experiment, figure, map, data, d, n, N), the
-    simulation, its search result and setup, the memory, then ``tail`` (threads, config hash,
-    provenance); the columns in this order."""
+    """One search's row, its columns in this order: ``head`` (the job's setting), the simulation, its search
+    result and setup, the memory, then ``tail`` (threads, config hash, provenance)."""
     return {
         **head,
         "simulation": simulation,

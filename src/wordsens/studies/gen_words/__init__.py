@@ -1,8 +1,6 @@
 """Can one real word carry a learned label? Figures 4 and 5 with real-word substitutions (the configuration's
-``gen_words``): per simulation every word of an encoder's vocabulary put at one word position of a review and
-scored exactly (``wordsens.generalisation.words``), beside the continuous Delta on the same simulation
-(``wordsens.generalisation.comparison``). One job per map, n, N and chunk of simulations (``GenWordsJob``), its
-rows (``run``), its claims (``claims``), its figures and the best words as text (``figure``), and the command
+``gen_words``; docs/studies.md): one job per map, n, N and chunk of simulations (``GenWordsJob``), its rows
+(``run``), its claims (``claims``), its figures and the best words as text (``figure``), and the command
 ``wordsens gen-words`` for one simulation (``cli``). Torch-free.
 """
 
@@ -15,11 +13,12 @@ from typing import Any, ClassVar
 from ...compute import costs, swap_costs
 from ...compute.limits import Limits
 from ...compute.placement import Placement, placed
-from ...data.models import BERT_VOCAB, encoder_size, model_config, model_heads, model_width
+from ...data.models import BERT_VOCAB, model_config
 from ...maps import registry
 from ..checks import bert_problem, map_problems, pool_problem, width_problem, words_problem
 from ..jobs import Job, JobFiles, chunks
 from ..spec import Figure, Needs, Output, PlanView, StudySpec, beside, schema_beside
+from ..swaps import encoder_memory, in_registry_order
 
 # the numerics of the study's rows: bump the version when a change of them changes its results
 # (docs/changelog.md lists what each version changed)
@@ -40,8 +39,7 @@ def gen_words_maps(config: dict) -> dict[str, list[int]]:
         for figure in ("fig4", "fig5"):
             for m, ns in ((config["gen"].get(figure) or {}).get("maps") or {}).items():
                 grid[m] = sorted(set(grid.get(m, [])) | set(ns or []))
-    order = {name: i for i, name in enumerate(registry.names())}
-    return {m: sorted(set(grid[m])) for m in sorted(grid, key=lambda m: (order.get(m, len(order)), m))}
+    return {m: sorted(set(grid[m])) for m in in_registry_order(grid)}
 
 
 def gen_words_d(config: dict) -> int:
@@ -122,21 +120,10 @@ def jobs(config: dict, limits: Limits, version: str) -> list[GenWordsJob]:
     vocab = int((model_config(name) or {}).get("vocab_size") or BERT_VOCAB)
     d, per_job = gen_words_d(config), section["simulations_per_job"]
     search = {key: value for key, value in section["search"].items() if value is not None}
-    try:
-        length = max(max(ns) for ns in gen_words_maps(config).values())
-        encoder = costs.encoder_memory(
-            parameters=encoder_size(name),
-            copies=1,
-            batch=1,
-            length=length,
-            width=model_width(name) or d,
-            heads=model_heads(name) or 12,
-            detail=name,
-        )
-    except ValueError:  # not known without loading it: a BERT-Base-sized allowance
-        encoder = costs.MemoryEstimate(int(110e6 * 4) + costs.TRANSFORMERS_OVERHEAD, f"{name}: BERT-Base size")
+    grid = gen_words_maps(config)
+    encoder = encoder_memory(name, max((n for ns in grid.values() for n in ns), default=1), d)
     out = []
-    for map_name, ns in gen_words_maps(config).items():
+    for map_name, ns in grid.items():
         spec = registry.get(map_name)
         options = dict((section.get("options") or {}).get(map_name) or {})
         for n in ns:
@@ -162,13 +149,10 @@ def jobs(config: dict, limits: Limits, version: str) -> list[GenWordsJob]:
                         simulations=sims,
                         model=name,
                         penalties=tuple(float(p) for p in section["penalties"]),
-                        continuous=section["continuous"],
-                        vocabulary=section["vocabulary"],
-                        top_k=section["top_k"],
                         search=search,
                         seed=config["seed"],
                         numerics_version=version,
-                        chunk_mb=section["chunk_mb"],
+                        **{key: section[key] for key in ("continuous", "vocabulary", "top_k", "chunk_mb")},
                     )
                     for chunk, sims in enumerate(chunks(section["simulations"], per_job))
                 ]

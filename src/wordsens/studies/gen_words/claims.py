@@ -1,19 +1,8 @@
-"""The gen_words study's claims (:data:`DEFINITIONS`) and its rows of the claims table (:func:`gen_words_claims`).
-
-The study's table (``RESULTS/tables/gen_words.parquet``, rows of ``wordsens.studies.gen_words.run``) holds,
-per (map, d, n, N, simulation, training, loss, penalty), the best real word's row (``setting`` words) and the
-continuous Delta's rows on the same simulation (``cls``, ``position``, ``word_radius``). A simulation index
-means the same review, training set and word position for every map (its seeds do not depend on the map),
-so two maps' rows of one index are paired.
-
-* ``gen_words_reach`` (a rate, reported): per map, n, N, training and setting, the share of simulations
-  where a move learns the opposite label while the first stage stays unsure -- some word of the vocabulary
-  with Err < 1 and gamma_min <= 1 (the words), or a loss's continuous Delta that does (the others) -- with
-  its exact binomial interval.
-* ``gen_words_rf_vs_raf`` (an estimate, falsifiable): on paired simulations, the surrogate loss's best word
-  leaves RF's alignment ratio above RAF's: the mean over simulations of a(RF) - a(RAF) > 0, with its
-  t-interval over the simulations (the independent units). A verdict only where the derived bounds set the
-  two maps apart (:func:`separated`); elsewhere (the demo's toy sizes) the row is reported.
+"""The gen_words study's claims (:data:`DEFINITIONS`) and its rows of the claims table (:func:`gen_words_claims`;
+docs/claims.md): ``gen_words_reach``, the rate of simulations where a move learns the opposite label while the
+first stage stays unsure, and ``gen_words_rf_vs_raf``, RF's alignment ratio above RAF's on paired simulations (a
+simulation index is the same review, training set and position for every map), with a verdict only where the
+derived bounds set the two maps apart (:func:`separated`).
 """
 
 from __future__ import annotations
@@ -26,10 +15,9 @@ import pandas as pd
 
 from ...claims.intervals import MIN_UNITS, clopper_pearson, linear
 from ...claims.rows import Rows, check_columns
-from ...claims.stats import DERIVED, ESTIMATE, RATE, Claim, raf_alignment_threshold
+from ...claims.stats import ESTIMATE, RATE, Claim, raf_alignment_threshold
 from ...theory import rf_law
-
-__all__ = ["DEFINITIONS", "REQUIRED", "gen_words_claims", "paired_alignment", "reach_rates", "separated"]
+from . import SETTINGS
 
 # the columns gen_words_claims reads; a table without one of them is an error (wordsens.claims.table)
 REQUIRED = (
@@ -59,10 +47,7 @@ DEFINITIONS = (
         "how often a real word finds one, beside the continuous Delta (the paper makes no claim)",
         "rate of simulations where some word of the vocabulary (setting words) or some loss's continuous Delta "
         "(the other settings) reaches Err < 1 with gamma_min <= 1",
-        None,
-        None,
-        DERIVED,
-        _SETTING,
+        setting=_SETTING,
         kind=RATE,
     ),
     Claim(
@@ -77,8 +62,6 @@ DEFINITIONS = (
         kind=ESTIMATE,
     ),
 )
-
-SETTINGS = ("words", "cls", "position", "word_radius")
 
 
 def separated(n: int, d: int, radius: float) -> tuple[bool, str]:

@@ -20,8 +20,6 @@ from typing import Any
 from ...arguments import add_command, add_encoder_args, add_map_args, add_option_arg, add_plugin_arg, positive_int
 from ...data.sources import CACHE, encoder_source, reviews_frame
 
-__all__ = ["add_parser", "run"]
-
 
 def _penalties(text: str) -> list[float]:
     try:

@@ -1,30 +1,20 @@
-"""The gen_words study's figures and its readable table of the best words.
-
-``gen_words_figure``: Figure 4 with real words (the test error against gamma_min of the surrogate and
-direct losses' best word, beside the continuous Delta of the same simulations at [CLS], at the word's
-position and at the radius the best word moves; colour = setting) and, with penalties, Figure 5 with real
-words (the penalised loss's best word; colour = penalty), both in the layout of the paper's figures
-(``wordsens.plots.generalisation.gen_figure``). ``gen_words_text``: per map, n and N each simulation's
-review around the word position with its best words, their Err, gamma_min and alignment, and whether some
-word of the vocabulary learns the opposite label while the first stage stays unsure.
+"""The gen_words study's figures (Figures 4 and 5 with real words, in the layout of
+``wordsens.plots.generalisation.gen_figure``) and its readable table of each simulation's best words.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ...io import atomic_path
-from ...maps import registry
 from ...plots.common import map_label
 from ...plots.generalisation import TRAINING_TITLES, gen_figure
-
-__all__ = ["SETTING_LABELS", "draw", "gen_words_figure", "gen_words_text"]
+from ..swaps import in_registry_order
+from ..swaps.figure import markdown_start, markdown_table, number, write_markdown
 
 # the rows' settings in the figure's legend, in its order
 SETTING_LABELS = {
@@ -58,56 +48,37 @@ def gen_words_figure(
         gen_figure(words, columns, penalised, hue="penalty", left_out=left_out, settings=settings)
 
 
-def _fmt(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{float(value):.3g}"
-
-
-def _order(maps_: Sequence[str]) -> list[str]:
-    names = list(registry.names())
-    return sorted(maps_, key=lambda m: (names.index(m) if m in names else len(names), m))
-
-
 def gen_words_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: str | None = None) -> str:
     """The Markdown table of each simulation per map, n and N: the review around the word position with the
     substitution of the direct loss's best word marked ``[original -> word]``, per training the best words
     of the surrogate and direct losses (the next ``top`` of the direct loss) with their Err, gamma_min and
     alignment a, the smallest Err of a word at gamma_min <= 1 and the continuous Delta's Err at [CLS];
     written atomically to ``path``; returns it."""
-    lines = ["# The best real words of the gen_words study", ""]
-    if stamp:
-        lines += [f"*{stamp}*", ""]
-    lines += [
+    intro = (
         "Per map, n and N, each simulation (a review learned with the opposite label of its changed sentence, a "
         "training set of other reviews, one word position): per training, the word of the vocabulary that "
         "minimises the surrogate loss and the one that minimises Err directly, with Err = (D1 + y)^2, "
         "gamma_min = max(|t0|, |D0|) and the alignment a; the next best words of the direct loss; the smallest Err "
         "of any word with gamma_min <= 1 (below 1: some real word learns the opposite label while the first stage "
-        "stays unsure); and the Err of the paper's continuous Delta at [CLS] on the same simulation.",
-        "",
-    ]
+        "stays unsure); and the Err of the paper's continuous Delta at [CLS] on the same simulation."
+    )
+    lines = markdown_start("The best real words of the gen_words study", stamp, intro)
     header = ["simulation", "review", "training", "the review around the word", "surrogate: word (Err, gamma, a)"]
     header += ["direct: word (Err, gamma, a)", "next best words (direct)", "smallest Err at gamma <= 1"]
     header += ["continuous at [CLS]: Err"]
-    for name in _order(sorted(set(table["map"]))):
+    for name in in_registry_order(set(table["map"])):
         at_map = table[table["map"] == name]
         for (n, N), point in at_map.groupby(["n", "N"], sort=True):
             d, vocab = int(point["d"].iloc[0]), int(point["vocab"].iloc[0])
-            lines += [
-                f"## {map_label(name)}, d = {d}, n = {int(n)}, N = {int(N)} ({vocab} words)",
-                "",
-                "| " + " | ".join(header) + " |",
-                "|" + "---|" * len(header),
-            ]
+            lines += markdown_table(f"{map_label(name)}, d = {d}, n = {int(n)}, N = {int(N)} ({vocab} words)", header)
             for (simulation, training), rows in point.groupby(["simulation", "training"], sort=True):
                 lines.append("| " + " | ".join(_cells(rows, int(simulation), str(training), top)) + " |")
             lines.append("")
-    text = "\n".join(lines)
+    return write_markdown(path, lines)
 
-    def write(target: Path) -> None:
-        target.write_text(text, encoding="utf-8")
 
-    atomic_path(path, write)
-    return text
+def _number(value: Any) -> str:
+    return number(value, ".3g")
 
 
 def _cells(rows: pd.DataFrame, simulation: int, training: str, top: int) -> list[str]:
@@ -119,7 +90,7 @@ def _cells(rows: pd.DataFrame, simulation: int, training: str, top: int) -> list
     cls = rows[(rows["setting"] == "cls") & (rows["loss"] == "direct")]
 
     def outcome(row: pd.Series) -> str:
-        return f"{row['word']} ({_fmt(row['err'])}, {_fmt(row['gamma_min'])}, {_fmt(row['alignment'])})"
+        return f"{row['word']} ({_number(row['err'])}, {_number(row['gamma_min'])}, {_number(row['alignment'])})"
 
     return [
         str(simulation),
@@ -129,8 +100,8 @@ def _cells(rows: pd.DataFrame, simulation: int, training: str, top: int) -> list
         outcome(surrogate),
         outcome(direct),
         ", ".join(json.loads(direct["top_words"])[1 : 1 + top]),
-        _fmt(direct["frontier_err_at_1"]),
-        _fmt(cls["err"].iloc[0]) if len(cls) else "-",
+        _number(direct["frontier_err_at_1"]),
+        _number(cls["err"].iloc[0]) if len(cls) else "-",
     ]
 
 

@@ -1,12 +1,7 @@
-"""The generalisation experiment with real words on reviews: a task drawn from texts through an encoder's own
-embedding layer (``word_task``: the training set, the new sample and its token ids), one simulation in the
-three settings of ``wordsens.generalisation.comparison`` (``gen_word_simulation``) and its rows with the
-words as text (``word_rows``).
-
-The rows of every sample are those of the swaps study and of the embedding store's layer 0:
-``EmbeddingLayer.sample`` of the review's first n tokens (``review_tokens``: [CLS], the words, [SEP],
-[PAD]), first d coordinates, norm sqrt(d); the candidates at the word position are the vocabulary's rows
-there (``WordRows.at``), the original word among them (left out of the choices).
+"""The generalisation experiment with real words on reviews (docs/studies.md, the gen_words study): a task drawn
+from texts through an encoder's own embedding layer (``word_task``), one simulation in the settings of
+``wordsens.generalisation.comparison`` (``gen_word_simulation``) and its rows with the words as text
+(``word_rows``). The samples are those of the swaps study (``EmbeddingLayer.sample`` of ``review_tokens``).
 """
 
 from __future__ import annotations
@@ -21,17 +16,16 @@ import numpy as np
 import torch
 
 from ...data.inputs import sample_keys
-from ...data.vocabulary import EmbeddingLayer, candidate_ids, context, review_tokens, swap_positions
+from ...data.vocabulary import EmbeddingLayer, context, review_tokens, swap_positions
 from ...generalisation.comparison import WordSimulation, word_simulation
 from ...generalisation.core import prepare
 from ...seeds import derive_seed, generator
+from ..swaps.run import Vocabulary
 
 if TYPE_CHECKING:
     from . import GenWordsJob
 
 Tensor = torch.Tensor
-
-__all__ = ["WordTask", "check_word_position", "gen_word_simulation", "word_rows", "word_task", "words_table"]
 
 
 @dataclass
@@ -136,21 +130,19 @@ def gen_word_simulation(
     to it). Returns the simulation and what its rows need: the candidates' names, the position, the
     original word's candidate index and the context of the substitution."""
     n, d = task.X.shape
-    specials = [int(i) for i in tokenizer.all_special_ids]
     if position is None:
+        specials = [int(i) for i in tokenizer.all_special_ids]
         position = swap_positions(task.ids, specials, count=1, n_min=n, seed=derive_seed(seed, "gen-words"))[0]
     check_word_position(tokenizer, task.ids, position)
-    ids = candidate_ids(tokenizer, vocabulary, rows=int(layer.word.shape[0]))
-    index = {int(w): j for j, w in enumerate(ids)}
+    words = Vocabulary(tokenizer, layer, vocabulary)
     setup = prepare(
         map_name, task.X_train, task.y_train, task.X, task.y, seed=seed, position=position, also=(0,),
         options=options, device=device,
     )  # fmt: skip
-    exclude = index.get(int(task.ids[position]))
-    sim = word_simulation(setup, layer.words(ids).at(position, d), exclude=exclude, seed=seed, **kwargs)
-    names = tokenizer.convert_ids_to_tokens([int(w) for w in ids])
+    exclude = words.index.get(int(task.ids[position]))
+    sim = word_simulation(setup, words.rows.at(position, d), exclude=exclude, seed=seed, **kwargs)
     info = {
-        "names": names,
+        "names": words.names,
         "position": position,
         "original": tokenizer.convert_ids_to_tokens([int(task.ids[position])])[0],
         "context": context(tokenizer, task.ids, position, "?"),

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ...compute.limits import Limits
 from ...data.reviews import tokens_to_fill
-from ...maps import registry
-from ..checks import map_problems, position_problem, unknown_maps, width_problem
+from ..checks import position_problem, width_problem
 from ..jobs import Store, data_label
-from ..sensitivity import WS_NUMERICS, WSJob, capped_ns, options_of, ws_jobs
-from ..spec import Figure, PlanView, StudySpec, beside, schema_beside
+from ..sensitivity import WSJob, capped_ns, ws_jobs
+from ..spec import Figure, PlanView
+from ..ws.section import curve_jobs, map_figures, map_study, maps_problems
 
 
 def store(config: dict) -> Store:
@@ -46,40 +46,23 @@ def jobs(config: dict, limits: Limits, version: str) -> list[WSJob]:
     for data in section["data"]:
         on = store(config) if data == "imdb" else None
         for map_name in section["maps"]:
-            options, swept = options_of(map_name, section["options"].get(map_name))
-            points += [
-                WSJob(
-                    study="long_context",
-                    folder=f"long_{data}",
-                    table=f"long_{data}",
-                    map=map_name,
-                    data=data,
-                    data_label=data_label(config, data, on),
-                    store=None if on is None else on.name,
-                    d=section["d"],
-                    n=n,
-                    swept=swept,
-                    options=options,
-                    position=section["position"],
-                    trials=tuple(range(section["trials"])),
-                )
-                for n in long_context_ns(section, map_name, data)
-            ]
+            points += curve_jobs(
+                "long_context",
+                section,
+                map_name,
+                long_context_ns(section, map_name, data),
+                folder=f"long_{data}",
+                table=f"long_{data}",
+                data=data,
+                data_label=data_label(config, data, on),
+                store=None if on is None else on.name,
+            )
     return ws_jobs(config, limits, version, points, section["trials_per_job"])
 
 
 def problems(config: dict) -> list[str]:
     section = config["long_context"]
-    out = [
-        problem
-        for map_name in section["maps"]
-        for problem in map_problems(
-            f"long_context.maps ({map_name})", map_name, section["options"].get(map_name), [section["d"]]
-        )
-    ]
-    out += unknown_maps("long_context.options", section["options"]) + unknown_maps(
-        "long_context.max_n", section["max_n"]
-    )
+    out = maps_problems("long_context", section, section["maps"], "max_n")
     ns = [n for m in section["maps"] for n in capped_ns(section["n"], m, section["max_n"])]
     out += position_problem("long_context.position", section["position"], ns, "long_context")
     return out + (width_problem("long_context.d", section["d"], config) if "imdb" in section["data"] else [])
@@ -87,37 +70,20 @@ def problems(config: dict) -> list[str]:
 
 def figures(plan: PlanView) -> list[Figure]:
     tables = sorted({job.table for job in plan.fit if job.study == "long_context"})
-    if not tables:
-        return []
-    configured = {job.map for job in plan.jobs if job.study == "long_context"}
-    return [
-        Figure(
-            name="long_context_figure",
-            study="long_context",
-            tables={stem.removeprefix("long_"): stem for stem in tables},
-            outputs={"figures": "fig_long_context"},
-            caption=beside(__file__, "report", "fig_long_context.rst"),
-            params={
-                "labels": {m: registry.get(m).label for m in registry.names() if m in configured},
-                "imdb_limit": plan.config["long_context"]["max_length"],
-                "left_out": plan.left_out(study="long_context"),
-            },
-        )
-    ]
+    imdb_limit = plan.config["long_context"]["max_length"]
+    return map_figures(
+        plan, "long_context", __file__, {stem.removeprefix("long_"): stem for stem in tables}, imdb_limit=imdb_limit
+    )
 
 
-SPEC = StudySpec(
-    name="long_context",
+SPEC = map_study(
+    "long_context",
+    __file__,
     title="word sensitivity at long contexts, with fitted log-log slopes",
-    section="long_context",
-    schema=schema_beside(__file__),
     jobs=jobs,
-    kinds=(WSJob,),
-    numerics=WS_NUMERICS,
-    owns=r"long_\w+",
+    problems=problems,
     figures=figures,
-    draw="wordsens.studies.long_context.figure:draw",
+    figure_seconds=3.5,
+    owns=r"long_\w+",
     stores=lambda config: [store(config)] if config.get("long_context") else [],
-    problems=lambda config: problems(config) if config.get("long_context") else [],
-    coefficients={"long_context_figure": (3.5, None)},
 )

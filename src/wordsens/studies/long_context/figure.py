@@ -1,6 +1,5 @@
-"""The long-context study's figure: word sensitivity up to long contexts, log-log, with fitted slopes beside
-the RF law's over the same n (``long_context_figure``; the slope is the claims' one,
-``wordsens.claims.slope.loglog_slope``)."""
+"""The long-context study's figure: word sensitivity up to long contexts, log-log, with fitted slopes (the
+claims', ``wordsens.claims.slope.loglog_slope``) beside the RF law's over the same n (``long_context_figure``)."""
 
 from __future__ import annotations
 
@@ -14,13 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from ...claims.slope import law_slope, loglog_slope
-from ...plots.common import map_law, mark_not_run, not_run_note, save
-
-__all__ = ["DATA_STYLES", "draw", "long_context_figure"]
-
+from ...plots.common import NOTE_STYLE, colours_of, finish, map_law, mark_not_run, not_run_note, start
 
 DATA_STYLES = {"synthetic": "-", "imdb": "--"}
 
@@ -34,21 +29,17 @@ def long_context_figure(
     left_out: Sequence[dict[str, Any]] = (),
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
-    """Log-log WS against n, one curve per map (colour) and data source (``tables``: data -> rows;
-    solid synthetic, dashed IMDb): mean and 1-sd error bars over the trials; in the legend the
-    least-squares slope of log WS on log n over every trial with its 95% t-interval, beside the RF
-    law's slope over the same n (``law_slope``: -0.54 on n = 64..1024, not -1/2); the RF law
-    (1 + sqrt(2/n)) / sqrt(n) where RF ran, and a line where the IMDb curves stop (``imdb_limit``:
-    the length the long reviews were embedded at, ``long_context.max_length``, at most the
-    encoder's position limit)."""
+    """Log-log WS against n, one curve per map (colour) and data source (``tables``: data -> rows; solid
+    synthetic, dashed IMDb) with 1-sd error bars, each labelled with its fitted slope and the RF law's over the
+    same n (``law_slope``: -0.54 on n = 64..1024, not -1/2); the RF law where RF ran, and a line where the IMDb
+    curves stop (``imdb_limit``: ``long_context.max_length``)."""
     settings = settings or {}
     present = {data: t for data, t in tables.items() if not t.empty}
     if not present:
         raise ValueError("no long-context results to plot")
     maps_ = [m for m in labels if any(m in set(t["map"]) for t in present.values())]
-    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
-    fig, ax = plt.subplots(figsize=(7.0, 4.6))
-    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    fig, ax = start(settings, figsize=(7.0, 4.6))
+    colours = colours_of(maps_, settings)
     for map_name in maps_:
         for data, frame in present.items():
             part = frame[frame["map"] == map_name]
@@ -67,8 +58,7 @@ def long_context_figure(
             textcoords="offset points",
             ha="right",
             va="top",
-            fontsize="x-small",
-            color="dimgray",
+            **NOTE_STYLE,
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -86,14 +76,12 @@ def long_context_figure(
     )
     if left_out:
         mark_not_run(ax, not_run_note(left_out, ["study", "map", "d", "n"]).replace("\n", "; "))
-    fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return fig
+    return finish(fig, paths, settings)
 
 
 def _slope_curve(ax: plt.Axes, part: pd.DataFrame, name: str, *, colour: Any, ls: str) -> None:
-    """One curve of the long-context figure: mean and 1-sd error bars of ``part``'s trials against n,
-    labelled with the fitted log-log slope, its 95% t-interval and the RF law's slope over the same n."""
+    """One curve: mean and 1-sd error bars of ``part``'s trials against n, labelled with the fitted log-log
+    slope, its 95% t-interval and the RF law's slope over the same n."""
     stats = part.groupby("n")["lower"].agg(["mean", "std"]).reset_index()
     slope, lo, hi = loglog_slope(part["n"], part["lower"])
     interval = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""

@@ -5,11 +5,10 @@ IMDb reviews searched, one profile per review and map (the same reviews for ever
 from __future__ import annotations
 
 from ...compute.limits import Limits
-from ...maps import registry
-from ..checks import map_problems, stored_length_problem, unknown_maps, width_problem
+from ..checks import stored_length_problem, width_problem
 from ..jobs import data_label, main_store
-from ..sensitivity import WS_NUMERICS, WSJob, options_of, ws_jobs
-from ..spec import Figure, PlanView, StudySpec, beside, schema_beside
+from ..sensitivity import WSJob, ws_jobs
+from ..ws.section import curve_jobs, map_study, maps_problems
 
 
 def jobs(config: dict, limits: Limits, version: str) -> list[WSJob]:
@@ -19,75 +18,38 @@ def jobs(config: dict, limits: Limits, version: str) -> list[WSJob]:
     label = data_label(config, "imdb", main_store(config))
     points = []
     for map_name in section["maps"]:
-        options, swept = options_of(map_name, section["options"].get(map_name))
-        points.append(
-            WSJob(
-                study="positions",
-                folder="positions",
-                table="positions",
-                map=map_name,
-                data="imdb",
-                data_label=label,
-                store="main",
-                d=section["d"],
-                n=section["n"],
-                swept=swept,
-                options=options,
-                position="all",
-                trials=tuple(range(section["reviews"])),
-                profile=True,
-                shared_samples=True,
-            )
+        points += curve_jobs(
+            "positions",
+            section,
+            map_name,
+            [section["n"]],
+            folder="positions",
+            table="positions",
+            data="imdb",
+            data_label=label,
+            store="main",
+            position="all",
+            trials=tuple(range(section["reviews"])),
+            profile=True,
+            shared_samples=True,
         )
     return ws_jobs(config, limits, version, points, section["reviews"])
 
 
 def problems(config: dict) -> list[str]:
     section = config["positions"]
-    out = [
-        problem
-        for map_name in section["maps"]
-        for problem in map_problems(
-            f"positions.maps ({map_name})", map_name, section["options"].get(map_name), [section["d"]]
-        )
-    ]
-    out += unknown_maps("positions.options", section["options"])
     return (
-        out
+        maps_problems("positions", section, section["maps"])
         + stored_length_problem("positions.n", section["n"], config)
         + width_problem("positions.d", section["d"], config)
     )
 
 
-def figures(plan: PlanView) -> list[Figure]:
-    if not any(job.study == "positions" for job in plan.fit):
-        return []
-    configured = {job.map for job in plan.jobs if job.study == "positions"}
-    return [
-        Figure(
-            name="positions_figure",
-            study="positions",
-            tables={"table": "positions"},
-            outputs={"figures": "fig_positions"},
-            caption=beside(__file__, "report", "fig_positions.rst"),
-            params={
-                "labels": {m: registry.get(m).label for m in registry.names() if m in configured},
-                "left_out": plan.left_out(study="positions"),
-            },
-        )
-    ]
-
-
-SPEC = StudySpec(
-    name="positions",
+SPEC = map_study(
+    "positions",
+    __file__,
     title="the word sensitivity at every position of a review",
-    section="positions",
-    schema=schema_beside(__file__),
     jobs=jobs,
-    kinds=(WSJob,),
-    numerics=WS_NUMERICS,
-    figures=figures,
-    draw="wordsens.studies.positions.figure:draw",
-    problems=lambda config: problems(config) if config.get("positions") else [],
-    coefficients={"positions_figure": (4.3, None)},
+    problems=problems,
+    figure_seconds=4.3,
 )

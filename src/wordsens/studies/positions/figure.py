@@ -12,12 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
-from ...plots.common import map_law, not_run_note, save
-
-__all__ = ["TOKEN_STYLES", "draw", "positions_figure"]
-
+from ...plots.common import NOTE_STYLE, colours_of, finish, map_law, not_run_note, start
 
 TOKEN_STYLES = {
     "[CLS]": ("*", "tab:red", 90),
@@ -36,21 +32,17 @@ def positions_figure(
     left_out: Sequence[dict[str, Any]] = (),
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
-    """Per-position profiles: the WS of every position i of each review (columns) for each map of
-    ``labels`` (rows), from rows with ``position``, ``lower`` (the estimate at that position) and
-    ``token`` (``[CLS]``, ``word``, ``[SEP]``, ``[PAD]``); [PAD] rows shaded. RF panels draw the RF
-    law at the profile's n (dotted: the law is the same at every position, all rows having norm
-    sqrt(d)). Maps ``left_out`` (``limits.unfit: skip``) are named under the panels."""
+    """The WS at every position of each review (columns) for each map of ``labels`` (rows), a marker per
+    ``token`` kind, [PAD] rows shaded, the map's law at the profile's n (the same at every position: every
+    row has norm sqrt(d)); the maps ``left_out`` named under the panels."""
     settings = settings or {}
     maps_ = [m for m in labels if m in set(table["map"])]
     if not maps_:
         raise ValueError(f"no per-position results for any of {list(labels)}")
-    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
     trials = sorted(set(table["trial"]))
-    fig, axes = plt.subplots(
-        len(maps_), len(trials), figsize=(4.2 * len(trials), 2.8 * len(maps_)), squeeze=False, sharex=True, sharey="row"
-    )
-    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    size = (4.2 * len(trials), 2.8 * len(maps_))
+    fig, axes = start(settings, len(maps_), len(trials), figsize=size, squeeze=False, sharex=True, sharey="row")
+    colours = colours_of(maps_, settings)
     for r, map_name in enumerate(maps_):
         for c, trial in enumerate(trials):
             ax = axes[r][c]
@@ -83,24 +75,14 @@ def positions_figure(
         bbox_to_anchor=(0.5, 1.0),
     )
     if left_out:
-        fig.text(
-            0.01,
-            0.01,
-            not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; "),
-            fontsize="x-small",
-            va="bottom",
-            ha="left",
-            color="dimgray",
-        )
-    fig.tight_layout(rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
-    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return fig
+        note = not_run_note(left_out, ["map", "d", "n"]).replace("\n", "; ")
+        fig.text(0.01, 0.01, note, va="bottom", ha="left", **NOTE_STYLE)
+    return finish(fig, paths, settings, rect=(0, 0.05 if left_out else 0.0, 1, 0.95))
 
 
 def _profile_panel(ax: plt.Axes, part: pd.DataFrame, map_name: str, label: str, *, colour: Any, top: float) -> None:
-    """One review's profile (``part``: its rows by position): the WS at every position, a marker per
-    token kind (``TOKEN_STYLES``), the [PAD] rows shaded, the map's law at the profile's n where it has
-    one; the y axis up to ``top`` (the largest WS of the map's row of panels) or the law."""
+    """One review's profile (``part``: its rows by position), the y axis up to ``top`` (the largest WS of the
+    map's row of panels) or the law."""
     ax.plot(part["position"], part["lower"], color=colour, lw=1, zorder=1)
     for kind, (marker, style_colour, size) in TOKEN_STYLES.items():
         rows = part[part["token"] == kind]

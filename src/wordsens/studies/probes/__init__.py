@@ -7,8 +7,20 @@ differing in one word. Its rules are its own (``rules.smk``: each probe's tables
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from ..spec import StudySpec, beside, schema_beside
 from . import plan
+
+
+class AttentionMap(NamedTuple):
+    """Attention probabilities (rows: queries, columns: keys) and the token strings."""
+
+    matrix: np.ndarray
+    tokens: list[str]
+
 
 SPEC = StudySpec(
     name="probes",

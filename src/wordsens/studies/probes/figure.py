@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import matplotlib
 
@@ -19,18 +19,10 @@ import pandas as pd
 import seaborn as sns
 
 from ...plots.common import save
-
-__all__ = ["HeatMap", "attention_maps", "attention_pair", "layer_changes_figure", "text_table_figure"]
-
-
-class HeatMap(NamedTuple):
-    """One attention map read back from a table: probabilities (rows: queries) and the tokens."""
-
-    matrix: np.ndarray
-    tokens: list[str]
+from . import AttentionMap
 
 
-def attention_maps(table: pd.DataFrame, column: str) -> dict[str, HeatMap]:
+def attention_maps(table: pd.DataFrame, column: str) -> dict[str, AttentionMap]:
     """The maps of an attention table (``wordsens.studies.probes.run.attention_table``: one row per
     label, query and key), by label in the table's order. Read its CSV with
     ``keep_default_na=False``, so that a token such as "null" stays text."""
@@ -43,7 +35,7 @@ def attention_maps(table: pd.DataFrame, column: str) -> dict[str, HeatMap]:
         matrix = np.zeros((size, size))
         matrix[rows["query"].to_numpy(int), rows["key"].to_numpy(int)] = rows["attention"].to_numpy(float)
         tokens = rows.drop_duplicates("query").sort_values("query")["query_token"].astype(str).tolist()
-        out[str(label)] = HeatMap(matrix, tokens)
+        out[str(label)] = AttentionMap(matrix, tokens)
     return out
 
 

@@ -13,8 +13,6 @@ from ...compute.placement import Request, request
 from ...data.models import DEMO_LM, encoder_size, model_heads, model_layers, model_positions, model_width
 from ..spec import Needs, Step
 
-__all__ = ["active", "caption", "needs", "probe_model", "probe_request", "problems", "steps", "targets"]
-
 
 def caption(name: str) -> str:
     """The path of a figure's caption (this study's ``report/`` folder)."""

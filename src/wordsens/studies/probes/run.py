@@ -1,11 +1,8 @@
 """Probes of a real pre-trained encoder (Figure 1 and Figure 3, panels 3-4) and of a causal LM.
 
-Conventions: token positions are 0-based indices into the tokenised sequence with ``[CLS]`` at 0;
-layers and heads are 1-based as in the paper ("layer 1, head 1" = the first encoder layer and its
-first head). Moving a token in embedding space adds ``Delta`` to its row of ``hidden_states[0]``
-(the embedding output after its LayerNorm, the input of the first encoder layer): a forward hook
-on the model's embedding module does it, so the real query/key projections and every layer see
-the moved token, and the hidden states returned by the model include the change.
+Token positions are 0-based with ``[CLS]`` at 0; layers and heads 1-based as in the paper. Moving a token adds
+``Delta`` to its row of ``hidden_states[0]`` (the embedding output) through a forward hook on the embedding
+module, so the real query/key projections and every layer see it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,23 +19,9 @@ from ...compute.devices import resolve_device
 from ...data.embed import truncated
 from ...data.pretrained import load_pretrained
 from ...seeds import derive_seed, generator
+from . import AttentionMap
 
 Tensor = torch.Tensor
-
-__all__ = [
-    "AttentionMap",
-    "attention_map",
-    "attention_table",
-    "attract_delta",
-    "fig3_tables",
-    "gaussian_deltas",
-    "layer_change_table",
-    "layer_changes",
-    "lm_answers",
-    "moved",
-    "pick_long_text",
-    "token_attention",
-]
 
 
 def _embeddings(model) -> torch.nn.Module:
@@ -83,27 +65,16 @@ def _run(model, batch: dict[str, Tensor], *, attentions: bool):
     return out
 
 
-def _encode(tokenizer, text: str, device: torch.device) -> dict[str, Tensor]:
+def _encode(model, tokenizer, text: str) -> dict[str, Tensor]:
+    """``text`` tokenised with its special tokens, on the model's device."""
     batch = tokenizer([text], return_tensors="pt", add_special_tokens=True)
-    return {k: v.to(device) for k, v in batch.items()}
+    return {k: v.to(next(model.parameters()).device) for k, v in batch.items()}
 
 
-def _check_layer_head(model, layer: int, head: int | None = None) -> None:
+def _check_layer(model, layer: int) -> None:
     layers = int(model.config.num_hidden_layers)
     if not 1 <= layer <= layers:
         raise ValueError(f"layer must be in [1, {layers}] (1-based), got {layer}")
-    if head is not None:
-        heads = int(model.config.num_attention_heads)
-        if not 1 <= head <= heads:
-            raise ValueError(f"head must be in [1, {heads}] (1-based), got {head}")
-
-
-@dataclass
-class AttentionMap:
-    """Attention probabilities (rows: queries, columns: keys) and the token strings."""
-
-    matrix: np.ndarray
-    tokens: list[str]
 
 
 @torch.no_grad()
@@ -121,9 +92,8 @@ def attention_map(
     """Attention of ``layer`` averaged over ``heads`` (1-based, or "all") for ``text``;
     ``[CLS]``/``[SEP]`` rows and columns dropped when ``drop_special``; optionally with token
     ``position`` moved by ``delta``."""
-    _check_layer_head(model, layer)
-    device = next(model.parameters()).device
-    batch = _encode(tokenizer, text, device)
+    _check_layer(model, layer)
+    batch = _encode(model, tokenizer, text)
     if delta is not None and position is None:
         raise ValueError("a moved token needs its position (0-based, [CLS] = 0) as well as its delta")
     context = moved(model, position, delta) if delta is not None and position is not None else contextlib.nullcontext()
@@ -167,9 +137,9 @@ def attract_delta(
     makes token ``position`` attract the attention of ``layer``: projected normalised-gradient
     ascent on the sphere of the mean attention paid to it (``token_attention``), through the
     model's real query/key projections. Returns ``(delta, attention before, attention after)``."""
-    _check_layer_head(model, layer)
+    _check_layer(model, layer)
     device = next(model.parameters()).device
-    batch = _encode(tokenizer, text, device)
+    batch = _encode(model, tokenizer, text)
     length = int(batch["input_ids"].shape[1])
     if not 0 <= position < length:
         raise ValueError(f"token index {position} is beyond the text's {length} tokens ([CLS] = 0)")
@@ -208,8 +178,7 @@ def attract_delta(
 @torch.no_grad()
 def layer_changes(model, tokenizer, text: str, position: int, delta: Tensor) -> np.ndarray:
     """``||H_l(moved) - H_l|| / ||H_l||`` for every layer l = 0..L (0 = the encoder's input)."""
-    device = next(model.parameters()).device
-    batch = _encode(tokenizer, text, device)
+    batch = _encode(model, tokenizer, text)
     base = _run(model, batch, attentions=False).hidden_states
     with moved(model, position, delta):
         new = _run(model, batch, attentions=False).hidden_states
@@ -257,53 +226,29 @@ def pick_long_text(pool, min_tokens: int) -> tuple[str, int]:
     return str(long["text"].iloc[0]), int(long["review_id"].iloc[0])
 
 
-def layer_change_table(
-    model,
-    tokenizer,
-    text: str,
-    position: int,
-    *,
-    norm: float | None = None,
-    draws: int = 10,
-    steps: int = 60,
-    seed: int = 0,
-):
+def layer_change_table(model, tokenizer, text: str, position: int, *, draws: int = 10, seed: int = 0, **attract: Any):
     """Figure 3 panel 3 as tidy rows: ``kind`` (attract | gaussian), ``draw``, ``layer``, ``change``,
-    plus the attention paid to the token before and after the attracting Delta."""
+    plus the attention paid to the token before and after the attracting Delta (``attract_delta``, with the
+    ``norm`` and ``steps`` of ``attract``) or a Gaussian one of its norm."""
     import pandas as pd
 
     if draws < 1:
         raise ValueError(f"gaussian_draws must be >= 1, got {draws}")
-    delta, before, after = attract_delta(model, tokenizer, text, position, norm=norm, steps=steps, seed=seed)
+    delta, before, after = attract_delta(model, tokenizer, text, position, seed=seed, **attract)
     radius = float(torch.linalg.vector_norm(delta))
-    rows = [
-        {
-            "kind": "attract",
-            "draw": 0,
-            "layer": layer,
-            "change": float(c),
-            "norm": radius,
-            "attention_before": before,
-            "attention_after": after,
-        }
-        for layer, c in enumerate(layer_changes(model, tokenizer, text, position, delta))
-    ]
+
+    def rows_of(kind: str, draw: int, moved_by: Tensor, attention: float) -> list[dict[str, Any]]:
+        changes = layer_changes(model, tokenizer, text, position, moved_by)
+        common = {"kind": kind, "draw": draw}
+        last = {"norm": radius, "attention_before": before, "attention_after": attention}
+        return [{**common, "layer": layer, "change": float(c), **last} for layer, c in enumerate(changes)]
+
+    rows = rows_of("attract", 0, delta, after)
     for draw, g in enumerate(gaussian_deltas(delta.shape[0], radius, draws, seed)):
         g = g.to(delta.device)
         with torch.no_grad():
-            att = float(token_attention(model, _encode(tokenizer, text, delta.device), position, g))
-        rows += [
-            {
-                "kind": "gaussian",
-                "draw": draw,
-                "layer": layer,
-                "change": float(c),
-                "norm": radius,
-                "attention_before": before,
-                "attention_after": att,
-            }
-            for layer, c in enumerate(layer_changes(model, tokenizer, text, position, g))
-        ]
+            att = float(token_attention(model, _encode(model, tokenizer, text), position, g))
+        rows += rows_of("gaussian", draw, g, att)
     return pd.DataFrame(rows)
 
 
@@ -329,15 +274,10 @@ def attention_table(maps_: Sequence[AttentionMap], labels: Sequence[str], column
 
 
 def fig3_tables(model, tokenizer, settings: Mapping[str, Any], *, pool=None, seed: int = 0):
-    """The tables of Figure 3 panels 3 and 4 (the ``fig3_probes`` rule's job), from ``settings`` (the
-    configuration's ``probes.fig3``: ``text``, ``min_tokens``, ``token``, ``norm``, ``gaussian_draws``,
-    ``steps``, ``short_text``, ``short_token``, ``layer``, ``head``).
-
-    Panel 3: ``layer_change_table`` on ``text``, or where it is null on the first review of ``pool``
-    with at least ``min_tokens`` tokens (``pick_long_text``; its ``review_id`` in every row, else
-    None). Panel 4: one head of one layer on ``short_text``, before and after moving ``short_token``
-    by the attracting Delta of that layer (``attract_delta``): ``attention_table`` with ``state``
-    ``before`` and ``after``. Returns ``(layers, scores)``."""
+    """The tables of Figure 3 panels 3 and 4 (the ``fig3_probes`` rule's job) from ``settings`` (the
+    configuration's ``probes.fig3``), as ``(layers, scores)``. Panel 3: ``layer_change_table`` on ``text``, else
+    on the pool's first review of ``min_tokens`` tokens (its ``review_id`` in every row); panel 4: one head of one
+    layer on ``short_text`` before and after moving ``short_token`` by that layer's attracting Delta."""
     if settings["text"]:
         text, review = str(settings["text"]), None
     elif pool is None:

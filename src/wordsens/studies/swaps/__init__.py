@@ -1,18 +1,11 @@
-"""Real words against the continuous worst case (the configuration's ``swaps``): every word of an encoder's
-vocabulary put in place of a review's word, scored exactly (``wordsens.search.swaps``), beside the continuous
-search at the radius the best word moves. One job per map and n (``SwapJob``): on the first ``swaps.reviews``
-reviews of the pool with at least max(n) tokens, at ``swaps.positions`` word positions of each (seeded,
-[CLS] and [SEP] never; the same positions at every n), the most damaging one-word substitution from the
-vocabulary of the run's encoder (``model.name``) and the distribution of all of them (its rows: ``run``). A
-map of a pre-trained checkpoint reads the encoder's first layer (its input is the embedding output, where a
-substitution moves one row). Its claims (``claims``: two reported ratios and ``continuous_covers_words``),
-its figure and the readable top substitutions (``figure``) and the command ``wordsens swap`` (``cli``).
-Torch-free.
+"""Real words against the continuous worst case (the configuration's ``swaps``; docs/studies.md, "Real words:
+the swaps study"): one job per map and n (``SwapJob``), its rows (``run``), its claims (``claims``), its figure
+and the readable top substitutions (``figure``) and the command ``wordsens swap`` (``cli``). Torch-free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -87,14 +80,19 @@ class SwapJob(Job):
         return swap_table(tokenizer, encoder, files.pool(), self, source=source, chunk_mb=self.chunk_mb, log=print)
 
 
+def in_registry_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the registry's order (the tables'), unknown names last."""
+    order = {name: i for i, name in enumerate(registry.names())}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
+
+
 def swap_maps(config: dict) -> list[str]:
     """The maps of the study (``swaps.maps``; ``all``: every registered map with random weights), in the
     registry's order (the table's)."""
     maps = config["swaps"]["maps"]
     if maps == "all":
         return [name for name in registry.names() if not registry.get(name).checkpoint]
-    order = {name: i for i, name in enumerate(registry.names())}
-    return sorted(maps, key=lambda name: (order.get(name, len(order)), name))
+    return in_registry_order(maps)
 
 
 def swap_options(config: dict, map_name: str) -> dict:
@@ -158,18 +156,21 @@ def swap_problems(config: dict) -> list[str]:
     return out + words_problem("swaps.n", max(ns), config) + pool_problem("swaps.reviews", section["reviews"], config)
 
 
-def _encoder_memory(config: dict) -> costs.MemoryEstimate:
-    """The float32 encoder a swaps job loads (model.name), from its config.json; a BERT-Base-sized
-    allowance where that is not known without loading it."""
-    name = config["model"]["name"]
-    width = model_width(name) or config["swaps"]["d"]
+def encoder_memory(name: str, length: int, width: int) -> costs.MemoryEstimate:
+    """The float32 encoder ``name`` a job of the real-word studies loads, reading ``length`` tokens, from its
+    config.json (``width``: where that does not give it); a BERT-Base-sized allowance where the encoder's size is
+    not known without loading it."""
     try:
         return costs.encoder_memory(
-            parameters=encoder_size(name), copies=1, batch=1, length=max(_n(config)), width=width,
+            parameters=encoder_size(name), copies=1, batch=1, length=length, width=model_width(name) or width,
             heads=model_heads(name) or 12, detail=name,
         )  # fmt: skip
     except ValueError:
         return costs.MemoryEstimate(int(110e6 * 4) + costs.TRANSFORMERS_OVERHEAD, f"{name}: BERT-Base size")
+
+
+# the fields of a SwapJob that the section gives as they are
+_SECTION_FIELDS = ("reviews", "positions", "top_k", "vocabulary", "screen", "sample", "sqrt_d", "max_steps", "chunk_mb")
 
 
 def jobs(config: dict, limits: Limits, version: str) -> list[SwapJob]:
@@ -181,7 +182,7 @@ def jobs(config: dict, limits: Limits, version: str) -> list[SwapJob]:
     name = config["model"]["name"]
     vocab = int((model_config(name) or {}).get("vocab_size") or BERT_VOCAB)
     width = model_width(name) or section["d"]
-    encoder = _encoder_memory(config)
+    encoder = encoder_memory(name, max(_n(config)), section["d"])
     out = []
     for map_name in swap_maps(config):
         spec = registry.get(map_name)
@@ -217,19 +218,11 @@ def jobs(config: dict, limits: Limits, version: str) -> list[SwapJob]:
                     n=n,
                     options=options,
                     model=name,
-                    reviews=section["reviews"],
-                    positions=section["positions"],
                     n_min=min(_n(config)),
                     n_max=max(_n(config)),
-                    top_k=section["top_k"],
-                    vocabulary=section["vocabulary"],
-                    screen=section["screen"],
-                    sample=section["sample"],
-                    sqrt_d=section["sqrt_d"],
-                    max_steps=section["max_steps"],
                     seed=config["seed"],
                     numerics_version=version,
-                    chunk_mb=section["chunk_mb"],
+                    **{key: section[key] for key in _SECTION_FIELDS},
                 )
             )
     return out

@@ -1,16 +1,7 @@
-"""The swaps study's rows of the claims table (:func:`swap_claims`): real words beside the continuous search.
-
-The study's table (``RESULTS/tables/swaps.parquet``, rows of ``wordsens.studies.swaps.run``) holds, per
-(map, d, n, review, position), the best real word's relative change ``s_words`` (exact over the
-vocabulary, or over a first-order shortlist: ``exhaustive``), the continuous word sensitivity on the
-same weights at the radius that word moves (``continuous``) and the vocabulary's mean (``mean``).
-
-* ``swaps_ratio`` and ``swaps_mean_ratio`` (reported, no verdict): per map, d and n, the mean over
-  reviews of best / continuous and of mean / best (each review's rows averaged first: the reviews are
-  the independent units; their positions share the review's weights).
-* ``continuous_covers_words`` (universal): the continuous supremum at a radius bounds every word that
-  moves as far, so a row whose best word beats the continuous search beyond ``NUMERICAL_TOL`` is a
-  search miss; it fails on one such row, named in the note.
+"""The swaps study's rows of the claims table (:func:`swap_claims`; docs/claims.md): ``swaps_ratio`` and
+``swaps_mean_ratio`` reported per map, d and n over reviews (the independent units), and
+``continuous_covers_words``, which fails on a row whose best word beats the continuous search at its radius
+beyond ``NUMERICAL_TOL`` (a search miss).
 """
 
 from __future__ import annotations
@@ -24,8 +15,6 @@ from ...claims.intervals import MIN_REVIEWS, linear
 from ...claims.rows import Rows, check_columns
 from ...claims.stats import DERIVED, NUMERICAL_TOL, REPORT, UNIVERSAL, Claim
 
-__all__ = ["DEFINITIONS", "SWAPS_REQUIRED", "misses", "swap_claims"]
-
 # the setting every claim of the study comes from
 _SETTING = "the swaps study: an encoder's vocabulary put in place of IMDb reviews' words at layer 0"
 
@@ -35,20 +24,14 @@ DEFINITIONS = (
         "swaps_ratio",
         "the best real word against the continuous search at the radius it moves (the paper makes no claim)",
         "mean over reviews of S_words / continuous WS at r = ||x_i(w*) - x_i||, each review's positions averaged",
-        None,
-        None,
-        DERIVED,
-        _SETTING,
+        setting=_SETTING,
         kind=REPORT,
     ),
     Claim(
         "swaps_mean_ratio",
         "the average substitution against the worst one (the paper makes no claim)",
         "mean over reviews of (mean S over the vocabulary) / S_words, each review's positions averaged",
-        None,
-        None,
-        DERIVED,
-        _SETTING,
+        setting=_SETTING,
         kind=REPORT,
     ),
     Claim(
@@ -86,10 +69,6 @@ def misses(frame: pd.DataFrame, tol: float = NUMERICAL_TOL) -> pd.DataFrame:
     return frame[best > cont * (1 + tol)]
 
 
-def _per_review(rows: pd.DataFrame, values: pd.Series) -> np.ndarray:
-    return values.groupby(rows["review"]).mean().to_numpy(float)
-
-
 def swap_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
     """The swaps study's rows of its table (absent: the study did not run): per map, d and n the two
     reported ratios, and per map the universal check ``continuous_covers_words``."""
@@ -111,27 +90,25 @@ def swap_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
             for (d, n), point in part.groupby(["d", "n"], sort=True):
                 scope = f"d={int(d)}, n={int(n)}"
                 best, cont, mean = (point[c].astype(float) for c in ("s_words", "continuous", "mean"))
-                usable = np.isfinite(best) & np.isfinite(cont) & (cont > 0) & (best > 0)
                 note = f"{len(point)} (review, position) rows, {kind}"
-                ratio = (best / cont)[usable]
-                if ratio.empty:
-                    why = "no row with a positive continuous WS"
-                    rows.not_run("swaps_ratio", why, map_=name, data=data, scope=scope)
-                else:
-                    groups = [_per_review(point[usable], ratio)]
-                    head = f"ratio from {ratio.min():.4g} to {ratio.max():.4g}"
+                usable = np.isfinite(best) & np.isfinite(cont) & (cont > 0) & (best > 0)
+                for claim, ratio, what, why in (
+                    ("swaps_ratio", (best / cont)[usable], "ratio", "no row with a positive continuous WS"),
+                    (
+                        "swaps_mean_ratio",
+                        (mean / best)[np.isfinite(mean) & (best > 0)],
+                        "mean / best",
+                        "no row with a best word",
+                    ),
+                ):
+                    if ratio.empty:
+                        rows.not_run(claim, why, map_=name, data=data, scope=scope)
+                        continue
+                    # each review's rows averaged first: the reviews are the independent units
+                    groups = [ratio.groupby(point.loc[ratio.index, "review"]).mean().to_numpy(float)]
                     interval = linear(groups, [1.0], minimum=MIN_REVIEWS, unit="reviews")
-                    rows.estimate("swaps_ratio", interval, map_=name, data=data, scope=scope, note=f"{head}; {note}")
-                mean_ratio = (mean / best)[np.isfinite(mean) & (best > 0)]
-                if mean_ratio.empty:
-                    rows.not_run("swaps_mean_ratio", "no row with a best word", map_=name, data=data, scope=scope)
-                else:
-                    groups = [_per_review(point.loc[mean_ratio.index], mean_ratio)]
-                    interval = linear(groups, [1.0], minimum=MIN_REVIEWS, unit="reviews")
-                    head = f"mean / best from {mean_ratio.min():.4g} to {mean_ratio.max():.4g}"
-                    rows.estimate(
-                        "swaps_mean_ratio", interval, map_=name, data=data, scope=scope, note=f"{head}; {note}"
-                    )
+                    head = f"{what} from {ratio.min():.4g} to {ratio.max():.4g}"
+                    rows.estimate(claim, interval, map_=name, data=data, scope=scope, note=f"{head}; {note}")
             missed = misses(part)
             named = [
                 f"d={int(r.d)} n={int(r.n)} review {int(r.review)} position {int(r.position)}: "

@@ -25,8 +25,6 @@ from ...arguments import (
 )
 from ...data.sources import CACHE, encoder_source, reviews_frame
 
-__all__ = ["add_parser", "run"]
-
 # the settings of the study's job that the options give as they are
 SETTINGS = ("map", "d", "n", "model", "vocabulary", "screen", "sample", "sqrt_d", "max_steps", "device", "seed")
 

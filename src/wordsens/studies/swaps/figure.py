@@ -1,12 +1,6 @@
-"""The swaps study's figure and its readable table of the top substitutions.
-
-``swaps_figure``: one panel per map, against n, on a log axis (the continuous values are often tens
-of times the words'): the best real word (S_words), the vocabulary's mean and the continuous word
-sensitivity at sqrt(d) (where the table has it) as the mean over (review, position) with the smallest
-and largest as a bar; the continuous word sensitivity at the radius r* the best word moves as one
-point per row, never averaged (each row has its own r*). ``swaps_text``: per map and n the
-substitutions with the largest S_words as Markdown, the review's words around the position with the
-substitution marked, r*, and the continuous values at r* and at sqrt(d).
+"""The swaps study's figure (``swaps_figure``: per map against n, the best word, the vocabulary's mean and the
+continuous values) and its readable table of the top substitutions (``swaps_text``), with the Markdown helpers
+the gen_words study shares.
 """
 
 from __future__ import annotations
@@ -23,10 +17,8 @@ import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ...io import atomic_path
-from ...maps import registry
 from ...plots.common import map_label, mark_not_run, not_run_note, save
-
-__all__ = ["MAX_COLUMNS", "PER_ROW", "SERIES", "draw", "swaps_figure", "swaps_text"]
+from . import in_registry_order
 
 MAX_COLUMNS = 3  # panels per row
 # what a panel draws: column -> (legend label, marker, line style)
@@ -38,11 +30,6 @@ SERIES = {
 }
 # series drawn one point per row: their radius changes from row to row, so a mean would mix radii
 PER_ROW = frozenset({"continuous"})
-
-
-def _order(maps_: Sequence[str]) -> list[str]:
-    names = list(registry.names())
-    return sorted(maps_, key=lambda m: (names.index(m) if m in names else len(names), m))
 
 
 def swaps_figure(
@@ -58,7 +45,7 @@ def swaps_figure(
     r*) one hollow point per row; "screened" in the title of maps whose vocabulary was screened; the
     points left out named under their panel."""
     settings = settings or {}
-    maps_ = _order(sorted(set(table["map"])))
+    maps_ = in_registry_order(set(table["map"]))
     if not maps_:
         raise ValueError("the swaps table has no rows")
     sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
@@ -115,8 +102,30 @@ def swaps_figure(
     return fig
 
 
-def _fmt(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{float(value):.4g}"
+def number(value: Any, spec: str = ".4g") -> str:
+    """A cell of a Markdown table: ``value`` in ``spec``, "-" where it is None or not finite."""
+    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{float(value):{spec}}"
+
+
+def markdown_start(title: str, stamp: str | None, intro: str) -> list[str]:
+    """The first lines of a Markdown text: its title, the run's stamp where there is one, the introduction."""
+    return [f"# {title}", "", *([f"*{stamp}*", ""] if stamp else []), intro, ""]
+
+
+def markdown_table(heading: str, header: Sequence[str]) -> list[str]:
+    """The lines that open a section's Markdown table: its heading and the table's header."""
+    return [f"## {heading}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+
+def write_markdown(path: str | Path, lines: Sequence[str]) -> str:
+    """``lines`` written atomically to ``path`` as one text; returns it."""
+    text = "\n".join(lines)
+
+    def write(target: Path) -> None:
+        target.write_text(text, encoding="utf-8")
+
+    atomic_path(path, write)
+    return text
 
 
 def swaps_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: str | None = None) -> str:
@@ -126,47 +135,34 @@ def swaps_text(table: pd.DataFrame, path: str | Path, *, top: int = 5, stamp: st
     at sqrt(d) where the study computed it (``swaps.sqrt_d``); the vocabulary's mean), written
     atomically to ``path``; returns it."""
     at_sqrt_d = "continuous_sqrt_d" in table and bool(table["continuous_sqrt_d"].notna().any())
-    lines = ["# The top substitutions of the swaps study", ""]
-    if stamp:
-        lines += [f"*{stamp}*", ""]
-    lines += [
+    intro = (
         "Per map and n, the substitutions with the largest relative change S_words: the review's words around the "
         "position with the substitution marked [original -> best word], the next best words, r* (the radius the "
         "best word moves its row, ||x_i(w*) - x_i||, up to 2 sqrt(d)), S_words, the continuous word sensitivity on "
         "the same weights at r*, best / continuous (above 1: the continuous search missed)"
         + (", the continuous word sensitivity at the paper's radius sqrt(d)" if at_sqrt_d else "")
-        + " and the mean over the vocabulary.",
-        "",
-    ]
+        + " and the mean over the vocabulary."
+    )
+    lines = markdown_start("The top substitutions of the swaps study", stamp, intro)
     header = ["review", "position", "the review around it", "next best words", "r*", "S_words", "continuous at r*"]
     header += ["ratio", *(["at sqrt(d)"] if at_sqrt_d else []), "mean"]
-    for name in _order(sorted(set(table["map"]))):
+    for name in in_registry_order(set(table["map"])):
         for n in sorted(set(table.loc[table["map"] == name, "n"].astype(int))):
             part = table[(table["map"] == name) & (table["n"] == n)].sort_values("s_words", ascending=False)
             kind = "exhaustive" if bool(part["exhaustive"].astype(bool).all()) else "screened"
             d, vocab = int(part["d"].iloc[0]), int(part["vocab"].iloc[0])
-            lines += [
-                f"## {map_label(name)}, d = {d}, n = {n} ({kind}, {vocab} words; sqrt(d) = {math.sqrt(d):.4g})",
-                "",
-                "| " + " | ".join(header) + " |",
-                "|" + "---|" * len(header),
-            ]
+            heading = f"{map_label(name)}, d = {d}, n = {n} ({kind}, {vocab} words; sqrt(d) = {math.sqrt(d):.4g})"
+            lines += markdown_table(heading, header)
             for _, row in part.head(top).iterrows():
                 words = json.loads(row["top_words"])[1:6]
                 text = str(row["context"]).replace("|", "\\|")
                 numbers = [row["radius"], row["s_words"], row["continuous"], row["ratio"]]
                 numbers += [row["continuous_sqrt_d"]] if at_sqrt_d else []
                 cells = [str(int(row["review_id"])), str(int(row["position"])), text, ", ".join(words)]
-                cells += [_fmt(v) for v in [*numbers, row["mean"]]]
+                cells += [number(v) for v in [*numbers, row["mean"]]]
                 lines.append("| " + " | ".join(cells) + " |")
             lines.append("")
-    text = "\n".join(lines)
-
-    def write(target: Path) -> None:
-        target.write_text(text, encoding="utf-8")
-
-    atomic_path(path, write)
-    return text
+    return write_markdown(path, lines)
 
 
 def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:

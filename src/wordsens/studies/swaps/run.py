@@ -1,14 +1,7 @@
-"""The swaps study: real words put in place of a review's words, beside the continuous word sensitivity.
-
-For a review of the pool, its first n tokens as the embedding step keeps them (``[CLS]`` and the
-review's words: ``wordsens.data.vocabulary.review_tokens``) through the encoder's own embedding layer
-give the sample X (the paper's layer 0, rows of norm sqrt(d)); at a word position i every word of the
-vocabulary gives the row it would put there. Per (map, review, position),
-``wordsens.search.swaps.substitution`` scores them all (or a screened shortlist) and runs the
-continuous search on the same weights at the radius the best word moves:
-one row of the study's table, with the best words as text and the review's words around position i
-(the substitution marked). The weights of a map are drawn from a seed of the review (the same at every
-position and n of it, where their shape allows).
+"""The swaps study's rows (docs/studies.md): per (map, review, word position), every word of the vocabulary put
+there through the encoder's embedding layer and scored (``wordsens.search.swaps.substitution``), beside the
+continuous search on the same weights at the radius the best word moves. A map's weights come from a seed of the
+review (the same at every position and n of it, where their shape allows).
 """
 
 from __future__ import annotations
@@ -25,16 +18,14 @@ from ...seeds import derive_seed
 if TYPE_CHECKING:
     from . import SwapJob
 
-__all__ = ["swap_rows", "swap_table"]
 
+class Vocabulary:
+    """The candidate words of the real-word studies: the ``vocabulary``'s ids (``candidate_ids``), their rows
+    at any position of the embedding ``layer``, their names, and the special tokens of the tokenizer."""
 
-class _Vocabulary:
-    """A job's candidates: the vocabulary's ids, their rows at any position, their names, and the
-    special tokens of the tokenizer."""
-
-    def __init__(self, tokenizer: Any, encoder: Any, vocabulary: str) -> None:
+    def __init__(self, tokenizer: Any, layer: EmbeddingLayer, vocabulary: str) -> None:
         self.tokenizer = tokenizer
-        self.layer = EmbeddingLayer.of(encoder)
+        self.layer = layer
         self.ids = candidate_ids(tokenizer, vocabulary, rows=int(self.layer.word.shape[0]))
         self.index = {int(w): j for j, w in enumerate(self.ids)}
         self.rows = self.layer.words(self.ids)
@@ -48,7 +39,7 @@ def _positions(job: SwapJob, ids: Sequence[int], specials: Sequence[int], review
     return swap_positions(ids, specials, count=job.positions, n_min=int(job.n_min), seed=seed)
 
 
-def _row(job: SwapJob, result: Any, words: _Vocabulary, ids: Sequence[int], review: int, review_id: int) -> dict:
+def _row(job: SwapJob, result: Any, words: Vocabulary, ids: Sequence[int], review: int, review_id: int) -> dict:
     """One row of the study's table from a ``SwapResult``."""
     found, position = result.scan, result.position
     top_words = [words.names[j] for j in found.top]
@@ -99,13 +90,10 @@ def swap_rows(
     chunk_mb: float = 64.0,
     log: Callable[[str], Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of one ``swaps`` job (``job``: a ``SwapJob``) on
-    ``texts`` (each with at least ``job.n_max`` tokens): per review and word position (``swap_positions``),
-    the substitution of ``job.map`` at ``job.d``, ``job.n``, weights drawn from a seed of the map and the
-    review. ``model``: the folder or name the encoder came from (a checkpoint map loads its layer from it);
-    ``review_ids``: each text's id in the pool (default its index); ``positions``: these positions of every
-    text instead of ``swap_positions`` (``wordsens swap``); ``chunk_mb``: working arrays of a chunk of
-    words."""
+    """The rows of one ``SwapJob`` on ``texts`` (each with at least ``job.n_max`` tokens): per review and word
+    position (``swap_positions``, or ``positions`` of every text), the substitution with weights from a seed of
+    the map and the review. ``model``: where the encoder came from (a checkpoint map loads its layer from it);
+    ``review_ids``: each text's id in the pool (default its index); ``chunk_mb``: a chunk of words' arrays."""
     from ...maps import registry
     from ...search.swaps import substitution
 
@@ -113,7 +101,7 @@ def swap_rows(
     options = dict(job.options or {})
     if registry.get(name).checkpoint:
         options["model"] = model
-    words = _Vocabulary(tokenizer, encoder, job.vocabulary)
+    words = Vocabulary(tokenizer, EmbeddingLayer.of(encoder), job.vocabulary)
     rows: list[dict[str, Any]] = []
     for review, text in enumerate(texts):
         review_id = int(review_ids[review]) if review_ids is not None else review

@@ -1,11 +1,7 @@
-"""A pre-trained encoder's own layers against their random counterparts (the configuration's ``trained``): one
-job per encoder layer (``TrainedJob``): on the hidden states entering the layer for the first ``trained.reviews``
-reviews of the pool that have at least max(n) tokens, at every n, the word sensitivity of each trained map of
-``trained.maps`` and of the random maps its registry entry names for each convention (``MapSpec.counterparts``:
-``trained.draws`` draws each), at the moved rows of each review (``trained.positions`` word rows, and ``[CLS]``,
-``[SEP]`` with ``trained.specials``), and of every head of the trained attention at ``trained.head_n`` (its rows:
-``run``); the trained / random ratios reported in the claims table without a verdict (``claims``) and its figure
-(``figure``). Planning reads the encoder's facts from its config.json without loading it. Torch-free.
+"""A pre-trained encoder's own layers against their random counterparts (the configuration's ``trained``; see
+docs/studies.md): one job per encoder layer (``TrainedJob``), its rows (``run``), the trained / random ratios
+reported without a verdict (``claims``) and its figure (``figure``). Planning reads the encoder's facts from its
+config.json without loading it. Torch-free.
 """
 
 from __future__ import annotations
@@ -26,17 +22,14 @@ from ...data.models import (
     model_width,
 )
 from ...maps import registry
+from ..checks import pool_problem, words_problem
 from ..jobs import Job, JobFiles
 from ..spec import Figure, Needs, PlanView, StudySpec, beside, schema_beside
+from .pairs import counterparts, map_options
 
 # the numerics of the study's rows: bump the version when a change of them changes its results
 # (docs/changelog.md lists what each version changed)
 NUMERICS = ("trained", "trained-3")
-
-
-def counterparts(trained: str, convention: str) -> list[str]:
-    """The random maps ``trained`` is compared with in ``convention`` (its registry entry's)."""
-    return [c.map for c in registry.get(trained).counterparts if c.convention == convention]
 
 
 def moved_count(n: int, positions: int | str, specials: bool, word_keys: bool = False) -> int:
@@ -110,12 +103,8 @@ def trained_problems(config: dict) -> list[str]:
     positions = model_positions(name)
     if positions is not None and longest > positions:
         out.append(f"trained.n has {longest} > the {positions} positions of {name}: lower trained.n")
-    if name == config["model"]["name"] and longest - 2 >= config["data"]["max_tokens"]:
-        out.append(
-            f"trained.n = {longest} needs reviews of at least {longest - 2} words (WordPiece tokens) but the pool "
-            f"keeps reviews of fewer than data.max_tokens = {config['data']['max_tokens']}: raise data.max_tokens "
-            "or lower trained.n"
-        )
+    if name == config["model"]["name"]:
+        out += words_problem("trained.n", longest, config)
     beyond = [layer for layer in (section["layers"] if section["layers"] != "all" else []) if layer > layers]
     if beyond:
         out.append(f"trained.layers has {beyond} beyond the {layers} layers of {name}: choose layers in [1, {layers}]")
@@ -126,12 +115,7 @@ def trained_problems(config: dict) -> list[str]:
             f"trained.head_reviews = {section['head_reviews']} > trained.reviews = {section['reviews']}: "
             "the per-head searches use the first reviews: lower head_reviews"
         )
-    if section["reviews"] > config["data"]["pool_size"]:
-        out.append(
-            f"trained.reviews = {section['reviews']} > data.pool_size = {config['data']['pool_size']}: the reviews "
-            "come from the pool: lower trained.reviews or raise data.pool_size"
-        )
-    return out
+    return out + pool_problem("trained.reviews", section["reviews"], config)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,10 +153,6 @@ class TrainedJob(Job):
         return f"layer{self.layer}"
 
     @property
-    def point(self) -> str:
-        return f"trained {self.setting}"
-
-    @property
     def family(self) -> str:
         """Word-sensitivity searches: the calibration of the WS jobs applies."""
         return "ws:trained"
@@ -186,15 +166,8 @@ class TrainedJob(Job):
 
     @property
     def rows(self) -> int:
-        """Per review, n and moved row (``moved_count``): for each convention and each trained map with
-        counterparts in it, one row of the trained map and ``draws`` of each counterpart; and one row per head
-        and per-head review."""
-        per_sample = sum(
-            1 + self.draws * len(counterparts(m, c)) for m in self.maps for c in self.conventions if counterparts(m, c)
-        )
-        moved = [moved_count(n, self.positions, self.specials, self.word_keys) for n in self.n]
-        whole = sum(per_sample * count for count in moved) * self.reviews
-        return whole + (self.heads * (self.head_reviews or 0) if self.head_n is not None else 0)
+        """One row per search (``_searches``)."""
+        return sum(count for *_, count in _searches(vars(self), self.heads))
 
     def log(self, frame: Any) -> str:
         return str(frame.groupby(["convention", "n", "token", "map", "head"])[["ws", "entropy"]].mean().to_string())
@@ -212,7 +185,9 @@ class TrainedJob(Job):
 
 
 def _searches(section: dict, heads: int) -> list[tuple[str, int, int]]:
-    """The searches of one layer job of the ``trained`` section, as (map, n, how many)."""
+    """The searches of one layer job of the ``trained`` section (or of a ``TrainedJob``'s fields), as (map, n,
+    how many): per review, n and moved row (``moved_count``), each trained map with counterparts in a convention
+    and ``draws`` of each counterpart; one per head and per-head review."""
     searches: list[tuple[str, int, int]] = []
     for n in section["n"]:
         runs = section["reviews"] * moved_count(n, section["positions"], section["specials"], section["word_keys"])
@@ -224,6 +199,10 @@ def _searches(section: dict, heads: int) -> list[tuple[str, int, int]]:
     if section["head_n"] is not None:
         searches.append(("trained_attention", section["head_n"], heads * section["head_reviews"]))
     return searches
+
+
+# the fields of a TrainedJob that the section gives as they are
+_SECTION_FIELDS = ("reviews", "positions", "specials", "draws", "head_n", "max_steps", "word_keys")
 
 
 def jobs(config: dict, limits: Limits, version: str) -> list[TrainedJob]:
@@ -238,14 +217,10 @@ def jobs(config: dict, limits: Limits, version: str) -> list[TrainedJob]:
         raise ValueError(_unknown(config))
     n_max = max(section["n"])
     searches = _searches(section, heads)
-
-    def options(map_name: str) -> dict:
-        given = {"model": name, "layer": 1, "heads": heads}
-        return {key: value for key, value in given.items() if key in registry.get(map_name).options}
-
-    arrays = max(registry.get(m).ws_memory(n_max, d, options(m)).bytes for m, _, _ in searches)
+    options = {m: map_options(m, name, 1, heads) for m, _, _ in searches}
+    arrays = max(registry.get(m).ws_memory(n_max, d, options[m]).bytes for m, _, _ in searches)
     seconds = sum(
-        count * registry.get(m).ws_seconds(n, d, options(m), max_steps=section["max_steps"]) for m, n, count in searches
+        count * registry.get(m).ws_seconds(n, d, options[m], max_steps=section["max_steps"]) for m, n, count in searches
     )
     # the hidden states entering the layer: a batch of 16 reviews at a time (wordsens.data.embed.hidden_states)
     encoder = costs.encoder_memory(
@@ -269,19 +244,13 @@ def jobs(config: dict, limits: Limits, version: str) -> list[TrainedJob]:
             layer=layer,
             heads=heads,
             n=tuple(sorted(set(section["n"]))),
-            reviews=section["reviews"],
             conventions=tuple(section["conventions"]),
             maps=tuple(section["maps"]),
-            positions=section["positions"],
-            specials=section["specials"],
-            draws=section["draws"],
-            head_n=section["head_n"],
             # without per-head searches, head_reviews changes nothing: not a param then
             head_reviews=section["head_reviews"] if section["head_n"] is not None else None,
-            max_steps=section["max_steps"],
             seed=config["seed"],
             numerics_version=version,
-            word_keys=section["word_keys"],
+            **{key: section[key] for key in _SECTION_FIELDS},
         )
         for layer in trained_layers(config)
     ]

@@ -1,14 +1,7 @@
-"""The report-only rows of the ``trained`` study (:func:`trained_claims`, claim ``trained_ratio``): a
-pre-trained encoder's maps against their random counterparts on the same samples, per convention.
-
-The study's table (``RESULTS/tables/trained.parquet``, rows of
-``wordsens.studies.trained.run.trained_rows``) holds, per (model, review, layer, n, convention, moved
-row, keys), the word sensitivity of each trained map and of the random counterparts its registry entry
-names for that convention (``MapSpec.counterparts``), each drawn a few times. :func:`trained_ratios`
-turns it into one ratio per (model, convention, keys, layer, kind of moved row, trained map,
-counterpart): the geometric mean over reviews with its interval; the claims rows and the figure
-(``wordsens.studies.trained.figure``) both read it. The paper makes no claim about trained encoders, so every
-row is reported without a verdict ("no claim"); what it measures and why is in ``docs/claims.md``.
+"""The report-only rows of the ``trained`` study (:func:`trained_claims`, claim ``trained_ratio``): per
+(model, convention, keys, layer, kind of moved row, trained map, counterpart), the geometric mean over reviews
+of WS(trained) / WS(random) with its interval (:func:`trained_ratios`, which the figure reads too); without a
+verdict, the paper making no claim about trained encoders (docs/claims.md).
 """
 
 from __future__ import annotations
@@ -21,10 +14,9 @@ import pandas as pd
 
 from ...claims.intervals import Interval, geometric
 from ...claims.rows import Rows, check_columns
-from ...claims.stats import DERIVED, REPORT, TRAINED_DATA, Claim
+from ...claims.stats import REPORT, TRAINED_DATA, Claim
 from ...maps import CONVENTIONS, registry
-
-__all__ = ["DEFINITIONS", "TRAINED_REQUIRED", "trained_claims", "trained_ratios"]
+from .pairs import trained_maps
 
 # the study's claim (``StudySpec.definitions``)
 DEFINITIONS = (
@@ -34,10 +26,7 @@ DEFINITIONS = (
         "samples, in one convention (the paper makes no claim)",
         "geometric mean over reviews of WS(trained) / WS(random), each review's WS the mean over its moved rows "
         "(the random map's over its draws too)",
-        None,
-        None,
-        DERIVED,
-        "the trained study: a pre-trained encoder's layers on IMDb reviews (the paper has no trained encoder)",
+        setting="the trained study: a pre-trained encoder's layers on IMDb reviews (the paper has no trained encoder)",
         kind=REPORT,
         defaults=(("map", "trained map"), ("random", "random counterpart")),
     ),
@@ -46,14 +35,10 @@ DEFINITIONS = (
 CLAIM = "trained_ratio"
 # the columns trained_ratios reads; a table without one of them is an error (wordsens.claims.table)
 TRAINED_REQUIRED = ("model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws")
-# the trained maps of a table: the checkpoint maps that name counterparts (registry order)
+# the kinds of moved row, in the order of the rows
 _ORDER = ("word", "[CLS]", "[SEP]")
 # the keys the attention read (the column ``keys``): every row, or the word rows alone ([CLS] and [SEP] dropped)
 KEYS = ("all", "words")
-
-
-def _trained_maps() -> list[str]:
-    return [name for name in registry.names() if registry.get(name).counterparts]
 
 
 def _per_review(rows: pd.DataFrame, column: str = "ws") -> pd.Series:
@@ -126,21 +111,14 @@ def _slices(frame: pd.DataFrame) -> Iterator[tuple[dict[str, Any], pd.DataFrame]
 
 
 def trained_ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """The trained / random ratios of a trained study's table, whole maps only (``head`` 0), at the
-    largest n of each (model, convention): one row per (model, convention, keys: every row or the word
-    rows alone, layer, token: the kind of moved row, word rows first, trained map, counterpart) with
-    ``value``, ``low``, ``high`` (the geometric mean over reviews of WS(trained) / WS(random), each
-    review's WS the mean over its moved rows, the random map's over its draws too, and its t-interval
-    on the log scale over reviews: NaN bounds and ``short`` below ``MIN_REVIEWS``), ``units``
-    (reviews), ``ws_trained``, ``ws_random``, ``entropy_*``, ``special_mass_*`` (the attention word rows
-    put on ``[CLS]`` and ``[SEP]``), ``bias_share_*`` (the share of the output norm the attention's biases
-    add) of both maps, ``model_row_norm`` (the model's mean row norm before any rescaling),
-    ``ratio_min``, ``ratio_max``, ``draws``, ``rows_per_review``, ``note``; ``why`` (and NaN values)
-    where the pair cannot be compared. The pairs are the trained maps' counterparts in each convention
-    (``MapSpec.counterparts``)."""
+    """The trained / random ratios of a trained study's table, whole maps (``head`` 0) at the largest n of each
+    (model, convention): one row per slice of ``_slices``, trained map and counterpart in that convention
+    (``MapSpec.counterparts``), with ``value``, ``low``, ``high`` (the geometric mean over reviews and its
+    t-interval on the log scale: NaN bounds and ``short`` below ``MIN_REVIEWS``), ``units`` (reviews), what
+    ``_pair`` measures beside it of both maps, ``note``; ``why`` (and NaN values) where they cannot be compared."""
     records: list[dict[str, Any]] = []
     for what, at in _slices(frame):
-        for trained in _trained_maps():
+        for trained in trained_maps():
             for counterpart in registry.get(trained).counterparts:
                 pair = at[at["map"].isin([trained, counterpart.map])]
                 if counterpart.convention != what["convention"] or pair.empty:
@@ -224,7 +202,7 @@ def trained_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
         return
     ratios = trained_ratios(frame)
     if ratios.empty:
-        rows.not_run(CLAIM, f"the trained table has no whole-map rows of {_trained_maps()} or their counterparts")
+        rows.not_run(CLAIM, f"the trained table has no whole-map rows of {trained_maps()} or their counterparts")
         return
     several = ratios["model"].nunique() > 1
     for _, row in ratios.iterrows():

@@ -21,19 +21,14 @@ from matplotlib.ticker import FuncFormatter
 from ...maps import registry
 from ...plots.common import NOTE_STYLE, mark_not_run, not_run_note, save
 from .claims import trained_ratios
-
-__all__ = ["draw", "trained_figure"]
+from .pairs import trained_maps
 
 # each convention's line style and marker; the word rows are drawn (the special rows are in the table)
 _STYLE = {"paper": ("-", "o"), "model": ("--", "s")}
 _CONVENTION_LABEL = {"paper": "paper (rows sqrt(d), ball sqrt(d))", "model": "model scale (ball ||x_i||)"}
 # the ratios on the word rows alone as keys (trained.word_keys): hollow markers, dotted, lighter
 _WORD_KEYS_LABEL = "hollow, dotted: [CLS], [SEP] dropped (word rows alone)"
-_WORD_KEYS_ALPHA = 0.75
-
-
-def _trained_maps() -> list[str]:
-    return [name for name in registry.names() if registry.get(name).counterparts]
+_WORD_KEYS: dict[str, Any] = {"ls": ":", "mfc": "none", "alpha": 0.75}
 
 
 def trained_figure(
@@ -43,26 +38,12 @@ def trained_figure(
     left_out: Sequence[dict[str, Any]] = (),
     settings: dict[str, Any] | None = None,
 ) -> plt.Figure:
-    """A pre-trained encoder's layers against their random counterparts (rows of
-    ``wordsens.studies.trained.run.trained_rows``), at word rows, at the largest n. One panel per trained map
-    (``trained_attention``, ``trained_layer``): per layer (x), the geometric mean over reviews of WS(trained) /
-    WS(counterpart) with its 95% interval over reviews (log scale)
-    (``wordsens.studies.trained.claims.trained_ratios``, the claims table's rows; no bar where fewer than 5 reviews
-    give no interval), one colour per counterpart, the convention as line style and marker (paper solid circles,
-    model scale dashed squares), the same ratios on the word rows alone as keys (``keys`` "words", from
-    ``trained.word_keys``: [CLS] and [SEP] dropped) beside them, hollow and dotted, a grey line at 1 (as sensitive
-    as the random map), y on a log scale when a panel spans a factor of 4. Third panel: the mean attention entropy
-    of the trained attention and of its counterparts on the samples (the regime each softmax works in), per layer
-    and convention, with ln n (a uniform row) as a dotted line. Last panel: the heat map of each (layer, head) of
-    the trained attention alone, on the scale that compares heads (``ws_heads``: relative to the norm of every
-    head's output together; ``ws`` in older tables), at the n of those rows (the largest, should there be several),
-    marked not run without such rows. A panel without its rows is marked not run. Layers ``left_out`` by the limits
-    (``wordsens.pipeline.Grid.left_out``: points with ``layer``) are named under every panel and as blank rows of
-    the heat map.
-
-    ``settings``: ``context`` (seaborn), ``palette`` (the counterparts' colours), ``dpi`` and ``stamp``
-    (``run_stamp``). Raises ValueError without whole-map (``head`` 0) word rows, unless every layer was
-    left out (``table`` None or empty: every panel marked not run)."""
+    """The trained study's figure (docs/studies.md) from rows of ``wordsens.studies.trained.run.trained_rows``
+    at word rows and the largest n: one panel per trained map with the ratios of ``trained_ratios`` per layer
+    (one colour per counterpart, the convention as line style, the word-keys ratios hollow and dotted), the
+    attention entropies with ln n, and the heat map of the per-head rows (``ws_heads``, else ``ws``); a panel
+    without its rows, and the layers ``left_out``, marked not run. ``settings``: ``context``, ``palette``,
+    ``dpi``, ``stamp``. ValueError without whole-map (``head`` 0) word rows, unless every layer was left out."""
     settings = settings or {}
     columns = ["model", "review", "layer", "n", "convention", "map", "head", "draw", "token", "ws", "entropy"]
     table = pd.DataFrame(columns=columns) if table is None else table
@@ -81,7 +62,7 @@ def trained_figure(
     colours = dict(zip(counterparts, palette[: len(counterparts)], strict=True))
     not_run = not_run_note(left_out, ["layer"]).replace("\n", "; ")
     missing_layers = sorted({int(point["layer"]) for point in left_out})
-    trained = _trained_maps()
+    trained = trained_maps()
     fig, axes = plt.subplots(
         1, len(trained) + 2, figsize=(4.4 * len(trained) + 9.0, 4.6), width_ratios=(*[1.0] * len(trained), 1.0, 1.2)
     )
@@ -118,19 +99,7 @@ def _legend_handles(
         if not ratios.empty and convention in set(ratios["convention"])
     ]
     if without is not None and not without.empty:
-        handles.append(
-            plt.Line2D(
-                [],
-                [],
-                color="black",
-                ls=":",
-                marker="o",
-                mfc="none",
-                ms=4,
-                label=_WORD_KEYS_LABEL,
-                alpha=_WORD_KEYS_ALPHA,
-            )
-        )
+        handles.append(plt.Line2D([], [], color="black", marker="o", ms=4, label=_WORD_KEYS_LABEL, **_WORD_KEYS))
     return handles
 
 
@@ -172,7 +141,7 @@ def _ratio_panel(
         ls, marker = _STYLE.get(str(convention), ("-", "o"))
         style: dict[str, Any] = {"ls": ls, "lw": 1.3, "alpha": 1.0}
         if keys == "words":
-            style = {"ls": ":", "lw": 1.0, "mfc": "none", "alpha": _WORD_KEYS_ALPHA}
+            style = {**_WORD_KEYS, "lw": 1.0}
         ax.plot(x, value, marker=marker, ms=4, color=colours[random], label=f"{random}, {convention}, {keys}", **style)
         has = np.isfinite(low) & np.isfinite(high)
         if has.any():

@@ -1,33 +1,10 @@
-"""Word sensitivity of a pre-trained encoder's own layers against their random counterparts, in the
-conventions that their comparison depends on.
+"""Word sensitivity of a pre-trained encoder's own layers against their random counterparts (the ``trained``
+rule's rows; definitions in docs/studies.md, "Trained attention against random attention").
 
-For a review and an encoder layer ``l`` (1-based), the sample is the layer's real input: the first
-n rows of ``hidden_states[l - 1]`` when the model reads the review's first n tokens (``[CLS]``
-... ``[SEP]``). Each trained map (``trained_attention``, ``trained_layer``) is searched on it beside
-the random maps its registry entry names (``MapSpec.counterparts``), each in the convention it
-serves (``wordsens.maps.CONVENTIONS``):
-
-* ``paper``: the rows rescaled to norm sqrt(d) (``wordsens.data.samples.normalise``), a ball of radius
-  sqrt(d): the paper's setting, beside ``mh_raf``, ``block`` and ``ln_block`` (the trained LayerNorms);
-* ``model``: the model's own rows, a ball of radius ``||x_i||`` around the moved row (the paper's
-  relative radius: ``estimate(..., radius=...)``), beside the counterparts with the trained weights'
-  singular values (``matched_attention``, ``matched_layer``).
-
-The moved rows are word rows: ``positions`` of them per review and n, drawn (seeded) from the rows
-that hold a word (``wordsens.studies.sensitivity.token_kinds``: never ``[CLS]`` or ``[SEP]``), or all of
-them; with ``specials``, ``[CLS]`` (row 0) and ``[SEP]`` (row n - 1) are searched too, as rows of their
-own (column ``token``). Each random counterpart is drawn ``draws`` times per (layer, review): draw k
-has one seed for every counterpart and position (``block`` and ``ln_block`` share their random
-weights, ``mh_raf`` its attention with them). Each row records the mean entropy of its map's
-attention rows on the sample (``attention_entropy``: ln n is uniform, 0 one-hot), the regime the
-softmax works in, the attention its word rows put on ``[CLS]`` and ``[SEP]`` (``special_mass``) and the
-share of its output norm that the attention's biases add (``bias_share``: the paper's convention rescales
-the rows, not the biases). With ``word_keys`` every map is searched a second time on the word rows alone
-(``keys`` "words": ``[CLS]`` and ``[SEP]`` dropped, so no attention goes to them). Per head:
-``trained_attention`` of every head alone on the first ``head_reviews`` reviews (paper convention, their
-first drawn word row), with ``ws_heads``: the head's change relative to the norm of every head's output
-together (concatenated, before ``Wo``), comparable across heads and layers, beside ``ws`` (relative to
-the head's own output).
+The sample is a layer's real input (the first n rows of ``hidden_states[l - 1]``); each trained map is searched
+beside the random maps its registry entry names (``MapSpec.counterparts``) in the convention each serves
+(``paper``: rows of norm sqrt(d), ball sqrt(d); ``model``: the model's rows, ball ``||x_i||``), at seeded word
+rows (and ``[CLS]``, ``[SEP]`` with ``specials``), with what each row says about the attention's regime.
 """
 
 from __future__ import annotations
@@ -44,26 +21,17 @@ from ... import maps
 from ...data import embed, samples
 from ...data.inputs import InputError, check_near_duplicates, check_review_unk
 from ...data.reviews import pick_reviews
-from ...maps import registry
 from ...maps.trained import attention_entropy, attention_mass, bias_output
 from ...search import estimate
 from ...seeds import derive_seed
 from ..sensitivity import token_kinds
+from .pairs import counterparts, map_options
 
 if TYPE_CHECKING:
     from . import TrainedJob
 
 Tensor = torch.Tensor
 
-__all__ = [
-    "TRAINED_MAPS",
-    "check_tokenizer",
-    "layer_inputs",
-    "layer_rows",
-    "layer_table",
-    "moved_rows",
-    "trained_rows",
-]
 
 # the maps of the study: those of a checkpoint that name random counterparts (the registry's entries)
 TRAINED_MAPS = ("trained_attention", "trained_layer")
@@ -122,12 +90,6 @@ def moved_rows(n: int, positions: int | str, *, specials: bool, seed: int) -> li
         words = sorted(words[int(k)] for k in picked)
     rows = [(i, "word") for i in words]
     return rows + ([(0, kinds[0]), (n - 1, kinds[n - 1])] if specials else [])
-
-
-def _options(name: str, model: str, layer: int, heads: int) -> dict[str, Any]:
-    """The options a map of the study takes: a checkpoint's (model, layer) or the number of heads."""
-    given = {"model": model, "layer": layer, "heads": heads}
-    return {key: value for key, value in given.items() if key in registry.get(name).options}
 
 
 def _searched(
@@ -189,14 +151,11 @@ def trained_rows(
     max_steps: int = 1000,
     word_keys: bool = False,
 ) -> list[dict[str, Any]]:
-    """One review's rows at one layer from its sample ``X`` (n, d) at the model's own scale: for each
-    convention of ``conventions``, each trained map of ``maps_`` that has counterparts in it and
-    each of those counterparts (``draws`` draws each, from seeds derived from ``seed``, the review,
-    the layer and the draw), searched at the moved rows (``moved_rows``, drawn from ``seed`` and the
-    review); column ``keys`` "all". With ``word_keys`` each map is also searched on the sample without
-    its ``[CLS]`` and ``[SEP]`` rows (the word rows alone: no attention can go to the specials' columns),
-    at the same word rows and with the same weights, column ``keys`` "words". With ``per_head`` instead:
-    ``trained_attention`` of every head (1-based ``head``), paper convention, at the first moved row."""
+    """One review's rows at one layer from its sample ``X`` (n, d) at the model's own scale: in each convention,
+    each trained map of ``maps_`` with counterparts there and ``draws`` draws of each counterpart (seeds from
+    ``seed``, the review, the layer and the draw), searched at the ``moved_rows`` (``keys`` "all"; with
+    ``word_keys`` also on the word rows alone, same rows and weights, ``keys`` "words"). With ``per_head``
+    instead: ``trained_attention`` of every head (1-based ``head``), paper convention, at the first moved row."""
     n, d = X.shape
     unknown = sorted(set(maps_) - set(TRAINED_MAPS))
     if unknown:
@@ -213,15 +172,15 @@ def trained_rows(
     runs: list[tuple[str, str, str, int]] = []  # (convention, map, kind, draw)
     for convention in conventions:
         for trained in maps_:
-            counterparts = [c.map for c in registry.get(trained).counterparts if c.convention == convention]
-            if counterparts:
+            random = counterparts(trained, convention)
+            if random:
                 runs.append((convention, trained, "trained", 0))
-                runs += [(convention, name, "random", k) for name in counterparts for k in range(draws)]
+                runs += [(convention, name, "random", k) for name in random for k in range(draws)]
     # the keys the attention reads: every row, and with word_keys the word rows alone ([CLS] and [SEP] dropped)
     samples_of_keys = [("all", rows)] + ([("words", [(i - 1, t) for i, t in rows if t == "word"])] if word_keys else [])
     out = []
     for convention, name, kind, draw in runs:
-        options = _options(name, model, layer, heads)
+        options = map_options(name, model, layer, heads)
         draw_seed = base if kind == "trained" else derive_seed(base, "draw", draw)
         W = maps.sample_weights(name, draw_seed, n, d, dtype=torch.float64, **options)
         for keys, moved in samples_of_keys:
@@ -239,12 +198,10 @@ def trained_rows(
 
 
 def _described(name: str, X: Tensor, W: Any, *, specials: bool) -> dict[str, float]:
-    """What a row says about the map ``name`` with weights ``W`` on the sample ``X`` beside its WS:
-    ``phi_norm``; ``row_norm`` (the sample's mean row norm); ``entropy`` (the attention's mean entropy);
-    ``special_mass`` (the attention the word rows put on ``[CLS]`` and ``[SEP]``, the sample's first and
-    last rows, mean over heads and word rows; NaN without ``specials``: a sample of word rows alone);
-    ``bias_share`` (the norm of the constant rows the attention's biases add, ``sqrt(n) ||bias_output||``,
-    over ``phi_norm``; 0 for a map without biases; NaN for a whole layer, whose LayerNorms mix them)."""
+    """What a row says about the map ``name`` with weights ``W`` on the sample ``X`` beside its WS: ``phi_norm``,
+    ``row_norm``, ``entropy`` (mean over attention rows), ``special_mass`` (the attention word rows put on the
+    first and last rows; NaN without ``specials``) and ``bias_share`` (``sqrt(n) ||bias_output|| / phi_norm``:
+    0 without biases, NaN for a whole layer, whose LayerNorms mix them)."""
     n = X.shape[0]
     with torch.no_grad():
         phi_norm = float(torch.linalg.vector_norm(maps.apply(name, X, W)))
@@ -315,26 +272,18 @@ def layer_rows(
     model: str,
     layer: int,
     ns: Sequence[int],
-    conventions: Sequence[str] = ("paper", "model"),
-    maps_: Sequence[str] = TRAINED_MAPS,
-    positions: int | str = 2,
-    specials: bool = True,
-    draws: int = 4,
     head_n: int | None = None,
     head_reviews: int = 1,
     seed: int = 0,
-    max_steps: int = 1000,
     names: Sequence[Any] | None = None,
     log: Any = None,
-    word_keys: bool = False,
+    **searches: Any,
 ) -> list[dict[str, Any]]:
-    """Every row of the trained study at one layer (the ``trained`` rule's job): for each review of
-    ``texts`` (each with at least max(ns) tokens: ``wordsens.data.reviews.pick_reviews``) and n of ``ns``, the rows of
-    ``trained_rows``; then, at ``head_n`` (None: none) on the first ``head_reviews`` reviews, every
-    head alone (``word_keys``: as ``trained_rows``). The samples entering the layer must differ: two
-    reviews whose samples at some n have a cosine similarity of at least ``NEAR_DUPLICATE`` are refused
-    (``check_near_duplicates``, naming them by ``names``, default their index). ``model`` is what the
-    maps load (``encoder``'s folder or name); ``log`` (a callable) gets a line per sample."""
+    """Every row of the trained study at one layer: for each review of ``texts`` (each with at least max(ns)
+    tokens) and n of ``ns``, the rows of ``trained_rows`` (``searches``: its settings); then, at ``head_n`` (None:
+    none) on the first ``head_reviews`` reviews, every head alone. Near-duplicate samples are refused
+    (``check_near_duplicates``, naming them by ``names``, default their index). ``model`` is what the maps load
+    (``encoder``'s folder or name); ``log`` (a callable) gets a line per sample."""
     heads = int(encoder.config.num_attention_heads)
     rows: list[dict[str, Any]] = []
     passes = [(n, len(texts), False) for n in sorted(ns)]
@@ -352,19 +301,17 @@ def layer_rows(
                 heads=heads,
                 seed=seed,
                 review=review,
-                conventions=conventions,
-                positions=positions,
-                specials=specials,
-                draws=draws,
                 per_head=per_head,
-                maps_=maps_,
-                max_steps=max_steps,
-                word_keys=word_keys,
+                **searches,
             )
             if log is not None:
-                what = "head by head" if per_head else ", ".join(conventions)
+                what = "head by head" if per_head else ", ".join(searches.get("conventions", ("paper", "model")))
                 log(f"layer {layer} n = {n} {what} review {review}: {time.perf_counter() - started:.1f} s")
     return rows
+
+
+# the job's fields that layer_rows takes under their own name
+_FORWARDED = ("layer", "conventions", "positions", "specials", "draws", "head_n", "seed", "max_steps", "word_keys")
 
 
 def layer_table(
@@ -378,13 +325,10 @@ def layer_table(
     key: str = "trained.model",
     log: Any = None,
 ) -> Any:
-    """The table of one job of the ``trained`` rule (``job``: a ``TrainedJob``):
-    the rows of ``layer_rows`` on the pool's first ``reviews`` reviews (its seeded order) with at least
-    max(n) tokens (the same reviews at every layer), once the study's tokenizer passed
-    ``check_tokenizer`` on them (``max_unk_share``, ``key``: data.max_unk_share and the setting that
-    named the encoder), with the encoder's name (``model``), each review's ``review_id`` in the pool, the
-    job's ``config_hash`` and the provenance of every row. ``source``: the folder or name the encoder is
-    loaded from."""
+    """The table of one ``TrainedJob``: ``layer_rows`` on the pool's first ``reviews`` reviews with at least
+    max(n) tokens (the same at every layer), once they passed ``check_tokenizer`` (``max_unk_share``, ``key``),
+    with the encoder's name, each ``review_id``, the ``config_hash`` and the provenance. ``source``: the folder or
+    name the encoder is loaded from."""
     import pandas as pd
 
     from ..jobs import config_hash, provenance
@@ -401,20 +345,12 @@ def layer_table(
         encoder,
         [texts[i] for i in chosen],
         model=source,
-        layer=job.layer,
         ns=job.n,
-        conventions=job.conventions,
         maps_=job.maps,
-        positions=job.positions,
-        specials=job.specials,
-        draws=job.draws,
-        head_n=job.head_n,
         head_reviews=job.head_reviews or 0,
-        seed=job.seed,
-        max_steps=job.max_steps,
         names=names,
         log=log,
-        word_keys=job.word_keys,
+        **{key: getattr(job, key) for key in _FORWARDED},
     )
     frame = pd.DataFrame(rows)
     frame.insert(0, "model", job.model)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from ...compute.limits import Limits
 from ...maps import registry
-from ..checks import map_problems, position_problem, stored_length_problem, unknown_maps, width_problem
+from ..checks import position_problem, stored_length_problem, width_problem
 from ..jobs import data_label, main_store
-from ..sensitivity import WS_NUMERICS, WSJob, capped_ns, options_of, ws_jobs
-from ..spec import Figure, PlanView, StudySpec, beside, schema_beside
+from ..sensitivity import WSJob, capped_ns, ws_jobs
+from ..ws.section import curve_jobs, map_study, maps_problems
 
 
 def variant_maps(section: dict) -> list[str]:
@@ -27,25 +27,17 @@ def jobs(config: dict, limits: Limits, version: str) -> list[WSJob]:
     store = main_store(config) if section["data"] == "imdb" else None
     points = []
     for map_name in variant_maps(section):
-        options, swept = options_of(map_name, section["options"].get(map_name))
-        points += [
-            WSJob(
-                study="variants",
-                folder="variants",
-                table="variants",
-                map=map_name,
-                data=section["data"],
-                data_label=data_label(config, section["data"], store),
-                store=None if store is None else store.name,
-                d=section["d"],
-                n=n,
-                swept=swept,
-                options=options,
-                position=section["position"],
-                trials=tuple(range(section["trials"])),
-            )
-            for n in capped_ns(section["n"], map_name, section["max_n"])
-        ]
+        points += curve_jobs(
+            "variants",
+            section,
+            map_name,
+            capped_ns(section["n"], map_name, section["max_n"]),
+            folder="variants",
+            table="variants",
+            data=section["data"],
+            data_label=data_label(config, section["data"], store),
+            store=None if store is None else store.name,
+        )
     return ws_jobs(config, limits, version, points, section["trials_per_job"])
 
 
@@ -54,14 +46,7 @@ def problems(config: dict) -> list[str]:
     beyond the smallest n."""
     section = config["variants"]
     maps = variant_maps(section)
-    out = [
-        problem
-        for map_name in maps
-        for problem in map_problems(
-            f"variants.maps ({map_name})", map_name, section["options"].get(map_name), [section["d"]]
-        )
-    ]
-    out += unknown_maps("variants.options", section["options"]) + unknown_maps("variants.max_n", section["max_n"])
+    out = maps_problems("variants", section, maps, "max_n")
     if section["data"] == "imdb":
         out += stored_length_problem("variants.n", max(section["n"]), config)
         out += width_problem("variants.d", section["d"], config)
@@ -69,36 +54,12 @@ def problems(config: dict) -> list[str]:
     return out + position_problem("variants.position", section["position"], ns, "variants")
 
 
-def figures(plan: PlanView) -> list[Figure]:
-    if not any(job.study == "variants" for job in plan.fit):
-        return []
-    configured = {job.map for job in plan.jobs if job.study == "variants"}
-    return [
-        Figure(
-            name="variants_figure",
-            study="variants",
-            tables={"table": "variants"},
-            outputs={"figures": "fig_variants"},
-            caption=beside(__file__, "report", "fig_variants.rst"),
-            params={
-                "labels": {m: registry.get(m).label for m in registry.names() if m in configured},
-                "left_out": plan.left_out(study="variants"),
-            },
-        )
-    ]
-
-
-SPEC = StudySpec(
-    name="variants",
+SPEC = map_study(
+    "variants",
+    __file__,
     title="which attention variants keep word sensitivity: every registered map on one grid",
-    section="variants",
-    schema=schema_beside(__file__),
     jobs=jobs,
-    kinds=(WSJob,),
-    numerics=WS_NUMERICS,
-    figures=figures,
-    draw="wordsens.studies.variants.figure:draw",
+    problems=problems,
+    figure_seconds=3.0,
     lends_ws_rows=True,
-    problems=lambda config: problems(config) if config.get("variants") else [],
-    coefficients={"variants_figure": (3.0, None)},
 )

@@ -14,9 +14,7 @@ import pandas as pd
 import seaborn as sns
 
 from ...maps import registry
-from ...plots.common import mark_not_run, not_run_note, save
-
-__all__ = ["draw", "variants_figure"]
+from ...plots.common import colours_of, finish, mark_not_run, not_run_note, start
 
 
 def variants_figure(
@@ -33,9 +31,8 @@ def variants_figure(
     maps_ = [m for m in labels if m in set(table["map"])]
     if not maps_:
         raise ValueError(f"no results for any of {list(labels)}")
-    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    colours = dict(zip(maps_, sns.color_palette(settings.get("palette", "colorblind"), len(maps_)), strict=True))
+    fig, ax = start(settings, figsize=(6.4, 4.2))
+    colours = colours_of(maps_, settings)
     frame = table[table["map"].isin(maps_)].assign(label=lambda f: f["map"].map(dict(labels)))
     sns.lineplot(
         data=frame,
@@ -57,9 +54,7 @@ def variants_figure(
     ax.legend(title=None, fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     if left_out:
         mark_not_run(ax, not_run_note(left_out, ["map", "d", "n", *registry.swept_options()]).replace("\n", "; "))
-    fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return fig
+    return finish(fig, paths, settings)
 
 
 def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:

@@ -1,7 +1,6 @@
-"""Figures 2 and 3 (panels 1-2): the word sensitivity of the paper's maps against the context length n on the
-paper's grids (the configuration's ``ws.maps``), its claims (``claims``: RF's law and slope, DRF's decay,
-RAF's floor, ReLU-RAF below RAF) and its figures, plain and times sqrt(n) (``figure``). Its jobs are the
-word-sensitivity jobs every WS study shares (``wordsens.studies.sensitivity``). Torch-free.
+"""Figures 2 and 3 (panels 1-2): the word sensitivity of the paper's maps against n on the paper's grids (the
+configuration's ``ws.maps``; jobs: ``wordsens.studies.sensitivity``), its claims (``claims``) and figures,
+plain and times sqrt(n) (``figure``). Torch-free.
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from ..jobs import data_label, main_store
 from ..sensitivity import WS_NUMERICS, WSJob, sweeps, ws_jobs
 from ..spec import Figure, Output, PlanView, StudySpec, beside, schema_beside
 
-# The paper's figures and the maps each draws (one panel a map): Figure 2 (RF, DRF) and Figure 3's
-# panels 1-2 (RAF, ReLU-RAF); each also times sqrt(n) (its ``_scaled`` companion).
+# The paper's figures and the maps each draws (one panel a map), each also times sqrt(n) (``_scaled``)
 WS_FIGURES = {"fig2_rf_drf": ("rf", "drf"), "fig3_raf_relu_raf": ("raf", "relu_raf")}
 
 

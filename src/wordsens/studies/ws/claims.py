@@ -1,13 +1,13 @@
-"""The computations of the word-sensitivity claims (:func:`ws_claims`, on the ``ws_<map>`` tables),
-each family adding its rows to a :class:`Rows`. The claims, their statistics and thresholds are defined in
-:mod:`wordsens.claims.stats` and documented in ``docs/claims.md``; every interval comes from the
-trials of the grid points (:mod:`wordsens.claims.intervals`).
+"""The word-sensitivity claims (:func:`ws_claims`, on the ``ws_<map>`` tables); defined in
+:mod:`wordsens.claims.stats`, documented in ``docs/claims.md``, every interval from the trials of the grid
+points (:mod:`wordsens.claims.intervals`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,41 +21,42 @@ from ...claims.units import grid_points, slices
 from ...maps import registry
 from ...theory import rf_law, rf_law_finite
 
-__all__ = ["ws_claims"]
-
 
 def _ns(pts: list[tuple[tuple, np.ndarray]]) -> str:
     return ", ".join(str(key[-1]) for key, _ in pts)
 
 
+def _notes(*parts: str) -> str:
+    return "; ".join(x for x in parts if x)
+
+
 def _enough(pts: list[tuple[tuple, np.ndarray]]) -> tuple[list[tuple[tuple, np.ndarray]], str]:
-    """The grid points with at least MIN_UNITS trials, and a note naming those left out."""
-    kept = [(k, v) for k, v in pts if len(v) >= MIN_UNITS]
+    """The grid points with at least MIN_UNITS trials (every point where none has), and a note naming
+    those left out."""
+    kept = [(k, v) for k, v in pts if len(v) >= MIN_UNITS] or pts
     left = len(pts) - len(kept)
-    return kept, (f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left and kept else "")
-
-
-# ----------------------------------------------------------------------------- word-sensitivity claims
+    return kept, (f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left else "")
 
 
 def _slope_groups(
     parts: list[pd.DataFrame], transform: str
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[int], int]:
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[int], str]:
     """Per grid point of every part (a stratum each): y = log WS (``"log"``) or log(WS / law(n))
-    (``"law"``), with x = log n and the stratum index; the n of every trial; and how many points were
-    left out for having fewer than MIN_UNITS trials (none where no point has enough)."""
+    (``"law"``), with x = log n and the stratum index; the n of every trial; and a note naming the points
+    left out for having fewer than MIN_UNITS trials (``_enough``)."""
     groups, xs, ss, trial_ns, left = [], [], [], [], 0
     for i, part in enumerate(parts):
         pts = grid_points(part, ["n"], "lower")
         kept, _ = _enough(pts)
-        left += len(pts) - len(kept) if kept else 0
-        for (n,), vals in kept or pts:
+        left += len(pts) - len(kept)
+        for (n,), vals in kept:
             y = np.log(vals) - (np.log(rf_law(float(n))) if transform == "law" else 0.0)
             groups.append(y)
             xs.append(math.log(n))
             ss.append(i)
             trial_ns += [int(n)] * len(vals)
-    return groups, np.array(xs), np.array(ss), trial_ns, left
+    note = f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left else ""
+    return groups, np.array(xs), np.array(ss), trial_ns, note
 
 
 def _positive(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -68,30 +69,25 @@ def _slope_row(
     rows: Rows,
     claim: str,
     parts: list[pd.DataFrame],
-    map_: str,
-    data: str,
-    scope: str,
+    at: dict[str, Any],
     *,
     transform: str,
     note: str,
     per_law: bool = False,
 ) -> None:
-    """One slope row (the least-squares slope over every trial, an intercept per part; ``per_law``:
-    divided by the RF law's slope over the same n); not run with one n."""
-    groups, xs, ss, trial_ns, left = _slope_groups(parts, transform)
+    """One slope row at ``at`` (map, data, scope): the least-squares slope over every trial, an intercept per
+    part (``per_law``: divided by the RF law's slope over the same n); not run with one n."""
+    groups, xs, ss, trial_ns, extra = _slope_groups(parts, transform)
     if not any(len(set(xs[ss == s].tolist())) > 1 for s in set(ss.tolist())):
         ns = sorted({round(math.exp(x)) for x in xs})
-        rows.not_run(claim, f"one n value only (n = {ns})", map_=map_, data=data, scope=scope)
+        rows.not_run(claim, f"one n value only (n = {ns})", **at)
         return
     law = law_slope(trial_ns, np.repeat(ss, [len(g) for g in groups]))
     coefs = slope_coefficients(xs, ss, [len(g) for g in groups])
     interval = linear(groups, coefs / law if per_law else coefs)
     fitted = float(sum(c * g.mean() for c, g in zip(coefs, groups, strict=True))) + (law if transform == "law" else 0.0)
-    extra = f"{left} grid point(s) with fewer than {MIN_UNITS} trials left out" if left else ""
     slopes = f"fitted slope of log WS {fitted:.3f}, the RF law's over the same n {law:.3f}"
-    rows.estimate(
-        claim, interval, map_=map_, data=data, scope=scope, note="; ".join(x for x in (slopes, note, extra) if x)
-    )
+    rows.estimate(claim, interval, note=_notes(slopes, note, extra), **at)
 
 
 def _ws_slope(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str, *, transform: str = "log") -> None:
@@ -103,11 +99,10 @@ def _ws_slope(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str,
     cols = ["d", *swept]
     pieces = list(slices(positive, cols))
     for _, scope, part in pieces:
-        _slope_row(rows, claim, [part], map_, data, scope, transform=transform, note=note)
+        _slope_row(rows, claim, [part], dict(map_=map_, data=data, scope=scope), transform=transform, note=note)
     if len(pieces) > 1:
-        _slope_row(
-            rows, claim, [p for _, _, p in pieces], map_, data, "all " + ", ".join(cols), transform=transform, note=note
-        )
+        at: dict[str, Any] = dict(map_=map_, data=data, scope="all " + ", ".join(cols))
+        _slope_row(rows, claim, [p for _, _, p in pieces], at, transform=transform, note=note)
 
 
 def _ws_rf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
@@ -115,7 +110,6 @@ def _ws_rf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
     by_d = [(scope, part) for _, scope, part in slices(frame, ["d"])]
     for scope, part in by_d + ([("all d", frame)] if len(by_d) > 1 else []):
         pts, left = _enough(grid_points(part, ["d", "n"], "lower"))
-        pts = pts or grid_points(part, ["d", "n"], "lower")
         ds = np.array([float(d) for (d, _), _ in pts])
         ns = np.array([float(n) for (_, n), _ in pts])
         level = rf_law_finite(ns, ds)
@@ -131,82 +125,59 @@ def _ws_rf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
             data=data,
             scope=scope,
             threshold=rf_level_band(ns, ds),
-            note="; ".join(
-                x
-                for x in (
-                    f"mean WS / rf_law_finite from {ratios.min():.3f} to {ratios.max():.3f}; farthest d={wd}, "
-                    f"n={wn}: {ratios[worst]:.3f}; mean WS / law (no finite-size correction) {to_law.mean():.3f}",
-                    left,
-                )
-                if x
+            note=_notes(
+                f"mean WS / rf_law_finite from {ratios.min():.3f} to {ratios.max():.3f}; farthest d={wd}, "
+                f"n={wn}: {ratios[worst]:.3f}; mean WS / law (no finite-size correction) {to_law.mean():.3f}",
+                left,
             ),
         )
 
 
 def _ws_raf(rows: Rows, frame: pd.DataFrame, data: str) -> None:
     for (d,), scope, part in slices(frame, ["d"]):
+        at: dict[str, Any] = dict(map_="raf", data=data, scope=scope)
         floor = raf_floor_threshold(float(d))
         fields = {"floor": f"{floor:.3g}", "d": str(d)}
         all_pts = grid_points(part, ["n"], "lower")
         pts, left = _enough(all_pts)
-        pts = pts or all_pts
         interval, i = worst_point([v for _, v in pts], lowest=True)
-        rows.estimate(
-            "raf_floor",
-            interval,
-            map_="raf",
-            data=data,
-            scope=scope,
-            threshold=floor,
-            fields=fields,
-            note="; ".join(
-                x
-                for x in (f"lowest point n={pts[i][0][0]}: mean WS {interval.value:.3f} (n = {_ns(all_pts)})", left)
-                if x
-            ),
-        )
-        _raf_level(rows, pts, float(d), data, scope, left)
+        lowest = f"lowest point n={pts[i][0][0]}: mean WS {interval.value:.3f} (n = {_ns(all_pts)})"
+        rows.estimate("raf_floor", interval, threshold=floor, fields=fields, note=_notes(lowest, left), **at)
+        _raf_level(rows, pts, float(d), at, left)
         positive, note = _positive(part)
         if len(all_pts) < 2:
-            rows.not_run("raf_no_decay", f"one n value only (n = {_ns(all_pts)})", map_="raf", data=data, scope=scope)
+            rows.not_run("raf_no_decay", f"one n value only (n = {_ns(all_pts)})", **at)
             continue
-        _slope_row(rows, "raf_no_decay", [positive], "raf", data, scope, transform="log", note=note, per_law=True)
+        _slope_row(rows, "raf_no_decay", [positive], at, transform="log", note=note, per_law=True)
 
 
-def _raf_level(rows: Rows, pts: list[tuple[tuple, np.ndarray]], d: float, data: str, scope: str, left: str) -> None:
+def _raf_level(rows: Rows, pts: list[tuple[tuple, np.ndarray]], d: float, at: dict[str, Any], left: str) -> None:
     """``raf_level`` at one d: the mean over the grid points of mean WS / ``raf_reference(n, d)``; not run
     where a point has no reference."""
     refs = np.array([raf_reference(float(n), d) for (n,), _ in pts])
     if not np.isfinite(refs).all():
         outside = ", ".join(str(n) for ((n,), _), r in zip(pts, refs, strict=True) if not np.isfinite(r))
         why = f"no reference level at d = {d:g}, n = {outside} (measured at d = 192-768, n = 10-250)"
-        rows.not_run("raf_level", why, map_="raf", data=data, scope=scope)
+        rows.not_run("raf_level", why, **at)
         return
     groups = [v for _, v in pts]
     ratios = np.array([v.mean() for v in groups]) / refs
     low = int(np.argmin(ratios))
     note = f"mean WS / reference from {ratios.min():.3f} (n={pts[low][0][0]}) to {ratios.max():.3f}"
     interval = linear(groups, 1 / (len(groups) * refs))
-    rows.estimate(
-        "raf_level", interval, map_="raf", data=data, scope=scope, note="; ".join(x for x in (note, left) if x)
-    )
+    rows.estimate("raf_level", interval, note=_notes(note, left), **at)
 
 
 def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str) -> None:
     for (d,), scope, part in slices(relu, ["d"]):
+        at: dict[str, Any] = dict(map_="relu_raf", data=data, scope=scope)
         # the statistic is on the log scale: trials at WS <= 0 are left out (and said so), as for the slopes
         (part, dropped_relu), (at_d, dropped_raf) = _positive(part), _positive(raf[raf["d"] == d])
         a = dict(grid_points(part, ["n"], "lower"))
         b = dict(grid_points(at_d, ["n"], "lower"))
         common = sorted(set(a) & set(b))
         if not common:
-            rows.not_run(
-                "relu_raf_below_raf",
-                f"no n at d = {d} ran for both RAF and ReLU-RAF",
-                map_="relu_raf",
-                data=data,
-                scope=scope,
-            )
+            rows.not_run("relu_raf_below_raf", f"no n at d = {d} ran for both RAF and ReLU-RAF", **at)
             continue
         enough = [p for p in common if min(len(a[p]), len(b[p])) >= MIN_UNITS] or common
         left = len(common) - len(enough)
@@ -220,7 +191,7 @@ def _ws_relu_vs_raf(rows: Rows, relu: pd.DataFrame, raf: pd.DataFrame, data: str
             note += f"; {left} common n with fewer than {MIN_UNITS} trials of a map left out"
         note += "".join(f"; {x} ({m})" for x, m in ((dropped_relu, "ReLU-RAF"), (dropped_raf, "RAF")) if x)
         interval = log_ratio(relu, raf_)
-        rows.estimate("relu_raf_below_raf", interval, map_="relu_raf", data=data, scope=scope, note=note)
+        rows.estimate("relu_raf_below_raf", interval, note=note, **at)
 
 
 # the columns every row of a word-sensitivity table has (the claims read them)
@@ -234,48 +205,41 @@ def ws_claims(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
         check_columns(key, frame, REQUIRED)
     ws = {key.removeprefix("ws_"): frame for key, frame in tables.items() if not frame.empty}
 
-    def datas(frame: pd.DataFrame) -> list[str]:
-        return sorted(str(x) for x in frame["data"].unique())
+    def by_data(map_: str, label: str, *claims: str) -> list[tuple[str, pd.DataFrame]]:
+        """The map's rows per data source; without a table, its ``claims`` not run."""
+        if map_ not in ws:
+            for c in claims:
+                rows.not_run(c, f"no {label} word-sensitivity table (ws_{map_}.parquet)", map_=map_)
+            return []
+        return [
+            (data, ws[map_][ws[map_]["data"] == data]) for data in sorted(str(x) for x in ws[map_]["data"].unique())
+        ]
 
-    if "rf" not in ws:
-        for c in ("rf_slope", "rf_law"):
-            rows.not_run(c, "no RF word-sensitivity table (ws_rf.parquet)", map_="rf")
-    else:
-        for data in datas(ws["rf"]):
-            _ws_rf(rows, ws["rf"][ws["rf"]["data"] == data], data)
-    if "drf" not in ws:
-        rows.not_run("drf_decays", "no DRF word-sensitivity table (ws_drf.parquet)", map_="drf")
-    else:
-        for data in datas(ws["drf"]):
-            part = ws["drf"][ws["drf"]["data"] == data]
-            depth = list(registry.get("drf").sweep)  # the paper's statement is per depth: DRF's swept option
-            if any(key not in part or part[key].isna().all() for key in depth):
-                raise ValueError(f"table 'ws_drf' has no column {depth}: re-run snakemake to rebuild it")
-            positive, note = _positive(part)
-            for _, scope, piece in slices(positive, ["d", *depth]):
-                _slope_row(rows, "drf_decays", [piece], "drf", data, scope, transform="log", note=note, per_law=True)
-    if "raf" not in ws:
-        for c in ("raf_floor", "raf_level", "raf_no_decay"):
-            rows.not_run(c, "no RAF word-sensitivity table (ws_raf.parquet)", map_="raf")
-    else:
-        for data in datas(ws["raf"]):
-            _ws_raf(rows, ws["raf"][ws["raf"]["data"] == data], data)
-    if "relu_raf" not in ws:
-        for c in ("relu_raf_below_raf", "relu_raf_decays"):
-            rows.not_run(c, "no ReLU-RAF word-sensitivity table (ws_relu_raf.parquet)", map_="relu_raf")
-    else:
-        for data in datas(ws["relu_raf"]):
-            relu = ws["relu_raf"][ws["relu_raf"]["data"] == data]
-            raf = ws["raf"][ws["raf"]["data"] == data] if "raf" in ws else None
-            if raf is None or raf.empty:
-                rows.not_run("relu_raf_below_raf", f"no RAF rows for data {data}", map_="relu_raf", data=data)
-            else:
-                _ws_relu_vs_raf(rows, relu, raf, data)
-            positive, note = _positive(relu)
-            for _, scope, piece in slices(positive, ["d"]):
-                _slope_row(
-                    rows, "relu_raf_decays", [piece], "relu_raf", data, scope, transform="log", note=note, per_law=True
-                )
+    for data, part in by_data("rf", "RF", "rf_slope", "rf_law"):
+        _ws_rf(rows, part, data)
+    for data, part in by_data("drf", "DRF", "drf_decays"):
+        depth = list(registry.get("drf").sweep)  # the paper's statement is per depth: DRF's swept option
+        if any(key not in part or part[key].isna().all() for key in depth):
+            raise ValueError(f"table 'ws_drf' has no column {depth}: re-run snakemake to rebuild it")
+        _decays(rows, "drf_decays", part, "drf", data, ["d", *depth])
+    for data, part in by_data("raf", "RAF", "raf_floor", "raf_level", "raf_no_decay"):
+        _ws_raf(rows, part, data)
+    for data, relu in by_data("relu_raf", "ReLU-RAF", "relu_raf_below_raf", "relu_raf_decays"):
+        raf = ws["raf"][ws["raf"]["data"] == data] if "raf" in ws else None
+        if raf is None or raf.empty:
+            rows.not_run("relu_raf_below_raf", f"no RAF rows for data {data}", map_="relu_raf", data=data)
+        else:
+            _ws_relu_vs_raf(rows, relu, raf, data)
+        _decays(rows, "relu_raf_decays", relu, "relu_raf", data, ["d"])
     for map_ in sorted(set(ws) - set(KNOWN_MAPS)):
-        for data in datas(ws[map_]):
-            _ws_slope(rows, "map_slope", ws[map_][ws[map_]["data"] == data], map_, data)
+        for data, part in by_data(map_, map_):
+            _ws_slope(rows, "map_slope", part, map_, data)
+
+
+def _decays(rows: Rows, claim: str, frame: pd.DataFrame, map_: str, data: str, cols: list[str]) -> None:
+    """A decay claim: a slope row per slice by ``cols``, divided by the RF law's slope over the same n."""
+    positive, note = _positive(frame)
+    for _, scope, piece in slices(positive, cols):
+        _slope_row(
+            rows, claim, [piece], dict(map_=map_, data=data, scope=scope), transform="log", note=note, per_law=True
+        )

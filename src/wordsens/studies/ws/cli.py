@@ -22,8 +22,6 @@ from ...arguments import (
     positive_int,
 )
 
-__all__ = ["add_parser", "run"]
-
 # the options ``estimate`` takes as they are
 SETTINGS = ("seed", "position", "method", "device", "sampler", "restarts", "max_steps", "max_memory_gb", "draw_on")
 

@@ -16,19 +16,27 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...plots.common import hue_of, map_label, map_law, mark_not_run, not_run_note, point_keys, save
+from ...plots.common import (
+    colours_of,
+    finish,
+    hue_of,
+    map_label,
+    map_law,
+    mark_not_run,
+    not_run_note,
+    point_keys,
+    start,
+)
 
-__all__ = ["draw", "ws_figure"]
 
-
-def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, palette: str) -> None:
+def _panel(ax: plt.Axes, frame: pd.DataFrame, map_name: str, *, scaled: bool, settings: dict[str, Any]) -> None:
     frame = frame.copy()
     factor = np.sqrt(frame["n"].astype(float)) if scaled else 1.0
     frame["value"] = frame["lower"] * factor
     hue = hue_of(map_name, frame)
     frame[hue] = frame[hue].astype(int)
     levels = sorted(frame[hue].unique())
-    colors = dict(zip(levels, sns.color_palette(palette, len(levels)), strict=True))
+    colors = colours_of(levels, settings)
     sns.lineplot(
         data=frame,
         x="n",
@@ -76,12 +84,11 @@ def ws_figure(
     present = [m for m in maps if (m in tables and not tables[m].empty) or missing[m]]
     if not present:
         raise ValueError(f"no results for any of {list(maps)}")
-    sns.set_theme(context=settings.get("context", "paper"), style="whitegrid")
-    fig, axes = plt.subplots(1, len(present), figsize=(4.6 * len(present), 3.6), squeeze=False)
+    fig, axes = start(settings, 1, len(present), figsize=(4.6 * len(present), 3.6), squeeze=False)
     for ax, map_name in zip(axes[0], present, strict=True):
         frame = tables.get(map_name)
         if frame is not None and not frame.empty:
-            _panel(ax, frame, map_name, scaled=scaled, palette=settings.get("palette", "colorblind"))
+            _panel(ax, frame, map_name, scaled=scaled, settings=settings)
         ds = {int(p["d"]) for p in missing[map_name]} | (set(frame["d"].astype(int)) if frame is not None else set())
         swept = len(point_keys(map_name)) > 2  # coloured by a swept option, not d: d goes in the title
         title = map_label(map_name) + (f" (d = {ds.pop()})" if swept and len(ds) == 1 else "")
@@ -91,9 +98,7 @@ def ws_figure(
         ax.set_ylim(bottom=0)
         if missing[map_name]:
             mark_not_run(ax, not_run_note(missing[map_name], point_keys(map_name)))
-    fig.tight_layout()
-    save(fig, paths, int(settings.get("dpi", 150)), stamp=settings.get("stamp"))
-    return fig
+    return finish(fig, paths, settings)
 
 
 def draw(tables: dict[str, pd.DataFrame], outputs: dict[str, list[str]], params: dict, settings: dict) -> None:
