@@ -257,7 +257,9 @@ def job_output(kind):
     where there are none)."""
     constraints = {}
     for wildcard in re.findall(r"\{(\w+)\}", kind.output):
-        values = sorted({job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.rule})
+        values = sorted(
+            {job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.rule}
+        )
         constraints[wildcard] = "|".join(re.escape(v) for v in values) or "(?!)"
     return constrained(kind.output, constraints)
 
