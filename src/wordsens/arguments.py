@@ -141,6 +141,17 @@ def add_encoder_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_words_output_args(parser: argparse.ArgumentParser, cache: str) -> None:
+    """What the commands on real words end with: ``--cache`` (default ``cache``), ``--json``, ``--option`` and
+    ``--plugin``."""
+    parser.add_argument(
+        "--cache", default=cache, help=f"where minilm and demo-tiny-bert are unpacked (default {cache})"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON line instead of text")
+    add_option_arg(parser)
+    add_plugin_arg(parser)
+
+
 def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     """The options ``names`` of ``args`` as keyword arguments, for a function whose parameters they name."""
     return {name: getattr(args, name) for name in names}

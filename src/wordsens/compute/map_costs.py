@@ -96,14 +96,9 @@ def drf_layout(
 
 
 @dataclass(frozen=True)
-class AttentionCost(CostModel):
+class AttentionCost(DenseCost):
     """Attention maps with a moved-row fast path: a search step costs ``O(d^2 + n d)`` per restart.
     ``time_scale`` multiplies the time model."""
-
-    time_scale: float = 1.0
-
-    def scale(self) -> float:
-        return self.time_scale
 
     def ws_memory(self, spec: MapSpec, work: Work) -> MemoryEstimate:
         n, d, R = work.n, work.d, self.restarts(spec, work)

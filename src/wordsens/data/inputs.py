@@ -96,8 +96,7 @@ def check_unk_share(
 ) -> str:
     """The pool's ``[UNK]`` share from its per-review counts: one line for the log, or ``InputError`` above
     ``limit`` (naming ``tokenizer_size`` and ``embedding_rows``); ``unk_token`` None: nothing is unknown."""
-    total, unknown = _total(tokens), _total(unk)
-    share = unknown / total if total else 0.0
+    total, unknown, share = _total(tokens), _total(unk), unk_share(tokens, unk)
     if unk_token is None:
         return f"[UNK] share 0 of {total} tokens: the tokenizer {tokenizer} has no unknown token"
     if share > limit:

@@ -1,8 +1,8 @@
 """The workflow's plan, without running Snakemake: the one import of the Snakefile and of ``wordsens plan``.
 ``configuration`` loads and checks a configuration (against ``schema``), ``grid`` holds the jobs every
 registered study plans for it (and where its stores live), ``schedule`` each job's priority and when a run
-ends, ``calibrate`` what a finished run took and the time model's fit on it. Importing it imports neither
-torch nor Snakemake (validating a configuration imports Snakemake when it runs).
+ends, ``calibrate`` what a finished run took and the time model's fit on it. It imports neither torch nor
+Snakemake.
 """
 
 from .calibrate import (

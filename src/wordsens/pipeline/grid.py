@@ -125,22 +125,12 @@ class Grid:
         hours) they need: what figures and the report mark as not run."""
         seen: dict[str, dict[str, Any]] = {}
         for job in self.unfit:
-            if (study is None or job.study == study) and job.matches(**wildcards):
-                seen.setdefault(
-                    job.point,
-                    {
-                        "point": job.point,
-                        "map": job.map,
-                        "device": job.device,
-                        "needs_gb": round(job.cost.device_bytes / GB, 1),
-                        **(
-                            {"needs_hours": float(f"{self.estimate(job) / 3600:.2g}")}
-                            if self.fits_memory(job) and not self.fits_time(job)
-                            else {}
-                        ),
-                        **job.values(),
-                    },
-                )
+            if (study is None or job.study == study) and job.matches(**wildcards) and job.point not in seen:
+                row: dict[str, Any] = {"point": job.point, "map": job.map, "device": job.device}
+                row["needs_gb"] = round(job.cost.device_bytes / GB, 1)
+                if self.fits_memory(job) and not self.fits_time(job):
+                    row["needs_hours"] = float(f"{self.estimate(job) / 3600:.2g}")
+                seen[job.point] = {**row, **job.values()}
         return list(seen.values())
 
     def left_out_message(self, *, fail: bool = False) -> str:

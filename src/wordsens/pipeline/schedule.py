@@ -243,13 +243,10 @@ def _data_tasks(
     embeds = {}
     for name, store in stores.items():
         on_gpu = embed_step(config, grid.limits, store).gpu_mem_mb
-        if name == "main":
-            embeds[name] = run.add(
-                "embed", "data", "embed", [pool, model_task], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu
-            )
-            continue
-        own_pool = run.add(store.pool_rule, "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)
-        embeds[name] = run.add(store.rule, "data", "embed", [own_pool], priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
+        rule, before = ("embed", [pool, model_task]) if name == "main" else (store.rule, [])
+        if not before:  # another store's pool of its own
+            before = [run.add(store.pool_rule, "data", "pool", [reviews, model_task], priority=DATA_PRIORITY)]
+        embeds[name] = run.add(rule, "data", "embed", before, priority=DATA_PRIORITY, gpu_mem_mb=on_gpu)
     return pool, embeds
 
 
@@ -257,17 +254,8 @@ def _job_tasks(run: _Tasks, grid: Grid, embeds: dict[str, str], names: dict[str,
     """The jobs that fit, each after its embedding store and its ``Job.needs``. Returns the keys of the
     jobs of each table, in the order the jobs come."""
     for job in grid.fit:
-        after = [embeds.get(job.store or "", ""), *(names.get(need, "") for need in job.needs)]
-        run.tasks.append(
-            Task(
-                job.key,
-                job.group,
-                grid.estimate(job),
-                job.threads,
-                job.gpu_mem_mb,
-                after=tuple(a for a in after if a),
-            )
-        )
+        after = tuple(a for a in (embeds.get(job.store or "", ""), *(names.get(n, "") for n in job.needs)) if a)
+        run.tasks.append(Task(job.key, job.group, grid.estimate(job), job.threads, job.gpu_mem_mb, after=after))
     return {stem: [job.key for job in jobs] for stem, jobs in grid.tables().items()}
 
 
@@ -277,24 +265,10 @@ def _figure_tasks(run: _Tasks, grid: Grid, tables: dict[str, list[str]]) -> None
         run.add(f"table {stem}", "figures", "table", keys)
     for figure in grid.figures():
         run.add(figure.name, "figures", figure.family, [f"table {stem}" for stem in figure.tables.values()])
-    claim_inputs = [f"table {stem}" for stem in tables if _checked(stem)]
+    # the claims read a table whose study has claims, or lends its rows to the paper's
+    claim_inputs = [f"table {stem}" for stem in tables if (spec := studies.owner(stem)) is not None and spec.checked()]
     if claim_inputs:
         run.add("claims", "figures", "claims", claim_inputs)
-
-
-def _checked(table: str) -> bool:
-    """Whether the claims read ``table`` (its study has claims, or lends its rows to the paper's)."""
-    spec = studies.owner(table)
-    return spec is not None and spec.checked()
-
-
-def _gpu_words(tasks: Sequence[Task], limits: Limits, budget: int) -> str:
-    """How the plan's header names the GPU: `` and a GPU (80 GB shared)``; empty without GPU tasks."""
-    if not any(t.gpu_mem_mb for t in tasks):
-        return ""
-    if limits.gpu is not None and not limits.shared_gpu:
-        return " and a GPU per GPU job"
-    return f" and a GPU ({budget / 1024:.0f} GB shared)"
 
 
 def _clock(seconds: float) -> str:
@@ -329,8 +303,11 @@ def finish_lines(config: dict, grid: Grid, cores: int) -> list[str]:
     sources = ", ".join(grid.calibration.sources) or "built in (this project's 2-core machine)"
     if grid.calibration.speed != 1.0:
         sources += f"; built-in times x {grid.calibration.speed:.2f} (this machine's speed)"
+    gpu = f" and a GPU ({budget / 1024:.0f} GB shared)" if any(t.gpu_mem_mb for t in tasks) else ""
+    if gpu and grid.limits.gpu is not None and not grid.limits.shared_gpu:
+        gpu = " and a GPU per GPU job"
     lines = [
-        f"expected wall time on {cores} core{'s' if cores > 1 else ''}{_gpu_words(tasks, grid.limits, budget)}: "
+        f"expected wall time on {cores} core{'s' if cores > 1 else ''}{gpu}: "
         f"{_clock(end)} (h:mm:ss) for {len(tasks)} jobs, {busy / 3600:.2f} core-hours busy; calibration: {sources}",
         "  experiment      jobs  job-hours  ends at (h:mm:ss)",
     ]

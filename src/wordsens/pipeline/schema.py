@@ -1,5 +1,5 @@
 """The configuration against its JSON Schema (``SCHEMA``, with the registered studies' sections joined to
-it: ``assembled``): validated and filled with the schema's defaults as Snakemake does it, every error named
+it: ``assembled``): validated and filled with the schema's defaults as Snakemake fills them, every error named
 at once, one line each, an unknown key with the closest known one; ``--config`` text read as the schema
 wants it (``coerce_text``); and a copy without the keys the schema refuses (``without_problems``), on which
 the checks beyond the schema still run. Torch is not imported.
@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
@@ -70,19 +69,10 @@ def _schema_problem(error: Any, root: dict | None = None) -> str:
 
 
 def apply_schema(config: dict, schema: str | Path) -> None:
-    """The schema's checks and defaults, in place, by Snakemake; the ``ConfigError`` names every error."""
-    from jsonschema import ValidationError
-    from snakemake.exceptions import WorkflowError
-    from snakemake.utils import validate as snakemake_validate
-
-    try:
-        snakemake_validate(config, str(_assembled_file(str(schema))), set_default=True)
-    except WorkflowError as err:
-        found = schema_problems(config, schema)
-        cause = err.__context__
-        raise ConfigError(
-            found or [_schema_problem(cause) if isinstance(cause, ValidationError) else str(err)]
-        ) from None
+    """The schema's checks and defaults, in place, as Snakemake's validation fills them (``_validator``);
+    the ``ConfigError`` names every error."""
+    if list(_validator(schema).iter_errors(config)):
+        raise ConfigError(schema_problems(config, schema))
 
 
 @functools.lru_cache(maxsize=4)
@@ -116,38 +106,12 @@ def assembled(schema: str | Path = SCHEMA) -> dict:
     return base
 
 
-_ASSEMBLED: dict[str, Path] = {}
-
-
-def _assembled_file(schema: str) -> Path:
-    """``assembled(schema)`` as a file (Snakemake's validation reads a file), one per content."""
-    import hashlib
-    import tempfile
-
-    import yaml
-
-    text = yaml.safe_dump(assembled(schema), sort_keys=False)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    if digest not in _ASSEMBLED or not _ASSEMBLED[digest].is_file():
-        folder = Path(tempfile.gettempdir()) / f"wordsens-schema-{os.getuid() if hasattr(os, 'getuid') else 0}"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"config.schema.{digest}.yaml"
-        if not path.is_file():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.replace(path)
-        _ASSEMBLED[digest] = path
-    return _ASSEMBLED[digest]
-
-
-def _validator(schema: str | Path, *, defaults: bool) -> Any:
-    """A Draft 2020-12 validator of ``schema``; ``defaults``: it fills the schema's defaults in, as
-    Snakemake's validation does."""
+def _validator(schema: str | Path) -> Any:
+    """A Draft 2020-12 validator of ``schema`` that fills the schema's defaults in, as Snakemake's
+    validation does."""
     from jsonschema import Draft202012Validator, validators
 
     loaded = copy.deepcopy(assembled(str(schema)))
-    if not defaults:
-        return Draft202012Validator(loaded)
     properties = Draft202012Validator.VALIDATORS["properties"]
 
     def with_defaults(validator: Any, props: dict, instance: Any, sub: dict) -> Any:
@@ -175,7 +139,7 @@ def _target(error: Any) -> list[list[Any]]:
 def schema_problems(config: dict, schema: str | Path = SCHEMA) -> list[str]:
     """Every error of ``config`` (left unchanged) against the schema, one line each, in the order of the
     keys, with the defaults filled on a copy as Snakemake fills them."""
-    validator = _validator(schema, defaults=True)
+    validator = _validator(schema)
     out: list[str] = []
     errors = sorted(validator.iter_errors(copy.deepcopy(config)), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
@@ -187,7 +151,7 @@ def without_problems(config: dict, schema: str | Path = SCHEMA) -> tuple[dict, l
     """A copy of ``config`` that the schema accepts, each key it refuses removed (its default takes its
     place, or the key above it goes), with the dotted keys removed; None when nothing short of the whole
     configuration would have to go."""
-    validator = _validator(schema, defaults=True)
+    validator = _validator(schema)
     work = copy.deepcopy(config)
     removed: list[str] = []
     for _ in range(100):
@@ -353,7 +317,7 @@ def _coerced(text: str, schemas: list[Any], validator: Any) -> Any:
 def coerce_text(config: dict, given: Mapping[str, Any], schema: str | Path = SCHEMA) -> None:
     """Read, in place, the values of ``config`` that ``given`` (the ``--config`` values) set as text as
     the schema wants them (``'32'`` as 32 where it wants an integer: ``_coerced``)."""
-    validator = _validator(schema, defaults=False)
+    validator = _validator(schema)
     root = validator.schema
 
     def walk(value: Any, text: Any, schemas: list[Any]) -> Any:

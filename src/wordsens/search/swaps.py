@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -280,31 +281,20 @@ def substitution(
     if candidates.ndim != 2 or candidates.shape[1] != d:
         raise ValueError(f"candidates must have shape (V, d) = (V, {d}), got {tuple(candidates.shape)}")
     spec = registry.get(map_name)
-
+    # the scan and the continuous search must see one map (same seed, weights and options)
+    same_map: dict[str, Any] = dict(seed=seed, position=position, weights=weights, options=options, device=device)
+    vocab, scan_dtype = candidates.shape[0], torch.float32 if dtype is None else dtype
     problem, chunk, facts = prepare_problem(
-        map_name,
-        X,
-        position,
-        seed=seed,
-        vocab=candidates.shape[0],
-        weights=weights,
-        options=options,
-        dtype=torch.float32 if dtype is None else dtype,
-        device=device,
-        chunk_mb=chunk_mb,
-        max_memory_gb=max_memory_gb,
+        map_name, X, vocab=vocab, dtype=scan_dtype, chunk_mb=chunk_mb, max_memory_gb=max_memory_gb, **same_map
     )
     if exhaustive is None:
-        exhaustive = swap_costs.exhaustive(spec, n, d, facts["options"], vocab=candidates.shape[0])
+        exhaustive = swap_costs.exhaustive(spec, n, d, facts["options"], vocab=vocab)
     scanning = dict(top_k=top_k, exhaustive=exhaustive, screen=screen, sample=sample, exclude=exclude, seed=seed)
     found = scan(problem, candidates, X[position], chunk=chunk, **scanning)  # type: ignore[arg-type]
     del problem
-    common: dict[str, Any] = dict(
-        seed=seed, position=position, weights=weights, options=options, device=device, max_steps=max_steps
-    )
-    continuous = estimate(map_name, X, radius=found.best_radius, **common) if found.best_radius > 0 else None
-    at_sqrt_d = estimate(map_name, X, **common).lower if sqrt_d else None
-    # the scan and the continuous search must see one map (same seed, weights and options)
+    on_same_map = partial(estimate, map_name, X, max_steps=max_steps, **same_map)
+    continuous = on_same_map(radius=found.best_radius) if found.best_radius > 0 else None
+    at_sqrt_d = on_same_map().lower if sqrt_d else None
     if continuous is not None and not math.isclose(continuous.phi_norm, found.phi_norm, rel_tol=1e-4):
         raise RuntimeError(
             f"the scan's ||phi(X)|| = {found.phi_norm:.8g} differs from the search's {continuous.phi_norm:.8g}"

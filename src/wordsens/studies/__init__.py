@@ -1,14 +1,7 @@
-"""The studies: each one folder below this package (the paper's experiments and the studies beyond it) or a
-plugin module, registered as a ``StudySpec`` (``wordsens.studies.spec``) in the registry
-(``wordsens.studies.registry``), the studies' counterpart of the map registry. What every study builds on
-is here too: its jobs (``wordsens.studies.jobs``: ``Job``, the embedding ``Store`` it reads),
-the word-sensitivity job the WS studies share (``wordsens.studies.sensitivity``) and the checks the
-sections share (``wordsens.studies.checks``).
-
-This face imports no study (the registry imports them on first use) and nothing heavy: the planner
-imports it. The built-in studies: ``ws`` (Figures 2-3), ``gen`` (Figures 4-5), ``probes`` (Figures 1 and 3,
-panels 3-4), ``variants``, ``long_context``, ``positions``, ``trained``, ``swaps``, ``gen_words`` (Figures 4-5
-with real words).
+"""The studies: each one folder below this package or a plugin module, registered as a ``StudySpec``
+(``spec``) in the ``registry``; beside them what they share: their ``jobs``, the word-sensitivity job of the
+WS studies (``sensitivity``) and the sections' ``checks``. Imports no study and nothing heavy (the planner
+imports it).
 """
 
 from .jobs import Job, JobFiles, Store, data_label, main_store

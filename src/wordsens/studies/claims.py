@@ -1,17 +1,6 @@
-"""The claims table of a run: the paper's statements (and a few derived ones) checked on the run's own tables,
-each registered study adding its rows (``StudySpec.claims``) in the registry's order.
-
-Every claim is computed from the aggregated tables the workflow writes under ``RESULTS/tables/`` and gives one
-row per claim and scope (a data source and a slice of the grid): the statistic, its 95% interval from the
-independent units it rests on (``wordsens.claims.intervals``), the expectation, the setting the claim comes
-from and exactly one verdict (``holds``, ``fails``, ``inconclusive``, ``not run``, ``no claim``; their
-meanings in ``docs/claims.md``). Verdicts are facts about the run, never exceptions; the one exception is a
-generalisation row that breaks the identity ``D1 - D0 = a (y - t0)``, which no computation of wordsens can
-produce (``wordsens.studies.gen.claims.check_identity``). The intervals are closed forms of the units: the
-same tables give the same table.
-
-This module stands above the registry and the claims package (``wordsens.claims``: definitions, intervals,
-rows, renderings), which knows no study. Torch-free.
+"""The claims table of a run (docs/claims.md): the paper's statements checked on the run's own tables below
+``RESULTS/tables/``, each registered study adding its rows (``StudySpec.claims``) in the registry's order.
+It stands above the registry and the claims package (``wordsens.claims``), which knows no study. Torch-free.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""A study's jobs: one frozen record per kind of job (``Job``), the embedding stores it may read (``Store``)
-and what its rows record beside their numbers (``provenance``, ``config_hash``); what it asks of the machine
-(``Cost``) and where it runs are ``wordsens.compute.placement``'s. Torch-free: the planner imports it.
-
-A kind of job is a frozen dataclass deriving from ``Job``: its class attributes name its workflow rule
-(``rule``), its output below the results folder (``output``, a pattern of its fields and properties) and the
-built-in time model of its families (``coefficients``, ``gpu_rates``); its fields are what its rows depend
-on, which the workflow hands the job as Snakemake ``params`` (``Job.params``: a change re-runs exactly the
-job) and the job turns back into the same record (``Job.of``); its method ``run(files)`` is its body and
-returns its rows. ``cost`` (the plan's estimates) is no param, nor are the fields named in ``EXTRAS``
-(values its body needs that change no number).
+"""A study's jobs: one frozen record per kind of job (``Job``, a dataclass whose class attributes name its rule,
+output and time model and whose fields are its Snakemake ``params``), the embedding stores it may read
+(``Store``), what its rule hands its body (``JobFiles``) and what its rows record beside their numbers
+(``Job.stamp``). Torch-free: the planner imports it.
 """
 
 from __future__ import annotations
@@ -242,6 +235,10 @@ class Job:
         """Its rows (a DataFrame), from its fields and the files its rule hands it."""
         raise NotImplementedError
 
+    def stamp(self) -> dict[str, str]:
+        """The columns every row of the job ends with: its ``config_hash`` and the ``provenance``."""
+        return {"config_hash": config_hash(self.params), **provenance(self.numerics_version)}
+
     def log(self, frame: Any) -> str:
         """What its log shows of its rows: the ``summary`` columns (none: every column)."""
         return str(frame[list(self.summary or frame)].to_string(index=False))
@@ -326,9 +323,10 @@ def provenance(numerics_version: str) -> dict[str, str]:
     }
 
 
-def job_peak_mb() -> float | None:
-    """The peak memory of the job's SLURM step or process group so far (MB), None where unknown."""
-    from ..compute.devices import job_peak_bytes
+def memory_columns() -> dict[str, float | None]:
+    """A row's ``peak_memory_mb`` (the process's peak so far) and ``job_peak_memory_mb`` (its SLURM step's or
+    process group's, None where unknown), in MB."""
+    from ..compute.devices import job_peak_bytes, peak_rss_bytes
 
-    value = job_peak_bytes()
-    return None if value is None else value / 1024**2
+    peak, job = peak_rss_bytes(), job_peak_bytes()
+    return {"peak_memory_mb": peak / 1024**2, "job_peak_memory_mb": None if job is None else job / 1024**2}

@@ -1,12 +1,6 @@
-"""The study registry: one ``StudySpec`` per study, read by the planner, the workflow, the calibration, the
-configuration checks, the claims table and the CLI.
-
-The built-in studies are the folders of ``wordsens.studies`` named in ``BUILTIN`` (the paper's experiments
-first, in the paper's order, then the studies beyond it); each defines its spec as ``SPEC`` in its
-``__init__``, and the registry imports it on first use (so that importing the registry imports no study). A
-plugin module registers its own with ``register(StudySpec(...))``; plugins are the modules named in the
-configuration's ``plugins:`` (``WORDSENS_PLUGINS``), which may register maps and studies alike
-(``wordsens.maps.registry.load_plugins`` imports them). Torch-free.
+"""The study registry: one ``StudySpec`` per study. A built-in study (a module of ``BUILTIN``) defines ``SPEC``
+in its ``__init__``, imported on first use; a plugin (``plugins:``, ``WORDSENS_PLUGINS``) calls
+``register(StudySpec(...))``. Torch-free.
 """
 
 from __future__ import annotations

@@ -213,13 +213,11 @@ def token_kinds(n: int, length: int | None) -> list[str]:
 
 
 def ws_rows(job: WSJob, source: Any) -> Any:
-    """The rows of one WS job: one per trial (``job.profile``: per trial and position, ``lower`` the estimate
-    at that position, ``token`` what the row holds, ``sup_position``/``sup_lower`` the trial's sup).
-
-    ``source`` is ``"synthetic"`` or an ``EmbeddingStore``. Rows record the device they ran on (a job planned
-    for a GPU runs on the CPU where none is visible), the search's working dtype, where the weights were
-    drawn and, for DRF, how many layers were streamed; a column per option any registered map sweeps (empty
-    where its map has none). A trial's numbers do not depend on the chunking or the order of jobs."""
+    """The rows of one WS job from ``source`` (``"synthetic"`` or an ``EmbeddingStore``): one per trial
+    (``job.profile``: per trial and position, ``lower`` the estimate there, ``token`` what the row holds,
+    ``sup_position``/``sup_lower`` the trial's sup), with the device it ran on (a GPU job runs on the CPU where
+    none is visible), the search's dtype and a column per option any registered map sweeps. A trial's numbers
+    do not depend on the chunking or the order of jobs."""
     import os
     import time
 
@@ -230,7 +228,6 @@ def ws_rows(job: WSJob, source: Any) -> Any:
     from ..data.samples import draw_sample
     from ..search import estimate
     from ..seeds import derive_seed
-    from .jobs import config_hash, provenance
 
     swept = dict(job.swept)
     columns = registry.swept_options()
@@ -238,8 +235,7 @@ def ws_rows(job: WSJob, source: Any) -> Any:
     sweep_key = None if not swept else next(iter(swept.values())) if len(swept) == 1 else tuple(swept.values())
     head = {"experiment": "ws", "map": job.map, "data": job.data_label, "d": job.d, "n": job.n}
     head |= {key: swept.get(key) for key in columns}
-    tail = {"threads": torch.get_num_threads(), "config_hash": config_hash(job.params)}
-    tail |= provenance(job.numerics_version)
+    tail = {"threads": torch.get_num_threads(), **job.stamp()}
     device = workflow_device(job.device)
     rows = []
     for trial in job.trials:
@@ -293,9 +289,8 @@ def _row(res: Any, info: dict[str, Any], *, trial: int, seed: int, started: floa
     its search's result, wall time since ``started`` and memory."""
     import time
 
-    from ..compute.devices import peak_rss_bytes
     from ..seeds import canonical_json
-    from .jobs import job_peak_mb
+    from .jobs import memory_columns
 
     return {
         "trial": trial,
@@ -311,8 +306,7 @@ def _row(res: Any, info: dict[str, Any], *, trial: int, seed: int, started: floa
         "steps": res.steps,
         "search_seconds": res.seconds,
         "wall_seconds": time.perf_counter() - started,
-        "peak_memory_mb": peak_rss_bytes() / 1024**2,
-        "job_peak_memory_mb": job_peak_mb(),
+        **memory_columns(),
         "method": res.method,
         "sampler": res.sampler,
         "weights_drawn_on": res.weights_drawn_on,

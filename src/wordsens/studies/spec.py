@@ -1,12 +1,7 @@
-"""A registered study, as data: ``StudySpec``, the studies' counterpart of ``wordsens.maps.spec.MapSpec``.
-
-A study is one folder below ``wordsens/studies/`` (or a plugin module) and one registration: its
-configuration section, the jobs it plans, the figures it draws and the claims it checks. The planner, the
-workflow's rules and targets, the calibration, the configuration checks, the claims table and the CLI loop
-over the registry (``wordsens.studies.registry``); no module outside a study's folder names a study.
-
-Torch-free: the planner reads specs without it. Its drawing, claims and commands are bound as callables or
-as ``"module:attribute"`` strings (``bound``), imported where they run.
+"""A registered study, as data (``StudySpec``, the counterpart of ``wordsens.maps.spec.MapSpec``): its
+configuration section, the jobs it plans, the figures it draws, the claims it checks. Everything else loops
+over the registry; no module outside a study's folder names a study. Torch-free; drawing, claims and
+commands are callables or ``"module:attribute"`` strings (``bound``), imported where they run.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def test_every_jobs_params_read_back_into_the_job():
 def test_a_ws_job_run_as_the_job_script_runs_it_writes_the_rows_the_plan_counts(one_thread):
     """The demo's RF point d = 16, n = 8 on synthetic rows: its kind's body on the job read back from its
     params and files (none: synthetic) writes one row per trial of the job, with the job's map, size, data and
-    numerics version."""
+    numerics version, then its stamp."""
     config = demo_config({"ws": {"data": "synthetic"}})
     grid = pipeline.Grid(config, limits=SMALL)
     planned = grid.job({"folder": "ws", "map": "rf", "setting": "d16_n8", "chunk": "0"}, rule="ws")
@@ -63,3 +63,6 @@ def test_a_ws_job_run_as_the_job_script_runs_it_writes_the_rows_the_plan_counts(
     assert len(frame) == job.rows == 3 and frame["trial"].tolist() == list(job.trials)
     assert set(frame["map"]) == {"rf"} and set(frame["d"]) == {16} and set(frame["n"]) == {8}
     assert set(frame["data"]) == {"synthetic"} and set(frame["numerics_version"]) == {studies.numerics_versions()["ws"]}
+    stamp = job.stamp()  # every row ends with the job's config_hash and provenance
+    assert list(frame.columns[-len(stamp) :]) == list(stamp) and frame.iloc[0][list(stamp)].to_dict() == stamp
+    assert stamp["config_hash"] == studies.jobs.config_hash(job.params)

@@ -10,9 +10,9 @@ import pandas as pd
 import torch
 
 from ... import generalisation as G
-from ...compute.devices import peak_rss_bytes, workflow_device
+from ...compute.devices import workflow_device
 from ...seeds import canonical_json, derive_seed
-from ..jobs import config_hash, job_peak_mb, provenance
+from ..jobs import memory_columns
 
 if TYPE_CHECKING:
     from . import GenJob
@@ -33,7 +33,7 @@ def gen_rows(job: GenJob, source: Any) -> pd.DataFrame:
         "n": job.n,
         "N": job.N,
     }
-    tail = {"threads": threads, "config_hash": config_hash(job.params), **provenance(job.numerics_version)}
+    tail = {"threads": threads, **job.stamp()}
     device = workflow_device(job.device)
     rows = []
     for sim in job.simulations:
@@ -78,7 +78,6 @@ def _gen_row(
         "sampler": setup.sampler,
         "options": canonical_json(setup.options),
         "device": setup.device,
-        "peak_memory_mb": peak_rss_bytes() / 1024**2,
-        "job_peak_memory_mb": job_peak_mb(),
+        **memory_columns(),
         **tail,
     }

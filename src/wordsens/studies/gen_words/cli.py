@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from ...arguments import add_command, add_encoder_args, add_map_args, add_option_arg, add_plugin_arg, positive_int
-from ...data.sources import CACHE, encoder_source, reviews_frame
+from ...arguments import add_command, add_encoder_args, add_map_args, add_words_output_args, positive_int
+from ...data.sources import CACHE, reviews_frame
+from ..swaps.cli import words_encoder
 
 
 def _penalties(text: str) -> list[float]:
@@ -54,10 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     cmd.add_argument("--restarts", type=positive_int, default=16, help="restarts of each continuous search")
     cmd.add_argument("--max-steps", type=positive_int, default=500, help="step cap of each continuous search")
     cmd.add_argument("--chunk-mb", type=float, default=64.0, help="working arrays of a chunk of words (MB)")
-    cmd.add_argument("--cache", default=CACHE, help=f"where minilm and demo-tiny-bert are unpacked (default {CACHE})")
-    cmd.add_argument("--json", action="store_true", help="one JSON line instead of text")
-    add_option_arg(cmd)
-    add_plugin_arg(cmd)
+    add_words_output_args(cmd, CACHE)
 
 
 def _check_inputs(args: argparse.Namespace, tokenizer: Any, layer: Any) -> None:
@@ -83,14 +79,10 @@ def run(args: argparse.Namespace) -> str:
 
     from ... import __version__
     from ...compute.devices import peak_rss_bytes
-    from ...data.pretrained import load_encoder
     from ...data.vocabulary import EmbeddingLayer
-    from .run import check_word_position, gen_word_simulation, word_rows, word_task
+    from .run import gen_word_simulation, word_rows, word_task
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    cache = Path(args.cache).expanduser()
-    source = encoder_source(args.model, cache)
-    tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
+    cache, _, tokenizer, encoder = words_encoder(args)
     layer = EmbeddingLayer.of(encoder)
     _check_inputs(args, tokenizer, layer)
     frame = reviews_frame(args.data, args.split, cache)
@@ -98,8 +90,6 @@ def run(args: argparse.Namespace) -> str:
     task = word_task(
         tokenizer, layer, texts, labels, review=args.review, N=args.N_train, n=args.n, d=args.d, seed=args.seed
     )
-    if args.position is not None:
-        check_word_position(tokenizer, task.ids, args.position)
     sim, info = gen_word_simulation(
         tokenizer, layer, task, args.map, seed=args.seed, position=args.position, vocabulary=args.vocabulary,
         options=dict(args.options), device=args.device, penalties=args.penalties, continuous=not args.words_only,

@@ -272,8 +272,6 @@ def words_table(
     the encoder's name (``model``), the job's ``config_hash`` and the provenance of every row."""
     import pandas as pd
 
-    from ..jobs import config_hash, provenance
-
     texts = [str(t) for t in pool["text"]]
     labels = [int(v) for v in pool["label"]]
     ids = [int(v) for v in pool["review_id"]]
@@ -288,7 +286,4 @@ def words_table(
     frame.insert(0, "model", job.model)
     for column in ("word", "top_words", "top_values"):
         frame[column] = frame[column].astype("object") if column in frame else None
-    frame["config_hash"] = config_hash(job.params)
-    for key, value in provenance(job.numerics_version).items():
-        frame[key] = value
-    return frame
+    return frame.assign(**job.stamp())

@@ -14,15 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...arguments import (
-    add_command,
-    add_encoder_args,
-    add_map_args,
-    add_option_arg,
-    add_plugin_arg,
-    picked,
-    positive_int,
-)
+from ...arguments import add_command, add_encoder_args, add_map_args, add_words_output_args, picked, positive_int
 from ...data.sources import CACHE, encoder_source, reviews_frame
 
 # the settings of the study's job that the options give as they are
@@ -62,10 +54,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], maps: S
     swap.add_argument("--chunk-mb", type=float, default=64.0, help="working arrays of a chunk of words (MB)")
     swap.add_argument("--max-steps", type=positive_int, default=1000, help="step cap of the continuous search")
     swap.add_argument("--sqrt-d", action="store_true", help="also the continuous search at the radius sqrt(d)")
-    swap.add_argument("--cache", default=CACHE, help=f"where minilm and demo-tiny-bert are unpacked (default {CACHE})")
-    swap.add_argument("--json", action="store_true", help="one JSON line instead of text")
-    add_option_arg(swap)
-    add_plugin_arg(swap)
+    add_words_output_args(swap, CACHE)
+
+
+def words_encoder(args: argparse.Namespace) -> tuple[Path, str, Any, Any]:
+    """``(cache, source, tokenizer, encoder)`` of ``--cache`` and ``--model`` on the CPU (the commands on real
+    words); transformers is imported here."""
+    from ...data.pretrained import load_encoder
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cache = Path(args.cache).expanduser()
+    source = encoder_source(args.model, cache)
+    tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
+    return cache, source, tokenizer, encoder
 
 
 def _texts(args: argparse.Namespace, cache: Path) -> tuple[str, int]:
@@ -114,16 +115,12 @@ def run(args: argparse.Namespace) -> str:
     import torch
 
     from ... import __version__
-    from ...data.pretrained import load_encoder
     from ...data.vocabulary import review_tokens
     from . import NUMERICS, SwapJob
     from .run import swap_rows
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    cache = Path(args.cache).expanduser()
-    source = encoder_source(args.model, cache)
+    cache, source, tokenizer, encoder = words_encoder(args)
     text, review_id = _texts(args, cache)
-    tokenizer, encoder = load_encoder(source, "cpu", setting="--model")
     _check_n(encoder, args.n)
     job = SwapJob(
         study="swaps",

@@ -148,7 +148,6 @@ def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapJob, *, source:
     import pandas as pd
 
     from ...data.reviews import pick_reviews
-    from ..jobs import config_hash, provenance
 
     texts = [str(t) for t in pool["text"]]
     chosen = pick_reviews(tokenizer, texts, n=int(job.n_max), count=int(job.reviews), section="swaps")
@@ -157,7 +156,4 @@ def swap_table(tokenizer: Any, encoder: Any, pool: Any, job: SwapJob, *, source:
     frame = pd.DataFrame(rows)
     frame.insert(0, "study", "swaps")
     frame.insert(1, "model", job.model)
-    frame["config_hash"] = config_hash(job.params)
-    for key, value in provenance(job.numerics_version).items():
-        frame[key] = value
-    return frame
+    return frame.assign(**job.stamp())

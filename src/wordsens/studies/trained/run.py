@@ -331,8 +331,6 @@ def layer_table(
     name the encoder is loaded from."""
     import pandas as pd
 
-    from ..jobs import config_hash, provenance
-
     texts = [str(t) for t in pool["text"]]
     chosen = pick_reviews(tokenizer, texts, n=max(job.n), count=job.reviews, section="trained")
     ids = [int(pool["review_id"].iloc[i]) for i in chosen]
@@ -355,7 +353,4 @@ def layer_table(
     frame = pd.DataFrame(rows)
     frame.insert(0, "model", job.model)
     frame.insert(2, "review_id", [ids[r] for r in frame["review"]])
-    frame["config_hash"] = config_hash(job.params)
-    for name, value in provenance(job.numerics_version).items():
-        frame[name] = value
-    return frame
+    return frame.assign(**job.stamp())
