@@ -40,7 +40,8 @@ class ToyJob(Job):
             seed = derive_seed(self.seed, "toy_study", self.map, self.n, self.d, sample)
             X = torch.randn((self.n, self.d), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
             X = X / X.norm(dim=1, keepdim=True) * self.d**0.5
-            norms.append(float(maps.apply(self.map, X, maps.sample_weights(self.map, seed, self.n, self.d)).norm()))
+            weights = maps.sample_weights(self.map, seed, self.n, self.d, dtype=X.dtype)
+            norms.append(float(maps.apply(self.map, X, weights).norm()))
         frame = pd.DataFrame({"map": self.map, "n": self.n, "sample": range(self.samples), "norm": norms})
         return frame.assign(numerics_version=self.numerics_version)
 

@@ -47,7 +47,7 @@ def _resources(rule) -> set[str]:
 def _steps() -> list[studies.Step]:
     """The steps of the studies' own rules (the probes') that the planner schedules for the demo."""
     config = demo_config()
-    return [step for spec in studies.specs() if spec.active(config) for step in spec.steps(config, LIMITS)]
+    return [step for spec in studies.specs() if spec.runs(config) for step in spec.steps(config, LIMITS)]
 
 
 def test_the_workflow_is_read_whole(workflow):
@@ -55,7 +55,7 @@ def test_the_workflow_is_read_whole(workflow):
     plan, each embedding store's pool and embedding, and the studies' own rules."""
     rules, _ = workflow
     grid = pipeline.Grid(demo_config(), limits=LIMITS)
-    made = {*studies.job_rules(), "table", *(figure.name for figure in grid.figures())}
+    made = {*studies.job_kinds(), "table", *(figure.name for figure in grid.figures())}
     made |= {store.rule for store in grid.stores().values()} | {store.pool_rule for store in grid.stores().values()}
     assert made >= {"ws", "gen", "trained", "swaps", "fig2_rf_drf", "swaps_figure", "embed_long", "pool_long"}
     assert made | {step.name for step in _steps()} | {"fig1_attention", "claims"} <= set(rules)
@@ -81,7 +81,7 @@ def test_the_calibration_reads_every_steps_benchmark_file(workflow, tmp_path):
     rules, bench = workflow
     steps = {}
     for name, rule in rules.items():
-        if rule.benchmark is not None and name not in studies.job_rules():
+        if rule.benchmark is not None and name not in studies.job_kinds():
             first = str(rule.benchmark)[len(bench) + 1 :].split("/")[0]
             assert first == name, f"{name} writes its benchmark under {first}/"
             steps[name] = tmp_path / "benchmarks" / first / f"{name}_job.tsv"
