@@ -4,8 +4,7 @@ tables, with the run's stamp and the plot settings."""
 import pandas as pd
 
 from wordsens.io import log_to
-from wordsens.studies import get
-from wordsens.studies.spec import bound
+from wordsens.studies import bound, get
 
 log_to(snakemake.log[0])
 p = snakemake.params

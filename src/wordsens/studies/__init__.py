@@ -5,7 +5,19 @@ imports it).
 """
 
 from .jobs import Job, JobFiles, Store, data_label, main_store
-from .registry import BUILTIN, get, isolated, job_kind, job_kinds, names, numerics_versions, owner, register, specs
+from .registry import (
+    BUILTIN,
+    bound,
+    get,
+    isolated,
+    job_kind,
+    job_kinds,
+    names,
+    numerics_versions,
+    owner,
+    register,
+    specs,
+)
 from .spec import Figure, Needs, Output, PlanView, Step, StudySpec
 
 __all__ = [
@@ -19,6 +31,7 @@ __all__ = [
     "Step",
     "Store",
     "StudySpec",
+    "bound",
     "data_label",
     "get",
     "isolated",

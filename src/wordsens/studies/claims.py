@@ -14,7 +14,7 @@ import pandas as pd
 from ..claims.rows import Rows
 from ..claims.stats import CLAIMS, Claim
 from . import registry
-from .spec import bound
+from .registry import bound
 
 
 def catalogue() -> dict[str, Claim]:
@@ -22,7 +22,7 @@ def catalogue() -> dict[str, Claim]:
     define (``StudySpec.definitions``), in the registry's order; ValueError where two define one id."""
     out = dict(CLAIMS)
     for spec in registry.specs():
-        for claim in spec.claim_definitions():
+        for claim in bound(spec.definitions):
             if claim.id in out:
                 raise ValueError(f"study {spec.name!r} defines the claim {claim.id!r}, which is defined already")
             out[claim.id] = claim

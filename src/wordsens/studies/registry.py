@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Iterator
+from typing import Any
 
 from ..compute import placement, timing
 from ..maps import registry as maps_registry
@@ -67,6 +68,11 @@ def _load_builtins() -> None:
     _builtins_loaded = True
     for module in BUILTIN:
         _add(importlib.import_module(module).SPEC)
+
+
+def bound(binding: Any) -> Any:
+    """What a binding of a ``StudySpec`` names: a ``"module:attribute"`` string imported, anything else itself."""
+    return maps_registry.resolve(binding) if isinstance(binding, str) else binding
 
 
 def names() -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """A registered study, as data (``StudySpec``, the counterpart of ``wordsens.maps.spec.MapSpec``): its
 configuration section, the jobs it plans, the figures it draws, the claims it checks. Everything else loops
 over the registry; no module outside a study's folder names a study. Torch-free; drawing, claims and
-commands are callables or ``"module:attribute"`` strings (``bound``), imported where they run.
+commands are callables or ``"module:attribute"`` strings (``wordsens.studies.registry.bound``), imported where they run.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..compute.limits import Limits
-from ..maps import registry as maps_registry
 from .jobs import Job, Store
 
 
@@ -100,11 +99,6 @@ class Step:
 Binding = str | Callable[..., Any]
 
 
-def bound(binding: Any) -> Any:
-    """What a binding names: a ``"module:attribute"`` string imported, anything else itself."""
-    return maps_registry.resolve(binding) if isinstance(binding, str) else binding
-
-
 def _nothing(*_: Any) -> list[Any]:
     return []
 
@@ -184,10 +178,6 @@ class StudySpec:
     def checked(self) -> bool:
         """Whether the claims read its tables (it has claims, or lends its rows to the paper's)."""
         return self.claims is not None or self.lends_ws_rows
-
-    def claim_definitions(self) -> Sequence[Any]:
-        """The claims it defines (``definitions``, imported where it is a binding)."""
-        return bound(self.definitions)
 
 
 def schema_beside(module_file: str, name: str = "schema.yaml") -> dict[str, Any]:

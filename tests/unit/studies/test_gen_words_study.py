@@ -15,7 +15,7 @@ import pytest
 from workflow_utils import demo_config
 
 from wordsens import compute, pipeline
-from wordsens.studies import numerics_versions
+from wordsens.studies import bound, numerics_versions
 
 SMALL = compute.Limits(cpu=16 * 1024**3, gpu=None)
 
@@ -223,7 +223,7 @@ def test_a_study_cannot_define_a_claim_twice():
 
     spec = studies.get("gen_words")
     assert {"gen_words_reach", "gen_words_rf_vs_raf"} <= set(catalogue()) and set(CLAIMS) < set(catalogue())
-    twice = (*spec.claim_definitions(), CLAIMS["rf_law"])
+    twice = (*bound(spec.definitions), CLAIMS["rf_law"])
     with studies.isolated():
         studies.register(dataclasses.replace(spec, definitions=twice), replace=True)
         with pytest.raises(ValueError, match="defines the claim 'rf_law', which is defined already"):
