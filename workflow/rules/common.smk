@@ -187,6 +187,24 @@ def get_local_copy(wildcards):
     return {}
 
 
+def job_inputs(job):
+    """What a job reads, by name: its embedding store's files (``Job.store``), the review ``pool`` and
+    an encoder's files (``model``), as ``Job.needs`` names them."""
+    out = {}
+    if job.store is not None:
+        out |= dict(getattr(rules, STORES[job.store].rule).output.items())
+    for need in job.needs:
+        if need == "pool":
+            out["pool"] = rules.pool.output.pool
+        elif need.startswith("model:"):
+            out["model"] = model_files(need.partition(":")[2])
+        else:
+            raise WorkflowError(
+                f"job {job.key} needs {need!r}: not a pool, a store or a model:<name>"
+            )
+    return out
+
+
 def table_file(stem):
     return f"{RES}/tables/{stem}.parquet"
 
@@ -217,6 +235,86 @@ def targets():
         for name in spec.targets(config):
             out += list(getattr(rules, name).output)
     return out
+
+
+# ----------------------------------------------------------------------------- the rules made from the registry
+# (workflow/rules/studies.smk, data.smk, embed.smk define them in loops; their functions are here)
+def constrained(pattern, constraints):
+    """``pattern`` with each wildcard's regular expression written into it ({map,rf|raf})."""
+
+    def one(match):
+        name = match.group(1)
+        return (
+            f"{{{name},{constraints[name]}}}" if name in constraints else match.group(0)
+        )
+
+    return re.sub(r"\{(\w+)\}", one, pattern)
+
+
+def job_output(kind):
+    """The output pattern of a kind of job (wordsens.studies.Job), below results/, with the regular
+    expression of each wildcard: the values the grid's jobs of that kind take (one that never matches
+    where there are none)."""
+    constraints = {}
+    for wildcard in re.findall(r"\{(\w+)\}", kind.output):
+        values = sorted(
+            {job.wildcards[wildcard] for job in GRID.jobs if job.rule == kind.rule}
+        )
+        constraints[wildcard] = "|".join(re.escape(v) for v in values) or "(?!)"
+    return constrained(kind.output, constraints)
+
+
+def job_value(rule, what, wildcards):
+    """An attribute of the job of ``rule`` with these wildcards (Grid.job): its threads, resources,
+    params; ``runtime``: 5 x its calibrated estimate + 5 minutes (Grid.runtime); ``priority``: its
+    task's in the plan (PRIORITY)."""
+    job = GRID.job(wildcards, rule)
+    if what == "priority":
+        return PRIORITY[job.key]
+    if what == "params":
+        return job.params
+    return GRID.runtime(job) if what == "runtime" else getattr(job, what)
+
+
+def job_files(rule, wildcards):
+    """What the job of ``rule`` with these wildcards reads (job_inputs)."""
+    return job_inputs(GRID.job(wildcards, rule))
+
+
+def table_chunks(wildcards):
+    """The per-job files a table stacks, in the order of its jobs."""
+    return [f"{RES}/{job.key}.parquet" for job in GRID.tables()[wildcards.table]]
+
+
+def table_rows(wildcards):
+    """The rows each file of table_chunks holds when its job finished (Job.rows), in the same order."""
+    return [job.rows for job in GRID.tables()[wildcards.table]]
+
+
+def report_text(out):
+    """A text file below tables/ as an entry of the report (a figure rule's text output)."""
+    entry = [f"{RES}/tables/{out.stem}"]
+    return [report(p, caption=out.caption, category=out.category) for p in entry]
+
+
+def figure_outputs(figure):
+    """A figure's outputs (wordsens.studies.Figure: figures in every format of plots.formats, or a text
+    file below tables/), each an entry of the report, and their (name, count) in that order.
+    """
+    files, names = [], []
+    for name, out in figure.outputs.items():
+        if out.text:
+            made = report_text(out)
+        else:
+            made = report_figures(out.stem, out.caption, out.category)
+        files += made
+        names.append([name, len(made)])
+    return files, names
+
+
+def figure_tables(figure, wildcards):
+    """A figure's tables, by the names its drawing reads them by."""
+    return {name: table_file(stem) for name, stem in figure.tables.items()}
 
 
 def pool_tag(store):
