@@ -232,8 +232,9 @@ class Job:
         return cls(**{name: _typed(hints[name], value) for name, value in given.items()})
 
     def run(self, files: JobFiles) -> Any:
-        """Its rows (a DataFrame), from its fields and the files its rule hands it."""
-        raise NotImplementedError
+        """Its rows (a DataFrame), from its fields and the files its rule hands it: every kind defines its own
+        (``StudySpec`` refuses a kind without one when the study is registered)."""
+        raise TypeError(f"{type(self).__name__} has no body: define its run(self, files) returning its rows")
 
     def stamp(self) -> dict[str, str]:
         """The columns every row of the job ends with: its ``config_hash`` and the ``provenance``."""

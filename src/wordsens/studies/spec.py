@@ -158,6 +158,13 @@ class StudySpec:
             raise ValueError(f"study names are lower-case identifiers, got {self.name!r}")
         if self.jobs is not None and not self.kinds:
             raise ValueError(f"study {self.name!r} plans jobs: give their kinds")
+        for kind in self.kinds:
+            unset = [name for name in ("rule", "output") if not isinstance(getattr(kind, name, None), str)]
+            if unset or kind.run is Job.run:
+                raise ValueError(
+                    f"study {self.name!r}: the kind of job {kind.__name__} needs a rule and an output pattern "
+                    f"(class attributes; missing {unset}) and its own run(self, files) returning its rows"
+                )
         if not self.owns and self.section:
             object.__setattr__(self, "owns", re.escape(self.section))
         if self.numerics is None and self.jobs is not None:

@@ -66,3 +66,31 @@ def test_a_ws_job_run_as_the_job_script_runs_it_writes_the_rows_the_plan_counts(
     stamp = job.stamp()  # every row ends with the job's config_hash and provenance
     assert list(frame.columns[-len(stamp) :]) == list(stamp) and frame.iloc[0][list(stamp)].to_dict() == stamp
     assert stamp["config_hash"] == studies.jobs.config_hash(job.params)
+
+
+def test_a_kind_of_job_without_a_body_or_a_rule_is_refused_when_its_study_is_made():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class NoBody(studies.Job):
+        rule = "no_body"
+        output = "no_body/{map}"
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class NoRule(studies.Job):
+        def run(self, files):
+            return None
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Whole(NoRule):
+        rule = "whole"
+        output = "whole/{map}"
+
+    def jobs(config, limits, version):
+        return []
+
+    for kind, missing in ((NoBody, "run(self, files)"), (NoRule, "['rule', 'output']")):
+        with pytest.raises(ValueError, match=kind.__name__) as refused:
+            studies.StudySpec(name="bodiless", title="t", jobs=jobs, kinds=(kind,))
+        assert missing in str(refused.value)
+    assert studies.StudySpec(name="whole", title="t", jobs=jobs, kinds=(Whole,)).kinds == (Whole,)
+    with pytest.raises(TypeError, match="NoBody has no body: define its run"):
+        NoBody(study="s").run(JobFiles({}, {}))
