@@ -121,42 +121,24 @@ def test_shared_samples_draw_the_same_review_for_every_map(tmp_path):
 
 
 def test_map_options_reach_the_estimate_and_the_rows():
-    settings = {**SETTINGS, "options": {"heads": 4}}
-    frame = _rows(
-        map_name="mh_raf",
-        d=16,
-        n=6,
-        swept={},
-        trials=[0],
-        seed=0,
-        source="synthetic",
-        data_label="synthetic",
-        settings=settings,
-    )
-    assert json.loads(frame["options"].iloc[0]) == {"heads": 4}
-    with pytest.raises(ValueError, match="heads"):
-        _rows(
-            map_name="mh_raf",
-            d=16,
+    def one_trial(map_name, d, options):
+        return _rows(
+            map_name=map_name,
+            d=d,
             n=6,
             swept={},
             trials=[0],
             seed=0,
             source="synthetic",
             data_label="synthetic",
-            settings={**SETTINGS, "options": {"heads": 5}},
+            settings={**SETTINGS, "options": options} if options else SETTINGS,
         )
-    paper = _rows(
-        map_name="raf",
-        d=8,
-        n=6,
-        swept={},
-        trials=[0],
-        seed=0,
-        source="synthetic",
-        data_label="synthetic",
-        settings=SETTINGS,
-    )
+
+    frame = one_trial("mh_raf", 16, {"heads": 4})
+    assert json.loads(frame["options"].iloc[0]) == {"heads": 4}
+    with pytest.raises(ValueError, match="heads"):
+        one_trial("mh_raf", 16, {"heads": 5})
+    paper = one_trial("raf", 8, None)
     assert paper["options"].iloc[0] == "{}" and "token" not in paper
 
 
